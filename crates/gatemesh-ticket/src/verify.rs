@@ -1,0 +1,221 @@
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Claims, EventId, KeyId, Keyring, MAX_CODE_LEN};
+
+/// The two wire formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    Jwt,
+    Gm1,
+}
+
+impl Format {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Jwt => "jwt",
+            Self::Gm1 => "gm1",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "jwt" => Ok(Self::Jwt),
+            "gm1" => Ok(Self::Gm1),
+            other => Err(format!(
+                "unknown ticket format {other:?} (expected jwt or gm1)"
+            )),
+        }
+    }
+}
+
+/// Why a code is not a valid ticket here, as the gate reports it. The names are the
+/// verdict reasons of the product (`bad_signature`, …) and are stable on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Reason {
+    Unreadable,
+    BadSignature,
+    UnknownKey,
+    WrongEvent,
+    Expired,
+    NotYetValid,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Unreadable => "unreadable",
+            Self::BadSignature => "bad_signature",
+            Self::UnknownKey => "unknown_key",
+            Self::WrongEvent => "wrong_event",
+            Self::Expired => "expired",
+            Self::NotYetValid => "not_yet_valid",
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A refused code. [`VerifyError::reason`] gives the typed reason; `Display` gives a
+/// sentence for people. Nothing in a refusal echoes the whole code back.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum VerifyError {
+    #[error("not a ticket: {0}")]
+    Unreadable(String),
+    #[error("the signature does not match: {0}")]
+    BadSignature(String),
+    #[error("signed with key {kid:?}, which this gate does not hold")]
+    UnknownKey { kid: String },
+    #[error("the ticket is for another event{}", found.as_ref().map(|e| format!(" ({e})")).unwrap_or_default())]
+    WrongEvent { found: Option<EventId> },
+    #[error("the ticket expired at {exp} (checked at {at})")]
+    Expired { exp: i64, at: i64 },
+    #[error("the ticket is valid only from {nbf} (checked at {at})")]
+    NotYetValid { nbf: i64, at: i64 },
+}
+
+impl VerifyError {
+    pub fn reason(&self) -> Reason {
+        match self {
+            Self::Unreadable(_) => Reason::Unreadable,
+            Self::BadSignature(_) => Reason::BadSignature,
+            Self::UnknownKey { .. } => Reason::UnknownKey,
+            Self::WrongEvent { .. } => Reason::WrongEvent,
+            Self::Expired { .. } => Reason::Expired,
+            Self::NotYetValid { .. } => Reason::NotYetValid,
+        }
+    }
+}
+
+/// A ticket whose signature, event and validity all checked out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    pub format: Format,
+    pub kid: KeyId,
+    pub claims: Claims,
+}
+
+/// Checks codes against a keyring, an event and a moment.
+///
+/// GM1 tickets carry only a tag of their event and sign the full event id, so they can only
+/// be checked by a verifier that knows its event ([`Verifier::for_event`]); a verifier with
+/// no event refuses them as `wrong_event`. JWT tickets name their event and are checked
+/// against it when one is set.
+#[derive(Debug, Clone)]
+pub struct Verifier {
+    keyring: Keyring,
+    event: Option<EventId>,
+    leeway: i64,
+}
+
+impl Verifier {
+    pub fn new(keyring: Keyring) -> Self {
+        Self {
+            keyring,
+            event: None,
+            leeway: 0,
+        }
+    }
+
+    pub fn for_event(mut self, event: EventId) -> Self {
+        self.event = Some(event);
+        self
+    }
+
+    /// Seconds of clock skew forgiven at both ends of the validity window. Gate laptops'
+    /// clocks drift; the issuer's intent is a day or an evening, not a second.
+    pub fn with_leeway(mut self, seconds: u32) -> Self {
+        self.leeway = i64::from(seconds);
+        self
+    }
+
+    pub fn event(&self) -> Option<&EventId> {
+        self.event.as_ref()
+    }
+
+    pub fn keyring(&self) -> &Keyring {
+        &self.keyring
+    }
+
+    /// Verifies one scanned code at time `at` (seconds since 1970).
+    ///
+    /// Surrounding whitespace (a scanner's Enter or Tab) is ignored. Order of checks:
+    /// structure, key, signature, then event and validity, so nothing unsigned is ever
+    /// trusted.
+    pub fn verify(&self, code: &str, at: i64) -> Result<Verified, VerifyError> {
+        if code.len() > MAX_CODE_LEN {
+            return Err(VerifyError::Unreadable(format!(
+                "{} bytes is longer than any ticket ({MAX_CODE_LEN} at most)",
+                code.len()
+            )));
+        }
+        let code = code.trim();
+        let verified = match detect(code) {
+            Some(Format::Gm1) => {
+                let event = self
+                    .event
+                    .as_ref()
+                    .ok_or(VerifyError::WrongEvent { found: None })?;
+                crate::gm1::verify(code, &self.keyring, event)?
+            }
+            Some(Format::Jwt) => crate::jwt::verify(code, &self.keyring)?,
+            None => {
+                return Err(VerifyError::Unreadable(
+                    "neither a GM1 code nor a JWT".into(),
+                ));
+            }
+        };
+        if let Some(event) = &self.event {
+            if &verified.claims.eid != event {
+                return Err(VerifyError::WrongEvent {
+                    found: Some(verified.claims.eid),
+                });
+            }
+        }
+        if let Some(exp) = verified.claims.exp {
+            if at >= exp.saturating_add(self.leeway) {
+                return Err(VerifyError::Expired { exp, at });
+            }
+        }
+        if let Some(nbf) = verified.claims.nbf {
+            if at < nbf.saturating_sub(self.leeway) {
+                return Err(VerifyError::NotYetValid { nbf, at });
+            }
+        }
+        Ok(verified)
+    }
+}
+
+/// Which format a code claims to be, by its shape alone. GM1 is matched without regard to
+/// case: base45 has no lower-case letters, and a scanner typing with Caps Lock on inverts
+/// them.
+pub fn detect(code: &str) -> Option<Format> {
+    if code
+        .get(..4)
+        .is_some_and(|head| head.eq_ignore_ascii_case(crate::gm1::PREFIX))
+    {
+        Some(Format::Gm1)
+    } else if code.bytes().filter(|&b| b == b'.').count() == 2 {
+        Some(Format::Jwt)
+    } else {
+        None
+    }
+}
