@@ -183,22 +183,22 @@ impl Verifier {
                 ));
             }
         };
-        if let Some(event) = &self.event {
-            if &verified.claims.eid != event {
-                return Err(VerifyError::WrongEvent {
-                    found: Some(verified.claims.eid),
-                });
-            }
+        if let Some(event) = &self.event
+            && &verified.claims.eid != event
+        {
+            return Err(VerifyError::WrongEvent {
+                found: Some(verified.claims.eid),
+            });
         }
-        if let Some(exp) = verified.claims.exp {
-            if at >= exp.saturating_add(self.leeway) {
-                return Err(VerifyError::Expired { exp, at });
-            }
+        if let Some(exp) = verified.claims.exp
+            && at >= exp.saturating_add(self.leeway)
+        {
+            return Err(VerifyError::Expired { exp, at });
         }
-        if let Some(nbf) = verified.claims.nbf {
-            if at < nbf.saturating_sub(self.leeway) {
-                return Err(VerifyError::NotYetValid { nbf, at });
-            }
+        if let Some(nbf) = verified.claims.nbf
+            && at < nbf.saturating_sub(self.leeway)
+        {
+            return Err(VerifyError::NotYetValid { nbf, at });
         }
         Ok(verified)
     }
