@@ -1,0 +1,443 @@
+//! The `gatemesh` binary as an organiser uses it: keys, batches, verification, printing,
+//! reading codes back with other readers (zbar) and with our own decoder.
+
+use std::{
+    collections::HashSet,
+    io::Write,
+    os::unix::fs::PermissionsExt,
+    path::{Path, PathBuf},
+    process::{Command, Output, Stdio},
+};
+
+use serde_json::Value;
+
+fn gatemesh(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gatemesh"))
+        .args(args)
+        .output()
+        .expect("gatemesh runs")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = gatemesh(args);
+    assert!(
+        out.status.success(),
+        "gatemesh {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// A tool from Debian that the README's test command installs; absent means a broken set-up,
+/// so the test fails and says which package.
+fn tool(name: &str, package: &str) -> String {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {name}")])
+        .output()
+        .unwrap();
+    assert!(
+        found.status.success(),
+        "{name} is missing: apt-get install {package}"
+    );
+    String::from_utf8(found.stdout).unwrap().trim().to_owned()
+}
+
+struct Row {
+    tid: String,
+    eid: String,
+    seat: String,
+    format: String,
+    code: String,
+}
+
+fn read_batch(dir: &Path) -> Vec<Row> {
+    let mut reader = csv::Reader::from_path(dir.join("tickets.csv")).unwrap();
+    assert_eq!(
+        reader.headers().unwrap(),
+        vec!["tid", "eid", "seat", "format", "code"]
+    );
+    reader
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            Row {
+                tid: r[0].into(),
+                eid: r[1].into(),
+                seat: r[2].into(),
+                format: r[3].into(),
+                code: r[4].into(),
+            }
+        })
+        .collect()
+}
+
+fn verify(issuer: &Path, event: Option<&str>, at: Option<&str>, code: &str) -> (i32, Value) {
+    let mut args = vec!["verify", "--issuer", p(issuer)];
+    if let Some(e) = event {
+        args.extend(["--event", e]);
+    }
+    if let Some(a) = at {
+        args.extend(["--at", a]);
+    }
+    args.push(code);
+    let out = gatemesh(&args);
+    let json = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code().unwrap(), json)
+}
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    key: PathBuf,
+    public: PathBuf,
+}
+
+fn setup() -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_owned();
+    ok(&["keygen", "--out", p(&root.join("keys"))]);
+    Setup {
+        key: root.join("keys/issuer.key.pem"),
+        public: root.join("keys/issuer.pub.pem"),
+        root,
+        _dir: dir,
+    }
+}
+
+#[test]
+fn keygen_writes_a_private_key_only_its_owner_reads_and_never_overwrites() {
+    let s = setup();
+    let mode = std::fs::metadata(&s.key).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let text = std::fs::read_to_string(&s.public).unwrap();
+    assert!(text.contains("-----BEGIN PUBLIC KEY-----"));
+    let before = std::fs::read(&s.key).unwrap();
+    let again = gatemesh(&["keygen", "--out", p(&s.root.join("keys"))]);
+    assert_eq!(again.status.code(), Some(2));
+    assert_eq!(std::fs::read(&s.key).unwrap(), before);
+
+    let named = s.root.join("named");
+    let out = ok(&["keygen", "--out", p(&named), "--kid", "box-office-2026"]);
+    assert!(out.contains("box-office-2026"));
+    let bad = gatemesh(&[
+        "keygen",
+        "--out",
+        p(&s.root.join("bad")),
+        "--kid",
+        "no spaces",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn a_batch_verifies_prints_and_scans() {
+    let s = setup();
+    let seats = s.root.join("seats.csv");
+    std::fs::write(
+        &seats,
+        "seat\nA-1\nRow 5 Seat 12\nBühne Süd 3\n\"Loge 4, Platz 2\"\n",
+    )
+    .unwrap();
+    let out_dir = s.root.join("gm1");
+    let summary = ok(&[
+        "issue",
+        "--key",
+        p(&s.key),
+        "--event",
+        "ROCK-2026",
+        "--seats",
+        p(&seats),
+        "--valid-until",
+        "2030-01-01T00:00:00Z",
+        "--out",
+        p(&out_dir),
+    ]);
+    assert!(summary.contains("issued 4 gm1 tickets"), "{summary}");
+    let rows = read_batch(&out_dir);
+    let labels: Vec<&str> = rows.iter().map(|r| r.seat.as_str()).collect();
+    assert_eq!(
+        labels,
+        ["A-1", "Row 5 Seat 12", "Bühne Süd 3", "Loge 4, Platz 2"]
+    );
+
+    let zbar = tool("zbarimg", "zbar-tools");
+    for row in &rows {
+        assert_eq!(
+            (row.eid.as_str(), row.format.as_str()),
+            ("ROCK-2026", "gm1")
+        );
+        let (code, json) = verify(&s.public, Some("ROCK-2026"), None, &row.code);
+        assert_eq!(code, 0, "{json}");
+        assert_eq!(json["tid"], row.tid.as_str());
+        assert_eq!(json["seat"], row.seat.as_str());
+        assert_eq!(json["format"], "gm1");
+        assert_eq!(json["exp"], "2030-01-01T00:00:00Z");
+
+        // Other readers: zbar must read our PNG back exactly, and so must our decoder.
+        let png = out_dir.join("png").join(format!("{}.png", row.tid));
+        let read = Command::new(&zbar)
+            .args(["-q", "--raw", p(&png)])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&read.stdout).trim_end_matches('\n'),
+            row.code
+        );
+        assert_eq!(ok(&["decode", p(&png)]).trim_end(), row.code);
+    }
+
+    // The printable sheet: render it as a printer would and scan the page back.
+    let pdftoppm = tool("pdftoppm", "poppler-utils");
+    let page = s.root.join("page");
+    let status = Command::new(&pdftoppm)
+        .args([
+            "-r",
+            "100",
+            "-png",
+            "-f",
+            "1",
+            "-l",
+            "1",
+            p(&out_dir.join("tickets.pdf")),
+            p(&page),
+        ])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let scanned = ok(&["decode", p(&s.root.join("page-1.png"))]);
+    let scanned: HashSet<&str> = scanned.lines().collect();
+    let issued: HashSet<&str> = rows.iter().map(|r| r.code.as_str()).collect();
+    assert_eq!(scanned, issued);
+}
+
+/// The code with one base64url character at `at` changed to another.
+fn flip(code: &str, at: usize) -> String {
+    let mut bytes = code.as_bytes().to_vec();
+    bytes[at] = if bytes[at] == b'A' { b'B' } else { b'A' };
+    String::from_utf8(bytes).unwrap()
+}
+
+#[test]
+fn refusals_are_typed_json_with_exit_1() {
+    let s = setup();
+    let out_dir = s.root.join("jwt");
+    ok(&[
+        "issue",
+        "--key",
+        p(&s.key),
+        "--event",
+        "ROCK-2026",
+        "--count",
+        "2",
+        "--seat-prefix",
+        "VIP-",
+        "--format",
+        "jwt",
+        "--valid-until",
+        "2030-01-01T00:00:00Z",
+        "--out",
+        p(&out_dir),
+    ]);
+    let rows = read_batch(&out_dir);
+    assert_eq!(rows[1].seat, "VIP-2");
+    let code = &rows[0].code;
+
+    let (status, json) = verify(&s.public, None, None, code);
+    assert_eq!(
+        (status, json["valid"].clone()),
+        (0, Value::Bool(true)),
+        "{json}"
+    );
+    assert_eq!(json["eid"], "ROCK-2026");
+
+    let cases = [
+        (Some("JAZZ-2026"), None, code.clone(), "wrong_event"),
+        (None, Some("2030-01-01T00:00:00Z"), code.clone(), "expired"),
+        (None, None, code.replace('.', ""), "unreadable"),
+        (None, None, flip(code, code.len() - 10), "bad_signature"),
+        (
+            None,
+            None,
+            flip(code, code.find('.').unwrap() + 10),
+            "bad_signature",
+        ),
+    ];
+    for (event, at, code, reason) in cases {
+        let (status, json) = verify(&s.public, event, at, &code);
+        assert_eq!(status, 1, "{json}");
+        assert_eq!(json["valid"], false);
+        assert_eq!(json["reason"], reason, "{json}");
+        assert!(json["detail"].as_str().unwrap().len() > 10);
+    }
+
+    let other = s.root.join("other");
+    ok(&["keygen", "--out", p(&other)]);
+    let (status, json) = verify(&other.join("issuer.pub.pem"), None, None, code);
+    assert_eq!((status, json["reason"].as_str()), (1, Some("unknown_key")));
+    // With both keys, as during a rotation, it verifies again.
+    let out = gatemesh(&[
+        "verify",
+        "--issuer",
+        p(&other.join("issuer.pub.pem")),
+        "--issuer",
+        p(&s.public),
+        code,
+    ]);
+    assert!(out.status.success());
+}
+
+#[test]
+fn verify_reads_standard_input_and_insists_on_an_event_for_gm1() {
+    let s = setup();
+    let out_dir = s.root.join("b");
+    ok(&[
+        "issue",
+        "--key",
+        p(&s.key),
+        "--event",
+        "E1",
+        "--count",
+        "1",
+        "--no-png",
+        "--no-pdf",
+        "--out",
+        p(&out_dir),
+    ]);
+    let code = read_batch(&out_dir).remove(0).code;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gatemesh"))
+        .args(["verify", "--issuer", p(&s.public), "--event", "E1", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A keyboard-wedge scanner ends its input with Enter.
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{code}\n").as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(!out.stdout.is_empty());
+
+    let no_event = gatemesh(&["verify", "--issuer", p(&s.public), &code]);
+    assert_eq!(no_event.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&no_event.stderr).contains("--event"));
+}
+
+#[test]
+fn ticket_ids_never_repeat_across_batches() {
+    let s = setup();
+    let mut seen = HashSet::new();
+    for batch in 0..3 {
+        let dir = s.root.join(format!("batch{batch}"));
+        ok(&[
+            "issue",
+            "--key",
+            p(&s.key),
+            "--event",
+            "E1",
+            "--count",
+            "500",
+            "--no-png",
+            "--no-pdf",
+            "--out",
+            p(&dir),
+        ]);
+        for row in read_batch(&dir) {
+            assert!(seen.insert(row.tid.clone()), "{} issued twice", row.tid);
+        }
+    }
+    let registry = std::fs::read_to_string(s.root.join("keys/issued/E1.tids")).unwrap();
+    let registered: HashSet<String> = registry.lines().map(str::to_owned).collect();
+    assert_eq!(registered, seen);
+
+    // A batch directory is never overwritten.
+    let again = gatemesh(&[
+        "issue",
+        "--key",
+        p(&s.key),
+        "--event",
+        "E1",
+        "--count",
+        "1",
+        "--out",
+        p(&s.root.join("batch0")),
+    ]);
+    assert_eq!(again.status.code(), Some(2));
+    assert_eq!(read_batch(&s.root.join("batch0")).len(), 500);
+}
+
+#[test]
+fn bad_issue_input_is_refused_before_anything_is_written() {
+    let s = setup();
+    let bad_seats = s.root.join("bad.csv");
+    std::fs::write(&bad_seats, "seat\nA-1\n\n").unwrap();
+    for args in [
+        vec!["--event", "bad event", "--count", "1"],
+        vec!["--event", "E", "--count", "0"],
+        vec!["--event", "E", "--count", "2", "--seats", p(&bad_seats)],
+        vec!["--event", "E", "--count", "1", "--valid-until", "tomorrow"],
+        vec!["--event", "E", "--count", "1", "--format", "pdf417"],
+    ] {
+        let out_dir = s.root.join("never");
+        let mut all = vec!["issue", "--key", p(&s.key), "--out", p(&out_dir)];
+        all.extend(args.iter().copied());
+        let out = gatemesh(&all);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(!out_dir.join("tickets.csv").exists(), "{args:?}");
+    }
+    assert!(!s.root.join("keys/issued/E.tids").exists());
+    let not_a_key = gatemesh(&[
+        "issue",
+        "--key",
+        p(&s.public),
+        "--event",
+        "E",
+        "--count",
+        "1",
+        "--out",
+        p(&s.root.join("x")),
+    ]);
+    assert_eq!(not_a_key.status.code(), Some(2));
+}
+
+#[test]
+fn decode_reads_hard_photos_of_our_tickets_and_they_verify() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../gatemesh-qr/testdata/own-tickets");
+    let issuer = dir.join("issuer.pub.pem");
+    let mut images = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if !matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("png" | "jpg")
+        ) {
+            continue;
+        }
+        let expected = std::fs::read_to_string(path.with_extension("txt")).unwrap();
+        let read = ok(&["decode", p(&path)]);
+        assert!(
+            read.lines().any(|l| l == expected),
+            "{}: read {read:?}",
+            path.display()
+        );
+        let (status, json) = verify(
+            &issuer,
+            Some("SUMMER-2026"),
+            Some("2030-01-01T00:00:00Z"),
+            &expected,
+        );
+        assert_eq!(status, 0, "{}: {json}", path.display());
+        images += 1;
+    }
+    assert!(images >= 40);
+    let not_image = gatemesh(&["decode", p(&issuer)]);
+    assert_eq!(not_image.status.code(), Some(1));
+}
