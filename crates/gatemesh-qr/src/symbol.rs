@@ -62,18 +62,18 @@ impl Symbol {
         let side = (self.width + 2 * QUIET_ZONE) * scale;
         let stride = side.div_ceil(8);
         let mut rows = vec![0xffu8; stride * side];
+        let mut line = vec![0xffu8; stride];
         for y in 0..self.width {
-            for x in 0..self.width {
-                if !self.is_dark(x, y) {
-                    continue;
+            // Draw one pixel row of this module row, then repeat it `scale` times.
+            line.fill(0xff);
+            for x in (0..self.width).filter(|&x| self.is_dark(x, y)) {
+                for col in (QUIET_ZONE + x) * scale..(QUIET_ZONE + x + 1) * scale {
+                    line[col / 8] &= !(0x80 >> (col % 8));
                 }
-                for py in 0..scale {
-                    let row = (QUIET_ZONE + y) * scale + py;
-                    for px in 0..scale {
-                        let col = (QUIET_ZONE + x) * scale + px;
-                        rows[row * stride + col / 8] &= !(0x80 >> (col % 8));
-                    }
-                }
+            }
+            let first = (QUIET_ZONE + y) * scale;
+            for row in first..first + scale {
+                rows[row * stride..(row + 1) * stride].copy_from_slice(&line);
             }
         }
         (side, rows)
@@ -86,6 +86,10 @@ impl Symbol {
         let mut encoder = png::Encoder::new(&mut out, side as u32, side as u32);
         encoder.set_color(png::ColorType::Grayscale);
         encoder.set_depth(png::BitDepth::One);
+        // Rows repeat `module_px` times, which the Up filter turns into zeros; fast
+        // compression then gets within a few percent of the best at a fraction of the time.
+        encoder.set_filter(png::FilterType::Up);
+        encoder.set_compression(png::Compression::Fast);
         // Writing a well-formed image into a Vec cannot fail.
         if let Ok(mut writer) = encoder.write_header() {
             let _ = writer

@@ -8,7 +8,6 @@
 //! tried.
 
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
-use p256::ecdsa::{Signature, signature::Verifier as _};
 use serde::{Deserialize, Serialize};
 
 use crate::{Claims, IssuerKey, Keyring, PublicKey, Verified, VerifyError, verify::Format};
@@ -90,13 +89,12 @@ pub(crate) fn verify(code: &str, keyring: &Keyring) -> Result<Verified, VerifyEr
             sig.len()
         )));
     }
-    let sig = Signature::from_slice(&sig).map_err(|_| {
-        VerifyError::BadSignature("the signature is not a valid P-256 signature".into())
-    })?;
+    let mut raw = [0u8; 64];
+    raw.copy_from_slice(&sig);
     // Both parts were present, so the signing input is the code up to the second dot.
     let signed_len = h.map_or(0, str::len) + 1 + p.map_or(0, str::len);
     let signed = &code.as_bytes()[..signed_len];
-    let checks = |k: &PublicKey| k.verifying_key().verify(signed, &sig).is_ok();
+    let checks = |k: &PublicKey| k.verifies(signed, &raw);
 
     let key = match &header.kid {
         Some(kid) => {
