@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The main job, until the desktop app exists: make an issuer key, issue a small batch of
+# tickets with a printable PDF, verify one ticket the way a gate does, read one back from
+# its image, and say where everything is.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+source scripts/env.sh
+
+cargo build --quiet --locked --release -p gatemesh-cli
+gatemesh="$CARGO_TARGET_DIR/release/gatemesh"
+demo=${GATEMESH_DEMO_DIR:-$PWD/demo}
+event=DEMO-2026
+mkdir -p "$demo"
+
+if [[ ! -f $demo/keys/issuer.key.pem ]]; then
+  "$gatemesh" keygen --out "$demo/keys"
+fi
+n=1
+while [[ -e $demo/batch-$n ]]; do n=$((n + 1)); done
+batch=$demo/batch-$n
+printf 'seat\n' >"$demo/seats.csv"
+for row in A B C; do for seat in $(seq 1 8); do printf 'Row %s Seat %s\n' "$row" "$seat"; done; done >>"$demo/seats.csv"
+
+echo
+"$gatemesh" issue --key "$demo/keys/issuer.key.pem" --event "$event" --seats "$demo/seats.csv" \
+  --valid-until "$(date -u -d '+1 year' +%Y-%m-%dT%H:%M:%SZ)" --out "$batch"
+
+tid=$(sed -n 2p "$batch/tickets.csv" | cut -d, -f1)
+echo
+echo "A gate checks ticket $tid from its PNG, offline, with only the public key:"
+echo "  \$ gatemesh decode $batch/png/$tid.png | gatemesh verify --issuer $demo/keys/issuer.pub.pem --event $event -"
+"$gatemesh" decode "$batch/png/$tid.png" | "$gatemesh" verify --issuer "$demo/keys/issuer.pub.pem" --event "$event" -
+echo
+echo "The same ticket presented at another event's gate:"
+"$gatemesh" decode "$batch/png/$tid.png" | "$gatemesh" verify --issuer "$demo/keys/issuer.pub.pem" --event OTHER-2026 - || true
+echo
+echo "Print $batch/tickets.pdf; the ticket list is $batch/tickets.csv."
+echo "The gatemesh binary is $gatemesh (try: $gatemesh --help)."

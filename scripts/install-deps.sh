@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what building and testing gatemesh needs on Debian 12 / Ubuntu, as root, and
+# nothing that is already there. Safe to run again and again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian packages: C toolchain, WebKitGTK for the Tauri shell, zbar and poppler as independent
+# QR and PDF readers for the tests, Node.js for the UI and the jose interoperability checks.
+packages=(build-essential pkg-config libwebkit2gtk-4.1-dev zbar-tools poppler-utils)
+command -v node >/dev/null || packages+=(nodejs)
+command -v npm >/dev/null || packages+=(npm)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "missing Debian packages: ${missing[*]} (run as root, or install them)" >&2
+    exit 1
+  fi
+  echo "installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null; then
+  echo "Rust is missing: install a stable toolchain (rustup.rs), 1.89 or newer" >&2
+  exit 1
+fi
+
+# npm packages, pinned by the lock files; reinstalled only when a lock file changed.
+for dir in ui tools/jose; do
+  if [[ ! -f $dir/node_modules/.package-lock.json || $dir/package-lock.json -nt $dir/node_modules/.package-lock.json ]]; then
+    echo "installing npm packages in $dir" >&2
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+done

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Every test gatemesh has: formatting, lints, the Rust test suite (unit, integration,
+# property and doc tests; jose, zbar and poppler as outside referees), the UI type check and
+# build, and the jose fixtures re-checked by jose itself.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+source scripts/env.sh
+
+echo "== ui: type check and build (the desktop app embeds ui/dist)"
+(cd ui && npm run --silent build)
+
+echo "== jose agrees with the committed JWT fixtures"
+node tools/jose/check-fixtures.mjs | tail -n 1
+
+echo "== rustfmt, clippy"
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+echo "== tests"
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo test --workspace --locked --doc
+  cargo nextest run --workspace --locked --no-fail-fast
+else
+  cargo test --workspace --locked --no-fail-fast
+fi
