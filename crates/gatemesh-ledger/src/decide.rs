@@ -1,0 +1,280 @@
+//! The scan decision: pure, deterministic, no I/O. Given what the signature check said and
+//! what the ledger knows of the ticket, either answer at once or say which redemption to
+//! record (the caller makes it durable before answering).
+
+use gatemesh_ticket::{TicketId, Verified, VerifyError};
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    model::{Direction, NodeId, Redemption, RedemptionId, Standing},
+    state::TicketState,
+};
+
+/// Green, yellow, red.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Admit,
+    Duplicate,
+    Reject,
+}
+
+/// Why, for every verdict. Stable names on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Reason {
+    // admit
+    /// A first entry.
+    Valid,
+    /// Admitted although the manifest does not list the ticket (policy `admit_and_mark`).
+    Unlisted,
+    /// Back in after an exit scan (re-entry policy).
+    Reentry,
+    /// An exit scan (re-entry policy): the holder may come back.
+    Exit,
+    // duplicate
+    /// Already inside: another use of the same ticket.
+    AlreadyAdmitted,
+    // reject, from the ticket itself
+    Unreadable,
+    BadSignature,
+    UnknownKey,
+    WrongEvent,
+    Expired,
+    NotYetValid,
+    // reject, from the ledger
+    /// Refunded or annulled.
+    Void,
+    /// Replaced by another ticket (see `transferred_to`).
+    Transferred,
+    /// Not in the manifest, and the event refuses unlisted tickets.
+    UnknownTicket,
+    /// Staff denied it after a flag.
+    Denied,
+    /// An exit scan for a ticket that is not inside.
+    NotInside,
+    /// An exit scan where the event allows a single entry only.
+    ExitNotAllowed,
+}
+
+impl From<gatemesh_ticket::Reason> for Reason {
+    fn from(r: gatemesh_ticket::Reason) -> Self {
+        use gatemesh_ticket::Reason as T;
+        match r {
+            T::BadSignature => Self::BadSignature,
+            T::UnknownKey => Self::UnknownKey,
+            T::WrongEvent => Self::WrongEvent,
+            T::Expired => Self::Expired,
+            T::NotYetValid => Self::NotYetValid,
+            _ => Self::Unreadable,
+        }
+    }
+}
+
+/// Entry rules of an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryPolicy {
+    /// One entry per ticket (the default).
+    #[default]
+    Single,
+    /// Holders may leave through an exit scan and come back.
+    Reentry,
+}
+
+/// What to do with a validly signed ticket that a loaded manifest does not list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnlistedPolicy {
+    /// Admit, and mark the redemption `unlisted` for review (the default: a ticket sold after
+    /// the manifest was pulled is still a paying guest).
+    #[default]
+    AdmitAndMark,
+    Reject,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Policy {
+    pub entry: EntryPolicy,
+    pub unlisted: UnlistedPolicy,
+    /// A scanner that sends the same ticket again within this window gets its first answer
+    /// again: scanners double-fire and pages hang.
+    pub repeat_window_ms: i64,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self {
+            entry: EntryPolicy::default(),
+            unlisted: UnlistedPolicy::default(),
+            repeat_window_ms: 10_000,
+        }
+    }
+}
+
+/// Whether a manifest is loaded, and whether it lists the ticket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listing {
+    /// Signature-only mode: every validly signed ticket of the event counts.
+    NoManifest,
+    Listed,
+    Unlisted,
+}
+
+/// The scan being decided.
+#[derive(Debug, Clone, Copy)]
+pub struct Scan<'a> {
+    pub node: &'a NodeId,
+    pub scanner: &'a str,
+    pub direction: Direction,
+    pub now_ms: i64,
+}
+
+/// The earlier use a `duplicate` points at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FirstUse {
+    pub redemption_id: RedemptionId,
+    pub gate: String,
+    pub node: NodeId,
+    pub scanner: String,
+    pub at_ms: i64,
+}
+
+impl From<&Redemption> for FirstUse {
+    fn from(r: &Redemption) -> Self {
+        Self {
+            redemption_id: r.id.clone(),
+            gate: r.gate.clone(),
+            node: r.node.clone(),
+            scanner: r.scanner.clone(),
+            at_ms: r.at_ms,
+        }
+    }
+}
+
+/// A decision that needs no write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub verdict: Verdict,
+    pub reason: Reason,
+    pub first: Option<FirstUse>,
+    /// For a repeated admit: the redemption that admitted.
+    pub redemption_id: Option<RedemptionId>,
+    pub transferred_to: Option<TicketId>,
+}
+
+impl Answer {
+    fn reject(reason: Reason) -> Self {
+        Self {
+            verdict: Verdict::Reject,
+            reason,
+            first: None,
+            redemption_id: None,
+            transferred_to: None,
+        }
+    }
+}
+
+/// The outcome of a scan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Answer now; nothing to record.
+    Answer(Answer),
+    /// Record a redemption in this direction, then answer `admit` with `reason`.
+    Record {
+        direction: Direction,
+        reason: Reason,
+        unlisted: bool,
+    },
+}
+
+/// Decides one scan. `state` is the ticket's history (`None` when the code did not verify or
+/// the ledger has never heard of the ticket).
+pub fn decide(
+    verified: &Result<Verified, VerifyError>,
+    state: Option<&TicketState>,
+    listing: Listing,
+    policy: &Policy,
+    scan: &Scan<'_>,
+) -> Outcome {
+    if let Err(e) = verified {
+        return Outcome::Answer(Answer::reject(e.reason().into()));
+    }
+    let empty = TicketState::default();
+    let state = state.unwrap_or(&empty);
+    if state.denied() {
+        return Outcome::Answer(Answer::reject(Reason::Denied));
+    }
+    match state.standing() {
+        Standing::Active => {}
+        Standing::Void { .. } => return Outcome::Answer(Answer::reject(Reason::Void)),
+        Standing::Transferred { to } => {
+            return Outcome::Answer(Answer {
+                transferred_to: Some(to),
+                ..Answer::reject(Reason::Transferred)
+            });
+        }
+    }
+    let unlisted = listing == Listing::Unlisted;
+    if unlisted && policy.unlisted == UnlistedPolicy::Reject {
+        return Outcome::Answer(Answer::reject(Reason::UnknownTicket));
+    }
+
+    let holding = match policy.entry {
+        EntryPolicy::Single => state.first_entry(),
+        EntryPolicy::Reentry => state.inside_since(),
+    };
+    match scan.direction {
+        Direction::Exit => match (policy.entry, holding) {
+            (EntryPolicy::Single, _) => Outcome::Answer(Answer::reject(Reason::ExitNotAllowed)),
+            (EntryPolicy::Reentry, None) => Outcome::Answer(Answer::reject(Reason::NotInside)),
+            (EntryPolicy::Reentry, Some(_)) => Outcome::Record {
+                direction: Direction::Exit,
+                reason: Reason::Exit,
+                unlisted,
+            },
+        },
+        Direction::Entry => match holding {
+            None => {
+                let reason = if unlisted {
+                    Reason::Unlisted
+                } else if state.effective().any(|r| r.direction == Direction::Exit) {
+                    Reason::Reentry
+                } else {
+                    Reason::Valid
+                };
+                Outcome::Record {
+                    direction: Direction::Entry,
+                    reason,
+                    unlisted,
+                }
+            }
+            Some(r)
+                if &r.node == scan.node
+                    && r.scanner == scan.scanner
+                    && scan.now_ms.saturating_sub(r.at_ms) <= policy.repeat_window_ms =>
+            {
+                // The same scanner again within the window: the same green answer.
+                Outcome::Answer(Answer {
+                    verdict: Verdict::Admit,
+                    reason: if r.unlisted {
+                        Reason::Unlisted
+                    } else {
+                        Reason::Valid
+                    },
+                    first: None,
+                    redemption_id: Some(r.id.clone()),
+                    transferred_to: None,
+                })
+            }
+            Some(r) => Outcome::Answer(Answer {
+                verdict: Verdict::Duplicate,
+                reason: Reason::AlreadyAdmitted,
+                first: Some(FirstUse::from(r)),
+                redemption_id: None,
+                transferred_to: None,
+            }),
+        },
+    }
+}

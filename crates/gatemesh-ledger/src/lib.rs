@@ -1,0 +1,41 @@
+//! The replicated redemption ledger of one event.
+//!
+//! - [`Ledger`]: one Automerge document per event, started from a genesis that every node
+//!   builds identically, written by each node under its own stable actor id. Redemptions,
+//!   staff resolutions, ticket standings and the audit trail are flat-keyed JSON records.
+//! - [`decide`]: the scan decision, a pure function of the signature check, the ticket's
+//!   history, the manifest listing and the event's policy.
+//! - [`Store`]: SQLite (WAL) storage of the document's changes; a redemption is committed
+//!   there before its verdict is returned.
+//!
+//! Flags: two entries of one ticket where neither writer had seen the other's redemption
+//! (each redemption lists the ones its gate knew) were made on both sides of a partition;
+//! the ticket is flagged on every node that knows both, until staff resolve it.
+//!
+//! ```
+//! use gatemesh_ledger::{Ledger, NodeId, genesis};
+//! use gatemesh_ticket::EventId;
+//!
+//! let event = EventId::new("ROCK-2026").unwrap();
+//! let ledger = Ledger::open(&event, NodeId::random(), &genesis(&event), None, []).unwrap();
+//! assert_eq!(ledger.flagged().count(), 0);
+//! ```
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+mod decide;
+mod doc;
+mod model;
+mod state;
+mod store;
+
+pub use decide::{
+    Answer, EntryPolicy, FirstUse, Listing, Outcome, Policy, Reason, Scan, UnlistedPolicy, Verdict,
+    decide,
+};
+pub use doc::{Ledger, LedgerError, StoredChange, genesis};
+pub use model::{
+    Action, AuditEntry, Direction, Hlc, HlcClock, NodeId, Redemption, RedemptionId, Resolution,
+    ResolutionId, Standing, Status,
+};
+pub use state::TicketState;
+pub use store::{Durability, Store, StoreError, Stored};

@@ -1,0 +1,98 @@
+//! One ticket's history as the ledger knows it, and what follows from it: who is inside,
+//! whether the ticket is flagged, whether staff denied it.
+
+use std::collections::HashSet;
+
+use crate::model::{Action, Direction, Redemption, RedemptionId, Resolution, Standing, Status};
+
+/// Everything recorded about one ticket. Lists are kept in HLC order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TicketState {
+    pub redemptions: Vec<Redemption>,
+    pub resolutions: Vec<Resolution>,
+    pub status: Option<Status>,
+}
+
+fn concurrent(a: &Redemption, b: &Redemption) -> bool {
+    !a.seen.contains(&b.id) && !b.seen.contains(&a.id)
+}
+
+impl TicketState {
+    pub fn is_empty(&self) -> bool {
+        self.redemptions.is_empty() && self.resolutions.is_empty() && self.status.is_none()
+    }
+
+    fn reverted(&self) -> HashSet<&RedemptionId> {
+        self.resolutions
+            .iter()
+            .filter(|r| r.action == Action::Revert)
+            .flat_map(|r| &r.covers)
+            .collect()
+    }
+
+    /// Redemptions that still count: every one not undone by a `revert`.
+    pub fn effective(&self) -> impl Iterator<Item = &Redemption> {
+        let reverted = self.reverted();
+        self.redemptions
+            .iter()
+            .filter(move |r| !reverted.contains(&r.id))
+    }
+
+    /// The earliest effective entry: the admission a duplicate is compared against.
+    pub fn first_entry(&self) -> Option<&Redemption> {
+        self.effective().find(|r| r.direction == Direction::Entry)
+    }
+
+    /// The entry that has the holder inside now, under re-entry rules: the latest effective
+    /// redemption, if it is an entry.
+    pub fn inside_since(&self) -> Option<&Redemption> {
+        self.effective()
+            .last()
+            .filter(|r| r.direction == Direction::Entry)
+    }
+
+    /// Entries made while their gates could not see each other, not yet all resolved by
+    /// staff. Empty when the ticket is not flagged.
+    pub fn flagged(&self) -> Vec<&Redemption> {
+        let resolved: HashSet<&RedemptionId> =
+            self.resolutions.iter().flat_map(|r| &r.covers).collect();
+        let entries: Vec<&Redemption> = self
+            .effective()
+            .filter(|r| r.direction == Direction::Entry)
+            .collect();
+        let mut involved: Vec<&Redemption> = Vec::new();
+        for (i, a) in entries.iter().enumerate() {
+            for b in &entries[i + 1..] {
+                let open = !resolved.contains(&a.id) || !resolved.contains(&b.id);
+                if open && concurrent(a, b) {
+                    for r in [*a, *b] {
+                        if !involved.iter().any(|x| x.id == r.id) {
+                            involved.push(r);
+                        }
+                    }
+                }
+            }
+        }
+        involved.sort_by(|a, b| a.hlc.cmp(&b.hlc));
+        involved
+    }
+
+    /// Whether staff's latest word on this ticket was `deny`.
+    pub fn denied(&self) -> bool {
+        self.resolutions
+            .iter()
+            .rev()
+            .find(|r| matches!(r.action, Action::Accept | Action::Deny))
+            .is_some_and(|r| r.action == Action::Deny)
+    }
+
+    pub fn standing(&self) -> Standing {
+        self.status
+            .as_ref()
+            .map_or(Standing::Active, |s| s.standing.clone())
+    }
+
+    pub fn redemption_ids(&self) -> Vec<crate::model::RedemptionId> {
+        self.redemptions.iter().map(|r| r.id.clone()).collect()
+    }
+}

@@ -1,0 +1,203 @@
+//! Durable storage of one node's ledger in SQLite (WAL).
+//!
+//! Tables: `meta` (event, node id, node name, genesis bytes), `changes` (one row per
+//! Automerge change, keyed by its hash, so a damaged row is caught on load rather than
+//! silently dropped), `snapshot` (a compacted document covering every change up to a
+//! sequence number). A redemption's change is committed here before its verdict is
+//! returned.
+
+use std::path::Path;
+
+use gatemesh_ticket::EventId;
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use crate::{doc::StoredChange, model::NodeId};
+
+/// How hard each commit pushes to the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// `synchronous=NORMAL` under WAL: every committed admission survives the process being
+    /// killed; a power cut may lose the last moments.
+    #[default]
+    Process,
+    /// `synchronous=FULL`: every committed admission also survives a power cut.
+    Power,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    #[error("the database failed: {0}")]
+    Sql(#[from] rusqlite::Error),
+    #[error("this data directory belongs to event {found}, not {expected}")]
+    WrongEvent { expected: EventId, found: String },
+    #[error("the database is damaged: {0}")]
+    Corrupt(String),
+}
+
+/// What a node needs to reopen its ledger.
+#[derive(Debug)]
+pub struct Stored {
+    pub node: NodeId,
+    pub genesis: Vec<u8>,
+    pub snapshot: Option<Vec<u8>>,
+    pub changes: Vec<StoredChange>,
+}
+
+#[derive(Debug)]
+pub struct Store {
+    conn: Connection,
+}
+
+impl Store {
+    pub fn open(path: &Path, durability: Durability) -> Result<Self, StoreError> {
+        let conn = Connection::open(path)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        let sync = match durability {
+            Durability::Process => "NORMAL",
+            Durability::Power => "FULL",
+        };
+        conn.pragma_update(None, "synchronous", sync)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB NOT NULL);
+             CREATE TABLE IF NOT EXISTS changes (
+                 seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                 hash BLOB NOT NULL UNIQUE,
+                 bytes BLOB NOT NULL);
+             CREATE TABLE IF NOT EXISTS snapshot (
+                 id INTEGER PRIMARY KEY CHECK (id = 1),
+                 bytes BLOB NOT NULL,
+                 through_seq INTEGER NOT NULL);",
+        )?;
+        Ok(Self { conn })
+    }
+
+    fn meta(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()?)
+    }
+
+    /// Reads everything back, or sets the store up for `event` on first use: a fresh node id
+    /// and this event's genesis. A store set up for another event is refused.
+    pub fn load_or_init(&mut self, event: &EventId) -> Result<Stored, StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let get = |key: &str| -> Result<Option<Vec<u8>>, rusqlite::Error> {
+            tx.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+                .optional()
+        };
+        match get("event")? {
+            None => {
+                let node = NodeId::random();
+                let genesis = crate::doc::genesis(event);
+                let mut put = tx.prepare("INSERT INTO meta (key, value) VALUES (?1, ?2)")?;
+                put.execute(params!["event", event.as_str().as_bytes()])?;
+                put.execute(params!["node", node.as_str().as_bytes()])?;
+                put.execute(params!["genesis", genesis])?;
+            }
+            Some(found) if found != event.as_str().as_bytes() => {
+                return Err(StoreError::WrongEvent {
+                    expected: event.clone(),
+                    found: String::from_utf8_lossy(&found).into_owned(),
+                });
+            }
+            Some(_) => {}
+        }
+        tx.commit()?;
+        let node = self
+            .meta("node")?
+            .and_then(|b| String::from_utf8(b).ok())
+            .and_then(|s| NodeId::parse(&s))
+            .ok_or_else(|| StoreError::Corrupt("no valid node id".into()))?;
+        let genesis = self
+            .meta("genesis")?
+            .ok_or_else(|| StoreError::Corrupt("no genesis".into()))?;
+        let snapshot: Option<(Vec<u8>, i64)> = self
+            .conn
+            .query_row(
+                "SELECT bytes, through_seq FROM snapshot WHERE id = 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let through = snapshot.as_ref().map_or(0, |s| s.1);
+        let mut stmt = self
+            .conn
+            .prepare("SELECT hash, bytes FROM changes WHERE seq > ?1 ORDER BY seq")?;
+        let changes = stmt
+            .query_map([through], |r| {
+                let hash: Vec<u8> = r.get(0)?;
+                Ok((hash, r.get::<_, Vec<u8>>(1)?))
+            })?
+            .map(|row| {
+                let (hash, bytes) = row?;
+                let hash: [u8; 32] = hash
+                    .try_into()
+                    .map_err(|_| StoreError::Corrupt("a change hash is not 32 bytes".into()))?;
+                Ok(StoredChange { hash, bytes })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        Ok(Stored {
+            node,
+            genesis,
+            snapshot: snapshot.map(|s| s.0),
+            changes,
+        })
+    }
+
+    /// Commits changes durably, in one transaction. Changes already stored are skipped.
+    pub fn append(&mut self, changes: &[StoredChange]) -> Result<(), StoreError> {
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let tx = self.conn.transaction()?;
+        {
+            let mut stmt =
+                tx.prepare_cached("INSERT OR IGNORE INTO changes (hash, bytes) VALUES (?1, ?2)")?;
+            for c in changes {
+                stmt.execute(params![&c.hash[..], c.bytes])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Number of change rows not yet folded into the snapshot.
+    pub fn pending_changes(&self) -> Result<i64, StoreError> {
+        let through: i64 = self
+            .conn
+            .query_row("SELECT through_seq FROM snapshot WHERE id = 1", [], |r| {
+                r.get(0)
+            })
+            .optional()?
+            .unwrap_or(0);
+        Ok(self.conn.query_row(
+            "SELECT COUNT(*) FROM changes WHERE seq > ?1",
+            [through],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Replaces the change rows stored so far with `snapshot`, a saved document that holds
+    /// them all. One transaction: a crash leaves either the old rows or the new snapshot.
+    pub fn compact(&mut self, snapshot: &[u8]) -> Result<(), StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let through: i64 = tx.query_row("SELECT COALESCE(MAX(seq), 0) FROM changes", [], |r| {
+            r.get(0)
+        })?;
+        tx.execute(
+            "INSERT INTO snapshot (id, bytes, through_seq) VALUES (1, ?1, ?2)
+             ON CONFLICT (id) DO UPDATE SET bytes = excluded.bytes, through_seq = excluded.through_seq",
+            params![snapshot, through],
+        )?;
+        tx.execute("DELETE FROM changes WHERE seq <= ?1", [through])?;
+        tx.commit()?;
+        Ok(())
+    }
+}
