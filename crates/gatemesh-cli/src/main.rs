@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod decode;
+mod gate;
 mod issue;
 mod keygen;
 mod timefmt;
@@ -26,6 +27,9 @@ enum Command {
     Issue(issue::Args),
     Verify(verify::Args),
     Decode(decode::Args),
+    Gate(gate::Args),
+    Export(gate::ExportArgs),
+    Import(gate::ImportArgs),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +39,9 @@ fn main() -> ExitCode {
         Command::Issue(args) => issue::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Decode(args) => decode::run(args),
+        Command::Gate(args) => gate::run(args),
+        Command::Export(args) => gate::export(args),
+        Command::Import(args) => gate::import(args),
     };
     match result {
         Ok(code) => code,

@@ -422,6 +422,11 @@ impl Ledger {
             .collect()
     }
 
+    /// Number of redemptions recorded, reverted ones included.
+    pub fn redemption_count(&self) -> usize {
+        self.doc.length(&self.roots.redemptions)
+    }
+
     /// Every redemption, in ticket order.
     pub fn redemptions(&self) -> Vec<Redemption> {
         self.doc

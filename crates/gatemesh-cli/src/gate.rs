@@ -1,0 +1,131 @@
+use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
+
+use anyhow::{Context, Result};
+use gatemesh_ledger::{Durability, EntryPolicy, Policy, UnlistedPolicy};
+use gatemesh_node::{Config, Manifest, Node};
+use gatemesh_ticket::EventId;
+
+use crate::verify::load_keyring;
+
+/// Run a headless gate: offline decisions on a durable ledger, served on a local HTTP API.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The gate's data directory (created on first start; holds ledger.sqlite).
+    #[arg(long)]
+    data: PathBuf,
+    #[arg(long)]
+    event: EventId,
+    /// The gate's name as staff see it ("North 1").
+    #[arg(long)]
+    name: String,
+    /// Issuer public key (SPKI PEM); repeat during a key rotation.
+    #[arg(long = "issuer", required = true, value_name = "PUB.pem")]
+    issuers: Vec<PathBuf>,
+    /// The event's ticket list (tickets.csv from `gatemesh issue`, or a JSON manifest);
+    /// without one, every validly signed ticket of the event is admitted.
+    #[arg(long)]
+    manifest: Option<PathBuf>,
+    /// Address of the local HTTP API (port 0 picks a free one).
+    #[arg(long, default_value = "127.0.0.1:7070")]
+    api: SocketAddr,
+    /// single: one entry per ticket; reentry: holders leave through exit scans and return.
+    #[arg(long, default_value = "single", value_parser = ["single", "reentry"])]
+    entry: String,
+    /// What to do with a signed ticket the manifest does not list.
+    #[arg(long, default_value = "admit", value_parser = ["admit", "reject"])]
+    unlisted: String,
+    /// process: admissions survive the process being killed (SQLite synchronous=NORMAL);
+    /// power: they also survive a power cut (synchronous=FULL).
+    #[arg(long, default_value = "power", value_parser = ["process", "power"])]
+    durability: String,
+    /// Seconds a scanner may repeat a code and get the first answer again.
+    #[arg(long, default_value_t = 10)]
+    repeat_window: u32,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let mut config = Config::new(args.data.clone(), args.event, args.name);
+    config.keyring = load_keyring(&args.issuers)?;
+    config.manifest = args.manifest.as_deref().map(Manifest::load).transpose()?;
+    config.policy = Policy {
+        entry: if args.entry == "reentry" {
+            EntryPolicy::Reentry
+        } else {
+            EntryPolicy::Single
+        },
+        unlisted: if args.unlisted == "reject" {
+            UnlistedPolicy::Reject
+        } else {
+            UnlistedPolicy::AdmitAndMark
+        },
+        repeat_window_ms: i64::from(args.repeat_window) * 1000,
+    };
+    config.durability = if args.durability == "process" {
+        Durability::Process
+    } else {
+        Durability::Power
+    };
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async move {
+        let node = Node::start(config)?;
+        let listener = tokio::net::TcpListener::bind(args.api)
+            .await
+            .with_context(|| format!("listening on {}", args.api))?;
+        let addr = listener.local_addr()?;
+        // One line on stdout that scripts and tests can wait for.
+        println!(
+            "{}",
+            serde_json::json!({ "api": addr.to_string(), "node_id": node.info().node_id, "event": node.info().event })
+        );
+        eprintln!("gate {:?} ready: http://{addr}/v1/status", node.info().name);
+        let shutdown = async {
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+            }
+        };
+        gatemesh_node::api::serve(listener, node.clone(), shutdown).await?;
+        node.shutdown().await;
+        anyhow::Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Write a stopped gate's ledger to a file, for a gate with no network at all.
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    #[arg(long)]
+    data: PathBuf,
+    #[arg(long)]
+    event: EventId,
+    #[arg(long)]
+    out: PathBuf,
+}
+
+pub fn export(args: ExportArgs) -> Result<ExitCode> {
+    gatemesh_node::export_ledger_file(&args.data, &args.event, &args.out)?;
+    println!("wrote {}", args.out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Merge a ledger file from another gate into a stopped gate's ledger (idempotent).
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    #[arg(long)]
+    data: PathBuf,
+    #[arg(long)]
+    event: EventId,
+    /// A file written by `gatemesh export`.
+    file: PathBuf,
+}
+
+pub fn import(args: ImportArgs) -> Result<ExitCode> {
+    let n = gatemesh_node::import_ledger_file(&args.data, &args.event, &args.file)?;
+    println!("merged {}: {n} new changes", args.file.display());
+    Ok(ExitCode::SUCCESS)
+}

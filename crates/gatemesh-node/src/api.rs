@@ -1,0 +1,453 @@
+//! The gate's local HTTP API (JSON). Only this layer knows the wire DTOs.
+//!
+//! Client input never causes a 5xx: bad JSON, unknown fields, oversized bodies (64 KiB; the
+//! ledger import takes up to 256 MiB) and invalid ids get a 4xx with
+//! `{"error":{"code","message"}}`.
+
+use std::{convert::Infallible, future::Future, time::Duration};
+
+use axum::{
+    Json, Router,
+    body::Bytes,
+    extract::{
+        DefaultBodyLimit, FromRequest, Path, Query, Request, State, rejection::JsonRejection,
+    },
+    http::{StatusCode, header},
+    response::{
+        IntoResponse, Response,
+        sse::{Event, KeepAlive, Sse},
+    },
+    routing::{get, post},
+};
+use futures_util::{Stream, StreamExt, stream};
+use gatemesh_ledger::{Action, Direction, Reason, RedemptionId, Verdict};
+use gatemesh_ticket::TicketId;
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use serde_json::json;
+use tokio::sync::{broadcast, watch};
+
+use crate::{Node, NodeError, NodeEvent, ScanResult};
+
+const BODY_LIMIT: usize = 64 * 1024;
+const IMPORT_LIMIT: usize = 256 * 1024 * 1024;
+
+/// An error as the API reports it.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl ApiError {
+    fn bad_request(message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::BAD_REQUEST,
+            code: "bad_request",
+            message: message.into(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({ "error": { "code": self.code, "message": self.message } });
+        (self.status, Json(body)).into_response()
+    }
+}
+
+impl From<NodeError> for ApiError {
+    fn from(e: NodeError) -> Self {
+        let (status, code) = match &e {
+            NodeError::BadInput(_) => (StatusCode::BAD_REQUEST, "bad_request"),
+            NodeError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            NodeError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
+            NodeError::Storage(_) | NodeError::Stopped => {
+                (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
+            }
+            NodeError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        };
+        Self {
+            status,
+            code,
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(r: JsonRejection) -> Self {
+        let status = r.status();
+        let code = match status {
+            StatusCode::PAYLOAD_TOO_LARGE => "too_large",
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
+            _ => "bad_request",
+        };
+        // 422 (well-formed JSON of the wrong shape) is reported as 400 like any bad body.
+        let status = if status == StatusCode::UNPROCESSABLE_ENTITY {
+            StatusCode::BAD_REQUEST
+        } else {
+            status
+        };
+        Self {
+            status,
+            code,
+            message: r.body_text(),
+        }
+    }
+}
+
+/// `Json` whose rejections are our JSON errors.
+struct Body<T>(T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let Json(value) = Json::<T>::from_request(req, state).await?;
+        Ok(Self(value))
+    }
+}
+
+fn tid(raw: &str) -> Result<TicketId, ApiError> {
+    TicketId::new(raw).map_err(|e| ApiError::bad_request(e.to_string()))
+}
+
+pub(crate) fn rfc3339(ms: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_default()
+}
+
+#[derive(Clone)]
+struct AppState {
+    node: Node,
+    stop: watch::Receiver<bool>,
+}
+
+/// The API's routes over `node`.
+fn router(node: Node, stop: watch::Receiver<bool>) -> Router {
+    Router::new()
+        .route("/v1/scan", post(scan))
+        .route("/v1/tickets/{tid}", get(ticket))
+        .route("/v1/status", get(status))
+        .route("/v1/flags", get(flags))
+        .route("/v1/flags/{tid}/resolve", post(resolve))
+        .route("/v1/stream", get(live))
+        .route("/v1/export", get(export))
+        .route(
+            "/v1/import",
+            post(import).layer(DefaultBodyLimit::max(IMPORT_LIMIT)),
+        )
+        .fallback(|| async {
+            ApiError {
+                status: StatusCode::NOT_FOUND,
+                code: "not_found",
+                message: "no such endpoint".into(),
+            }
+        })
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(AppState { node, stop })
+}
+
+/// Serves the API on `listener` until `shutdown` completes; live streams end then too.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    node: Node,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let app = router(node, stop_rx);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            let _ = stop_tx.send(true);
+        })
+        .await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScanRequest {
+    code: String,
+    scanner: String,
+    #[serde(default)]
+    direction: Direction,
+}
+
+#[derive(Serialize)]
+struct TicketDto {
+    tid: String,
+    eid: String,
+    seat: Option<String>,
+}
+
+#[derive(Serialize)]
+struct FirstDto {
+    gate: String,
+    scanner: String,
+    node: String,
+    at: String,
+    ago_s: i64,
+    redemption_id: RedemptionId,
+}
+
+#[derive(Serialize)]
+struct ScanResponse {
+    verdict: Verdict,
+    reason: Reason,
+    ticket: Option<TicketDto>,
+    first: Option<FirstDto>,
+    redemption_id: Option<RedemptionId>,
+    transferred_to: Option<TicketId>,
+    at: String,
+}
+
+impl From<ScanResult> for ScanResponse {
+    fn from(r: ScanResult) -> Self {
+        Self {
+            verdict: r.verdict,
+            reason: r.reason,
+            ticket: r.ticket.map(|c| TicketDto {
+                tid: c.tid.to_string(),
+                eid: c.eid.to_string(),
+                seat: c.seat.map(|s| s.to_string()),
+            }),
+            first: r.first.map(|f| FirstDto {
+                ago_s: (r.at_ms - f.at_ms).max(0) / 1000,
+                at: rfc3339(f.at_ms),
+                gate: f.gate,
+                scanner: f.scanner,
+                node: f.node.to_string(),
+                redemption_id: f.redemption_id,
+            }),
+            redemption_id: r.redemption_id,
+            transferred_to: r.transferred_to,
+            at: rfc3339(r.at_ms),
+        }
+    }
+}
+
+async fn scan(
+    State(s): State<AppState>,
+    Body(req): Body<ScanRequest>,
+) -> Result<Json<ScanResponse>, ApiError> {
+    let result = s.node.scan(&req.code, &req.scanner, req.direction).await?;
+    Ok(Json(result.into()))
+}
+
+async fn ticket(State(s): State<AppState>, Path(raw): Path<String>) -> Result<Response, ApiError> {
+    let tid = tid(&raw)?;
+    let (state, flagged) = s.node.ticket(tid.clone()).await?;
+    if state.is_empty() {
+        return Err(ApiError {
+            status: StatusCode::NOT_FOUND,
+            code: "not_found",
+            message: format!("this gate knows nothing of ticket {tid}"),
+        });
+    }
+    Ok(Json(json!({
+        "tid": tid,
+        "standing": state.standing(),
+        "flagged": flagged,
+        "redemptions": state.redemptions,
+        "resolutions": state.resolutions,
+    }))
+    .into_response())
+}
+
+async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
+    let snap = s.node.snapshot().await?;
+    let info = s.node.info();
+    Ok(Json(json!({
+        "node_id": info.node_id,
+        "name": info.name,
+        "event": info.event,
+        "counts": snap.counts,
+        "redemptions": snap.redemptions,
+        "flagged": snap.flagged,
+        "manifest_tickets": snap.manifest_tickets,
+        "peers": [],
+        "uplink": { "state": "not_configured" },
+    })))
+}
+
+async fn flags(State(s): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
+    let flags = s.node.flags().await?;
+    let list: Vec<_> = flags
+        .into_iter()
+        .map(|(tid, state)| {
+            let flagged: Vec<_> = state.flagged().into_iter().cloned().collect();
+            json!({ "tid": tid, "redemptions": flagged, "resolutions": state.resolutions })
+        })
+        .collect();
+    Ok(Json(json!({ "flags": list })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResolveRequest {
+    action: Action,
+    staff: String,
+    #[serde(default)]
+    note: String,
+}
+
+async fn resolve(
+    State(s): State<AppState>,
+    Path(raw): Path<String>,
+    Body(req): Body<ResolveRequest>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let tid = tid(&raw)?;
+    let resolution = s
+        .node
+        .resolve(tid, req.action, &req.staff, &req.note)
+        .await?;
+    Ok(Json(json!({ "resolution": resolution })))
+}
+
+async fn live(State(s): State<AppState>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let rx = s.node.subscribe();
+    let mut stop = s.stop.clone();
+    let events = stream::unfold(rx, |mut rx| async move {
+        loop {
+            match rx.recv().await {
+                Ok(event) => {
+                    let kind = match &event {
+                        NodeEvent::Verdict(_) => "verdict",
+                        NodeEvent::Flagged { .. } => "flagged",
+                        NodeEvent::Resolved { .. } => "resolved",
+                        NodeEvent::Imported { .. } => "imported",
+                    };
+                    let data = match &event {
+                        NodeEvent::Verdict(r) => {
+                            serde_json::to_string(&ScanResponse::from((**r).clone()))
+                        }
+                        other => serde_json::to_string(other),
+                    }
+                    .unwrap_or_default();
+                    return Some((Ok(Event::default().event(kind).data(data)), rx));
+                }
+                // A slow viewer missed some events; it carries on with the next.
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    });
+    let until_stop = async move {
+        let _ = stop.wait_for(|stopped| *stopped).await;
+    };
+    Sse::new(events.take_until(until_stop))
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExportQuery {
+    #[serde(default)]
+    format: Option<String>,
+}
+
+async fn export(
+    State(s): State<AppState>,
+    query: Result<Query<ExportQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let (redemptions, audit) = s.node.records().await?;
+    match query.format.as_deref().unwrap_or("json") {
+        "json" => Ok(Json(json!({ "redemptions": redemptions, "audit": audit })).into_response()),
+        "csv" => {
+            let mut w = csv::Writer::from_writer(Vec::new());
+            let mut rows = vec![
+                [
+                    "record",
+                    "id",
+                    "tid",
+                    "at",
+                    "node",
+                    "gate",
+                    "scanner",
+                    "direction",
+                    "actor",
+                    "action",
+                    "detail",
+                ]
+                .map(String::from),
+            ];
+            for r in redemptions {
+                let direction = match r.direction {
+                    Direction::Entry => "entry",
+                    Direction::Exit => "exit",
+                };
+                rows.push([
+                    "redemption".into(),
+                    r.id.to_string(),
+                    r.tid.to_string(),
+                    rfc3339(r.at_ms),
+                    r.node.to_string(),
+                    r.gate,
+                    r.scanner,
+                    direction.into(),
+                    String::new(),
+                    String::new(),
+                    if r.unlisted {
+                        "unlisted".into()
+                    } else {
+                        String::new()
+                    },
+                ]);
+            }
+            for a in audit {
+                rows.push([
+                    "audit".into(),
+                    String::new(),
+                    a.tid.map(|t| t.to_string()).unwrap_or_default(),
+                    rfc3339(a.at_ms),
+                    a.node.to_string(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    a.actor,
+                    a.action,
+                    a.detail,
+                ]);
+            }
+            for row in rows {
+                w.write_record(&row)
+                    .map_err(|e| ApiError::from(NodeError::Internal(e.to_string())))?;
+            }
+            let bytes = w
+                .into_inner()
+                .map_err(|e| ApiError::from(NodeError::Internal(e.to_string())))?;
+            Ok(([(header::CONTENT_TYPE, "text/csv; charset=utf-8")], bytes).into_response())
+        }
+        other => Err(ApiError::bad_request(format!(
+            "format must be csv or json, not {other:?}"
+        ))),
+    }
+}
+
+async fn import(
+    State(s): State<AppState>,
+    body: Bytes,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let text_end = body.iter().take(200).position(|&b| b == b'\n');
+    let header = text_end.and_then(|n| std::str::from_utf8(&body[..n]).ok());
+    let Some(event) = header.and_then(|h| h.strip_prefix("gatemesh-ledger 1 ")) else {
+        return Err(ApiError::bad_request(
+            "the body is not a gatemesh ledger file",
+        ));
+    };
+    if event != s.node.info().event.as_str() {
+        return Err(ApiError::bad_request(format!(
+            "the file holds the ledger of {event}, not {}",
+            s.node.info().event
+        )));
+    }
+    let start = text_end.map_or(0, |n| n + 1);
+    let changes = s.node.import_ledger(body[start..].to_vec()).await?;
+    Ok(Json(json!({ "new_changes": changes })))
+}

@@ -1,0 +1,453 @@
+//! The gate's writer: one thread owns the ledger and its store. Commands arrive on a channel;
+//! the thread takes everything waiting, applies it in order, commits all resulting changes
+//! in one SQLite transaction (group commit), and only then answers. Under load many scans
+//! share one commit; alone, a scan waits for exactly one.
+
+use std::{collections::HashSet, path::PathBuf};
+
+use gatemesh_ledger::{
+    Action, Answer, AuditEntry, Direction, Durability, Ledger, Listing, Outcome, Policy, Reason,
+    Redemption, RedemptionId, Resolution, ResolutionId, Scan, Status, Store, StoredChange,
+    TicketState, Verdict, decide,
+};
+use gatemesh_ticket::{Claims, TicketId, Verified, VerifyError};
+use serde::Serialize;
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use crate::{NodeError, manifest::Manifest};
+
+/// Change rows kept before the store is compacted into one snapshot.
+const COMPACT_AFTER: i64 = 20_000;
+/// Most commands applied under one commit.
+const MAX_BATCH: usize = 512;
+
+/// The answer to one scan, as the node gives it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScanResult {
+    pub verdict: Verdict,
+    pub reason: Reason,
+    /// The ticket, when the code verified.
+    pub ticket: Option<Claims>,
+    pub first: Option<gatemesh_ledger::FirstUse>,
+    pub redemption_id: Option<RedemptionId>,
+    pub transferred_to: Option<TicketId>,
+    pub scanner: String,
+    pub at_ms: i64,
+}
+
+/// Counts by verdict since the node started.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Counts {
+    pub admit: u64,
+    pub duplicate: u64,
+    pub reject: u64,
+}
+
+/// What the node knows about itself.
+#[derive(Debug, Clone, Serialize)]
+pub struct Snapshot {
+    pub counts: Counts,
+    pub redemptions: usize,
+    pub flagged: usize,
+    pub manifest_tickets: Option<usize>,
+}
+
+/// Something for live views: a verdict or a change of flags.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum NodeEvent {
+    Verdict(Box<ScanResult>),
+    Flagged {
+        tid: TicketId,
+    },
+    Resolved {
+        tid: TicketId,
+        action: Action,
+        staff: String,
+    },
+    Imported {
+        changes: usize,
+    },
+}
+
+type Reply<T> = oneshot::Sender<Result<T, NodeError>>;
+
+pub(crate) enum Command {
+    Scan {
+        verified: Box<Result<Verified, VerifyError>>,
+        scanner: String,
+        direction: Direction,
+        reply: Reply<ScanResult>,
+    },
+    Resolve {
+        tid: TicketId,
+        action: Action,
+        staff: String,
+        note: String,
+        reply: Reply<Resolution>,
+    },
+    Ticket {
+        tid: TicketId,
+        reply: Reply<(TicketState, bool)>,
+    },
+    Flags {
+        reply: Reply<Vec<(TicketId, TicketState)>>,
+    },
+    Snapshot {
+        reply: Reply<Snapshot>,
+    },
+    Records {
+        reply: Reply<(Vec<Redemption>, Vec<AuditEntry>)>,
+    },
+    ExportLedger {
+        reply: Reply<Vec<u8>>,
+    },
+    Import {
+        bytes: Vec<u8>,
+        reply: Reply<usize>,
+    },
+    /// Finish what is queued, compact and stop.
+    Shutdown,
+}
+
+/// A reply held back until the batch's changes are on disk.
+type Deferred = Box<dyn FnOnce(Option<&NodeError>) + Send>;
+
+fn defer<T: Send + 'static>(reply: Reply<T>, result: Result<T, NodeError>) -> Deferred {
+    Box::new(move |failed| {
+        let _ = reply.send(match failed {
+            Some(e) => Err(e.clone()),
+            None => result,
+        });
+    })
+}
+
+pub(crate) struct Writer {
+    pub ledger: Ledger,
+    pub store: Store,
+    pub store_path: PathBuf,
+    pub durability: Durability,
+    pub gate_name: String,
+    pub policy: Policy,
+    pub manifest: Option<HashSet<TicketId>>,
+    pub counts: Counts,
+    pub events: broadcast::Sender<NodeEvent>,
+}
+
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl Writer {
+    /// Writes the manifest's standings into the ledger where they differ, durably.
+    pub fn apply_manifest(&mut self, manifest: &Manifest) -> Result<(), NodeError> {
+        let mut changes = Vec::new();
+        for (tid, standing) in &manifest.standings {
+            if &self.ledger.ticket(tid).standing() == standing {
+                continue;
+            }
+            let now = now_ms();
+            let status = Status {
+                tid: tid.clone(),
+                standing: standing.clone(),
+                by: "manifest".into(),
+                at_ms: now,
+                hlc: self.ledger.tick(now),
+            };
+            changes.extend(
+                self.ledger
+                    .record_status(&status, "loaded from the manifest")?,
+            );
+        }
+        self.store.append(&changes)?;
+        self.manifest = Some(manifest.listed.clone());
+        Ok(())
+    }
+
+    pub fn run(mut self, mut rx: mpsc::Receiver<Command>) {
+        let mut stopping = false;
+        while let Some(first) = rx.blocking_recv() {
+            let mut batch = vec![first];
+            while batch.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(c) => batch.push(c),
+                    Err(_) => break,
+                }
+            }
+            let mut changes = Vec::new();
+            let mut replies = Vec::with_capacity(batch.len());
+            let mut events = Vec::new();
+            for command in batch {
+                if let Command::Shutdown = command {
+                    stopping = true;
+                    continue;
+                }
+                replies.push(self.handle(command, &mut changes, &mut events));
+            }
+            let failed = self.store.append(&changes).err().map(NodeError::from);
+            if let Some(e) = &failed {
+                tracing::error!(
+                    "could not store {} changes: {e}; reloading the ledger",
+                    changes.len()
+                );
+                self.reload();
+            }
+            for reply in replies {
+                reply(failed.as_ref());
+            }
+            if failed.is_none() {
+                for event in events {
+                    let _ = self.events.send(event);
+                }
+            }
+            if stopping {
+                break;
+            }
+            if matches!(self.store.pending_changes(), Ok(n) if n > COMPACT_AFTER) {
+                self.compact();
+            }
+        }
+        // Every sender is gone: the node is shutting down.
+        self.compact();
+    }
+
+    fn compact(&mut self) {
+        let snapshot = self.ledger.save();
+        if let Err(e) = self.store.compact(&snapshot) {
+            tracing::warn!("compaction failed (the change rows stay): {e}");
+        }
+    }
+
+    /// After a failed commit the ledger in memory holds changes that are not on disk; start
+    /// again from what is.
+    fn reload(&mut self) {
+        let reopened = Store::open(&self.store_path, self.durability)
+            .map_err(NodeError::from)
+            .and_then(|mut store| {
+                let stored = store.load_or_init(self.ledger.event())?;
+                let ledger = Ledger::open(
+                    self.ledger.event(),
+                    stored.node,
+                    &stored.genesis,
+                    stored.snapshot.as_deref(),
+                    stored.changes,
+                )?;
+                Ok((store, ledger))
+            });
+        match reopened {
+            Ok((store, ledger)) => {
+                self.store = store;
+                self.ledger = ledger;
+            }
+            Err(e) => tracing::error!("could not reload the ledger from disk: {e}"),
+        }
+    }
+
+    fn listing(&self, tid: &TicketId) -> Listing {
+        match &self.manifest {
+            None => Listing::NoManifest,
+            Some(listed) if listed.contains(tid) => Listing::Listed,
+            Some(_) => Listing::Unlisted,
+        }
+    }
+
+    fn handle(
+        &mut self,
+        command: Command,
+        changes: &mut Vec<StoredChange>,
+        events: &mut Vec<NodeEvent>,
+    ) -> Deferred {
+        match command {
+            Command::Scan {
+                verified,
+                scanner,
+                direction,
+                reply,
+            } => {
+                let result = self.scan(*verified, scanner, direction, changes, events);
+                defer(reply, result)
+            }
+            Command::Resolve {
+                tid,
+                action,
+                staff,
+                note,
+                reply,
+            } => {
+                let result = self.resolve(tid, action, staff, note, changes, events);
+                defer(reply, result)
+            }
+            Command::Ticket { tid, reply } => {
+                let state = self.ledger.ticket(&tid);
+                let flagged = !state.flagged().is_empty();
+                defer(reply, Ok((state, flagged)))
+            }
+            Command::Flags { reply } => {
+                let tids: Vec<TicketId> = self.ledger.flagged().cloned().collect();
+                let flags = tids
+                    .into_iter()
+                    .map(|tid| {
+                        let s = self.ledger.ticket(&tid);
+                        (tid, s)
+                    })
+                    .collect();
+                defer(reply, Ok(flags))
+            }
+            Command::Snapshot { reply } => {
+                let snapshot = Snapshot {
+                    counts: self.counts.clone(),
+                    redemptions: self.ledger.redemption_count(),
+                    flagged: self.ledger.flagged().count(),
+                    manifest_tickets: self.manifest.as_ref().map(HashSet::len),
+                };
+                defer(reply, Ok(snapshot))
+            }
+            Command::Records { reply } => {
+                defer(reply, Ok((self.ledger.redemptions(), self.ledger.audit())))
+            }
+            Command::ExportLedger { reply } => defer(reply, Ok(self.ledger.save())),
+            Command::Import { bytes, reply } => {
+                let before: std::collections::BTreeSet<TicketId> =
+                    self.ledger.flagged().cloned().collect();
+                let result = self
+                    .ledger
+                    .merge_saved(&bytes)
+                    .map_err(NodeError::from)
+                    .map(|new| {
+                        let n = new.len();
+                        changes.extend(new);
+                        n
+                    });
+                if let Ok(n) = result {
+                    events.push(NodeEvent::Imported { changes: n });
+                    for tid in self.ledger.flagged().filter(|t| !before.contains(*t)) {
+                        events.push(NodeEvent::Flagged { tid: tid.clone() });
+                    }
+                }
+                defer(reply, result)
+            }
+            Command::Shutdown => Box::new(|_| {}),
+        }
+    }
+
+    fn scan(
+        &mut self,
+        verified: Result<Verified, VerifyError>,
+        scanner: String,
+        direction: Direction,
+        changes: &mut Vec<StoredChange>,
+        events: &mut Vec<NodeEvent>,
+    ) -> Result<ScanResult, NodeError> {
+        let now = now_ms();
+        let claims = verified.as_ref().ok().map(|v| v.claims.clone());
+        let state = claims.as_ref().map(|c| self.ledger.ticket(&c.tid));
+        let listing = claims
+            .as_ref()
+            .map_or(Listing::NoManifest, |c| self.listing(&c.tid));
+        let node = self.ledger.node().clone();
+        let scan = Scan {
+            node: &node,
+            scanner: &scanner,
+            direction,
+            now_ms: now,
+        };
+        let answer = match decide(&verified, state.as_ref(), listing, &self.policy, &scan) {
+            Outcome::Answer(answer) => answer,
+            Outcome::Record {
+                direction,
+                reason,
+                unlisted,
+            } => {
+                let (Some(c), Some(state)) = (&claims, &state) else {
+                    return Err(NodeError::Internal(
+                        "a redemption without a verified ticket".into(),
+                    ));
+                };
+                let redemption = Redemption {
+                    id: RedemptionId::random(),
+                    tid: c.tid.clone(),
+                    direction,
+                    node: node.clone(),
+                    gate: self.gate_name.clone(),
+                    scanner: scanner.clone(),
+                    at_ms: now,
+                    hlc: self.ledger.tick(now),
+                    seen: state.redemption_ids(),
+                    unlisted,
+                };
+                changes.extend(self.ledger.record_redemption(&redemption)?);
+                Answer {
+                    verdict: Verdict::Admit,
+                    reason,
+                    first: None,
+                    redemption_id: Some(redemption.id),
+                    transferred_to: None,
+                }
+            }
+        };
+        match answer.verdict {
+            Verdict::Admit => self.counts.admit += 1,
+            Verdict::Duplicate => self.counts.duplicate += 1,
+            Verdict::Reject => self.counts.reject += 1,
+        }
+        let result = ScanResult {
+            verdict: answer.verdict,
+            reason: answer.reason,
+            ticket: claims,
+            first: answer.first,
+            redemption_id: answer.redemption_id,
+            transferred_to: answer.transferred_to,
+            scanner,
+            at_ms: now,
+        };
+        events.push(NodeEvent::Verdict(Box::new(result.clone())));
+        Ok(result)
+    }
+
+    fn resolve(
+        &mut self,
+        tid: TicketId,
+        action: Action,
+        staff: String,
+        note: String,
+        changes: &mut Vec<StoredChange>,
+        events: &mut Vec<NodeEvent>,
+    ) -> Result<Resolution, NodeError> {
+        let state = self.ledger.ticket(&tid);
+        let flagged: Vec<RedemptionId> = state.flagged().iter().map(|r| r.id.clone()).collect();
+        let covers = match action {
+            Action::Accept | Action::Deny if flagged.is_empty() => {
+                return Err(NodeError::Conflict(format!("ticket {tid} is not flagged")));
+            }
+            Action::Accept | Action::Deny => flagged,
+            // Revert also undoes a single mistaken admission.
+            Action::Revert if flagged.is_empty() => {
+                let all: Vec<RedemptionId> = state.effective().map(|r| r.id.clone()).collect();
+                if all.is_empty() {
+                    return Err(NodeError::Conflict(format!(
+                        "ticket {tid} has no redemption to revert"
+                    )));
+                }
+                all
+            }
+            Action::Revert => flagged,
+        };
+        let now = now_ms();
+        let resolution = Resolution {
+            id: ResolutionId::random(),
+            tid: tid.clone(),
+            action,
+            staff: staff.clone(),
+            note,
+            node: self.ledger.node().clone(),
+            at_ms: now,
+            hlc: self.ledger.tick(now),
+            covers,
+        };
+        changes.extend(self.ledger.record_resolution(&resolution)?);
+        events.push(NodeEvent::Resolved { tid, action, staff });
+        Ok(resolution)
+    }
+}

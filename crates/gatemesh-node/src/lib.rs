@@ -1,0 +1,328 @@
+//! A running gate: it verifies scanned codes, decides in well under a millisecond with no
+//! network, commits every admission to SQLite before answering, and serves a local HTTP API
+//! that the desktop app, scanners and tests use.
+//!
+//! [`Node::start`] opens (or creates) the gate's data directory and starts the writer
+//! thread that owns the ledger; [`api::router`] serves it; [`Node::shutdown`] drains and
+//! compacts. The mesh and the uplink plug in here in later steps.
+//!
+//! ```no_run
+//! # async fn run() -> anyhow::Result<()> {
+//! use gatemesh_node::{Config, Node};
+//! let config = Config::new("/var/lib/gatemesh/north-1".into(), "ROCK-2026".parse()?, "North 1".into());
+//! let node = Node::start(config)?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:7070").await?;
+//! gatemesh_node::api::serve(listener, node.clone(), std::future::pending()).await?;
+//! # Ok(()) }
+//! ```
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod api;
+mod gate;
+mod ledger_file;
+mod manifest;
+
+use std::{
+    fs::File,
+    path::{Path, PathBuf},
+    sync::Arc,
+};
+
+pub use gate::{Counts, NodeEvent, ScanResult, Snapshot};
+use gatemesh_ledger::{
+    Action, AuditEntry, Direction, Durability, Ledger, LedgerError, NodeId, Policy, Redemption,
+    Resolution, Store, StoreError, TicketState,
+};
+use gatemesh_ticket::{EventId, Keyring, TicketId, Verifier};
+pub use ledger_file::{
+    export_ledger_file, import_ledger_file, read_ledger_file, write_ledger_file,
+};
+pub use manifest::Manifest;
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+/// Errors a caller of the node can see. Cloneable: one failed commit answers many requests.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum NodeError {
+    #[error("{0}")]
+    BadInput(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("the gate's storage failed: {0}")]
+    Storage(String),
+    #[error("the gate is shutting down")]
+    Stopped,
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl From<StoreError> for NodeError {
+    fn from(e: StoreError) -> Self {
+        Self::Storage(e.to_string())
+    }
+}
+
+impl From<LedgerError> for NodeError {
+    fn from(e: LedgerError) -> Self {
+        match e {
+            LedgerError::Automerge(_) => Self::Storage(e.to_string()),
+            _ => Self::BadInput(e.to_string()),
+        }
+    }
+}
+
+/// How a gate is set up.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub data_dir: PathBuf,
+    pub event: EventId,
+    pub name: String,
+    pub keyring: Keyring,
+    pub manifest: Option<Manifest>,
+    pub policy: Policy,
+    pub durability: Durability,
+    /// Seconds of clock skew forgiven on ticket validity times.
+    pub leeway_s: u32,
+}
+
+impl Config {
+    pub fn new(data_dir: PathBuf, event: EventId, name: String) -> Self {
+        Self {
+            data_dir,
+            event,
+            name,
+            keyring: Keyring::default(),
+            manifest: None,
+            policy: Policy::default(),
+            durability: Durability::default(),
+            leeway_s: 60,
+        }
+    }
+}
+
+/// Who this node is.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct NodeInfo {
+    pub node_id: NodeId,
+    pub name: String,
+    pub event: EventId,
+}
+
+struct Shared {
+    commands: mpsc::Sender<gate::Command>,
+    verifier: Verifier,
+    events: broadcast::Sender<NodeEvent>,
+    info: NodeInfo,
+    writer: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+    _lock: File,
+}
+
+/// A handle on a running gate; cheap to clone.
+#[derive(Clone)]
+pub struct Node {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node")
+            .field("info", &self.shared.info)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The data directory's lock: one process at a time may own a gate's ledger.
+pub fn lock_data_dir(dir: &Path) -> anyhow::Result<File> {
+    use anyhow::Context;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let path = dir.join("gate.lock");
+    let file = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            anyhow::bail!("{} is in use by a running gate", dir.display())
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(e).with_context(|| format!("locking {}", path.display()))
+        }
+    }
+}
+
+pub(crate) fn open_ledger(
+    dir: &Path,
+    event: &EventId,
+    durability: Durability,
+) -> anyhow::Result<(Store, Ledger)> {
+    use anyhow::Context;
+    let path = dir.join("ledger.sqlite");
+    let mut store =
+        Store::open(&path, durability).with_context(|| format!("opening {}", path.display()))?;
+    let stored = store
+        .load_or_init(event)
+        .with_context(|| format!("reading {}", path.display()))?;
+    let ledger = Ledger::open(
+        event,
+        stored.node,
+        &stored.genesis,
+        stored.snapshot.as_deref(),
+        stored.changes,
+    )
+    .with_context(|| format!("loading the ledger from {}", path.display()))?;
+    Ok((store, ledger))
+}
+
+impl Node {
+    /// Opens the gate's data directory (creating it on first start), restores its ledger
+    /// exactly as it was, applies the manifest and starts the writer thread.
+    pub fn start(config: Config) -> anyhow::Result<Self> {
+        let lock = lock_data_dir(&config.data_dir)?;
+        let (store, ledger) = open_ledger(&config.data_dir, &config.event, config.durability)?;
+        let info = NodeInfo {
+            node_id: ledger.node().clone(),
+            name: config.name.clone(),
+            event: config.event.clone(),
+        };
+        let (events, _) = broadcast::channel(1024);
+        let mut writer = gate::Writer {
+            ledger,
+            store,
+            store_path: config.data_dir.join("ledger.sqlite"),
+            durability: config.durability,
+            gate_name: config.name.clone(),
+            policy: config.policy,
+            manifest: None,
+            counts: Counts::default(),
+            events: events.clone(),
+        };
+        if let Some(manifest) = &config.manifest {
+            writer.apply_manifest(manifest)?;
+        }
+        let (commands, rx) = mpsc::channel(4096);
+        let handle = std::thread::Builder::new()
+            .name("gate-writer".into())
+            .spawn(move || writer.run(rx))?;
+        let verifier = Verifier::new(config.keyring)
+            .for_event(config.event)
+            .with_leeway(config.leeway_s);
+        Ok(Self {
+            shared: Arc::new(Shared {
+                commands,
+                verifier,
+                events,
+                info,
+                writer: std::sync::Mutex::new(Some(handle)),
+                _lock: lock,
+            }),
+        })
+    }
+
+    pub fn info(&self) -> &NodeInfo {
+        &self.shared.info
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<NodeEvent> {
+        self.shared.events.subscribe()
+    }
+
+    async fn ask<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<Result<T, NodeError>>) -> gate::Command,
+    ) -> Result<T, NodeError> {
+        let (tx, rx) = oneshot::channel();
+        self.shared
+            .commands
+            .send(make(tx))
+            .await
+            .map_err(|_| NodeError::Stopped)?;
+        rx.await.map_err(|_| NodeError::Stopped)?
+    }
+
+    /// Decides one scan. The answer comes back only once an admission is on disk.
+    pub async fn scan(
+        &self,
+        code: &str,
+        scanner: &str,
+        direction: Direction,
+    ) -> Result<ScanResult, NodeError> {
+        if scanner.is_empty() || scanner.len() > 64 || scanner.chars().any(char::is_control) {
+            return Err(NodeError::BadInput(
+                "scanner must be 1-64 printable characters".into(),
+            ));
+        }
+        let now_s = gate::now_ms() / 1000;
+        let verified = Box::new(self.shared.verifier.verify(code, now_s));
+        self.ask(|reply| gate::Command::Scan {
+            verified,
+            scanner: scanner.to_owned(),
+            direction,
+            reply,
+        })
+        .await
+    }
+
+    /// The ticket's history and whether it is flagged.
+    pub async fn ticket(&self, tid: TicketId) -> Result<(TicketState, bool), NodeError> {
+        self.ask(|reply| gate::Command::Ticket { tid, reply }).await
+    }
+
+    pub async fn flags(&self) -> Result<Vec<(TicketId, TicketState)>, NodeError> {
+        self.ask(|reply| gate::Command::Flags { reply }).await
+    }
+
+    pub async fn resolve(
+        &self,
+        tid: TicketId,
+        action: Action,
+        staff: &str,
+        note: &str,
+    ) -> Result<Resolution, NodeError> {
+        if staff.trim().is_empty() || staff.len() > 64 {
+            return Err(NodeError::BadInput(
+                "staff must name who decides (1-64 characters)".into(),
+            ));
+        }
+        if note.len() > 1000 {
+            return Err(NodeError::BadInput("a note is at most 1000 bytes".into()));
+        }
+        let (staff, note) = (staff.trim().to_owned(), note.to_owned());
+        self.ask(|reply| gate::Command::Resolve {
+            tid,
+            action,
+            staff,
+            note,
+            reply,
+        })
+        .await
+    }
+
+    pub async fn snapshot(&self) -> Result<Snapshot, NodeError> {
+        self.ask(|reply| gate::Command::Snapshot { reply }).await
+    }
+
+    pub async fn records(&self) -> Result<(Vec<Redemption>, Vec<AuditEntry>), NodeError> {
+        self.ask(|reply| gate::Command::Records { reply }).await
+    }
+
+    /// The whole ledger as a saved document (for `gatemesh export`).
+    pub async fn export_ledger(&self) -> Result<Vec<u8>, NodeError> {
+        self.ask(|reply| gate::Command::ExportLedger { reply })
+            .await
+    }
+
+    /// Merges another node's saved ledger; returns how many changes were new.
+    pub async fn import_ledger(&self, bytes: Vec<u8>) -> Result<usize, NodeError> {
+        self.ask(|reply| gate::Command::Import { bytes, reply })
+            .await
+    }
+
+    /// Stops taking commands, lets the writer finish and compact, and waits for it.
+    pub async fn shutdown(self) {
+        let _ = self.shared.commands.send(gate::Command::Shutdown).await;
+        let handle = self.shared.writer.lock().ok().and_then(|mut h| h.take());
+        if let Some(handle) = handle {
+            let _ = tokio::task::spawn_blocking(move || handle.join()).await;
+        }
+    }
+}

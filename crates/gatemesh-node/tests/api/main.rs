@@ -1,0 +1,456 @@
+//! The gate through its real HTTP API on loopback: verdicts and reasons, the repeat window,
+//! flags and resolutions, bad requests, the live stream, restarts.
+
+use std::{path::Path, time::Duration};
+
+use gatemesh_ledger::{EntryPolicy, Policy, UnlistedPolicy};
+use gatemesh_node::{Config, Manifest, Node};
+use gatemesh_ticket::{Claims, EventId, Format, IssuerKey, Keyring, Seat, TicketId};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+const EVENT: &str = "ROCK-2026";
+
+fn now_s() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+struct Issuer {
+    key: IssuerKey,
+}
+
+impl Issuer {
+    fn new() -> Self {
+        Self {
+            key: IssuerKey::generate(None),
+        }
+    }
+
+    fn ticket_with(
+        &self,
+        tid: &TicketId,
+        eid: &str,
+        nbf: Option<i64>,
+        exp: Option<i64>,
+        format: Format,
+    ) -> String {
+        let claims = Claims {
+            tid: tid.clone(),
+            eid: EventId::new(eid).unwrap(),
+            seat: Some(Seat::new("A-12").unwrap()),
+            iat: None,
+            nbf,
+            exp,
+        };
+        self.key.sign(&claims, format).unwrap()
+    }
+
+    fn ticket(&self, tid: &TicketId) -> String {
+        self.ticket_with(tid, EVENT, None, Some(now_s() + 3600), Format::Gm1)
+    }
+}
+
+struct Gate {
+    node: Node,
+    base: String,
+    client: reqwest::Client,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Gate {
+    async fn start(
+        dir: &Path,
+        name: &str,
+        issuer: &Issuer,
+        manifest: Option<Manifest>,
+        policy: Policy,
+    ) -> Self {
+        let mut config = Config::new(dir.to_owned(), EventId::new(EVENT).unwrap(), name.into());
+        config.keyring = Keyring::from_keys([issuer.key.public()]).unwrap();
+        config.manifest = manifest;
+        config.policy = policy;
+        let node = Node::start(config).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(gatemesh_node::api::serve(listener, node.clone(), async {
+            let _ = stopped.await;
+        }));
+        Self {
+            node,
+            base,
+            client: reqwest::Client::new(),
+            stop: Some(stop),
+            server,
+        }
+    }
+
+    async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        self.server.await.unwrap().unwrap();
+        self.node.shutdown().await;
+    }
+
+    async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        let r = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status();
+        (status, r.json().await.unwrap())
+    }
+
+    async fn get(&self, path: &str) -> (StatusCode, Value) {
+        let r = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .unwrap();
+        let status = r.status();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn scan(&self, code: &str, scanner: &str) -> Value {
+        let (status, body) = self
+            .post("/v1/scan", json!({ "code": code, "scanner": scanner }))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body
+    }
+}
+
+fn verdict(v: &Value) -> (&str, &str) {
+    (
+        v["verdict"].as_str().unwrap(),
+        v["reason"].as_str().unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn admit_repeat_and_duplicate_naming_the_first_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let issuer = Issuer::new();
+    let gate = Gate::start(dir.path(), "North 1", &issuer, None, Policy::default()).await;
+    let tid = TicketId::generate();
+    let code = issuer.ticket(&tid);
+
+    let first = gate.scan(&code, "s1").await;
+    assert_eq!(verdict(&first), ("admit", "valid"));
+    assert_eq!(first["ticket"]["tid"], tid.as_str());
+    assert_eq!(first["ticket"]["seat"], "A-12");
+    // The scanner double-fires: the same answer, not a yellow.
+    let again = gate.scan(&format!("{code}\n"), "s1").await;
+    assert_eq!(verdict(&again), ("admit", "valid"));
+    assert_eq!(again["redemption_id"], first["redemption_id"]);
+    // A second scanner: yellow, saying where and when the first use was.
+    let dup = gate.scan(&code, "s2").await;
+    assert_eq!(verdict(&dup), ("duplicate", "already_admitted"));
+    assert_eq!(dup["first"]["gate"], "North 1");
+    assert_eq!(dup["first"]["scanner"], "s1");
+    assert_eq!(dup["first"]["redemption_id"], first["redemption_id"]);
+    assert!(dup["first"]["ago_s"].as_i64().unwrap() >= 0);
+
+    let (status, t) = gate.get(&format!("/v1/tickets/{tid}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(t["redemptions"].as_array().unwrap().len(), 1);
+    let (_, s) = gate.get("/v1/status").await;
+    assert_eq!(
+        s["counts"],
+        json!({ "admit": 2, "duplicate": 1, "reject": 0 })
+    );
+    assert_eq!(s["name"], "North 1");
+    assert_eq!(s["peers"], json!([]));
+    gate.stop().await;
+}
+
+#[tokio::test]
+async fn every_reject_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let issuer = Issuer::new();
+    let stranger = Issuer::new();
+    let [void, moved, new, listed, unlisted] = std::array::from_fn(|_| TicketId::generate());
+    let manifest = Manifest::from_json(
+        &json!({ "tickets": [
+            { "tid": void, "status": "void", "reason": "refunded" },
+            { "tid": moved, "status": "transferred", "to": new },
+            { "tid": new },
+            { "tid": listed },
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let policy = Policy {
+        unlisted: UnlistedPolicy::Reject,
+        ..Policy::default()
+    };
+    let gate = Gate::start(dir.path(), "South", &issuer, Some(manifest), policy).await;
+    let now = now_s();
+    let forged = {
+        let mut c = issuer.ticket(&listed).into_bytes();
+        let n = c.len();
+        c[n - 5] = if c[n - 5] == b'A' { b'B' } else { b'A' };
+        String::from_utf8(c).unwrap()
+    };
+    let cases = [
+        ("GM1:NOT A TICKET".to_owned(), "unreadable"),
+        ("hello".to_owned(), "unreadable"),
+        (forged, "bad_signature"),
+        (stranger.ticket(&listed), "unknown_key"),
+        (
+            issuer.ticket_with(&listed, "JAZZ-2026", None, None, Format::Jwt),
+            "wrong_event",
+        ),
+        (
+            issuer.ticket_with(&listed, EVENT, None, Some(now - 3600), Format::Gm1),
+            "expired",
+        ),
+        (
+            issuer.ticket_with(&listed, EVENT, Some(now + 3600), None, Format::Jwt),
+            "not_yet_valid",
+        ),
+        (issuer.ticket(&void), "void"),
+        (issuer.ticket(&moved), "transferred"),
+        (issuer.ticket(&unlisted), "unknown_ticket"),
+    ];
+    for (code, reason) in cases {
+        let v = gate.scan(&code, "s1").await;
+        assert_eq!(verdict(&v), ("reject", reason), "{v}");
+        if reason == "transferred" {
+            assert_eq!(v["transferred_to"], new.as_str());
+        }
+    }
+    assert_eq!(
+        verdict(&gate.scan(&issuer.ticket(&new), "s1").await),
+        ("admit", "valid")
+    );
+    let (_, s) = gate.get("/v1/status").await;
+    assert_eq!(s["counts"]["reject"], 10);
+    assert_eq!(s["manifest_tickets"], 4);
+    gate.stop().await;
+}
+
+#[tokio::test]
+async fn a_flag_from_an_imported_ledger_is_resolved_and_audited() {
+    let issuer = Issuer::new();
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = Gate::start(da.path(), "A", &issuer, None, Policy::default()).await;
+    let b = Gate::start(db.path(), "B", &issuer, None, Policy::default()).await;
+    let tid = TicketId::generate();
+    let code = issuer.ticket(&tid);
+    // A screenshot used at two gates that cannot see each other: both admit.
+    assert_eq!(verdict(&a.scan(&code, "a1").await).0, "admit");
+    assert_eq!(verdict(&b.scan(&code, "b1").await).0, "admit");
+    let (_, flags) = a.get("/v1/flags").await;
+    assert_eq!(flags["flags"], json!([]));
+
+    // B's ledger reaches A on a USB stick.
+    let mut file = format!("gatemesh-ledger 1 {EVENT}\n").into_bytes();
+    file.extend(b.node.export_ledger().await.unwrap());
+    let r = a
+        .client
+        .post(format!("{}/v1/import", a.base))
+        .body(file.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let (_, flags) = a.get("/v1/flags").await;
+    let list = flags["flags"].as_array().unwrap();
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0]["tid"], tid.as_str());
+    let gates: Vec<&str> = list[0]["redemptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["gate"].as_str().unwrap())
+        .collect();
+    assert_eq!(gates.len(), 2);
+    assert!(gates.contains(&"A") && gates.contains(&"B"));
+    // Importing the same file again changes nothing.
+    let r = a
+        .client
+        .post(format!("{}/v1/import", a.base))
+        .body(file)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.json::<Value>().await.unwrap()["new_changes"], 0);
+
+    let (status, res) = a
+        .post(
+            &format!("/v1/flags/{tid}/resolve"),
+            json!({ "action": "deny", "staff": "Sam", "note": "two different people" }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{res}");
+    let (_, flags) = a.get("/v1/flags").await;
+    assert_eq!(flags["flags"], json!([]));
+    assert_eq!(verdict(&a.scan(&code, "a2").await), ("reject", "denied"));
+    // Resolving a ticket that is not flagged is a conflict, not a server error.
+    let (status, _) = a
+        .post(
+            &format!("/v1/flags/{tid}/resolve"),
+            json!({ "action": "accept", "staff": "Sam" }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+
+    let (_, export) = a.get("/v1/export?format=json").await;
+    let audit = export["audit"].as_array().unwrap();
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0]["actor"], "Sam");
+    assert_eq!(audit[0]["action"], "resolve:deny");
+    let csv = a
+        .client
+        .get(format!("{}/v1/export?format=csv", a.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(csv.starts_with("record,id,tid,at,"));
+    assert_eq!(
+        csv.lines().filter(|l| l.starts_with("redemption,")).count(),
+        2
+    );
+    assert!(
+        csv.lines()
+            .any(|l| l.starts_with("audit,") && l.contains("resolve:deny"))
+    );
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn bad_requests_get_json_4xx_and_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let issuer = Issuer::new();
+    let gate = Gate::start(dir.path(), "G", &issuer, None, Policy::default()).await;
+    let url = |p: &str| format!("{}{p}", gate.base);
+    let c = &gate.client;
+    let big = json!({ "code": "x".repeat(70 * 1024), "scanner": "s" }).to_string();
+    let requests = [
+        c.post(url("/v1/scan"))
+            .header("content-type", "application/json")
+            .body("{not json"),
+        c.post(url("/v1/scan"))
+            .header("content-type", "application/json")
+            .body("{\"code\":\"x\"}"),
+        c.post(url("/v1/scan"))
+            .header("content-type", "application/json")
+            .body("{\"code\":\"x\",\"scanner\":\"s\",\"extra\":1}"),
+        c.post(url("/v1/scan"))
+            .header("content-type", "application/json")
+            .body("[]"),
+        c.post(url("/v1/scan")).body("code=x"),
+        c.post(url("/v1/scan"))
+            .header("content-type", "application/json")
+            .body(big),
+        c.post(url("/v1/scan"))
+            .json(&json!({ "code": "x", "scanner": "" })),
+        c.post(url("/v1/scan"))
+            .json(&json!({ "code": "x", "scanner": "s", "direction": "sideways" })),
+        c.get(url("/v1/tickets/a,b")),
+        c.get(url("/v1/tickets/UNKNOWN0TICKET")),
+        c.post(url("/v1/flags/T1/resolve"))
+            .json(&json!({ "action": "explode", "staff": "x" })),
+        c.post(url("/v1/flags/T1/resolve"))
+            .json(&json!({ "action": "accept", "staff": " " })),
+        c.post(url("/v1/flags/T1/resolve"))
+            .json(&json!({ "action": "revert", "staff": "x" })),
+        c.get(url("/v1/export?format=xml")),
+        c.post(url("/v1/import")).body("garbage"),
+        c.post(url("/v1/import"))
+            .body("gatemesh-ledger 1 OTHER\nxx"),
+        c.post(url("/v1/import"))
+            .body(format!("gatemesh-ledger 1 {EVENT}\nnot automerge")),
+        c.get(url("/v1/nothing-here")),
+    ];
+    for request in requests {
+        let r = request.send().await.unwrap();
+        let status = r.status();
+        let body: Value = r.json().await.unwrap_or(Value::Null);
+        assert!(status.is_client_error(), "{status}: {body}");
+        assert!(body["error"]["message"].is_string(), "{status}: {body}");
+    }
+    let (_, s) = gate.get("/v1/status").await;
+    assert_eq!(s["redemptions"], 0);
+    assert_eq!(s["counts"]["admit"], 0);
+    gate.stop().await;
+}
+
+#[tokio::test]
+async fn the_live_stream_carries_verdicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let issuer = Issuer::new();
+    let gate = Gate::start(dir.path(), "G", &issuer, None, Policy::default()).await;
+    let mut stream = gate
+        .client
+        .get(format!("{}/v1/stream", gate.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.headers()["content-type"], "text/event-stream");
+    let tid = TicketId::generate();
+    gate.scan(&issuer.ticket(&tid), "s1").await;
+    let mut seen = String::new();
+    while !seen.contains("\n\n") {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), stream.chunk())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(seen.contains("event: verdict"), "{seen}");
+    assert!(seen.contains(tid.as_str()), "{seen}");
+    drop(stream);
+    gate.stop().await;
+}
+
+#[tokio::test]
+async fn a_restart_restores_the_same_node_and_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let issuer = Issuer::new();
+    let tids: Vec<TicketId> = (0..20).map(|_| TicketId::generate()).collect();
+    let policy = Policy {
+        entry: EntryPolicy::Single,
+        ..Policy::default()
+    };
+    let gate = Gate::start(dir.path(), "G", &issuer, None, policy).await;
+    let node_id = gate.node.info().node_id.clone();
+    for tid in &tids {
+        assert_eq!(
+            verdict(&gate.scan(&issuer.ticket(tid), "s1").await).0,
+            "admit"
+        );
+    }
+    gate.stop().await;
+
+    let gate = Gate::start(dir.path(), "G", &issuer, None, policy).await;
+    assert_eq!(gate.node.info().node_id, node_id);
+    for tid in &tids {
+        let v = gate.scan(&issuer.ticket(tid), "s2").await;
+        assert_eq!(verdict(&v), ("duplicate", "already_admitted"));
+    }
+    let (_, s) = gate.get("/v1/status").await;
+    assert_eq!(s["redemptions"], 20);
+    // One process at a time owns a data directory.
+    let mut config = Config::new(
+        dir.path().to_owned(),
+        EventId::new(EVENT).unwrap(),
+        "G".into(),
+    );
+    config.keyring = Keyring::from_keys([issuer.key.public()]).unwrap();
+    assert!(Node::start(config).is_err());
+    gate.stop().await;
+}
