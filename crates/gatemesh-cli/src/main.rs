@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod decode;
 mod gate;
 mod issue;
@@ -30,6 +31,7 @@ enum Command {
     Gate(gate::Args),
     Export(gate::ExportArgs),
     Import(gate::ImportArgs),
+    Bench(bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +44,7 @@ fn main() -> ExitCode {
         Command::Gate(args) => gate::run(args),
         Command::Export(args) => gate::export(args),
         Command::Import(args) => gate::import(args),
+        Command::Bench(args) => bench::run(args),
     };
     match result {
         Ok(code) => code,

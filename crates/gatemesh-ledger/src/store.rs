@@ -18,9 +18,11 @@ use crate::{doc::StoredChange, model::NodeId};
 pub enum Durability {
     /// `synchronous=NORMAL` under WAL: every committed admission survives the process being
     /// killed; a power cut may lose the last moments.
-    #[default]
     Process,
-    /// `synchronous=FULL`: every committed admission also survives a power cut.
+    /// `synchronous=FULL`: every committed admission also survives a power cut. The default:
+    /// a gate must never forget an admission, and group commit keeps the cost to one fsync
+    /// for many scans.
+    #[default]
     Power,
 }
 

@@ -132,6 +132,8 @@ pub(crate) struct Writer {
     pub manifest: Option<HashSet<TicketId>>,
     pub counts: Counts,
     pub events: broadcast::Sender<NodeEvent>,
+    /// Change rows stored since the last compaction.
+    pub uncompacted: i64,
 }
 
 pub(crate) fn now_ms() -> i64 {
@@ -205,7 +207,10 @@ impl Writer {
             if stopping {
                 break;
             }
-            if matches!(self.store.pending_changes(), Ok(n) if n > COMPACT_AFTER) {
+            if failed.is_none() {
+                self.uncompacted += changes.len() as i64;
+            }
+            if self.uncompacted > COMPACT_AFTER {
                 self.compact();
             }
         }
@@ -215,8 +220,9 @@ impl Writer {
 
     fn compact(&mut self) {
         let snapshot = self.ledger.save();
-        if let Err(e) = self.store.compact(&snapshot) {
-            tracing::warn!("compaction failed (the change rows stay): {e}");
+        match self.store.compact(&snapshot) {
+            Ok(()) => self.uncompacted = 0,
+            Err(e) => tracing::warn!("compaction failed (the change rows stay): {e}"),
         }
     }
 

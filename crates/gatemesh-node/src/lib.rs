@@ -179,6 +179,7 @@ impl Node {
     pub fn start(config: Config) -> anyhow::Result<Self> {
         let lock = lock_data_dir(&config.data_dir)?;
         let (store, ledger) = open_ledger(&config.data_dir, &config.event, config.durability)?;
+        let uncompacted = store.pending_changes()?;
         let info = NodeInfo {
             node_id: ledger.node().clone(),
             name: config.name.clone(),
@@ -195,6 +196,7 @@ impl Node {
             manifest: None,
             counts: Counts::default(),
             events: events.clone(),
+            uncompacted,
         };
         if let Some(manifest) = &config.manifest {
             writer.apply_manifest(manifest)?;
