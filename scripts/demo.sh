@@ -35,5 +35,28 @@ echo
 echo "The same ticket presented at another event's gate:"
 "$gatemesh" decode "$batch/png/$tid.png" | "$gatemesh" verify --issuer "$demo/keys/issuer.pub.pem" --event OTHER-2026 - || true
 echo
+echo "A headless gate on this laptop (loopback only; no mesh yet): the ticket twice, then a forgery."
+gate_out=$(mktemp)
+"$gatemesh" gate --data "$demo/gate-north" --event "$event" --name "North 1" \
+  --issuer "$demo/keys/issuer.pub.pem" --manifest "$batch/tickets.csv" --api 127.0.0.1:0 >"$gate_out" 2>/dev/null &
+gate_pid=$!
+trap 'kill $gate_pid 2>/dev/null || true; rm -f "$gate_out"' EXIT
+for _ in $(seq 100); do [[ -s $gate_out ]] && break; sleep 0.1; done
+api=$(sed -n 's/.*"api":"\([^"]*\)".*/\1/p' "$gate_out")
+code=$(sed -n 3p "$batch/tickets.csv" | cut -d, -f5)
+for scanner in north-1 north-2; do
+  echo "  scanner $scanner:"
+  curl -s -X POST "http://$api/v1/scan" -H 'content-type: application/json' \
+    -d "{\"code\":\"$code\",\"scanner\":\"$scanner\"}"
+  echo
+done
+echo "  a forged code:"
+curl -s -X POST "http://$api/v1/scan" -H 'content-type: application/json' \
+  -d "{\"code\":\"${code%?????}AAAAA\",\"scanner\":\"north-1\"}"
+echo
+kill "$gate_pid"
+wait "$gate_pid" 2>/dev/null || true
+echo "The gate's ledger is in $demo/gate-north (try: $gatemesh gate --help)."
+echo
 echo "Print $batch/tickets.pdf; the ticket list is $batch/tickets.csv."
 echo "The gatemesh binary is $gatemesh (try: $gatemesh --help)."

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 # Debian packages: C toolchain, WebKitGTK for the Tauri shell, zbar and poppler as independent
 # QR and PDF readers for the tests, Node.js for the UI and the jose interoperability checks.
-packages=(build-essential pkg-config libwebkit2gtk-4.1-dev zbar-tools poppler-utils)
+packages=(build-essential pkg-config curl libwebkit2gtk-4.1-dev zbar-tools poppler-utils)
 command -v node >/dev/null || packages+=(nodejs)
 command -v npm >/dev/null || packages+=(npm)
 missing=()
