@@ -488,6 +488,78 @@ impl Ledger {
     }
 }
 
+/// One peer's side of the Automerge sync protocol: what this node believes the peer has.
+/// Kept per connection; a fresh state after a reconnect costs one extra round trip.
+#[derive(Debug, Default)]
+pub struct PeerSync(automerge::sync::State);
+
+/// Longest sync message accepted from a peer. A message carrying a whole 100,000-redemption
+/// ledger is about 1 MB; anything far beyond that is refused, not parsed.
+pub const MAX_SYNC_MESSAGE: usize = 64 * 1024 * 1024;
+
+impl Ledger {
+    /// The next message for a peer, if it lacks anything this node has.
+    pub fn sync_message(&mut self, peer: &mut PeerSync) -> Option<Vec<u8>> {
+        use automerge::sync::SyncDoc;
+        self.doc
+            .sync()
+            .generate_sync_message(&mut peer.0)
+            .map(|m| m.encode())
+    }
+
+    /// Takes a peer's sync message. Returns the changes that were new here, to store before
+    /// anything else is sent. A message that does not decode is refused before it touches the
+    /// document. A decodable message that the engine then rejects (or panics on), or that
+    /// turns out to carry another event's history, is an error too, but may have reached the
+    /// in-memory document: the caller drops this `Ledger` and reopens it from storage, where
+    /// nothing of it was written. Peers are authenticated members of this event's mesh, so
+    /// this is the path of a buggy peer, not of everyday traffic.
+    pub fn receive_sync(
+        &mut self,
+        peer: &mut PeerSync,
+        bytes: &[u8],
+    ) -> Result<Vec<StoredChange>, LedgerError> {
+        use automerge::sync::{Message, SyncDoc};
+        if bytes.len() > MAX_SYNC_MESSAGE {
+            return Err(LedgerError::Corrupt(format!(
+                "a sync message of {} bytes",
+                bytes.len()
+            )));
+        }
+        let message = Message::decode(bytes).map_err(|e| LedgerError::Corrupt(e.to_string()))?;
+        let before = self.doc.get_heads();
+        let event = self.event.clone();
+        // automerge 0.12 can panic on crafted changes; if it does, this replica's document
+        // may be half-updated, so the caller must reload it from storage.
+        let doc = &mut self.doc;
+        guarded(|| {
+            doc.sync().receive_sync_message(&mut peer.0, message)?;
+            Ok(())
+        })?;
+        let after = self.doc.get_heads();
+        if before == after {
+            return Ok(Vec::new());
+        }
+        let found = event_of(&self.doc)?;
+        if found != event.as_str() {
+            return Err(LedgerError::WrongEvent {
+                expected: event,
+                found,
+            });
+        }
+        let new: Vec<StoredChange> = self
+            .doc
+            .get_changes(&before)
+            .iter()
+            .map(StoredChange::from)
+            .collect();
+        let roots = roots_of(&self.doc)?;
+        let touched = touched_tickets(&mut self.doc, &roots, &before, &after);
+        self.refresh(touched);
+        Ok(new)
+    }
+}
+
 /// Tickets whose records changed between two sets of heads.
 fn touched_tickets(
     doc: &mut AutoCommit,

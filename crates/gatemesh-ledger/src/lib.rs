@@ -32,7 +32,7 @@ pub use decide::{
     Answer, EntryPolicy, FirstUse, Listing, Outcome, Policy, Reason, Scan, UnlistedPolicy, Verdict,
     decide,
 };
-pub use doc::{Ledger, LedgerError, StoredChange, genesis};
+pub use doc::{Ledger, LedgerError, MAX_SYNC_MESSAGE, PeerSync, StoredChange, genesis};
 pub use model::{
     Action, AuditEntry, Direction, Hlc, HlcClock, NodeId, Redemption, RedemptionId, Resolution,
     ResolutionId, Standing, Status,
