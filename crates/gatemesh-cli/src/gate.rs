@@ -41,6 +41,17 @@ pub struct Args {
     /// Seconds a scanner may repeat a code and get the first answer again.
     #[arg(long, default_value_t = 10)]
     repeat_window: u32,
+    /// Device identity from `gatemesh enroll`: joins the event's mesh. Without one the gate
+    /// opens no socket but its local API.
+    #[arg(long, value_name = "DIR")]
+    identity: Option<PathBuf>,
+    /// UDP address of the mesh endpoint (port 0 picks a free one).
+    #[arg(long, default_value = "0.0.0.0:0", requires = "identity")]
+    mesh: SocketAddr,
+    /// A peer to dial directly (HOST:PORT of its mesh endpoint); repeat for several. For
+    /// networks that block multicast.
+    #[arg(long = "peer", value_name = "ADDR", requires = "identity")]
+    peers: Vec<SocketAddr>,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -72,6 +83,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
         .context("starting the async runtime")?;
     runtime.block_on(async move {
         let node = Node::start(config)?;
+        let mesh_addr = match &args.identity {
+            Some(dir) => {
+                let identity = gatemesh_mesh::pki::Identity::load(dir)
+                    .with_context(|| format!("loading the device identity in {}", dir.display()))?;
+                let mesh = gatemesh_mesh::session::MeshConfig { identity, bind: args.mesh, static_peers: args.peers.clone() };
+                Some(node.start_mesh(mesh)?.to_string())
+            }
+            None => None,
+        };
         let listener = tokio::net::TcpListener::bind(args.api)
             .await
             .with_context(|| format!("listening on {}", args.api))?;
@@ -79,7 +99,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         // One line on stdout that scripts and tests can wait for.
         println!(
             "{}",
-            serde_json::json!({ "api": addr.to_string(), "node_id": node.info().node_id, "event": node.info().event })
+            serde_json::json!({ "api": addr.to_string(), "mesh": mesh_addr, "node_id": node.info().node_id, "event": node.info().event })
         );
         eprintln!("gate {:?} ready: http://{addr}/v1/status", node.info().name);
         let shutdown = async {
@@ -127,5 +147,60 @@ pub struct ImportArgs {
 pub fn import(args: ImportArgs) -> Result<ExitCode> {
     let n = gatemesh_node::import_ledger_file(&args.data, &args.event, &args.file)?;
     println!("merged {}: {n} new changes", args.file.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Create the event's mesh CA: DIR/ca.pem, DIR/ca.key (owner-only), DIR/event.
+#[derive(Debug, clap::Args)]
+pub struct MeshCaArgs {
+    #[arg(long)]
+    event: EventId,
+    #[arg(long)]
+    out: PathBuf,
+    /// Days the CA stays valid.
+    #[arg(long, default_value_t = 365)]
+    days: i64,
+}
+
+pub fn mesh_ca(args: MeshCaArgs) -> Result<ExitCode> {
+    gatemesh_mesh::pki::write_new_ca(&args.out, args.event.as_str(), args.days)
+        .with_context(|| format!("creating the mesh CA in {}", args.out.display()))?;
+    println!("mesh CA for {} in {}", args.event, args.out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Enroll a device under the event's mesh CA: DIR/device.pem, DIR/device.key, DIR/ca.pem.
+#[derive(Debug, clap::Args)]
+pub struct EnrollArgs {
+    /// The mesh CA directory from `gatemesh mesh-ca`.
+    #[arg(long)]
+    ca: PathBuf,
+    /// Device name (1-63 characters of A-Z a-z 0-9 . _ -).
+    #[arg(long)]
+    name: String,
+    #[arg(long, default_value = "gate", value_parser = ["gate", "observer"])]
+    role: String,
+    #[arg(long)]
+    out: PathBuf,
+    #[arg(long, default_value_t = 30)]
+    days: i64,
+}
+
+pub fn enroll(args: EnrollArgs) -> Result<ExitCode> {
+    use gatemesh_mesh::identity::Role;
+    let role = if args.role == "observer" {
+        Role::Observer
+    } else {
+        Role::Gate
+    };
+    let id = gatemesh_mesh::pki::enroll_into(&args.ca, &args.out, role, &args.name, args.days)
+        .with_context(|| format!("enrolling {} into {}", args.name, args.out.display()))?;
+    println!(
+        "enrolled {} as {} for {} in {}",
+        id.name,
+        id.role.as_str(),
+        id.event,
+        args.out.display()
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -32,6 +32,8 @@ enum Command {
     Export(gate::ExportArgs),
     Import(gate::ImportArgs),
     Bench(bench::Args),
+    MeshCa(gate::MeshCaArgs),
+    Enroll(gate::EnrollArgs),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +47,8 @@ fn main() -> ExitCode {
         Command::Export(args) => gate::export(args),
         Command::Import(args) => gate::import(args),
         Command::Bench(args) => bench::run(args),
+        Command::MeshCa(args) => gate::mesh_ca(args),
+        Command::Enroll(args) => gate::enroll(args),
     };
     match result {
         Ok(code) => code,

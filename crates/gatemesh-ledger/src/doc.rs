@@ -47,6 +47,9 @@ pub enum LedgerError {
     ForeignGenesis,
     #[error("the ledger document failed: {0}")]
     Automerge(#[from] automerge::AutomergeError),
+    /// Refused before it reached the document.
+    #[error("not a sync message: {0}")]
+    BadMessage(String),
 }
 
 /// The genesis document of `event`: the same bytes on every machine.

@@ -270,7 +270,7 @@ async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
         "redemptions": snap.redemptions,
         "flagged": snap.flagged,
         "manifest_tickets": snap.manifest_tickets,
-        "peers": [],
+        "peers": s.node.peers(),
         "uplink": { "state": "not_configured" },
     })))
 }

@@ -106,6 +106,8 @@ pub(crate) enum Command {
         bytes: Vec<u8>,
         reply: Reply<usize>,
     },
+    /// A mesh session's request.
+    Sync(gatemesh_mesh::session::SyncRequest),
     /// Finish what is queued, compact and stop.
     Shutdown,
 }
@@ -134,6 +136,12 @@ pub(crate) struct Writer {
     pub events: broadcast::Sender<NodeEvent>,
     /// Change rows stored since the last compaction.
     pub uncompacted: i64,
+    /// What each connected peer is believed to have.
+    pub peers: std::collections::HashMap<String, gatemesh_ledger::PeerSync>,
+    /// Moves on every commit that added changes, so mesh sessions push them.
+    pub changed: tokio::sync::watch::Sender<u64>,
+    /// A peer's message was refused after it may have reached the document.
+    pub reload_after_commit: bool,
 }
 
 pub(crate) fn now_ms() -> i64 {
@@ -203,6 +211,9 @@ impl Writer {
                 for event in events {
                     let _ = self.events.send(event);
                 }
+                if !changes.is_empty() {
+                    self.changed.send_modify(|n| *n += 1);
+                }
             }
             if stopping {
                 break;
@@ -246,6 +257,8 @@ impl Writer {
             Ok((store, ledger)) => {
                 self.store = store;
                 self.ledger = ledger;
+                // Peers may have been told of changes that are gone: start their sync over.
+                self.peers.clear();
             }
             Err(e) => tracing::error!("could not reload the ledger from disk: {e}"),
         }
@@ -334,7 +347,60 @@ impl Writer {
                 }
                 defer(reply, result)
             }
+            Command::Sync(request) => self.sync(request, changes, events),
             Command::Shutdown => Box::new(|_| {}),
+        }
+    }
+
+    fn sync(
+        &mut self,
+        request: gatemesh_mesh::session::SyncRequest,
+        changes: &mut Vec<StoredChange>,
+        events: &mut Vec<NodeEvent>,
+    ) -> Deferred {
+        use gatemesh_mesh::session::SyncRequest;
+        match request {
+            SyncRequest::Generate { peer, reply } => {
+                let message = self
+                    .ledger
+                    .sync_message(self.peers.entry(peer).or_default());
+                // Sent only once this batch is on disk: a peer never holds a change that a
+                // failed commit could take back.
+                Box::new(move |failed| {
+                    let _ = reply.send(if failed.is_some() { None } else { message });
+                })
+            }
+            SyncRequest::Receive { peer, bytes, reply } => {
+                let before: std::collections::BTreeSet<TicketId> =
+                    self.ledger.flagged().cloned().collect();
+                let state = self.peers.entry(peer.clone()).or_default();
+                let result = match self.ledger.receive_sync(state, &bytes) {
+                    Ok(new) => {
+                        changes.extend(new);
+                        for tid in self.ledger.flagged().filter(|t| !before.contains(*t)) {
+                            events.push(NodeEvent::Flagged { tid: tid.clone() });
+                        }
+                        Ok(())
+                    }
+                    Err(e) => {
+                        tracing::warn!("refused a sync message from {peer}: {e}");
+                        // Only a message that reached the document can have left traces.
+                        self.reload_after_commit |=
+                            !matches!(e, gatemesh_ledger::LedgerError::BadMessage(_));
+                        Err(e.to_string())
+                    }
+                };
+                Box::new(move |failed| {
+                    let _ = reply.send(match failed {
+                        Some(e) => Err(e.to_string()),
+                        None => result,
+                    });
+                })
+            }
+            SyncRequest::Forget { peer } => {
+                self.peers.remove(&peer);
+                Box::new(|_| {})
+            }
         }
     }
 

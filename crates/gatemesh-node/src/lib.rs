@@ -116,6 +116,8 @@ struct Shared {
     events: broadcast::Sender<NodeEvent>,
     info: NodeInfo,
     writer: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+    changed: tokio::sync::watch::Receiver<u64>,
+    mesh: std::sync::Mutex<Option<gatemesh_mesh::session::Mesh>>,
     _lock: File,
 }
 
@@ -186,6 +188,7 @@ impl Node {
             event: config.event.clone(),
         };
         let (events, _) = broadcast::channel(1024);
+        let (changed, changed_rx) = tokio::sync::watch::channel(0u64);
         let mut writer = gate::Writer {
             ledger,
             store,
@@ -197,6 +200,9 @@ impl Node {
             counts: Counts::default(),
             events: events.clone(),
             uncompacted,
+            peers: Default::default(),
+            changed,
+            reload_after_commit: false,
         };
         if let Some(manifest) = &config.manifest {
             writer.apply_manifest(manifest)?;
@@ -215,6 +221,8 @@ impl Node {
                 events,
                 info,
                 writer: std::sync::Mutex::new(Some(handle)),
+                changed: changed_rx,
+                mesh: std::sync::Mutex::new(None),
                 _lock: lock,
             }),
         })
@@ -319,8 +327,58 @@ impl Node {
             .await
     }
 
+    /// Joins the event's mesh with this device identity: accepts peers on `config.bind`,
+    /// dials `config.static_peers`, and syncs the ledger with every peer. Returns the bound
+    /// address. Needs a tokio runtime.
+    pub fn start_mesh(
+        &self,
+        config: gatemesh_mesh::session::MeshConfig,
+    ) -> anyhow::Result<std::net::SocketAddr> {
+        use anyhow::Context;
+        anyhow::ensure!(
+            config.identity.peer.event == self.shared.info.event.as_str(),
+            "the identity is for event {}, this gate checks in {}",
+            config.identity.peer.event,
+            self.shared.info.event
+        );
+        let (requests, mut rx) = mpsc::channel(256);
+        let port = gatemesh_mesh::session::SyncPort {
+            requests,
+            changed: self.shared.changed.clone(),
+        };
+        let mesh =
+            gatemesh_mesh::session::Mesh::start(config, port).context("starting the mesh")?;
+        let addr = mesh.local_addr()?;
+        let commands = self.shared.commands.clone();
+        tokio::spawn(async move {
+            while let Some(request) = rx.recv().await {
+                if commands.send(gate::Command::Sync(request)).await.is_err() {
+                    return;
+                }
+            }
+        });
+        if let Ok(mut slot) = self.shared.mesh.lock() {
+            *slot = Some(mesh);
+        }
+        Ok(addr)
+    }
+
+    /// Peers of the mesh (empty without one).
+    pub fn peers(&self) -> Vec<gatemesh_mesh::session::PeerStatus> {
+        self.shared
+            .mesh
+            .lock()
+            .ok()
+            .and_then(|m| m.as_ref().map(|m| m.peers()))
+            .unwrap_or_default()
+    }
+
     /// Stops taking commands, lets the writer finish and compact, and waits for it.
     pub async fn shutdown(self) {
+        let mesh = self.shared.mesh.lock().ok().and_then(|mut m| m.take());
+        if let Some(mesh) = mesh {
+            mesh.shutdown().await;
+        }
         let _ = self.shared.commands.send(gate::Command::Shutdown).await;
         let handle = self.shared.writer.lock().ok().and_then(|mut h| h.take());
         if let Some(handle) = handle {

@@ -1,0 +1,367 @@
+//! The running mesh: accepts peers, dials static peers with backoff, keeps one connection per
+//! pair of devices, and runs one sync session on each.
+
+use std::{
+    collections::BTreeMap,
+    net::SocketAddr,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use quinn::{Connection, Endpoint, RecvStream, SendStream, VarInt};
+use serde::Serialize;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::{
+    Result,
+    identity::PeerId,
+    invalid,
+    net::{CLOSE_OK, checked_peer, dial, mesh_endpoint, read_frame, write_frame},
+    pki::Identity,
+};
+
+/// Close code for a peer whose sync messages the ledger refused.
+pub const CLOSE_BAD_SYNC: u32 = 3;
+/// Close code for the losing connection of a pair that connected both ways.
+pub const CLOSE_DUPLICATE: u32 = 4;
+
+/// What a sync session asks of the ledger's owner.
+#[derive(Debug)]
+pub enum SyncRequest {
+    /// The next sync message for `peer`, if it lacks anything.
+    Generate {
+        peer: String,
+        reply: oneshot::Sender<Option<Vec<u8>>>,
+    },
+    /// A message from `peer`; the reply comes once anything new is stored.
+    Receive {
+        peer: String,
+        bytes: Vec<u8>,
+        reply: oneshot::Sender<Result<(), String>>,
+    },
+    /// The connection to `peer` ended: forget what it was believed to have.
+    Forget { peer: String },
+}
+
+/// The ledger side of the mesh: a request channel, and a counter that moves whenever the
+/// ledger gained changes (local or from any peer), so every session pushes at once.
+#[derive(Debug, Clone)]
+pub struct SyncPort {
+    pub requests: mpsc::Sender<SyncRequest>,
+    pub changed: watch::Receiver<u64>,
+}
+
+impl SyncPort {
+    async fn generate(&self, peer: &str) -> Result<Option<Vec<u8>>> {
+        let (reply, rx) = oneshot::channel();
+        self.requests
+            .send(SyncRequest::Generate {
+                peer: peer.into(),
+                reply,
+            })
+            .await
+            .map_err(|_| invalid!("the ledger stopped"))?;
+        rx.await.map_err(|_| invalid!("the ledger stopped"))
+    }
+
+    async fn receive(&self, peer: &str, bytes: Vec<u8>) -> Result<()> {
+        let (reply, rx) = oneshot::channel();
+        self.requests
+            .send(SyncRequest::Receive {
+                peer: peer.into(),
+                bytes,
+                reply,
+            })
+            .await
+            .map_err(|_| invalid!("the ledger stopped"))?;
+        rx.await
+            .map_err(|_| invalid!("the ledger stopped"))?
+            .map_err(|e| invalid!("refused sync message: {e}"))
+    }
+}
+
+/// A peer as the status page shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct PeerStatus {
+    pub name: String,
+    pub role: String,
+    pub address: String,
+    pub connected: bool,
+    pub rtt_ms: Option<f64>,
+    /// Milliseconds since 1970 of the last message received.
+    pub last_sync_ms: Option<i64>,
+    /// Sync messages received from this peer on the current connection.
+    pub messages: u64,
+}
+
+#[derive(Debug)]
+struct Live {
+    conn: Connection,
+    dialer: String,
+    status: PeerStatus,
+}
+
+#[derive(Debug, Default)]
+struct Registry {
+    live: BTreeMap<String, Live>,
+}
+
+/// Options of the mesh.
+#[derive(Debug, Clone)]
+pub struct MeshConfig {
+    pub identity: Identity,
+    pub bind: SocketAddr,
+    /// Peers to dial whether or not discovery finds them.
+    pub static_peers: Vec<SocketAddr>,
+}
+
+/// A running mesh.
+#[derive(Debug)]
+pub struct Mesh {
+    endpoint: Endpoint,
+    registry: Arc<Mutex<Registry>>,
+    stop: watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+struct Ctx {
+    me: PeerId,
+    port: SyncPort,
+    registry: Arc<Mutex<Registry>>,
+    stop: watch::Receiver<bool>,
+}
+
+impl Mesh {
+    /// Binds the QUIC endpoint and starts accepting and dialing. Needs a tokio runtime.
+    pub fn start(config: MeshConfig, port: SyncPort) -> Result<Self> {
+        let id = &config.identity;
+        let endpoint = mesh_endpoint(&id.trust, &id.creds, config.bind)?;
+        let registry = Arc::new(Mutex::new(Registry::default()));
+        let (stop, stop_rx) = watch::channel(false);
+        let ctx = Arc::new(Ctx {
+            me: id.peer.clone(),
+            port,
+            registry: registry.clone(),
+            stop: stop_rx,
+        });
+        let mut tasks = vec![tokio::spawn(accept_loop(endpoint.clone(), ctx.clone()))];
+        for addr in config.static_peers {
+            tasks.push(tokio::spawn(dial_loop(endpoint.clone(), addr, ctx.clone())));
+        }
+        Ok(Self {
+            endpoint,
+            registry,
+            stop,
+            tasks,
+        })
+    }
+
+    pub fn local_addr(&self) -> Result<SocketAddr> {
+        Ok(self.endpoint.local_addr()?)
+    }
+
+    /// Connected peers, by name.
+    pub fn peers(&self) -> Vec<PeerStatus> {
+        let Ok(registry) = self.registry.lock() else {
+            return Vec::new();
+        };
+        registry
+            .live
+            .values()
+            .map(|l| PeerStatus {
+                rtt_ms: Some(l.conn.rtt().as_secs_f64() * 1000.0),
+                ..l.status.clone()
+            })
+            .collect()
+    }
+
+    /// Closes every connection and stops.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        self.endpoint
+            .close(VarInt::from_u32(CLOSE_OK), b"shutting down");
+        for t in self.tasks {
+            t.abort();
+        }
+        self.endpoint.wait_idle().await;
+    }
+}
+
+async fn accept_loop(endpoint: Endpoint, ctx: Arc<Ctx>) {
+    while let Some(incoming) = endpoint.accept().await {
+        let ctx = ctx.clone();
+        tokio::spawn(async move {
+            let conn = match incoming.await {
+                Ok(c) => c,
+                Err(e) => return tracing::info!("refused an incoming peer: {e}"),
+            };
+            let peer = match checked_peer(&conn, &ctx.me.event) {
+                Ok(p) => p,
+                Err(e) => return tracing::info!("refused an incoming peer: {e}"),
+            };
+            let streams = match conn.accept_bi().await {
+                Ok(s) => s,
+                Err(e) => return tracing::info!("peer {} left before syncing: {e}", peer.name),
+            };
+            serve(conn, streams, peer.clone(), peer.name, &ctx).await;
+        });
+    }
+}
+
+async fn dial_loop(endpoint: Endpoint, addr: SocketAddr, ctx: Arc<Ctx>) {
+    let mut backoff = Duration::from_millis(200);
+    let mut stop = ctx.stop.clone();
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        match dial(&endpoint, addr, &ctx.me.event).await {
+            Ok((conn, peer)) if peer.name == ctx.me.name => {
+                conn.close(VarInt::from_u32(CLOSE_OK), b"that is me");
+                return;
+            }
+            Ok((conn, peer)) => match conn.open_bi().await {
+                Ok((mut send, recv)) => {
+                    // Streams open lazily; a first empty frame makes it exist for the peer.
+                    if write_frame(&mut send, &[]).await.is_ok() {
+                        backoff = Duration::from_millis(200);
+                        serve(conn, (send, recv), peer, ctx.me.name.clone(), &ctx).await;
+                    }
+                }
+                Err(e) => tracing::info!("peer at {addr}: {e}"),
+            },
+            Err(e) => tracing::debug!("peer at {addr} unreachable: {e}"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(backoff) => {}
+            _ = stop.changed() => return,
+        }
+        backoff = (backoff * 2).min(Duration::from_secs(10));
+    }
+}
+
+/// Registers the connection (keeping one per pair of devices) and runs its sync session.
+async fn serve(
+    conn: Connection,
+    (send, recv): (SendStream, RecvStream),
+    peer: PeerId,
+    dialer: String,
+    ctx: &Ctx,
+) {
+    let status = PeerStatus {
+        name: peer.name.clone(),
+        role: peer.role.as_str().into(),
+        address: conn.remote_address().to_string(),
+        connected: true,
+        rtt_ms: None,
+        last_sync_ms: None,
+        messages: 0,
+    };
+    {
+        let Ok(mut registry) = ctx.registry.lock() else {
+            return;
+        };
+        if let Some(existing) = registry.live.get(&peer.name) {
+            // Both dialed: the connection dialed by the smaller name wins, on both sides.
+            let winner = ctx.me.name.clone().min(peer.name.clone());
+            if existing.conn.close_reason().is_none()
+                && existing.dialer == winner
+                && dialer != winner
+            {
+                conn.close(VarInt::from_u32(CLOSE_DUPLICATE), b"duplicate connection");
+                return;
+            }
+            existing
+                .conn
+                .close(VarInt::from_u32(CLOSE_DUPLICATE), b"duplicate connection");
+        }
+        registry.live.insert(
+            peer.name.clone(),
+            Live {
+                conn: conn.clone(),
+                dialer,
+                status,
+            },
+        );
+    }
+    let result = session(&conn, send, recv, &peer.name, ctx).await;
+    if let Err(e) = &result {
+        tracing::warn!("sync with {} ended: {e}", peer.name);
+        conn.close(VarInt::from_u32(CLOSE_BAD_SYNC), b"sync failed");
+    }
+    if let Ok(mut registry) = ctx.registry.lock()
+        && registry
+            .live
+            .get(&peer.name)
+            .is_some_and(|l| l.conn.stable_id() == conn.stable_id())
+    {
+        registry.live.remove(&peer.name);
+    }
+    let _ = ctx
+        .port
+        .requests
+        .send(SyncRequest::Forget { peer: peer.name })
+        .await;
+}
+
+async fn session(
+    conn: &Connection,
+    mut send: SendStream,
+    mut recv: RecvStream,
+    peer: &str,
+    ctx: &Ctx,
+) -> Result<()> {
+    // Frames are read by their own task: reading is not cancel-safe inside a select.
+    let (frames_tx, mut frames) = mpsc::channel::<Result<Vec<u8>>>(8);
+    let reader = tokio::spawn(async move {
+        loop {
+            let frame = read_frame(&mut recv).await.transpose();
+            let end = !matches!(frame, Some(Ok(_)));
+            if let Some(frame) = frame
+                && frames_tx.send(frame).await.is_err()
+            {
+                return;
+            }
+            if end {
+                return;
+            }
+        }
+    });
+    let mut changed = ctx.port.changed.clone();
+    let mut stop = ctx.stop.clone();
+    let result: Result<()> = async {
+        loop {
+            while let Some(message) = ctx.port.generate(peer).await? {
+                write_frame(&mut send, &message).await?;
+            }
+            tokio::select! {
+                frame = frames.recv() => match frame {
+                    Some(Ok(bytes)) if bytes.is_empty() => {}
+                    Some(Ok(bytes)) => {
+                        ctx.port.receive(peer, bytes).await?;
+                        if let Ok(mut registry) = ctx.registry.lock()
+                            && let Some(live) = registry.live.get_mut(peer)
+                        {
+                            live.status.last_sync_ms = Some(now_ms());
+                            live.status.messages += 1;
+                        }
+                    }
+                    Some(Err(e)) => return Err(e),
+                    None => return Ok(()),
+                },
+                r = changed.changed() => if r.is_err() { return Ok(()) },
+                _ = stop.changed() => return Ok(()),
+                _ = conn.closed() => return Ok(()),
+            }
+        }
+    }
+    .await;
+    reader.abort();
+    result
+}

@@ -1,0 +1,274 @@
+//! Gates syncing over the real QUIC mesh on loopback with static peers (discovery by mDNS
+//! needs multicast and runs in network namespaces; see the mesh issue). Mutual TLS under the
+//! event's mesh CA; a device of another CA never becomes a peer.
+
+use std::{net::SocketAddr, time::Duration};
+
+use gatemesh_ledger::{Direction, Verdict};
+use gatemesh_mesh::{identity::Role, pki, session::MeshConfig};
+use gatemesh_node::{Config, Node};
+use gatemesh_ticket::{Claims, EventId, Format, IssuerKey, Keyring, TicketId};
+
+const EVENT: &str = "MESH-2026";
+
+struct World {
+    dir: tempfile::TempDir,
+    issuer: IssuerKey,
+}
+
+impl World {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        pki::write_new_ca(&dir.path().join("ca"), EVENT, 30).unwrap();
+        pki::write_new_ca(&dir.path().join("rogue-ca"), EVENT, 30).unwrap();
+        Self {
+            dir,
+            issuer: IssuerKey::generate(None),
+        }
+    }
+
+    fn code(&self, tid: &TicketId) -> String {
+        let claims = Claims {
+            tid: tid.clone(),
+            eid: EventId::new(EVENT).unwrap(),
+            seat: None,
+            iat: None,
+            nbf: None,
+            exp: None,
+        };
+        self.issuer.sign(&claims, Format::Gm1).unwrap()
+    }
+
+    async fn gate(&self, name: &str, ca: &str, peers: &[SocketAddr]) -> (Node, SocketAddr) {
+        let root = self.dir.path();
+        let id_dir = root.join(format!("id-{name}"));
+        pki::enroll_into(&root.join(ca), &id_dir, Role::Gate, name, 30).unwrap();
+        let mut config = Config::new(
+            root.join(format!("data-{name}")),
+            EventId::new(EVENT).unwrap(),
+            name.into(),
+        );
+        config.keyring = Keyring::from_keys([self.issuer.public()]).unwrap();
+        let node = Node::start(config).unwrap();
+        let mesh = MeshConfig {
+            identity: pki::Identity::load(&id_dir).unwrap(),
+            bind: "127.0.0.1:0".parse().unwrap(),
+            static_peers: peers.to_vec(),
+        };
+        let addr = node.start_mesh(mesh).unwrap();
+        (node, addr)
+    }
+}
+
+async fn eventually<F: std::future::Future<Output = bool>>(
+    what: &str,
+    mut check: impl FnMut() -> F,
+) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !check().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn knows(node: &Node, tid: &TicketId, gate: &str) -> bool {
+    let (state, _) = node.ticket(tid.clone()).await.unwrap();
+    state.redemptions.iter().any(|r| r.gate == gate)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admit_at_a_reaches_every_gate_and_is_a_duplicate_there() {
+    let w = World::new();
+    let (a, a_addr) = w.gate("gate-a", "ca", &[]).await;
+    let (b, b_addr) = w.gate("gate-b", "ca", &[a_addr]).await;
+    let (c, _) = w.gate("gate-c", "ca", &[b_addr]).await; // C hears of A only through B
+    eventually("B and C are connected", || async {
+        b.peers().len() == 2 && c.peers().len() == 1
+    })
+    .await;
+
+    let tid = TicketId::generate();
+    let code = w.code(&tid);
+    assert_eq!(
+        a.scan(&code, "a1", Direction::Entry).await.unwrap().verdict,
+        Verdict::Admit
+    );
+    eventually("C knows A admitted the ticket", || {
+        knows(&c, &tid, "gate-a")
+    })
+    .await;
+    let dup = c.scan(&code, "c1", Direction::Entry).await.unwrap();
+    assert_eq!(dup.verdict, Verdict::Duplicate);
+    assert_eq!(dup.first.unwrap().gate, "gate-a");
+    let peers = b.peers();
+    let mut names: Vec<&str> = peers.iter().map(|p| p.name.as_str()).collect();
+    names.sort();
+    assert_eq!(names, ["gate-a", "gate-c"]);
+    assert!(peers.iter().all(|p| p.connected && p.rtt_ms.is_some()));
+    for n in [a, b, c] {
+        n.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admits_made_apart_are_flagged_everywhere_once_connected() {
+    let w = World::new();
+    let (e, e_addr) = w.gate("gate-e", "ca", &[]).await;
+    let (f, f_addr) = w.gate("gate-f", "ca", &[]).await;
+    let tid = TicketId::generate();
+    let code = w.code(&tid);
+    // Two gates that cannot see each other both admit the same screenshot.
+    assert_eq!(
+        e.scan(&code, "e1", Direction::Entry).await.unwrap().verdict,
+        Verdict::Admit
+    );
+    assert_eq!(
+        f.scan(&code, "f1", Direction::Entry).await.unwrap().verdict,
+        Verdict::Admit
+    );
+    // A third gate joins both: the network heals through it.
+    let (g, _) = w.gate("gate-g", "ca", &[e_addr, f_addr]).await;
+    for node in [&e, &f, &g] {
+        eventually("the ticket is flagged", || async {
+            node.flags().await.unwrap().iter().any(|(t, _)| t == &tid)
+        })
+        .await;
+    }
+    // Staff resolve it at G; the resolution reaches E and F.
+    g.resolve(
+        tid.clone(),
+        gatemesh_ledger::Action::Accept,
+        "Sam",
+        "same person",
+    )
+    .await
+    .unwrap();
+    for node in [&e, &f] {
+        eventually("the resolution arrived", || async {
+            node.flags().await.unwrap().is_empty()
+        })
+        .await;
+    }
+    for n in [e, f, g] {
+        n.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_device_of_another_ca_never_becomes_a_peer() {
+    let w = World::new();
+    let (a, a_addr) = w.gate("gate-a", "ca", &[]).await;
+    let (rogue, rogue_addr) = w.gate("gate-r", "rogue-ca", &[a_addr]).await;
+    let (b, _) = w.gate("gate-b", "ca", &[a_addr, rogue_addr]).await;
+    eventually("A and B are connected", || async {
+        a.peers().len() == 1 && b.peers().len() == 1
+    })
+    .await;
+    let tid = TicketId::generate();
+    rogue
+        .scan(&w.code(&tid), "r1", Direction::Entry)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(a.peers().iter().all(|p| p.name != "gate-r"));
+    assert!(b.peers().iter().all(|p| p.name != "gate-r"));
+    assert!(rogue.peers().is_empty());
+    assert!(!knows(&a, &tid, "gate-r").await);
+    for n in [a, b, rogue] {
+        n.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_sending_garbage_is_dropped_and_the_others_keep_syncing() {
+    let w = World::new();
+    let (a, a_addr) = w.gate("gate-a", "ca", &[]).await;
+    let (b, _) = w.gate("gate-b", "ca", &[a_addr]).await;
+    eventually("A and B are connected", || async { a.peers().len() == 1 }).await;
+
+    // A properly enrolled device whose software has gone wrong.
+    let root = w.dir.path();
+    pki::enroll_into(
+        &root.join("ca"),
+        &root.join("id-broken"),
+        Role::Gate,
+        "gate-broken",
+        30,
+    )
+    .unwrap();
+    let broken = pki::Identity::load(&root.join("id-broken")).unwrap();
+    let ep = gatemesh_mesh::net::mesh_endpoint(
+        &broken.trust,
+        &broken.creds,
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .unwrap();
+    let (conn, _) = gatemesh_mesh::net::dial(&ep, a_addr, EVENT).await.unwrap();
+    let (mut send, _recv) = conn.open_bi().await.unwrap();
+    gatemesh_mesh::net::write_frame(&mut send, &[])
+        .await
+        .unwrap();
+    gatemesh_mesh::net::write_frame(&mut send, b"\x42\x00this is not an automerge sync message")
+        .await
+        .unwrap();
+    let reason = tokio::time::timeout(Duration::from_secs(10), conn.closed())
+        .await
+        .expect("A drops the peer");
+    assert!(
+        reason.to_string().contains("sync failed") || reason.to_string().contains('3'),
+        "{reason}"
+    );
+
+    let tid = TicketId::generate();
+    b.scan(&w.code(&tid), "b1", Direction::Entry).await.unwrap();
+    eventually("A still hears from B", || knows(&a, &tid, "gate-b")).await;
+    for n in [a, b] {
+        n.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gate_restarted_mid_sync_converges() {
+    let w = World::new();
+    let (a, a_addr) = w.gate("gate-a", "ca", &[]).await;
+    let tids: Vec<TicketId> = (0..200).map(|_| TicketId::generate()).collect();
+    for tid in &tids[..100] {
+        a.scan(&w.code(tid), "a1", Direction::Entry).await.unwrap();
+    }
+    let (b, _) = w.gate("gate-b", "ca", &[a_addr]).await;
+    // Stop B while it is still taking A's history in, and admit more at A meanwhile.
+    for tid in &tids[100..] {
+        a.scan(&w.code(tid), "a1", Direction::Entry).await.unwrap();
+    }
+    b.shutdown().await;
+
+    let root = w.dir.path();
+    let mut config = Config::new(
+        root.join("data-gate-b"),
+        EventId::new(EVENT).unwrap(),
+        "gate-b".into(),
+    );
+    config.keyring = Keyring::from_keys([w.issuer.public()]).unwrap();
+    let b = Node::start(config).unwrap();
+    b.start_mesh(MeshConfig {
+        identity: pki::Identity::load(&root.join("id-gate-b")).unwrap(),
+        bind: "127.0.0.1:0".parse().unwrap(),
+        static_peers: vec![a_addr],
+    })
+    .unwrap();
+    eventually("B holds all 200 admissions", || async {
+        b.snapshot().await.unwrap().redemptions == 200
+    })
+    .await;
+    let dup = b
+        .scan(&w.code(&tids[199]), "b1", Direction::Entry)
+        .await
+        .unwrap();
+    assert_eq!(dup.verdict, Verdict::Duplicate);
+    for n in [a, b] {
+        n.shutdown().await;
+    }
+}
