@@ -52,6 +52,13 @@ pub struct Args {
     /// networks that block multicast.
     #[arg(long = "peer", value_name = "ADDR", requires = "identity")]
     peers: Vec<SocketAddr>,
+    /// Find the event's other devices by mDNS (on: physical interfaces; off: static peers
+    /// only, for networks that block multicast).
+    #[arg(long, default_value = "on", value_parser = ["on", "off"], requires = "identity")]
+    discovery: String,
+    /// Announce and browse only on this interface; repeat for several.
+    #[arg(long = "mdns-interface", value_name = "NAME", requires = "identity")]
+    mdns_interfaces: Vec<String>,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -87,7 +94,18 @@ pub fn run(args: Args) -> Result<ExitCode> {
             Some(dir) => {
                 let identity = gatemesh_mesh::pki::Identity::load(dir)
                     .with_context(|| format!("loading the device identity in {}", dir.display()))?;
-                let mesh = gatemesh_mesh::session::MeshConfig { identity, bind: args.mesh, static_peers: args.peers.clone() };
+                use gatemesh_mesh::discovery::Interfaces;
+                let discovery = match (args.discovery.as_str(), args.mdns_interfaces.is_empty()) {
+                    ("off", _) => None,
+                    (_, true) => Some(Interfaces::Physical),
+                    (_, false) => Some(Interfaces::Named(args.mdns_interfaces.clone())),
+                };
+                let mesh = gatemesh_mesh::session::MeshConfig {
+                    identity,
+                    bind: args.mesh,
+                    static_peers: args.peers.clone(),
+                    discovery,
+                };
                 Some(node.start_mesh(mesh)?.to_string())
             }
             None => None,

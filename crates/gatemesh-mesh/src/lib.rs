@@ -12,6 +12,7 @@
 //!   [`session::SyncPort`]. A peer that sends garbage loses its connection, nobody else.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod discovery;
 pub mod identity;
 pub mod net;
 pub mod pki;

@@ -113,6 +113,9 @@ pub struct MeshConfig {
     pub bind: SocketAddr,
     /// Peers to dial whether or not discovery finds them.
     pub static_peers: Vec<SocketAddr>,
+    /// Find peers by mDNS on these interfaces; `None` for static peers only. Never start
+    /// discovery where multicast must not leave the machine (see ARCHITECTURE.md).
+    pub discovery: Option<crate::discovery::Interfaces>,
 }
 
 /// A running mesh.
@@ -122,6 +125,7 @@ pub struct Mesh {
     registry: Arc<Mutex<Registry>>,
     stop: watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    _discovery: Option<crate::discovery::Discovery>,
 }
 
 fn now_ms() -> i64 {
@@ -151,14 +155,47 @@ impl Mesh {
             stop: stop_rx,
         });
         let mut tasks = vec![tokio::spawn(accept_loop(endpoint.clone(), ctx.clone()))];
-        for addr in config.static_peers {
-            tasks.push(tokio::spawn(dial_loop(endpoint.clone(), addr, ctx.clone())));
+        let (found_tx, mut found) = mpsc::unbounded_channel();
+        for addr in &config.static_peers {
+            let _ = found_tx.send(*addr);
         }
+        let discovery = match config.discovery.clone() {
+            Some(interfaces) => Some(crate::discovery::Discovery::start(
+                crate::discovery::DiscoveryConfig {
+                    event: id.peer.event.clone(),
+                    name: id.peer.name.clone(),
+                    port: endpoint.local_addr()?.port(),
+                    cert_der: id
+                        .creds
+                        .chain
+                        .first()
+                        .map(|c| c.to_vec())
+                        .unwrap_or_default(),
+                    interfaces,
+                },
+                found_tx,
+            )?),
+            None => {
+                drop(found_tx);
+                None
+            }
+        };
+        // One dialer per address, however often it is announced.
+        let (dial_endpoint, dial_ctx) = (endpoint.clone(), ctx.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut dialing = std::collections::HashSet::new();
+            while let Some(addr) = found.recv().await {
+                if dialing.insert(addr) {
+                    tokio::spawn(dial_loop(dial_endpoint.clone(), addr, dial_ctx.clone()));
+                }
+            }
+        }));
         Ok(Self {
             endpoint,
             registry,
             stop,
             tasks,
+            _discovery: discovery,
         })
     }
 
@@ -217,25 +254,44 @@ async fn accept_loop(endpoint: Endpoint, ctx: Arc<Ctx>) {
 async fn dial_loop(endpoint: Endpoint, addr: SocketAddr, ctx: Arc<Ctx>) {
     let mut backoff = Duration::from_millis(200);
     let mut stop = ctx.stop.clone();
+    // Who answered at this address last time; while that device is connected (whoever
+    // dialed), there is nothing to do here.
+    let mut known: Option<String> = None;
     loop {
         if *stop.borrow() {
             return;
+        }
+        let connected = known.as_ref().is_some_and(|name| {
+            ctx.registry.lock().is_ok_and(|r| {
+                r.live
+                    .get(name)
+                    .is_some_and(|l| l.conn.close_reason().is_none())
+            })
+        });
+        if connected {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(500)) => continue,
+                _ = stop.changed() => return,
+            }
         }
         match dial(&endpoint, addr, &ctx.me.event).await {
             Ok((conn, peer)) if peer.name == ctx.me.name => {
                 conn.close(VarInt::from_u32(CLOSE_OK), b"that is me");
                 return;
             }
-            Ok((conn, peer)) => match conn.open_bi().await {
-                Ok((mut send, recv)) => {
-                    // Streams open lazily; a first empty frame makes it exist for the peer.
-                    if write_frame(&mut send, &[]).await.is_ok() {
-                        backoff = Duration::from_millis(200);
-                        serve(conn, (send, recv), peer, ctx.me.name.clone(), &ctx).await;
+            Ok((conn, peer)) => {
+                known = Some(peer.name.clone());
+                match conn.open_bi().await {
+                    Ok((mut send, recv)) => {
+                        // Streams open lazily; a first empty frame makes it exist for the peer.
+                        if write_frame(&mut send, &[]).await.is_ok() {
+                            backoff = Duration::from_millis(200);
+                            serve(conn, (send, recv), peer, ctx.me.name.clone(), &ctx).await;
+                        }
                     }
+                    Err(e) => tracing::info!("peer at {addr}: {e}"),
                 }
-                Err(e) => tracing::info!("peer at {addr}: {e}"),
-            },
+            }
             Err(e) => tracing::debug!("peer at {addr} unreachable: {e}"),
         }
         tokio::select! {

@@ -54,6 +54,7 @@ impl World {
             identity: pki::Identity::load(&id_dir).unwrap(),
             bind: "127.0.0.1:0".parse().unwrap(),
             static_peers: peers.to_vec(),
+            discovery: None,
         };
         let addr = node.start_mesh(mesh).unwrap();
         (node, addr)
@@ -257,6 +258,7 @@ async fn a_gate_restarted_mid_sync_converges() {
         identity: pki::Identity::load(&root.join("id-gate-b")).unwrap(),
         bind: "127.0.0.1:0".parse().unwrap(),
         static_peers: vec![a_addr],
+        discovery: None,
     })
     .unwrap();
     eventually("B holds all 200 admissions", || async {

@@ -1,0 +1,169 @@
+//! Finding the event's other devices on the LAN by mDNS (`_gatemesh._udp.local.`).
+//!
+//! Each device advertises its mesh endpoint with TXT keys `event`, `node` (device name),
+//! `fp` (a fingerprint of its certificate) and `v` (protocol version), and browses for the
+//! others. Only a hint: whoever is found is dialed, and the mutual-TLS handshake decides.
+//! A peer whose link is cut is not waited for here (its record lingers for minutes); the
+//! QUIC connection's loss is what counts.
+
+use std::{collections::HashSet, net::SocketAddr};
+
+use mdns_sd::{IfKind, ServiceDaemon, ServiceEvent, ServiceInfo};
+use sha2::{Digest, Sha256};
+use tokio::sync::mpsc;
+
+use crate::{Result, invalid};
+
+pub const SERVICE_TYPE: &str = "_gatemesh._udp.local.";
+pub const PROTOCOL_VERSION: &str = "1";
+
+/// Interface names never used for discovery unless named explicitly: container bridges,
+/// VPN tunnels and virtual-machine networks, where no gate lives.
+const VIRTUAL_PREFIXES: [&str; 11] = [
+    "docker",
+    "br-",
+    "virbr",
+    "veth",
+    "tun",
+    "tap",
+    "wg",
+    "zt",
+    "tailscale",
+    "vboxnet",
+    "vmnet",
+];
+
+/// Which interfaces to announce on and listen on.
+#[derive(Debug, Clone, Default)]
+pub enum Interfaces {
+    /// Every physical interface (the virtual kinds above are skipped).
+    #[default]
+    Physical,
+    /// Only these, by name.
+    Named(Vec<String>),
+}
+
+#[derive(Debug, Clone)]
+pub struct DiscoveryConfig {
+    pub event: String,
+    pub name: String,
+    pub port: u16,
+    /// DER of this device's certificate, for the `fp` TXT key.
+    pub cert_der: Vec<u8>,
+    pub interfaces: Interfaces,
+}
+
+/// A running announcer and browser; stops when dropped.
+pub struct Discovery {
+    daemon: ServiceDaemon,
+}
+
+impl std::fmt::Debug for Discovery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Discovery").finish_non_exhaustive()
+    }
+}
+
+impl Drop for Discovery {
+    fn drop(&mut self) {
+        let _ = self.daemon.shutdown();
+    }
+}
+
+fn fingerprint(der: &[u8]) -> String {
+    Sha256::digest(der)
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl Discovery {
+    /// Starts announcing and browsing; every peer address found is sent on `found`
+    /// (possibly more than once).
+    pub fn start(
+        config: DiscoveryConfig,
+        found: mpsc::UnboundedSender<SocketAddr>,
+    ) -> Result<Self> {
+        let daemon = ServiceDaemon::new().map_err(|e| invalid!("mDNS: {e}"))?;
+        match &config.interfaces {
+            Interfaces::Physical => {
+                let is_virtual = |name: &str| VIRTUAL_PREFIXES.iter().any(|p| name.starts_with(p));
+                let virtual_ifaces =
+                    IfKind::Predicate(mdns_sd::IfPredicate::new(move |i| is_virtual(&i.name)));
+                daemon
+                    .disable_interface(virtual_ifaces)
+                    .map_err(|e| invalid!("mDNS: {e}"))?;
+            }
+            Interfaces::Named(names) => {
+                daemon
+                    .disable_interface(IfKind::All)
+                    .map_err(|e| invalid!("mDNS: {e}"))?;
+                for name in names {
+                    daemon
+                        .enable_interface(IfKind::Name(name.clone()))
+                        .map_err(|e| invalid!("mDNS: {e}"))?;
+                }
+            }
+        }
+        let fp = fingerprint(&config.cert_der);
+        let properties = [
+            ("event", config.event.as_str()),
+            ("node", config.name.as_str()),
+            ("fp", fp.as_str()),
+            ("v", PROTOCOL_VERSION),
+        ];
+        let host = format!("{}.local.", config.name);
+        let info = ServiceInfo::new(
+            SERVICE_TYPE,
+            &config.name,
+            &host,
+            "",
+            config.port,
+            &properties[..],
+        )
+        .map_err(|e| invalid!("mDNS: {e}"))?
+        .enable_addr_auto();
+        daemon.register(info).map_err(|e| invalid!("mDNS: {e}"))?;
+        let events = daemon
+            .browse(SERVICE_TYPE)
+            .map_err(|e| invalid!("mDNS: {e}"))?;
+        let (event, me) = (config.event.clone(), config.name.clone());
+        std::thread::Builder::new()
+            .name("mdns-browse".into())
+            .spawn(move || {
+                let mut announced = HashSet::new();
+                while let Ok(ev) = events.recv() {
+                    let ServiceEvent::ServiceResolved(service) = ev else {
+                        continue;
+                    };
+                    let props = &service.txt_properties;
+                    if props.get_property_val_str("event") != Some(event.as_str())
+                        || props.get_property_val_str("node") == Some(me.as_str())
+                        || props.get_property_val_str("v") != Some(PROTOCOL_VERSION)
+                    {
+                        continue;
+                    }
+                    // Loopback addresses only count when nothing else is offered (a single-host
+                    // setup); elsewhere they would lead back to the dialer itself.
+                    let v4: Vec<_> = service.get_addresses_v4().into_iter().collect();
+                    let usable: Vec<_> = match v4
+                        .iter()
+                        .filter(|ip| !ip.is_loopback())
+                        .copied()
+                        .collect::<Vec<_>>()
+                    {
+                        remote if !remote.is_empty() => remote,
+                        _ => v4,
+                    };
+                    for ip in usable {
+                        let addr = SocketAddr::new(ip.into(), service.port);
+                        if announced.insert(addr) && found.send(addr).is_err() {
+                            return;
+                        }
+                    }
+                }
+            })?;
+        Ok(Self { daemon })
+    }
+}
