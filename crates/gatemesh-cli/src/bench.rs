@@ -28,6 +28,21 @@ pub struct Args {
 enum What {
     /// Scan latency and throughput, cold start, memory and merge time of one gate.
     Gate(GateArgs),
+    /// Propagation between two gates over the QUIC mesh on loopback, convergence after a
+    /// partition, bytes on the wire per redemption.
+    Mesh(MeshArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct MeshArgs {
+    /// Admissions timed from A until B knows them.
+    #[arg(long, default_value_t = 500)]
+    samples: usize,
+    /// Admissions on each side of the partition.
+    #[arg(long, default_value_t = 5_000)]
+    diverged: usize,
+    #[arg(long)]
+    report: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -81,13 +96,15 @@ fn round(x: f64) -> f64 {
 }
 
 pub fn run(args: Args) -> Result<std::process::ExitCode> {
-    let What::Gate(args) = args.what;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let report = runtime.block_on(bench_gate(&args))?;
+    let (report, path) = match args.what {
+        What::Gate(args) => (runtime.block_on(bench_gate(&args))?, args.report),
+        What::Mesh(args) => (runtime.block_on(bench_mesh(&args))?, args.report),
+    };
     println!("{}", serde_json::to_string_pretty(&report)?);
-    if let Some(path) = &args.report {
+    if let Some(path) = &path {
         std::fs::write(path, serde_json::to_string_pretty(&report)?)?;
     }
     Ok(std::process::ExitCode::SUCCESS)
@@ -369,4 +386,158 @@ fn merge(event: &EventId, n: usize) -> Result<f64> {
         new.len()
     );
     Ok(round(took))
+}
+
+struct MeshBench {
+    dir: std::path::PathBuf,
+    event: EventId,
+    key: IssuerKey,
+}
+
+impl MeshBench {
+    fn node(&self, name: &str) -> Result<Node> {
+        let mut config = Config::new(
+            self.dir.join(format!("data-{name}")),
+            self.event.clone(),
+            name.into(),
+        );
+        config.keyring = Keyring::from_keys([self.key.public()])?;
+        Node::start(config)
+    }
+
+    fn join(
+        &self,
+        node: &Node,
+        name: &str,
+        peers: Vec<std::net::SocketAddr>,
+    ) -> Result<std::net::SocketAddr> {
+        use gatemesh_mesh::{identity::Role, pki, session::MeshConfig};
+        let id = self.dir.join(format!("id-{name}"));
+        pki::enroll_into(&self.dir.join("ca"), &id, Role::Gate, name, 1)?;
+        let identity = pki::Identity::load(&id)?;
+        node.start_mesh(MeshConfig {
+            identity,
+            bind: "127.0.0.1:0".parse()?,
+            static_peers: peers,
+            discovery: None,
+        })
+    }
+
+    fn codes(&self, n: usize) -> Result<Vec<(TicketId, String)>> {
+        Ok((0..n)
+            .into_par_iter()
+            .map(|_| {
+                let tid = TicketId::generate();
+                let claims = Claims {
+                    tid: tid.clone(),
+                    eid: self.event.clone(),
+                    seat: None,
+                    iat: None,
+                    nbf: None,
+                    exp: None,
+                };
+                self.key.sign(&claims, Format::Gm1).map(|code| (tid, code))
+            })
+            .collect::<Result<_, _>>()?)
+    }
+}
+
+async fn wait_until<F: std::future::Future<Output = Result<bool>>>(
+    mut check: impl FnMut() -> F,
+    poll: Duration,
+) -> Result<Duration> {
+    let start = Instant::now();
+    while !check().await? {
+        anyhow::ensure!(start.elapsed() < Duration::from_secs(120), "timed out");
+        tokio::time::sleep(poll).await;
+    }
+    Ok(start.elapsed())
+}
+
+async fn bench_mesh(args: &MeshArgs) -> Result<serde_json::Value> {
+    let dir = tempfile_dir()?;
+    let b = MeshBench {
+        dir: dir.clone(),
+        event: EventId::new("BENCH-MESH")?,
+        key: IssuerKey::generate(None),
+    };
+    gatemesh_mesh::pki::write_new_ca(&dir.join("ca"), b.event.as_str(), 1)?;
+
+    eprintln!("propagation of {} admissions from A to B…", args.samples);
+    let (a, bn) = (b.node("gate-a")?, b.node("gate-b")?);
+    let a_addr = b.join(&a, "gate-a", vec![])?;
+    b.join(&bn, "gate-b", vec![a_addr])?;
+    wait_until(
+        || async { Ok(!bn.peers().is_empty() && !a.peers().is_empty()) },
+        Duration::from_millis(10),
+    )
+    .await?;
+    let codes = b.codes(args.samples)?;
+    let bytes_before = bn.peers().iter().map(|p| p.bytes_received).sum::<u64>()
+        + a.peers().iter().map(|p| p.bytes_received).sum::<u64>();
+    let mut latencies = Vec::with_capacity(codes.len());
+    for (tid, code) in &codes {
+        a.scan(code, "a1", Direction::Entry).await?;
+        let t = Instant::now();
+        loop {
+            let (state, _) = bn.ticket(tid.clone()).await?;
+            if !state.redemptions.is_empty() {
+                break;
+            }
+            anyhow::ensure!(
+                t.elapsed() < Duration::from_secs(30),
+                "B never learned {tid}"
+            );
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
+        latencies.push(t.elapsed());
+    }
+    let bytes_after = bn.peers().iter().map(|p| p.bytes_received).sum::<u64>()
+        + a.peers().iter().map(|p| p.bytes_received).sum::<u64>();
+    let per_redemption = (bytes_after - bytes_before) as f64 / codes.len() as f64;
+    a.shutdown().await;
+    bn.shutdown().await;
+
+    eprintln!(
+        "convergence after a partition with {} admissions on each side…",
+        args.diverged
+    );
+    let (c, d) = (b.node("gate-c")?, b.node("gate-d")?);
+    let codes = b.codes(2 * args.diverged)?;
+    for (i, (_, code)) in codes.iter().enumerate() {
+        let side = if i % 2 == 0 { &c } else { &d };
+        side.scan(code, "s", Direction::Entry).await?;
+    }
+    let c_addr = b.join(&c, "gate-c", vec![])?;
+    let start = Instant::now();
+    b.join(&d, "gate-d", vec![c_addr])?;
+    let total = 2 * args.diverged;
+    wait_until(
+        || async {
+            Ok(
+                c.snapshot().await?.redemptions == total
+                    && d.snapshot().await?.redemptions == total,
+            )
+        },
+        Duration::from_millis(5),
+    )
+    .await?;
+    let converged = start.elapsed();
+    let wire: u64 = d
+        .peers()
+        .iter()
+        .map(|p| p.bytes_sent + p.bytes_received)
+        .sum();
+    c.shutdown().await;
+    d.shutdown().await;
+    std::fs::remove_dir_all(&dir).ok();
+
+    Ok(json!({
+        "transport": "QUIC + mutual TLS on loopback, two gates in one process",
+        "propagation_admit_to_known": summary(latencies),
+        "wire_bytes_per_redemption": per_redemption.round(),
+        "partition_each_side": args.diverged,
+        "convergence_ms": round(converged.as_secs_f64() * 1000.0),
+        "convergence_wire_bytes": wire,
+    }))
 }

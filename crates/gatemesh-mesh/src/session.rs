@@ -92,6 +92,10 @@ pub struct PeerStatus {
     pub last_sync_ms: Option<i64>,
     /// Sync messages received from this peer on the current connection.
     pub messages: u64,
+    /// Payload bytes of sync messages sent to and received from this peer on the current
+    /// connection (frame headers included).
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
 }
 
 #[derive(Debug)]
@@ -318,6 +322,8 @@ async fn serve(
         rtt_ms: None,
         last_sync_ms: None,
         messages: 0,
+        bytes_sent: 0,
+        bytes_received: 0,
     };
     {
         let Ok(mut registry) = ctx.registry.lock() else {
@@ -395,17 +401,24 @@ async fn session(
         loop {
             while let Some(message) = ctx.port.generate(peer).await? {
                 write_frame(&mut send, &message).await?;
+                if let Ok(mut registry) = ctx.registry.lock()
+                    && let Some(live) = registry.live.get_mut(peer)
+                {
+                    live.status.bytes_sent += message.len() as u64 + 4;
+                }
             }
             tokio::select! {
                 frame = frames.recv() => match frame {
                     Some(Ok(bytes)) if bytes.is_empty() => {}
                     Some(Ok(bytes)) => {
+                        let len = bytes.len() as u64 + 4;
                         ctx.port.receive(peer, bytes).await?;
                         if let Ok(mut registry) = ctx.registry.lock()
                             && let Some(live) = registry.live.get_mut(peer)
                         {
                             live.status.last_sync_ms = Some(now_ms());
                             live.status.messages += 1;
+                            live.status.bytes_received += len;
                         }
                     }
                     Some(Err(e)) => return Err(e),
