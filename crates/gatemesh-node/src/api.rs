@@ -266,6 +266,7 @@ async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
         "node_id": info.node_id,
         "name": info.name,
         "event": info.event,
+        "role": if s.node.is_observer() { "observer" } else { "gate" },
         "counts": snap.counts,
         "redemptions": snap.redemptions,
         "flagged": snap.flagged,

@@ -118,6 +118,9 @@ struct Shared {
     writer: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
     changed: tokio::sync::watch::Receiver<u64>,
     mesh: std::sync::Mutex<Option<gatemesh_mesh::session::Mesh>>,
+    /// Set when the device's certificate names it an observer (a manager's laptop): it
+    /// receives everything and may resolve flags, but admits no one.
+    observer: std::sync::atomic::AtomicBool,
     _lock: File,
 }
 
@@ -223,6 +226,7 @@ impl Node {
                 writer: std::sync::Mutex::new(Some(handle)),
                 changed: changed_rx,
                 mesh: std::sync::Mutex::new(None),
+                observer: std::sync::atomic::AtomicBool::new(false),
                 _lock: lock,
             }),
         })
@@ -256,6 +260,12 @@ impl Node {
         scanner: &str,
         direction: Direction,
     ) -> Result<ScanResult, NodeError> {
+        if self.is_observer() {
+            return Err(NodeError::Conflict(
+                "this device is an observer: it watches and resolves flags, it admits no one"
+                    .into(),
+            ));
+        }
         if scanner.is_empty() || scanner.len() > 64 || scanner.chars().any(char::is_control) {
             return Err(NodeError::BadInput(
                 "scanner must be 1-64 printable characters".into(),
@@ -341,6 +351,11 @@ impl Node {
             config.identity.peer.event,
             self.shared.info.event
         );
+        if config.identity.peer.role == gatemesh_mesh::identity::Role::Observer {
+            self.shared
+                .observer
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         let (requests, mut rx) = mpsc::channel(256);
         let port = gatemesh_mesh::session::SyncPort {
             requests,
@@ -361,6 +376,13 @@ impl Node {
             *slot = Some(mesh);
         }
         Ok(addr)
+    }
+
+    /// Whether this device is an observer (by its mesh certificate).
+    pub fn is_observer(&self) -> bool {
+        self.shared
+            .observer
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Peers of the mesh (empty without one).

@@ -40,9 +40,19 @@ impl World {
     }
 
     async fn gate(&self, name: &str, ca: &str, peers: &[SocketAddr]) -> (Node, SocketAddr) {
+        self.device(name, ca, Role::Gate, peers).await
+    }
+
+    async fn device(
+        &self,
+        name: &str,
+        ca: &str,
+        role: Role,
+        peers: &[SocketAddr],
+    ) -> (Node, SocketAddr) {
         let root = self.dir.path();
         let id_dir = root.join(format!("id-{name}"));
-        pki::enroll_into(&root.join(ca), &id_dir, Role::Gate, name, 30).unwrap();
+        pki::enroll_into(&root.join(ca), &id_dir, role, name, 30).unwrap();
         let mut config = Config::new(
             root.join(format!("data-{name}")),
             EventId::new(EVENT).unwrap(),
@@ -271,6 +281,54 @@ async fn a_gate_restarted_mid_sync_converges() {
         .unwrap();
     assert_eq!(dup.verdict, Verdict::Duplicate);
     for n in [a, b] {
+        n.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observer_sees_everything_resolves_flags_and_admits_no_one() {
+    let w = World::new();
+    let (a, a_addr) = w.gate("gate-a", "ca", &[]).await;
+    let (b, b_addr) = w.gate("gate-b", "ca", &[]).await;
+    let tid = TicketId::generate();
+    let code = w.code(&tid);
+    a.scan(&code, "a1", Direction::Entry).await.unwrap();
+    b.scan(&code, "b1", Direction::Entry).await.unwrap();
+    let (m, _) = w
+        .device("manager", "ca", Role::Observer, &[a_addr, b_addr])
+        .await;
+    assert!(m.is_observer());
+    eventually("the observer sees the flag", || async {
+        !m.flags().await.unwrap().is_empty()
+    })
+    .await;
+    let refused = m
+        .scan(&w.code(&TicketId::generate()), "m1", Direction::Entry)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, gatemesh_node::NodeError::Conflict(_)),
+        "{refused}"
+    );
+    m.resolve(
+        tid.clone(),
+        gatemesh_ledger::Action::Deny,
+        "Manager",
+        "second person",
+    )
+    .await
+    .unwrap();
+    for n in [&a, &b] {
+        eventually("the observer's resolution reached the gates", || async {
+            n.flags().await.unwrap().is_empty()
+        })
+        .await;
+        assert_eq!(
+            n.scan(&code, "x", Direction::Entry).await.unwrap().reason,
+            gatemesh_ledger::Reason::Denied
+        );
+    }
+    for n in [a, b, m] {
         n.shutdown().await;
     }
 }
