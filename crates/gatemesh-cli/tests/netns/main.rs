@@ -55,7 +55,9 @@ impl Net {
             );
             return None;
         }
-        let prefix = format!("gmt{}{}", std::process::id(), n);
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let prefix = format!("gmt{}x{k}", std::process::id());
         let mut net = Self {
             hub: format!("{prefix}hub"),
             hosts: Vec::new(),
@@ -139,6 +141,11 @@ impl Net {
 
     /// Starts `gatemesh gate` inside host `i`; returns its API base URL (inside that host).
     fn gate(&mut self, i: usize, w: &World, extra: &[String]) -> String {
+        self.gate_process(i, w, extra).0
+    }
+
+    /// Like `gate`, and also returns the index of its process for `kill`.
+    fn gate_process(&mut self, i: usize, w: &World, extra: &[String]) -> (String, usize) {
         let name = format!("gate-{}", (b'a' + i as u8) as char);
         let mut child = Command::new("ip")
             .args([
@@ -168,7 +175,17 @@ impl Net {
         let ready: Value = serde_json::from_str(&line)
             .unwrap_or_else(|_| panic!("{name} did not start: {line:?}"));
         self.children.push(child);
-        format!("http://{}", ready["api"].as_str().unwrap())
+        (
+            format!("http://{}", ready["api"].as_str().unwrap()),
+            self.children.len() - 1,
+        )
+    }
+
+    /// SIGKILL, as a power cut or a crash would.
+    fn kill(&mut self, process: usize) {
+        let child = &mut self.children[process];
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 
     /// An HTTP request from inside host `i` (the API listens on that host's loopback).
@@ -230,6 +247,10 @@ fn p(path: &Path) -> &str {
 
 impl World {
     fn new() -> Self {
+        Self::with_tickets(10)
+    }
+
+    fn with_tickets(count: usize) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().to_owned();
         gm(&["keygen", "--out", p(&root.join("keys"))]);
@@ -240,7 +261,7 @@ impl World {
             "--event",
             EVENT,
             "--count",
-            "10",
+            &count.to_string(),
             "--no-png",
             "--no-pdf",
             "--out",
@@ -406,4 +427,33 @@ fn static_peers_work_where_multicast_is_blocked() {
     eventually("A knows B admitted it", || {
         knows(&net, 0, &a, tid, "gate-b")
     });
+}
+
+#[test]
+fn a_gate_killed_mid_sync_converges_after_restart() {
+    let w = World::with_tickets(150);
+    let Some(mut net) = Net::new(2, true) else {
+        return;
+    };
+    let a = net.gate(0, &w, &[]);
+    for (_, code) in &w.codes {
+        assert_eq!(scan(&net, 0, &a, code, "a1")["verdict"], "admit");
+    }
+    let redemptions = |net: &Net, i: usize, api: &str| {
+        net.http(i, "GET", &format!("{api}/v1/status"), None)["redemptions"].as_u64()
+    };
+    // B joins, and dies with SIGKILL while it is taking A's history in.
+    let (b, process) = net.gate_process(1, &w, &[]);
+    eventually("B has started to sync", || {
+        redemptions(&net, 1, &b).unwrap_or(0) > 0 || peer_names(&net, 1, &b).len() == 1
+    });
+    net.kill(process);
+    let b = net.gate(1, &w, &[]);
+    eventually("B holds every admission after its restart", || {
+        redemptions(&net, 1, &b) == Some(150)
+    });
+    let (tid, code) = &w.codes[149];
+    let dup = scan(&net, 1, &b, code, "b1");
+    assert_eq!(dup["verdict"], "duplicate", "{tid}: {dup}");
+    assert_eq!(dup["first"]["gate"], "gate-a");
 }
