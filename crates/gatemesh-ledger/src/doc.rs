@@ -501,6 +501,13 @@ pub struct PeerSync(automerge::sync::State);
 pub const MAX_SYNC_MESSAGE: usize = 64 * 1024 * 1024;
 
 impl Ledger {
+    /// How many changes this node holds that the peer, as far as it last told us, lacks.
+    /// `None` before the peer has said what it has.
+    pub fn peer_lag(&mut self, peer: &PeerSync) -> Option<usize> {
+        let theirs = peer.0.their_heads.as_ref()?;
+        Some(self.doc.get_changes(theirs).len())
+    }
+
     /// The next message for a peer, if it lacks anything this node has.
     pub fn sync_message(&mut self, peer: &mut PeerSync) -> Option<Vec<u8>> {
         use automerge::sync::SyncDoc;

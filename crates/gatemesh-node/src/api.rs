@@ -262,6 +262,19 @@ async fn ticket(State(s): State<AppState>, Path(raw): Path<String>) -> Result<Re
 async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
     let snap = s.node.snapshot().await?;
     let info = s.node.info();
+    let peers: Vec<_> = s
+        .node
+        .peer_report()
+        .await?
+        .into_iter()
+        .map(|(p, behind)| {
+            json!({
+                "name": p.name, "role": p.role, "address": p.address, "connected": p.connected,
+                "rtt_ms": p.rtt_ms, "last_sync": p.last_sync_ms.map(rfc3339), "behind": behind,
+                "messages": p.messages, "bytes_sent": p.bytes_sent, "bytes_received": p.bytes_received,
+            })
+        })
+        .collect();
     Ok(Json(json!({
         "node_id": info.node_id,
         "name": info.name,
@@ -271,7 +284,7 @@ async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
         "redemptions": snap.redemptions,
         "flagged": snap.flagged,
         "manifest_tickets": snap.manifest_tickets,
-        "peers": s.node.peers(),
+        "peers": peers,
         "uplink": { "state": "not_configured" },
     })))
 }

@@ -108,6 +108,10 @@ pub(crate) enum Command {
     },
     /// A mesh session's request.
     Sync(gatemesh_mesh::session::SyncRequest),
+    /// How many changes each peer lacks, by device name.
+    PeerLag {
+        reply: Reply<std::collections::HashMap<String, Option<usize>>>,
+    },
     /// Finish what is queued, compact and stop.
     Shutdown,
 }
@@ -348,6 +352,14 @@ impl Writer {
                 defer(reply, result)
             }
             Command::Sync(request) => self.sync(request, changes, events),
+            Command::PeerLag { reply } => {
+                let lag = self
+                    .peers
+                    .iter()
+                    .map(|(name, state)| (name.clone(), self.ledger.peer_lag(state)))
+                    .collect();
+                defer(reply, Ok(lag))
+            }
             Command::Shutdown => Box::new(|_| {}),
         }
     }

@@ -378,6 +378,21 @@ impl Node {
         Ok(addr)
     }
 
+    /// Peers, each with how many changes it lacks as far as it last told us.
+    pub async fn peer_report(
+        &self,
+    ) -> Result<Vec<(gatemesh_mesh::session::PeerStatus, Option<usize>)>, NodeError> {
+        let lag = self.ask(|reply| gate::Command::PeerLag { reply }).await?;
+        Ok(self
+            .peers()
+            .into_iter()
+            .map(|p| {
+                let behind = lag.get(&p.name).copied().flatten();
+                (p, behind)
+            })
+            .collect())
+    }
+
     /// Whether this device is an observer (by its mesh certificate).
     pub fn is_observer(&self) -> bool {
         self.shared

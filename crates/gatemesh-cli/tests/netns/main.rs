@@ -369,6 +369,18 @@ fn gates_discover_each_other_catch_copies_and_flag_a_partition() {
     let dup = scan(&net, 1, &apis[1], code, "b1");
     assert_eq!(dup["verdict"], "duplicate");
     assert_eq!(dup["first"]["gate"], "gate-a");
+    eventually("B's status shows both peers caught up", || {
+        let peers = net.http(1, "GET", &format!("{}/v1/status", apis[1]), None)["peers"].clone();
+        peers.as_array().is_some_and(|ps| {
+            ps.len() == 2
+                && ps.iter().all(|p| {
+                    p["connected"] == true
+                        && p["behind"] == 0
+                        && p["last_sync"].is_string()
+                        && p["rtt_ms"].is_number()
+                })
+        })
+    });
 
     // Partition {A} | {B, C}: the same ticket is admitted on both sides.
     net.link(0, false);
