@@ -31,6 +31,34 @@ enum What {
     /// Propagation between two gates over the QUIC mesh on loopback, convergence after a
     /// partition, bytes on the wire per redemption.
     Mesh(MeshArgs),
+    /// Propagation from a gate in this process to a `gatemesh gate` elsewhere (another
+    /// network namespace across a bridge: `scripts/bench-mesh-bridge.sh`).
+    MeshRemote(MeshRemoteArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct MeshRemoteArgs {
+    /// The mesh CA directory both gates are enrolled under.
+    #[arg(long)]
+    ca: std::path::PathBuf,
+    /// Issuer key pair directory (from `gatemesh keygen`) of the remote gate's tickets.
+    #[arg(long)]
+    keys: std::path::PathBuf,
+    #[arg(long)]
+    event: EventId,
+    /// Where this side's mesh endpoint listens.
+    #[arg(long)]
+    bind: std::net::SocketAddr,
+    /// The remote gate's mesh endpoint.
+    #[arg(long)]
+    peer: std::net::SocketAddr,
+    /// The remote gate's API base URL.
+    #[arg(long)]
+    remote_api: String,
+    #[arg(long, default_value_t = 500)]
+    samples: usize,
+    #[arg(long)]
+    report: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -102,6 +130,7 @@ pub fn run(args: Args) -> Result<std::process::ExitCode> {
     let (report, path) = match args.what {
         What::Gate(args) => (runtime.block_on(bench_gate(&args))?, args.report),
         What::Mesh(args) => (runtime.block_on(bench_mesh(&args))?, args.report),
+        What::MeshRemote(args) => (runtime.block_on(bench_mesh_remote(&args))?, args.report),
     };
     println!("{}", serde_json::to_string_pretty(&report)?);
     if let Some(path) = &path {
@@ -539,5 +568,71 @@ async fn bench_mesh(args: &MeshArgs) -> Result<serde_json::Value> {
         "partition_each_side": args.diverged,
         "convergence_ms": round(converged.as_secs_f64() * 1000.0),
         "convergence_wire_bytes": wire,
+    }))
+}
+
+async fn bench_mesh_remote(args: &MeshRemoteArgs) -> Result<serde_json::Value> {
+    use gatemesh_mesh::{identity::Role, pki, session::MeshConfig};
+    let dir = tempfile_dir()?;
+    let key = IssuerKey::from_pem(&std::fs::read_to_string(args.keys.join("issuer.key.pem"))?)?;
+    let mut config = Config::new(dir.join("data"), args.event.clone(), "bench-local".into());
+    config.keyring = Keyring::from_keys([key.public()])?;
+    let node = Node::start(config)?;
+    pki::enroll_into(&args.ca, &dir.join("id"), Role::Gate, "bench-local", 1)?;
+    let identity = pki::Identity::load(&dir.join("id"))?;
+    node.start_mesh(MeshConfig {
+        identity,
+        bind: args.bind,
+        static_peers: vec![args.peer],
+        discovery: None,
+    })?;
+    wait_until(
+        || async { Ok(!node.peers().is_empty()) },
+        Duration::from_millis(20),
+    )
+    .await?;
+    let b = MeshBench {
+        dir: dir.clone(),
+        event: args.event.clone(),
+        key,
+    };
+    let codes = b.codes(args.samples)?;
+    let client = reqwest::Client::new();
+    let sent_before: u64 = node
+        .peers()
+        .iter()
+        .map(|p| p.bytes_sent + p.bytes_received)
+        .sum();
+    let mut latencies = Vec::with_capacity(codes.len());
+    for (tid, code) in &codes {
+        node.scan(code, "local", Direction::Entry).await?;
+        let t = Instant::now();
+        loop {
+            let r = client
+                .get(format!("{}/v1/tickets/{tid}", args.remote_api))
+                .send()
+                .await?;
+            if r.status().is_success() {
+                break;
+            }
+            anyhow::ensure!(
+                t.elapsed() < Duration::from_secs(30),
+                "the remote gate never learned {tid}"
+            );
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
+        latencies.push(t.elapsed());
+    }
+    let sent_after: u64 = node
+        .peers()
+        .iter()
+        .map(|p| p.bytes_sent + p.bytes_received)
+        .sum();
+    node.shutdown().await;
+    std::fs::remove_dir_all(&dir).ok();
+    Ok(json!({
+        "transport": format!("QUIC + mutual TLS from {} to {}", args.bind, args.peer),
+        "propagation_admit_to_known_over_remote_api": summary(latencies),
+        "wire_bytes_per_redemption": ((sent_after - sent_before) as f64 / codes.len() as f64).round(),
     }))
 }
