@@ -57,6 +57,9 @@ struct MeshRemoteArgs {
     remote_api: String,
     #[arg(long, default_value_t = 500)]
     samples: usize,
+    /// Admissions on each side before the two gates first connect.
+    #[arg(long, default_value_t = 5_000)]
+    diverged: usize,
     #[arg(long)]
     report: Option<std::path::PathBuf>,
 }
@@ -578,26 +581,60 @@ async fn bench_mesh_remote(args: &MeshRemoteArgs) -> Result<serde_json::Value> {
     let mut config = Config::new(dir.join("data"), args.event.clone(), "bench-local".into());
     config.keyring = Keyring::from_keys([key.public()])?;
     let node = Node::start(config)?;
+    let b = MeshBench {
+        dir: dir.clone(),
+        event: args.event.clone(),
+        key,
+    };
+    let client = reqwest::Client::new();
+
+    // Both sides admit different tickets while apart, then meet.
+    eprintln!(
+        "{} admissions on each side before the gates meet…",
+        args.diverged
+    );
+    let diverged = b.codes(2 * args.diverged)?;
+    for (_, code) in &diverged[..args.diverged] {
+        node.scan(code, "local", Direction::Entry).await?;
+    }
+    for (_, code) in &diverged[args.diverged..] {
+        client
+            .post(format!("{}/v1/scan", args.remote_api))
+            .json(&json!({ "code": code, "scanner": "remote" }))
+            .send()
+            .await?
+            .error_for_status()?;
+    }
+    let remote_redemptions = || async {
+        let status: serde_json::Value = client
+            .get(format!("{}/v1/status", args.remote_api))
+            .send()
+            .await?
+            .json()
+            .await?;
+        Ok::<_, anyhow::Error>(status["redemptions"].as_u64().unwrap_or(0) as usize)
+    };
+    let base_remote = remote_redemptions().await?;
     pki::enroll_into(&args.ca, &dir.join("id"), Role::Gate, "bench-local", 1)?;
     let identity = pki::Identity::load(&dir.join("id"))?;
+    let start = Instant::now();
     node.start_mesh(MeshConfig {
         identity,
         bind: args.bind,
         static_peers: vec![args.peer],
         discovery: None,
     })?;
+    let total = 2 * args.diverged;
     wait_until(
-        || async { Ok(!node.peers().is_empty()) },
-        Duration::from_millis(20),
+        || async {
+            Ok(node.snapshot().await?.redemptions >= total
+                && remote_redemptions().await? >= base_remote + args.diverged)
+        },
+        Duration::from_millis(5),
     )
     .await?;
-    let b = MeshBench {
-        dir: dir.clone(),
-        event: args.event.clone(),
-        key,
-    };
+    let converged_ms = round(start.elapsed().as_secs_f64() * 1000.0);
     let codes = b.codes(args.samples)?;
-    let client = reqwest::Client::new();
     let sent_before: u64 = node
         .peers()
         .iter()
@@ -634,5 +671,7 @@ async fn bench_mesh_remote(args: &MeshRemoteArgs) -> Result<serde_json::Value> {
         "transport": format!("QUIC + mutual TLS from {} to {}", args.bind, args.peer),
         "propagation_admit_to_known_over_remote_api": summary(latencies),
         "wire_bytes_per_redemption": ((sent_after - sent_before) as f64 / codes.len() as f64).round(),
+        "partition_each_side": args.diverged,
+        "convergence_ms_including_connect": converged_ms,
     }))
 }
