@@ -56,6 +56,10 @@ pub struct Args {
     /// only, for networks that block multicast).
     #[arg(long, default_value = "on", value_parser = ["on", "off"], requires = "identity")]
     discovery: String,
+    /// What this device is: a gate admits; an observer (a manager's laptop) watches every
+    /// gate and resolves flags but admits no one. Must match the role its certificate names.
+    #[arg(long, default_value = "gate", value_parser = ["gate", "observer"])]
+    role: String,
     /// Announce and browse only on this interface; repeat for several.
     #[arg(long = "mdns-interface", value_name = "NAME", requires = "identity")]
     mdns_interfaces: Vec<String>,
@@ -94,6 +98,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
             Some(dir) => {
                 let identity = gatemesh_mesh::pki::Identity::load(dir)
                     .with_context(|| format!("loading the device identity in {}", dir.display()))?;
+                anyhow::ensure!(
+                    identity.peer.role.as_str() == args.role,
+                    "the identity in {} is enrolled as {}, not {} (enroll it again with --role {})",
+                    dir.display(),
+                    identity.peer.role.as_str(),
+                    args.role,
+                    args.role
+                );
                 use gatemesh_mesh::discovery::Interfaces;
                 let discovery = match (args.discovery.as_str(), args.mdns_interfaces.is_empty()) {
                     ("off", _) => None,
