@@ -11,6 +11,7 @@ mod decode;
 mod gate;
 mod issue;
 mod keygen;
+mod server;
 mod timefmt;
 mod verify;
 
@@ -34,6 +35,7 @@ enum Command {
     Bench(bench::Args),
     MeshCa(gate::MeshCaArgs),
     Enroll(gate::EnrollArgs),
+    Server(server::Args),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +51,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::MeshCa(args) => gate::mesh_ca(args),
         Command::Enroll(args) => gate::enroll(args),
+        Command::Server(args) => server::run(args),
     };
     match result {
         Ok(code) => code,

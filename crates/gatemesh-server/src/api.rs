@@ -1,0 +1,474 @@
+//! The server's HTTP API (JSON). Organizer and gate calls need `Authorization: Bearer
+//! <admin token>` for now (per-gate credentials come with enrollment); `/v1/health` and
+//! `/v1/keys` are open. Client input never causes a 5xx.
+
+use std::future::Future;
+
+use axum::{
+    Json, Router,
+    extract::{
+        DefaultBodyLimit, FromRequest, Path, Query, Request, State, rejection::JsonRejection,
+    },
+    http::{HeaderMap, StatusCode, header},
+    middleware::{self, Next},
+    response::{IntoResponse, Response},
+    routing::{get, post},
+};
+use gatemesh_ticket::{Claims, EventId, Format, Seat, TicketId};
+use serde::{Deserialize, de::DeserializeOwned};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::{
+    Server,
+    store::{Event, RedemptionRequest, StoreError, Ticket},
+};
+
+const BODY_LIMIT: usize = 64 * 1024;
+const JOURNAL_LIMIT: usize = 8 * 1024 * 1024;
+/// Most tickets one request issues (a purchase webhook sends 1; print runs batch).
+pub const MAX_ISSUE: usize = 10_000;
+/// Most redemptions one journal upload carries.
+pub const MAX_JOURNAL: usize = 10_000;
+
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+fn err(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+    ApiError {
+        status,
+        code,
+        message: message.into(),
+    }
+}
+
+fn bad(message: impl Into<String>) -> ApiError {
+    err(StatusCode::BAD_REQUEST, "bad_request", message)
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (
+            self.status,
+            Json(json!({ "error": { "code": self.code, "message": self.message } })),
+        )
+            .into_response()
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match &e {
+            StoreError::Exists(_) | StoreError::Conflict(_) => {
+                err(StatusCode::CONFLICT, "conflict", e.to_string())
+            }
+            StoreError::NotFound(_) => err(StatusCode::NOT_FOUND, "not_found", e.to_string()),
+            StoreError::Sql(_) => {
+                tracing::error!("storage: {e}");
+                err(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    "the database failed",
+                )
+            }
+        }
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(r: JsonRejection) -> Self {
+        let status = match r.status() {
+            StatusCode::UNPROCESSABLE_ENTITY => StatusCode::BAD_REQUEST,
+            s => s,
+        };
+        err(
+            status,
+            if status == StatusCode::PAYLOAD_TOO_LARGE {
+                "too_large"
+            } else {
+                "bad_request"
+            },
+            r.body_text(),
+        )
+    }
+}
+
+struct Body<T>(T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let Json(v) = Json::<T>::from_request(req, state).await?;
+        Ok(Self(v))
+    }
+}
+
+/// Runs storage work off the async threads.
+async fn blocking<T: Send + 'static>(
+    server: &Server,
+    f: impl FnOnce(&dyn crate::store::Storage) -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let store = server.store.clone();
+    tokio::task::spawn_blocking(move || f(store.as_ref()))
+        .await
+        .map_err(|e| err(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
+        .map_err(ApiError::from)
+}
+
+fn digest(s: &str) -> [u8; 32] {
+    Sha256::digest(s.as_bytes()).into()
+}
+
+async fn require_admin(
+    State(s): State<Server>,
+    headers: HeaderMap,
+    req: Request,
+    next: Next,
+) -> Response {
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    // Comparing digests takes the same time whatever the token shares with the real one.
+    if digest(given) != digest(&s.admin_token) {
+        return err(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "an admin token is needed: Authorization: Bearer <token>",
+        )
+        .into_response();
+    }
+    next.run(req).await
+}
+
+pub fn router(server: Server) -> Router {
+    let protected = Router::new()
+        .route("/v1/events", post(create_event).get(list_events))
+        .route("/v1/events/{eid}/tickets", post(issue))
+        .route("/v1/events/{eid}/tickets/{tid}", get(get_ticket))
+        .route("/v1/events/{eid}/tickets/{tid}/void", post(void))
+        .route("/v1/events/{eid}/manifest", get(manifest))
+        .route(
+            "/v1/events/{eid}/redemptions",
+            post(redeem).layer(DefaultBodyLimit::max(JOURNAL_LIMIT)),
+        )
+        .route_layer(middleware::from_fn_with_state(
+            server.clone(),
+            require_admin,
+        ));
+    Router::new()
+        .route("/v1/health", get(|| async { Json(json!({ "ok": true })) }))
+        .route("/v1/keys", get(keys))
+        .merge(protected)
+        .fallback(|| async { err(StatusCode::NOT_FOUND, "not_found", "no such endpoint") })
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(server)
+}
+
+/// Serves until `shutdown` completes.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    server: Server,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(server))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+async fn keys(State(s): State<Server>) -> Json<Value> {
+    Json(json!({ "keys": [{ "kid": s.key.kid(), "pem": s.issuer_public_pem() }] }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewEvent {
+    id: String,
+    name: String,
+    #[serde(default)]
+    capacity: Option<u32>,
+    #[serde(default)]
+    starts_at: Option<String>,
+    #[serde(default)]
+    ends_at: Option<String>,
+}
+
+fn rfc3339_ok(s: &Option<String>) -> bool {
+    s.as_deref().is_none_or(|t| {
+        time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).is_ok()
+    })
+}
+
+async fn create_event(
+    State(s): State<Server>,
+    Body(e): Body<NewEvent>,
+) -> Result<Response, ApiError> {
+    let id = EventId::new(e.id).map_err(|e| bad(e.to_string()))?;
+    if e.name.trim().is_empty() || e.name.len() > 200 {
+        return Err(bad("name must be 1-200 bytes"));
+    }
+    if !rfc3339_ok(&e.starts_at) || !rfc3339_ok(&e.ends_at) {
+        return Err(bad("starts_at and ends_at are RFC 3339 times"));
+    }
+    let event = Event {
+        id,
+        name: e.name,
+        capacity: e.capacity,
+        starts_at: e.starts_at,
+        ends_at: e.ends_at,
+    };
+    let stored = event.clone();
+    blocking(&s, move |st| st.create_event(&stored)).await?;
+    Ok((StatusCode::CREATED, Json(event)).into_response())
+}
+
+async fn list_events(State(s): State<Server>) -> Result<Json<Value>, ApiError> {
+    let events = blocking(&s, |st| st.events()).await?;
+    Ok(Json(json!({ "events": events })))
+}
+
+fn event_id(raw: &str) -> Result<EventId, ApiError> {
+    EventId::new(raw).map_err(|e| bad(e.to_string()))
+}
+
+fn ticket_id(raw: &str) -> Result<TicketId, ApiError> {
+    TicketId::new(raw).map_err(|e| bad(e.to_string()))
+}
+
+async fn known_event(s: &Server, eid: &EventId) -> Result<Event, ApiError> {
+    let id = eid.clone();
+    blocking(s, move |st| st.event(&id)).await?.ok_or_else(|| {
+        err(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("no event {eid}"),
+        )
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IssueRequest {
+    count: usize,
+    #[serde(default = "default_format")]
+    format: Format,
+    #[serde(default)]
+    seat_prefix: Option<String>,
+    #[serde(default)]
+    seats: Option<Vec<String>>,
+}
+
+fn default_format() -> Format {
+    Format::Gm1
+}
+
+fn ticket_json(t: &Ticket) -> Value {
+    json!({
+        "tid": t.tid, "eid": t.eid, "seat": t.seat, "format": t.format, "code": t.code,
+        "status": t.status, "transferred_to": t.transferred_to,
+    })
+}
+
+async fn issue(
+    State(s): State<Server>,
+    Path(eid): Path<String>,
+    Body(req): Body<IssueRequest>,
+) -> Result<Response, ApiError> {
+    let eid = event_id(&eid)?;
+    if !(1..=MAX_ISSUE).contains(&req.count) {
+        return Err(bad(format!("count must be 1 to {MAX_ISSUE}")));
+    }
+    let seats: Vec<Option<Seat>> = match (&req.seats, &req.seat_prefix) {
+        (Some(_), Some(_)) => return Err(bad("give seats or seat_prefix, not both")),
+        (Some(list), None) if list.len() != req.count => {
+            return Err(bad("seats must list one seat per ticket"));
+        }
+        (Some(list), None) => list
+            .iter()
+            .map(|l| Seat::new(l.clone()).map(Some))
+            .collect::<Result<_, _>>()
+            .map_err(|e| bad(e.to_string()))?,
+        (None, Some(p)) => (1..=req.count)
+            .map(|i| Seat::new(format!("{p}{i}")).map(Some))
+            .collect::<Result<_, _>>()
+            .map_err(|e| bad(e.to_string()))?,
+        (None, None) => vec![None; req.count],
+    };
+    known_event(&s, &eid).await?;
+    let key = s.key.clone();
+    let format = req.format;
+    let iat = time::OffsetDateTime::now_utc().unix_timestamp();
+    // Fresh random ids; the primary key refuses a repeat, and the batch is drawn again.
+    let tickets = blocking(&s, move |st| {
+        for _ in 0..3 {
+            let tickets: Vec<Ticket> = seats
+                .iter()
+                .map(|seat| {
+                    let claims = Claims {
+                        tid: TicketId::generate(),
+                        eid: eid.clone(),
+                        seat: seat.clone(),
+                        iat: Some(iat),
+                        nbf: None,
+                        exp: None,
+                    };
+                    let code = key
+                        .sign(&claims, format)
+                        .map_err(|e| StoreError::Conflict(e.to_string()))?;
+                    Ok(Ticket {
+                        tid: claims.tid,
+                        eid: eid.clone(),
+                        seat: seat.as_ref().map(|s| s.to_string()),
+                        format,
+                        code,
+                        status: crate::store::Status::Active,
+                        transferred_to: None,
+                        seq: 0,
+                    })
+                })
+                .collect::<Result<_, StoreError>>()?;
+            match st.insert_tickets(&tickets) {
+                Err(StoreError::Exists(_)) => continue,
+                other => return other.map(|()| tickets),
+            }
+        }
+        Err(StoreError::Conflict(
+            "could not draw unused ticket ids".into(),
+        ))
+    })
+    .await?;
+    let list: Vec<Value> = tickets.iter().map(ticket_json).collect();
+    Ok((StatusCode::CREATED, Json(json!({ "tickets": list }))).into_response())
+}
+
+async fn get_ticket(
+    State(s): State<Server>,
+    Path((eid, tid)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    let (eid, tid) = (event_id(&eid)?, ticket_id(&tid)?);
+    let t = tid.clone();
+    let ticket = blocking(&s, move |st| st.ticket(&eid, &t))
+        .await?
+        .ok_or_else(|| {
+            err(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                format!("no ticket {tid}"),
+            )
+        })?;
+    Ok(Json(ticket_json(&ticket)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VoidRequest {
+    reason: String,
+    #[serde(default = "default_actor")]
+    actor: String,
+}
+
+fn default_actor() -> String {
+    "admin".into()
+}
+
+async fn void(
+    State(s): State<Server>,
+    Path((eid, tid)): Path<(String, String)>,
+    Body(req): Body<VoidRequest>,
+) -> Result<Json<Value>, ApiError> {
+    let (eid, tid) = (event_id(&eid)?, ticket_id(&tid)?);
+    if req.reason.trim().is_empty()
+        || req.reason.len() > 500
+        || req.actor.is_empty()
+        || req.actor.len() > 64
+    {
+        return Err(bad(
+            "a void needs a reason (1-500 bytes) and an actor (1-64)",
+        ));
+    }
+    let ticket = blocking(&s, move |st| st.void(&eid, &tid, &req.actor, &req.reason)).await?;
+    Ok(Json(ticket_json(&ticket)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ManifestQuery {
+    #[serde(default)]
+    since: Option<i64>,
+}
+
+async fn manifest(
+    State(s): State<Server>,
+    Path(eid): Path<String>,
+    query: Result<Query<ManifestQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Query(q) = query.map_err(|e| bad(e.body_text()))?;
+    let eid = event_id(&eid)?;
+    known_event(&s, &eid).await?;
+    let (cursor, tickets) = blocking(&s, move |st| st.manifest(&eid, q.since)).await?;
+    let list: Vec<Value> = tickets
+        .iter()
+        .map(
+            |t| json!({ "tid": t.tid, "seat": t.seat, "status": t.status, "to": t.transferred_to }),
+        )
+        .collect();
+    Ok(Json(json!({ "cursor": cursor, "tickets": list })))
+}
+
+/// One redemption, or a gate's journal of them.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RedeemBody {
+    Journal { redemptions: Vec<RedemptionRequest> },
+    One(RedemptionRequest),
+}
+
+fn check(r: &RedemptionRequest) -> Result<(), ApiError> {
+    let ok_text = |s: &str| (1..=128).contains(&s.len()) && !s.chars().any(char::is_control);
+    if !ok_text(&r.redemption_id) || !ok_text(&r.gate) || !ok_text(&r.scanner) {
+        return Err(bad(
+            "redemption_id, gate and scanner are 1-128 printable characters",
+        ));
+    }
+    if time::OffsetDateTime::parse(&r.at, &time::format_description::well_known::Rfc3339).is_err() {
+        return Err(bad("at is an RFC 3339 time"));
+    }
+    Ok(())
+}
+
+async fn redeem(
+    State(s): State<Server>,
+    Path(eid): Path<String>,
+    Body(body): Body<RedeemBody>,
+) -> Result<Json<Value>, ApiError> {
+    let eid = event_id(&eid)?;
+    known_event(&s, &eid).await?;
+    match body {
+        RedeemBody::One(r) => {
+            check(&r)?;
+            let answer = blocking(&s, move |st| st.redeem(&eid, &r)).await?;
+            Ok(Json(serde_json::to_value(answer).unwrap_or_default()))
+        }
+        RedeemBody::Journal { redemptions } => {
+            if redemptions.len() > MAX_JOURNAL {
+                return Err(bad(format!(
+                    "a journal upload holds at most {MAX_JOURNAL} redemptions"
+                )));
+            }
+            redemptions.iter().try_for_each(check)?;
+            let answers = blocking(&s, move |st| {
+                redemptions
+                    .iter()
+                    .map(|r| st.redeem(&eid, r))
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .await?;
+            Ok(Json(json!({ "answers": answers })))
+        }
+    }
+}
