@@ -3,13 +3,13 @@
 //! by file.
 
 use std::{
-    io::{BufRead, BufReader},
-    path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    path::Path,
+    process::{Child, Command},
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
+use gatemesh_testkit::{World, spawn_ready};
 use serde_json::{Value, json};
 
 fn gatemesh() -> Command {
@@ -20,59 +20,12 @@ fn p(path: &Path) -> &str {
     path.to_str().unwrap()
 }
 
-struct Fixture {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    codes: Vec<(String, String)>,
-}
-
-fn fixture(count: usize) -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().to_owned();
-    assert!(
-        gatemesh()
-            .args(["keygen", "--out", p(&root.join("keys"))])
-            .output()
-            .unwrap()
-            .status
-            .success()
-    );
-    let out = gatemesh()
-        .args([
-            "issue",
-            "--key",
-            p(&root.join("keys/issuer.key.pem")),
-            "--event",
-            "CRASH-2026",
-        ])
-        .args([
-            "--count",
-            &count.to_string(),
-            "--no-png",
-            "--no-pdf",
-            "--out",
-            p(&root.join("batch")),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut reader = csv::Reader::from_path(root.join("batch/tickets.csv")).unwrap();
-    let codes = reader
-        .records()
-        .map(|r| {
-            let r = r.unwrap();
-            (r[0].to_owned(), r[4].to_owned())
-        })
-        .collect();
-    Fixture {
-        _dir: dir,
-        root,
-        codes,
-    }
+fn fixture(count: usize) -> World {
+    World::new(
+        Path::new(env!("CARGO_BIN_EXE_gatemesh")),
+        "CRASH-2026",
+        count,
+    )
 }
 
 struct GateProcess {
@@ -80,35 +33,26 @@ struct GateProcess {
     api: String,
 }
 
-fn start_gate(f: &Fixture, data: &str, name: &str) -> GateProcess {
-    let mut child = gatemesh()
-        .args([
-            "gate",
-            "--data",
-            p(&f.root.join(data)),
-            "--event",
-            "CRASH-2026",
-            "--name",
-            name,
-        ])
-        .args([
-            "--issuer",
-            p(&f.root.join("keys/issuer.pub.pem")),
-            "--api",
-            "127.0.0.1:0",
-            "--durability",
-            "process",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let ready: Value =
-        serde_json::from_str(&line).unwrap_or_else(|_| panic!("gate did not start: {line:?}"));
+fn start_gate(f: &World, data: &str, name: &str) -> GateProcess {
+    let mut cmd = gatemesh();
+    cmd.args([
+        "gate",
+        "--data",
+        p(&f.root.join(data)),
+        "--event",
+        "CRASH-2026",
+        "--name",
+        name,
+    ])
+    .args([
+        "--issuer",
+        p(&f.issuer_pub()),
+        "--api",
+        "127.0.0.1:0",
+        "--durability",
+        "process",
+    ]);
+    let (child, ready) = spawn_ready(cmd);
     GateProcess {
         child,
         api: format!("http://{}", ready["api"].as_str().unwrap()),

@@ -1,0 +1,310 @@
+//! Helpers for gatemesh's integration tests. Everything here drives real parts: the
+//! `gatemesh` binary, real network namespaces, real processes. Tests only; never a dependency
+//! of shipped code.
+//!
+//! - [`World`]: an issuer key, a batch of tickets and (on demand) a mesh CA and device
+//!   identities, made by the binary under test in a temporary directory.
+//! - [`Net`]: gates on a virtual LAN — network namespaces joined by veth pairs to a bridge in
+//!   a namespace of its own — with links that can be cut. mDNS multicast stays inside.
+
+use std::{
+    io::{BufRead, BufReader},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+
+/// Polls `check` every 200 ms for up to 30 s; panics naming `what` if it never holds.
+pub fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap_or_default()
+}
+
+/// Keys, tickets and identities for one event, made by `gatemesh` itself.
+#[derive(Debug)]
+pub struct World {
+    _dir: tempfile::TempDir,
+    pub root: PathBuf,
+    pub bin: PathBuf,
+    pub event: String,
+    /// `(tid, code)` of every ticket issued.
+    pub codes: Vec<(String, String)>,
+}
+
+impl World {
+    /// An issuer key in `root/keys` and `count` GM1 tickets for `event` in `root/batch`.
+    pub fn new(bin: &Path, event: &str, count: usize) -> Self {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let root = dir.path().to_owned();
+        let w = Self {
+            _dir: dir,
+            root,
+            bin: bin.to_owned(),
+            event: event.to_owned(),
+            codes: Vec::new(),
+        };
+        w.run(&["keygen", "--out", p(&w.root.join("keys"))]);
+        w.run(&[
+            "issue",
+            "--key",
+            p(&w.root.join("keys/issuer.key.pem")),
+            "--event",
+            event,
+            "--count",
+            &count.to_string(),
+            "--no-png",
+            "--no-pdf",
+            "--out",
+            p(&w.root.join("batch")),
+        ]);
+        let mut reader =
+            csv::Reader::from_path(w.root.join("batch/tickets.csv")).expect("tickets.csv");
+        let codes = reader
+            .records()
+            .map(|r| r.map(|r| (r[0].to_owned(), r[4].to_owned())))
+            .collect::<Result<_, _>>()
+            .expect("a readable tickets.csv");
+        Self { codes, ..w }
+    }
+
+    /// Runs the binary and insists that it succeeds.
+    pub fn run(&self, args: &[&str]) -> String {
+        let out = Command::new(&self.bin)
+            .args(args)
+            .output()
+            .expect("gatemesh runs");
+        assert!(
+            out.status.success(),
+            "gatemesh {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    pub fn issuer_pub(&self) -> PathBuf {
+        self.root.join("keys/issuer.pub.pem")
+    }
+
+    /// The device identity `name` under this event's mesh CA (both made on first use).
+    pub fn identity(&self, name: &str) -> PathBuf {
+        let ca = self.root.join("ca");
+        if !ca.exists() {
+            self.run(&["mesh-ca", "--event", &self.event, "--out", p(&ca)]);
+        }
+        let dir = self.root.join(format!("id-{name}"));
+        if !dir.exists() {
+            self.run(&["enroll", "--ca", p(&ca), "--name", name, "--out", p(&dir)]);
+        }
+        dir
+    }
+}
+
+/// Starts `command` and reads the one JSON line a gatemesh service prints when ready.
+pub fn spawn_ready(mut command: Command) -> (Child, Value) {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the process starts");
+    let mut line = String::new();
+    if let Some(out) = child.stdout.take() {
+        let _ = BufReader::new(out).read_line(&mut line);
+    }
+    let ready = serde_json::from_str(&line)
+        .unwrap_or_else(|_| panic!("{command:?} did not start: {line:?}"));
+    (child, ready)
+}
+
+fn quiet(args: &[&str]) -> bool {
+    Command::new(args[0])
+        .args(&args[1..])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn must(args: &[&str]) {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .expect("ip runs");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A virtual LAN: one hub namespace holding a bridge (multicast snooping off), and one
+/// namespace per host with `eth0` at 10.77.0.(i+1)/24. Everything made is deleted on drop,
+/// processes started through it are killed first, also when a test fails.
+#[derive(Debug)]
+pub struct Net {
+    hub: String,
+    hosts: Vec<String>,
+    children: Vec<Child>,
+}
+
+impl Net {
+    /// `n` hosts; with `multicast`, each gets a `224.0.0.0/4` route so mDNS works. `None`,
+    /// with a message, where namespaces cannot be made (not root, no iproute2).
+    pub fn new(n: usize, multicast: bool) -> Option<Self> {
+        let uid = Command::new("id")
+            .arg("-u")
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+        if uid.as_deref() != Some("0") || !quiet(&["ip", "-V"]) {
+            eprintln!(
+                "SKIPPED: network-namespace tests need root and iproute2 (the README test command runs as root)"
+            );
+            return None;
+        }
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let prefix = format!("gmt{}x{k}", std::process::id());
+        // Built into `net` step by step, so a failure half-way still cleans up on drop.
+        let mut net = Self {
+            hub: format!("{prefix}hub"),
+            hosts: Vec::new(),
+            children: Vec::new(),
+        };
+        let hub = net.hub.clone();
+        must(&["ip", "netns", "add", &hub]);
+        must(&["ip", "-n", &hub, "link", "set", "lo", "up"]);
+        must(&[
+            "ip",
+            "-n",
+            &hub,
+            "link",
+            "add",
+            "br0",
+            "type",
+            "bridge",
+            "mcast_snooping",
+            "0",
+        ]);
+        must(&["ip", "-n", &hub, "link", "set", "br0", "up"]);
+        for i in 0..n {
+            let ns = format!("{prefix}h{i}");
+            net.hosts.push(ns.clone());
+            must(&["ip", "netns", "add", &ns]);
+            let port = format!("hv{i}");
+            must(&[
+                "ip", "-n", &hub, "link", "add", &port, "type", "veth", "peer", "name", "eth0",
+                "netns", &ns,
+            ]);
+            must(&[
+                "ip", "-n", &hub, "link", "set", &port, "master", "br0", "up",
+            ]);
+            must(&[
+                "ip",
+                "-n",
+                &ns,
+                "addr",
+                "add",
+                &format!("{}/24", net.ip(i)),
+                "dev",
+                "eth0",
+            ]);
+            must(&["ip", "-n", &ns, "link", "set", "eth0", "up"]);
+            must(&["ip", "-n", &ns, "link", "set", "lo", "up"]);
+            if multicast {
+                must(&[
+                    "ip",
+                    "-n",
+                    &ns,
+                    "route",
+                    "add",
+                    "224.0.0.0/4",
+                    "dev",
+                    "eth0",
+                ]);
+            }
+        }
+        Some(net)
+    }
+
+    pub fn ip(&self, i: usize) -> String {
+        format!("10.77.0.{}", i + 1)
+    }
+
+    /// Cuts (`up = false`) or restores host `i`'s cable.
+    pub fn link(&self, i: usize, up: bool) {
+        must(&[
+            "ip",
+            "-n",
+            &self.hub,
+            "link",
+            "set",
+            &format!("hv{i}"),
+            if up { "up" } else { "down" },
+        ]);
+    }
+
+    /// A command that runs `program` inside host `i`.
+    pub fn command(&self, i: usize, program: &Path) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.hosts[i]]).arg(program);
+        c
+    }
+
+    /// Starts a gatemesh service inside the network (see [`spawn_ready`]); returns its ready
+    /// line and a handle for [`Net::kill`]. The process is killed when the network goes.
+    pub fn start(&mut self, command: Command) -> (Value, usize) {
+        let (child, ready) = spawn_ready(command);
+        self.children.push(child);
+        (ready, self.children.len() - 1)
+    }
+
+    /// SIGKILL, as a crash or a power cut would.
+    pub fn kill(&mut self, process: usize) {
+        let child = &mut self.children[process];
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    /// An HTTP request made from inside host `i` (with curl), answered as JSON.
+    pub fn http(&self, i: usize, method: &str, url: &str, body: Option<Value>) -> Value {
+        let mut cmd = Command::new("ip");
+        cmd.args([
+            "netns",
+            "exec",
+            &self.hosts[i],
+            "curl",
+            "-s",
+            "--max-time",
+            "10",
+            "-X",
+            method,
+            url,
+        ]);
+        if let Some(b) = body {
+            cmd.args(["-H", "content-type: application/json", "-d", &b.to_string()]);
+        }
+        let out = cmd.output().expect("curl runs");
+        serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+    }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for ns in self.hosts.iter().chain([&self.hub]) {
+            quiet(&["ip", "netns", "del", ns]);
+        }
+    }
+}
