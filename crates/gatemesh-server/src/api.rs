@@ -152,6 +152,10 @@ pub fn router(server: Server) -> Router {
         .route("/v1/events/{eid}/tickets", post(issue))
         .route("/v1/events/{eid}/tickets/{tid}", get(get_ticket))
         .route("/v1/events/{eid}/tickets/{tid}/void", post(void))
+        .route("/v1/events/{eid}/tickets/{tid}/transfer", post(transfer))
+        .route("/v1/events/{eid}/tickets/{tid}/revert", post(revert))
+        .route("/v1/events/{eid}/tickets/{tid}/chain", get(chain))
+        .route("/v1/events/{eid}/audit", get(audit))
         .route("/v1/events/{eid}/manifest", get(manifest))
         .route(
             "/v1/events/{eid}/redemptions",
@@ -271,6 +275,7 @@ fn ticket_json(t: &Ticket) -> Value {
     json!({
         "tid": t.tid, "eid": t.eid, "seat": t.seat, "format": t.format, "code": t.code,
         "status": t.status, "transferred_to": t.transferred_to,
+        "transferred_from": t.transferred_from, "holder": t.holder,
     })
 }
 
@@ -328,6 +333,8 @@ async fn issue(
                         code,
                         status: crate::store::Status::Active,
                         transferred_to: None,
+                        transferred_from: None,
+                        holder: None,
                         seq: 0,
                     })
                 })
@@ -471,4 +478,171 @@ async fn redeem(
             Ok(Json(json!({ "answers": answers })))
         }
     }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TransferRequest {
+    #[serde(default)]
+    holder: Option<String>,
+    #[serde(default = "default_actor")]
+    actor: String,
+}
+
+/// Issues a new ticket for the same seat and makes the old one `transferred` to it.
+async fn transfer(
+    State(s): State<Server>,
+    Path((eid, tid)): Path<(String, String)>,
+    Body(req): Body<TransferRequest>,
+) -> Result<Response, ApiError> {
+    let (eid, old) = (event_id(&eid)?, ticket_id(&tid)?);
+    if req
+        .holder
+        .as_deref()
+        .is_some_and(|h| h.len() > 200 || h.chars().any(char::is_control))
+        || req.actor.is_empty()
+        || req.actor.len() > 64
+    {
+        return Err(bad("holder is at most 200 printable bytes; actor 1-64"));
+    }
+    let (e, o) = (eid.clone(), old.clone());
+    let current = blocking(&s, move |st| st.ticket(&e, &o))
+        .await?
+        .ok_or_else(|| {
+            err(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                format!("no ticket {old}"),
+            )
+        })?;
+    let key = s.key.clone();
+    let iat = time::OffsetDateTime::now_utc().unix_timestamp();
+    let new = blocking(&s, move |st| {
+        for _ in 0..3 {
+            let seat = current
+                .seat
+                .clone()
+                .map(Seat::new)
+                .transpose()
+                .map_err(|e| StoreError::Conflict(e.to_string()))?;
+            let claims = Claims {
+                tid: TicketId::generate(),
+                eid: eid.clone(),
+                seat,
+                iat: Some(iat),
+                nbf: None,
+                exp: None,
+            };
+            let code = key
+                .sign(&claims, current.format)
+                .map_err(|e| StoreError::Conflict(e.to_string()))?;
+            let new = Ticket {
+                tid: claims.tid,
+                eid: eid.clone(),
+                seat: current.seat.clone(),
+                format: current.format,
+                code,
+                status: crate::store::Status::Active,
+                transferred_to: None,
+                transferred_from: Some(old.clone()),
+                holder: req.holder.clone(),
+                seq: 0,
+            };
+            match st.transfer(&old, &new, &req.actor) {
+                Err(StoreError::Exists(_)) => continue,
+                other => return other.map(|()| new),
+            }
+        }
+        Err(StoreError::Conflict(
+            "could not draw an unused ticket id".into(),
+        ))
+    })
+    .await?;
+    Ok((StatusCode::CREATED, Json(ticket_json(&new))).into_response())
+}
+
+/// The ticket's lineage, oldest first: every ticket it replaced and every one that replaced it.
+async fn chain(
+    State(s): State<Server>,
+    Path((eid, tid)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    let (eid, tid) = (event_id(&eid)?, ticket_id(&tid)?);
+    let t = tid.clone();
+    let chain = blocking(&s, move |st| {
+        let Some(start) = st.ticket(&eid, &t)? else {
+            return Ok(None);
+        };
+        let mut back = Vec::new();
+        let mut cursor = start.transferred_from.clone();
+        // Bounded: a chain can never be longer than the tickets issued, but a damaged
+        // database must not loop forever.
+        while let Some(prev) = cursor.take() {
+            if back.len() > 1000 {
+                break;
+            }
+            if let Some(p) = st.ticket(&eid, &prev)? {
+                cursor = p.transferred_from.clone();
+                back.push(p);
+            }
+        }
+        back.reverse();
+        let mut forward = vec![start];
+        while let Some(next) = forward.last().and_then(|t| t.transferred_to.clone()) {
+            if forward.len() > 1000 {
+                break;
+            }
+            match st.ticket(&eid, &next)? {
+                Some(n) => forward.push(n),
+                None => break,
+            }
+        }
+        back.extend(forward);
+        Ok(Some(back))
+    })
+    .await?
+    .ok_or_else(|| {
+        err(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("no ticket {tid}"),
+        )
+    })?;
+    let list: Vec<Value> = chain
+        .iter()
+        .map(|t| json!({ "tid": t.tid, "status": t.status, "holder": t.holder }))
+        .collect();
+    Ok(Json(json!({ "chain": list })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RevertRequest {
+    actor: String,
+    reason: String,
+}
+
+async fn revert(
+    State(s): State<Server>,
+    Path((eid, tid)): Path<(String, String)>,
+    Body(req): Body<RevertRequest>,
+) -> Result<Json<Value>, ApiError> {
+    let (eid, tid) = (event_id(&eid)?, ticket_id(&tid)?);
+    if req.actor.trim().is_empty()
+        || req.actor.len() > 64
+        || req.reason.trim().is_empty()
+        || req.reason.len() > 500
+    {
+        return Err(bad(
+            "a revert needs an actor (1-64 bytes) and a reason (1-500)",
+        ));
+    }
+    let n = blocking(&s, move |st| st.revert(&eid, &tid, &req.actor, &req.reason)).await?;
+    Ok(Json(json!({ "reverted": n })))
+}
+
+async fn audit(State(s): State<Server>, Path(eid): Path<String>) -> Result<Json<Value>, ApiError> {
+    let eid = event_id(&eid)?;
+    known_event(&s, &eid).await?;
+    let lines = blocking(&s, move |st| st.audit(&eid)).await?;
+    Ok(Json(json!({ "audit": lines })))
 }

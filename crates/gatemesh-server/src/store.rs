@@ -71,6 +71,9 @@ pub struct Ticket {
     pub code: String,
     pub status: Status,
     pub transferred_to: Option<TicketId>,
+    /// The ticket this one replaced, for a transfer chain.
+    pub transferred_from: Option<TicketId>,
+    pub holder: Option<String>,
     /// Position in the event's change sequence.
     pub seq: i64,
 }
@@ -125,7 +128,33 @@ pub trait Storage: Send + Sync + 'static {
     /// Tickets changed after `since` (all with `None`), and the cursor to ask from next.
     fn manifest(&self, eid: &EventId, since: Option<i64>)
     -> Result<(i64, Vec<Ticket>), StoreError>;
+    /// Replaces an active ticket by `new` (already signed, `transferred_from` set): the old
+    /// one becomes `transferred` pointing to it. One transaction.
+    fn transfer(&self, old: &TicketId, new: &Ticket, actor: &str) -> Result<(), StoreError>;
+    /// Undoes a ticket's admission so it may be admitted again; returns how many admissions
+    /// were reverted (none is a conflict).
+    fn revert(
+        &self,
+        eid: &EventId,
+        tid: &TicketId,
+        actor: &str,
+        reason: &str,
+    ) -> Result<usize, StoreError>;
+    fn audit(&self, eid: &EventId) -> Result<Vec<AuditLine>, StoreError>;
 }
+
+/// Who did what to which ticket, when and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditLine {
+    pub tid: Option<String>,
+    pub actor: String,
+    pub action: String,
+    pub reason: String,
+    pub at: String,
+}
+
+/// Layout version of the SQLite file, kept in `PRAGMA user_version`.
+const SCHEMA_VERSION: i64 = 1;
 
 /// SQLite storage: one file, zero set-up.
 #[derive(Debug)]
@@ -136,6 +165,18 @@ pub struct Sqlite {
 impl Sqlite {
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let conn = Connection::open(path)?;
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        let tables: i64 = conn.query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'",
+            [],
+            |r| r.get(0),
+        )?;
+        if tables > 0 && version != SCHEMA_VERSION {
+            return Err(StoreError::Conflict(format!(
+                "{} holds schema version {version}; this gatemesh reads version {SCHEMA_VERSION}",
+                path.display()
+            )));
+        }
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
@@ -148,13 +189,15 @@ impl Sqlite {
              CREATE TABLE IF NOT EXISTS tickets (
                  eid TEXT NOT NULL REFERENCES events (id), tid TEXT NOT NULL,
                  seat TEXT, format TEXT NOT NULL, code TEXT NOT NULL,
-                 status TEXT NOT NULL, transferred_to TEXT, seq INTEGER NOT NULL,
+                 status TEXT NOT NULL, transferred_to TEXT, transferred_from TEXT,
+                 holder TEXT, seq INTEGER NOT NULL,
                  PRIMARY KEY (eid, tid));
              CREATE INDEX IF NOT EXISTS tickets_by_seq ON tickets (eid, seq);
              CREATE TABLE IF NOT EXISTS redemptions (
                  redemption_id TEXT PRIMARY KEY, eid TEXT NOT NULL, tid TEXT NOT NULL,
                  gate TEXT NOT NULL, scanner TEXT NOT NULL, at TEXT NOT NULL,
-                 verdict TEXT NOT NULL, answer TEXT NOT NULL);
+                 verdict TEXT NOT NULL, answer TEXT NOT NULL,
+                 reverted INTEGER NOT NULL DEFAULT 0);
              CREATE INDEX IF NOT EXISTS redemptions_by_ticket ON redemptions (eid, tid);
              CREATE TABLE IF NOT EXISTS audit (
                  id INTEGER PRIMARY KEY AUTOINCREMENT, eid TEXT NOT NULL, tid TEXT,
@@ -203,11 +246,16 @@ fn ticket_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Ticket> {
         transferred_to: r
             .get::<_, Option<String>>(6)?
             .and_then(|t| TicketId::new(t).ok()),
-        seq: r.get(7)?,
+        transferred_from: r
+            .get::<_, Option<String>>(7)?
+            .and_then(|t| TicketId::new(t).ok()),
+        holder: r.get(8)?,
+        seq: r.get(9)?,
     })
 }
 
-const TICKET_COLUMNS: &str = "tid, eid, seat, format, code, status, transferred_to, seq";
+const TICKET_COLUMNS: &str =
+    "tid, eid, seat, format, code, status, transferred_to, transferred_from, holder, seq";
 
 impl Storage for Sqlite {
     fn create_event(&self, e: &Event) -> Result<(), StoreError> {
@@ -245,18 +293,21 @@ impl Storage for Sqlite {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         {
             let mut stmt = tx.prepare_cached(
-                "INSERT INTO tickets (tid, eid, seat, format, code, status, transferred_to, seq)
-                 VALUES (?1, ?2, ?3, ?4, ?5, 'active', NULL, ?6)",
+                "INSERT INTO tickets (tid, eid, seat, format, code, status, transferred_to, transferred_from, holder, seq)
+                 VALUES (?1, ?2, ?3, ?4, ?5, 'active', NULL, ?7, ?8, ?6)",
             )?;
             for t in tickets {
                 let seq = next_seq(&tx)?;
+                let from = t.transferred_from.as_ref().map(TicketId::as_str);
                 match stmt.execute(params![
                     t.tid.as_str(),
                     t.eid.as_str(),
                     t.seat,
                     t.format.as_str(),
                     t.code,
-                    seq
+                    seq,
+                    from,
+                    t.holder
                 ]) {
                     Ok(_) => {}
                     Err(rusqlite::Error::SqliteFailure(e, _))
@@ -371,7 +422,8 @@ impl Storage for Sqlite {
                 let first = tx
                     .query_row(
                         "SELECT redemption_id, gate, scanner, at FROM redemptions
-                         WHERE eid = ?1 AND tid = ?2 AND verdict = 'admit' ORDER BY rowid LIMIT 1",
+                         WHERE eid = ?1 AND tid = ?2 AND verdict = 'admit' AND reverted = 0
+                         ORDER BY rowid LIMIT 1",
                         [eid.as_str(), req.tid.as_str()],
                         |r| {
                             Ok(FirstUse {
@@ -422,6 +474,89 @@ impl Storage for Sqlite {
         Ok(answer)
     }
 
+    fn transfer(&self, old: &TicketId, new: &Ticket, actor: &str) -> Result<(), StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let eid = &new.eid;
+        let status: Option<String> = tx
+            .query_row(
+                "SELECT status FROM tickets WHERE eid = ?1 AND tid = ?2",
+                [eid.as_str(), old.as_str()],
+                |r| r.get(0),
+            )
+            .optional()?;
+        match status.as_deref().map(Status::parse) {
+            None => return Err(StoreError::NotFound(format!("ticket {old}"))),
+            Some(Status::Active) => {}
+            Some(other) => {
+                return Err(StoreError::Conflict(format!(
+                    "ticket {old} is {}",
+                    other.as_str()
+                )));
+            }
+        }
+        let seq = next_seq(&tx)?;
+        tx.execute(
+            "UPDATE tickets SET status = 'transferred', transferred_to = ?3, seq = ?4 WHERE eid = ?1 AND tid = ?2",
+            params![eid.as_str(), old.as_str(), new.tid.as_str(), seq],
+        )?;
+        let seq = next_seq(&tx)?;
+        tx.execute(
+            "INSERT INTO tickets (tid, eid, seat, format, code, status, transferred_to, transferred_from, holder, seq)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'active', NULL, ?6, ?7, ?8)",
+            params![new.tid.as_str(), eid.as_str(), new.seat, new.format.as_str(), new.code, old.as_str(), new.holder, seq],
+        )
+        .map_err(|e| match e {
+            rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::ConstraintViolation => {
+                StoreError::Exists(format!("ticket {}", new.tid))
+            }
+            e => e.into(),
+        })?;
+        Self::audit_line(&tx, eid, old, actor, "transfer", &format!("to {}", new.tid))?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn revert(
+        &self,
+        eid: &EventId,
+        tid: &TicketId,
+        actor: &str,
+        reason: &str,
+    ) -> Result<usize, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let n = tx.execute(
+            "UPDATE redemptions SET reverted = 1 WHERE eid = ?1 AND tid = ?2 AND verdict = 'admit' AND reverted = 0",
+            [eid.as_str(), tid.as_str()],
+        )?;
+        if n == 0 {
+            return Err(StoreError::Conflict(format!(
+                "ticket {tid} has no admission to revert"
+            )));
+        }
+        Self::audit_line(&tx, eid, tid, actor, "revert", reason)?;
+        tx.commit()?;
+        Ok(n)
+    }
+
+    fn audit(&self, eid: &EventId) -> Result<Vec<AuditLine>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(
+            "SELECT tid, actor, action, reason, at FROM audit WHERE eid = ?1 ORDER BY id",
+        )?;
+        let rows = stmt.query_map([eid.as_str()], |r| {
+            Ok(AuditLine {
+                tid: r.get(0)?,
+                actor: r.get(1)?,
+                action: r.get(2)?,
+                reason: r.get(3)?,
+                at: r.get(4)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     fn manifest(
         &self,
         eid: &EventId,
@@ -443,6 +578,23 @@ impl Storage for Sqlite {
         };
         tx.commit()?;
         Ok((cursor, tickets))
+    }
+}
+
+impl Sqlite {
+    fn audit_line(
+        tx: &rusqlite::Transaction<'_>,
+        eid: &EventId,
+        tid: &TicketId,
+        actor: &str,
+        action: &str,
+        reason: &str,
+    ) -> rusqlite::Result<()> {
+        tx.execute(
+            "INSERT INTO audit (eid, tid, actor, action, reason, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![eid.as_str(), tid.as_str(), actor, action, reason, now()],
+        )?;
+        Ok(())
     }
 }
 

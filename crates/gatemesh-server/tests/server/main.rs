@@ -319,3 +319,104 @@ async fn bad_input_gets_4xx_never_5xx() {
     );
     s.stop().await;
 }
+
+#[tokio::test]
+async fn transfers_chain_and_reverts_are_audited() {
+    let s = Running::start().await;
+    let tickets = s.event_with_tickets("E4", 2).await;
+    let t0 = tickets[0]["tid"].as_str().unwrap().to_owned();
+    let (status, t1) = s
+        .post(
+            &format!("/v1/events/E4/tickets/{t0}/transfer"),
+            json!({ "holder": "Robin", "actor": "box-office" }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{t1}");
+    assert_eq!(t1["transferred_from"], t0.as_str());
+    assert_eq!(t1["seat"], tickets[0]["seat"]);
+    let t1id = t1["tid"].as_str().unwrap().to_owned();
+    let (_, t2) = s
+        .post(
+            &format!("/v1/events/E4/tickets/{t1id}/transfer"),
+            json!({ "holder": "Sam" }),
+        )
+        .await;
+    let t2id = t2["tid"].as_str().unwrap().to_owned();
+    // The chain reads the same from any link.
+    for link in [&t0, &t1id, &t2id] {
+        let (_, chain) = s.get(&format!("/v1/events/E4/tickets/{link}/chain")).await;
+        let ids: Vec<&str> = chain["chain"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["tid"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            ids,
+            [t0.as_str(), t1id.as_str(), t2id.as_str()],
+            "from {link}"
+        );
+    }
+    // The old codes are refused; the new one admits; a transferred ticket cannot move again.
+    let (_, old) = s
+        .post(
+            "/v1/events/E4/redemptions",
+            redemption("t-1", &json!(t0), "North"),
+        )
+        .await;
+    assert_eq!(old["reason"], "transferred");
+    let (_, new) = s
+        .post(
+            "/v1/events/E4/redemptions",
+            redemption("t-2", &json!(t2id), "North"),
+        )
+        .await;
+    assert_eq!(new["verdict"], "admit");
+    let (status, _) = s
+        .post(&format!("/v1/events/E4/tickets/{t0}/transfer"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+
+    // A mistaken admission is reverted: the ticket admits again.
+    let (status, r) = s
+        .post(
+            &format!("/v1/events/E4/tickets/{t2id}/revert"),
+            json!({ "actor": "Sam", "reason": "scanned the wrong person" }),
+        )
+        .await;
+    assert_eq!((status, r["reverted"].as_i64()), (StatusCode::OK, Some(1)));
+    let (_, again) = s
+        .post(
+            "/v1/events/E4/redemptions",
+            redemption("t-3", &json!(t2id), "South"),
+        )
+        .await;
+    assert_eq!(again["verdict"], "admit");
+    let (status, _) = s
+        .post(
+            &format!(
+                "/v1/events/E4/tickets/{}/revert",
+                tickets[1]["tid"].as_str().unwrap()
+            ),
+            json!({ "actor": "Sam", "reason": "x" }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "nothing to revert");
+
+    let (_, audit) = s.get("/v1/events/E4/audit").await;
+    let actions: Vec<(&str, &str)> = audit["audit"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["action"].as_str().unwrap(), a["actor"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            ("transfer", "box-office"),
+            ("transfer", "admin"),
+            ("revert", "Sam")
+        ]
+    );
+    s.stop().await;
+}
