@@ -16,8 +16,12 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::{NodeError, manifest::Manifest};
 
-/// Change rows kept before the store is compacted into one snapshot.
+/// Change rows kept before the store is compacted into one snapshot, at the next moment the
+/// gate is idle: compaction saves the whole document (about 150 ms at 100,000 redemptions),
+/// and no scan should wait for that during a rush.
 const COMPACT_AFTER: i64 = 20_000;
+/// Past this many, compaction runs even under load, so the change table stays bounded.
+const COMPACT_ANYWAY: i64 = 200_000;
 /// Most commands applied under one commit.
 const MAX_BATCH: usize = 512;
 
@@ -225,7 +229,8 @@ impl Writer {
             if failed.is_none() {
                 self.uncompacted += changes.len() as i64;
             }
-            if self.uncompacted > COMPACT_AFTER {
+            let idle = rx.is_empty();
+            if (self.uncompacted > COMPACT_AFTER && idle) || self.uncompacted > COMPACT_ANYWAY {
                 self.compact();
             }
         }
