@@ -35,7 +35,7 @@ echo
 echo "The same ticket presented at another event's gate:"
 "$gatemesh" decode "$batch/png/$tid.png" | "$gatemesh" verify --issuer "$demo/keys/issuer.pub.pem" --event OTHER-2026 - || true
 echo
-echo "A headless gate on this laptop (loopback only; no mesh yet): the ticket twice, then a forgery."
+echo "A headless gate on this laptop (loopback only, no mesh): the ticket twice, then a forgery."
 gate_out=$(mktemp)
 "$gatemesh" gate --data "$demo/gate-north" --event "$event" --name "North 1" \
   --issuer "$demo/keys/issuer.pub.pem" --manifest "$batch/tickets.csv" --api 127.0.0.1:0 >"$gate_out" 2>/dev/null &
