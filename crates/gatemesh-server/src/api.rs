@@ -271,6 +271,49 @@ fn default_format() -> Format {
     Format::Gm1
 }
 
+/// A new active ticket with a fresh id, signed with the server's key.
+fn signed_ticket(
+    key: &gatemesh_ticket::IssuerKey,
+    eid: &EventId,
+    seat: Option<Seat>,
+    format: Format,
+    iat: i64,
+    transferred_from: Option<TicketId>,
+    holder: Option<String>,
+) -> Result<Ticket, StoreError> {
+    let claims = Claims {
+        tid: TicketId::generate(),
+        eid: eid.clone(),
+        seat,
+        iat: Some(iat),
+        nbf: None,
+        exp: None,
+    };
+    let code = key
+        .sign(&claims, format)
+        .map_err(|e| StoreError::Conflict(e.to_string()))?;
+    Ok(Ticket {
+        tid: claims.tid,
+        eid: eid.clone(),
+        seat: claims.seat.map(|s| s.to_string()),
+        format,
+        code,
+        status: crate::store::Status::Active,
+        transferred_to: None,
+        transferred_from,
+        holder,
+        seq: 0,
+    })
+}
+
+fn no_ticket(tid: &TicketId) -> ApiError {
+    err(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        format!("no ticket {tid}"),
+    )
+}
+
 fn ticket_json(t: &Ticket) -> Value {
     json!({
         "tid": t.tid, "eid": t.eid, "seat": t.seat, "format": t.format, "code": t.code,
@@ -313,31 +356,7 @@ async fn issue(
         for _ in 0..3 {
             let tickets: Vec<Ticket> = seats
                 .iter()
-                .map(|seat| {
-                    let claims = Claims {
-                        tid: TicketId::generate(),
-                        eid: eid.clone(),
-                        seat: seat.clone(),
-                        iat: Some(iat),
-                        nbf: None,
-                        exp: None,
-                    };
-                    let code = key
-                        .sign(&claims, format)
-                        .map_err(|e| StoreError::Conflict(e.to_string()))?;
-                    Ok(Ticket {
-                        tid: claims.tid,
-                        eid: eid.clone(),
-                        seat: seat.as_ref().map(|s| s.to_string()),
-                        format,
-                        code,
-                        status: crate::store::Status::Active,
-                        transferred_to: None,
-                        transferred_from: None,
-                        holder: None,
-                        seq: 0,
-                    })
-                })
+                .map(|seat| signed_ticket(&key, &eid, seat.clone(), format, iat, None, None))
                 .collect::<Result<_, StoreError>>()?;
             match st.insert_tickets(&tickets) {
                 Err(StoreError::Exists(_)) => continue,
@@ -361,13 +380,7 @@ async fn get_ticket(
     let t = tid.clone();
     let ticket = blocking(&s, move |st| st.ticket(&eid, &t))
         .await?
-        .ok_or_else(|| {
-            err(
-                StatusCode::NOT_FOUND,
-                "not_found",
-                format!("no ticket {tid}"),
-            )
-        })?;
+        .ok_or_else(|| no_ticket(&tid))?;
     Ok(Json(ticket_json(&ticket)))
 }
 
@@ -508,13 +521,7 @@ async fn transfer(
     let (e, o) = (eid.clone(), old.clone());
     let current = blocking(&s, move |st| st.ticket(&e, &o))
         .await?
-        .ok_or_else(|| {
-            err(
-                StatusCode::NOT_FOUND,
-                "not_found",
-                format!("no ticket {old}"),
-            )
-        })?;
+        .ok_or_else(|| no_ticket(&old))?;
     let key = s.key.clone();
     let iat = time::OffsetDateTime::now_utc().unix_timestamp();
     let new = blocking(&s, move |st| {
@@ -525,29 +532,15 @@ async fn transfer(
                 .map(Seat::new)
                 .transpose()
                 .map_err(|e| StoreError::Conflict(e.to_string()))?;
-            let claims = Claims {
-                tid: TicketId::generate(),
-                eid: eid.clone(),
+            let new = signed_ticket(
+                &key,
+                &eid,
                 seat,
-                iat: Some(iat),
-                nbf: None,
-                exp: None,
-            };
-            let code = key
-                .sign(&claims, current.format)
-                .map_err(|e| StoreError::Conflict(e.to_string()))?;
-            let new = Ticket {
-                tid: claims.tid,
-                eid: eid.clone(),
-                seat: current.seat.clone(),
-                format: current.format,
-                code,
-                status: crate::store::Status::Active,
-                transferred_to: None,
-                transferred_from: Some(old.clone()),
-                holder: req.holder.clone(),
-                seq: 0,
-            };
+                current.format,
+                iat,
+                Some(old.clone()),
+                req.holder.clone(),
+            )?;
             match st.transfer(&old, &new, &req.actor) {
                 Err(StoreError::Exists(_)) => continue,
                 other => return other.map(|()| new),
@@ -600,13 +593,7 @@ async fn chain(
         Ok(Some(back))
     })
     .await?
-    .ok_or_else(|| {
-        err(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            format!("no ticket {tid}"),
-        )
-    })?;
+    .ok_or_else(|| no_ticket(&tid))?;
     let list: Vec<Value> = chain
         .iter()
         .map(|t| json!({ "tid": t.tid, "status": t.status, "holder": t.holder }))

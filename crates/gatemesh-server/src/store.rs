@@ -291,33 +291,8 @@ impl Storage for Sqlite {
     fn insert_tickets(&self, tickets: &[Ticket]) -> Result<(), StoreError> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        {
-            let mut stmt = tx.prepare_cached(
-                "INSERT INTO tickets (tid, eid, seat, format, code, status, transferred_to, transferred_from, holder, seq)
-                 VALUES (?1, ?2, ?3, ?4, ?5, 'active', NULL, ?7, ?8, ?6)",
-            )?;
-            for t in tickets {
-                let seq = next_seq(&tx)?;
-                let from = t.transferred_from.as_ref().map(TicketId::as_str);
-                match stmt.execute(params![
-                    t.tid.as_str(),
-                    t.eid.as_str(),
-                    t.seat,
-                    t.format.as_str(),
-                    t.code,
-                    seq,
-                    from,
-                    t.holder
-                ]) {
-                    Ok(_) => {}
-                    Err(rusqlite::Error::SqliteFailure(e, _))
-                        if e.code == rusqlite::ErrorCode::ConstraintViolation =>
-                    {
-                        return Err(StoreError::Exists(format!("ticket {}", t.tid)));
-                    }
-                    Err(e) => return Err(e.into()),
-                }
-            }
+        for t in tickets {
+            insert_ticket(&tx, t)?;
         }
         tx.commit()?;
         Ok(())
@@ -343,32 +318,13 @@ impl Storage for Sqlite {
     ) -> Result<Ticket, StoreError> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let status: Option<String> = tx
-            .query_row(
-                "SELECT status FROM tickets WHERE eid = ?1 AND tid = ?2",
-                [eid.as_str(), tid.as_str()],
-                |r| r.get(0),
-            )
-            .optional()?;
-        match status.as_deref().map(Status::parse) {
-            None => return Err(StoreError::NotFound(format!("ticket {tid}"))),
-            Some(Status::Active) => {}
-            Some(other) => {
-                return Err(StoreError::Conflict(format!(
-                    "ticket {tid} is already {}",
-                    other.as_str()
-                )));
-            }
-        }
+        require_active(&tx, eid, tid)?;
         let seq = next_seq(&tx)?;
         tx.execute(
             "UPDATE tickets SET status = 'void', seq = ?3 WHERE eid = ?1 AND tid = ?2",
             params![eid.as_str(), tid.as_str(), seq],
         )?;
-        tx.execute(
-            "INSERT INTO audit (eid, tid, actor, action, reason, at) VALUES (?1, ?2, ?3, 'void', ?4, ?5)",
-            params![eid.as_str(), tid.as_str(), actor, reason, now()],
-        )?;
+        audit_line(&tx, eid, tid, actor, "void", reason)?;
         let ticket = tx.query_row(
             &format!("SELECT {TICKET_COLUMNS} FROM tickets WHERE eid = ?1 AND tid = ?2"),
             [eid.as_str(), tid.as_str()],
@@ -478,41 +434,15 @@ impl Storage for Sqlite {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let eid = &new.eid;
-        let status: Option<String> = tx
-            .query_row(
-                "SELECT status FROM tickets WHERE eid = ?1 AND tid = ?2",
-                [eid.as_str(), old.as_str()],
-                |r| r.get(0),
-            )
-            .optional()?;
-        match status.as_deref().map(Status::parse) {
-            None => return Err(StoreError::NotFound(format!("ticket {old}"))),
-            Some(Status::Active) => {}
-            Some(other) => {
-                return Err(StoreError::Conflict(format!(
-                    "ticket {old} is {}",
-                    other.as_str()
-                )));
-            }
-        }
+        require_active(&tx, eid, old)?;
         let seq = next_seq(&tx)?;
         tx.execute(
-            "UPDATE tickets SET status = 'transferred', transferred_to = ?3, seq = ?4 WHERE eid = ?1 AND tid = ?2",
+            "UPDATE tickets SET status = 'transferred', transferred_to = ?3, seq = ?4
+             WHERE eid = ?1 AND tid = ?2",
             params![eid.as_str(), old.as_str(), new.tid.as_str(), seq],
         )?;
-        let seq = next_seq(&tx)?;
-        tx.execute(
-            "INSERT INTO tickets (tid, eid, seat, format, code, status, transferred_to, transferred_from, holder, seq)
-             VALUES (?1, ?2, ?3, ?4, ?5, 'active', NULL, ?6, ?7, ?8)",
-            params![new.tid.as_str(), eid.as_str(), new.seat, new.format.as_str(), new.code, old.as_str(), new.holder, seq],
-        )
-        .map_err(|e| match e {
-            rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::ConstraintViolation => {
-                StoreError::Exists(format!("ticket {}", new.tid))
-            }
-            e => e.into(),
-        })?;
-        Self::audit_line(&tx, eid, old, actor, "transfer", &format!("to {}", new.tid))?;
+        insert_ticket(&tx, new)?;
+        audit_line(&tx, eid, old, actor, "transfer", &format!("to {}", new.tid))?;
         tx.commit()?;
         Ok(())
     }
@@ -535,7 +465,7 @@ impl Storage for Sqlite {
                 "ticket {tid} has no admission to revert"
             )));
         }
-        Self::audit_line(&tx, eid, tid, actor, "revert", reason)?;
+        audit_line(&tx, eid, tid, actor, "revert", reason)?;
         tx.commit()?;
         Ok(n)
     }
@@ -581,20 +511,72 @@ impl Storage for Sqlite {
     }
 }
 
-impl Sqlite {
-    fn audit_line(
-        tx: &rusqlite::Transaction<'_>,
-        eid: &EventId,
-        tid: &TicketId,
-        actor: &str,
-        action: &str,
-        reason: &str,
-    ) -> rusqlite::Result<()> {
-        tx.execute(
-            "INSERT INTO audit (eid, tid, actor, action, reason, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![eid.as_str(), tid.as_str(), actor, action, reason, now()],
-        )?;
-        Ok(())
+fn audit_line(
+    tx: &rusqlite::Transaction<'_>,
+    eid: &EventId,
+    tid: &TicketId,
+    actor: &str,
+    action: &str,
+    reason: &str,
+) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT INTO audit (eid, tid, actor, action, reason, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![eid.as_str(), tid.as_str(), actor, action, reason, now()],
+    )?;
+    Ok(())
+}
+
+/// Refuses to change a ticket that does not exist or is no longer active.
+fn require_active(
+    tx: &rusqlite::Transaction<'_>,
+    eid: &EventId,
+    tid: &TicketId,
+) -> Result<(), StoreError> {
+    let status: Option<String> = tx
+        .query_row(
+            "SELECT status FROM tickets WHERE eid = ?1 AND tid = ?2",
+            [eid.as_str(), tid.as_str()],
+            |r| r.get(0),
+        )
+        .optional()?;
+    match status.as_deref().map(Status::parse) {
+        None => Err(StoreError::NotFound(format!("ticket {tid}"))),
+        Some(Status::Active) => Ok(()),
+        Some(other) => Err(StoreError::Conflict(format!(
+            "ticket {tid} is {}",
+            other.as_str()
+        ))),
+    }
+}
+
+/// Inserts a new active ticket at the next sequence number; a taken id is `Exists`.
+fn insert_ticket(tx: &rusqlite::Transaction<'_>, t: &Ticket) -> Result<(), StoreError> {
+    let seq = next_seq(tx)?;
+    let from = t.transferred_from.as_ref().map(TicketId::as_str);
+    let inserted = tx
+        .prepare_cached(
+            "INSERT INTO tickets
+               (tid, eid, seat, format, code, status, transferred_to, transferred_from, holder, seq)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'active', NULL, ?6, ?7, ?8)",
+        )?
+        .execute(params![
+            t.tid.as_str(),
+            t.eid.as_str(),
+            t.seat,
+            t.format.as_str(),
+            t.code,
+            from,
+            t.holder,
+            seq
+        ]);
+    match inserted {
+        Ok(_) => Ok(()),
+        Err(rusqlite::Error::SqliteFailure(e, _))
+            if e.code == rusqlite::ErrorCode::ConstraintViolation =>
+        {
+            Err(StoreError::Exists(format!("ticket {}", t.tid)))
+        }
+        Err(e) => Err(e.into()),
     }
 }
 
