@@ -6,7 +6,9 @@ cd "$(dirname "$0")/.."
 
 # Debian packages: C toolchain, WebKitGTK for the Tauri shell, zbar and poppler as independent
 # QR and PDF readers for the tests, Node.js for the UI and the jose interoperability checks.
-packages=(build-essential pkg-config curl libwebkit2gtk-4.1-dev zbar-tools poppler-utils)
+# PostgreSQL for the server's second storage backend (the tests start a throwaway cluster).
+packages=(build-essential pkg-config curl libwebkit2gtk-4.1-dev zbar-tools poppler-utils
+  postgresql)
 command -v node >/dev/null || packages+=(nodejs)
 command -v npm >/dev/null || packages+=(npm)
 missing=()

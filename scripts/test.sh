@@ -13,6 +13,11 @@ echo "== ui: type check and build (the desktop app embeds ui/dist)"
 echo "== jose agrees with the committed JWT fixtures"
 node tools/jose/check-fixtures.mjs | tail -n 1
 
+echo "== PostgreSQL for the server tests (a throwaway cluster on loopback)"
+GATEMESH_TEST_PG=$(scripts/pg.sh start)
+export GATEMESH_TEST_PG
+trap 'scripts/pg.sh stop' EXIT
+
 echo "== rustfmt, clippy"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings

@@ -1,6 +1,6 @@
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 /// Run the central server: events, ticket issuing, voids, manifests, redemptions.
 #[derive(Debug, clap::Args)]
@@ -8,7 +8,9 @@ pub struct Args {
     /// Data directory: the database, the server's issuer key, the admin token.
     #[arg(long)]
     data: PathBuf,
-    /// Database: `sqlite://PATH` (default: server.sqlite in the data directory).
+    /// Database: `sqlite://PATH` (default: server.sqlite in the data directory) or
+    /// `postgres://USER@HOST:PORT/DB`. Servers sharing a PostgreSQL database act as one
+    /// service when they also share the data directory (issuer key, admin token).
     #[arg(long)]
     db: Option<String>,
     #[arg(long, default_value = "127.0.0.1:8080")]
@@ -20,20 +22,12 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    match args.db.as_deref() {
-        None => {}
-        Some(db) if db.starts_with("postgres://") || db.starts_with("postgresql://") => {
-            bail!("PostgreSQL storage is not built yet; use the default SQLite file (omit --db)")
-        }
-        Some(db)
-            if db
-                .strip_prefix("sqlite://")
-                .is_some_and(|p| std::path::Path::new(p) == args.data.join("server.sqlite")) => {}
-        Some(db) => {
-            bail!("--db {db:?}: only the default sqlite://DATA/server.sqlite is supported so far")
-        }
-    }
-    let opened = gatemesh_server::Server::open_sqlite(&args.data, args.admin_token)?;
+    let db = args
+        .db
+        .as_deref()
+        .map(gatemesh_server::Database::parse)
+        .transpose()?;
+    let opened = gatemesh_server::Server::open(&args.data, db, args.admin_token)?;
     if let Some(token) = &opened.new_admin_token {
         eprintln!(
             "admin token (shown once; kept in {}): {token}",

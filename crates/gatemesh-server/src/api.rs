@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 
 use crate::{
     Server,
-    store::{Event, RedemptionRequest, StoreError, Ticket},
+    store::{Event, Origin, RedemptionRequest, StoreError, Ticket},
 };
 
 const BODY_LIMIT: usize = 64 * 1024;
@@ -67,7 +67,10 @@ impl From<StoreError> for ApiError {
                 err(StatusCode::CONFLICT, "conflict", e.to_string())
             }
             StoreError::NotFound(_) => err(StatusCode::NOT_FOUND, "not_found", e.to_string()),
-            StoreError::Sql(_) => {
+            StoreError::Sqlite(_)
+            | StoreError::Postgres(_)
+            | StoreError::Pool(_)
+            | StoreError::Corrupt(_) => {
                 tracing::error!("storage: {e}");
                 err(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -157,6 +160,7 @@ pub fn router(server: Server) -> Router {
         .route("/v1/events/{eid}/tickets/{tid}/chain", get(chain))
         .route("/v1/events/{eid}/audit", get(audit))
         .route("/v1/events/{eid}/manifest", get(manifest))
+        .route("/v1/events/{eid}/changes", get(changes))
         .route(
             "/v1/events/{eid}/redemptions",
             post(redeem).layer(DefaultBodyLimit::max(JOURNAL_LIMIT)),
@@ -180,8 +184,12 @@ pub async fn serve(
     server: Server,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let stopping = server.stopping.clone();
     axum::serve(listener, router(server))
-        .with_graceful_shutdown(shutdown)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            stopping.send_replace(true);
+        })
         .await
 }
 
@@ -302,6 +310,8 @@ fn signed_ticket(
         transferred_to: None,
         transferred_from,
         holder,
+        void_reason: None,
+        reverted: Vec::new(),
         seq: 0,
     })
 }
@@ -431,13 +441,117 @@ async fn manifest(
     let eid = event_id(&eid)?;
     known_event(&s, &eid).await?;
     let (cursor, tickets) = blocking(&s, move |st| st.manifest(&eid, q.since)).await?;
-    let list: Vec<Value> = tickets
-        .iter()
-        .map(
-            |t| json!({ "tid": t.tid, "seat": t.seat, "status": t.status, "to": t.transferred_to }),
-        )
-        .collect();
+    let list: Vec<Value> = tickets.iter().map(manifest_entry).collect();
     Ok(Json(json!({ "cursor": cursor, "tickets": list })))
+}
+
+/// A ticket as gates need it: its standing, and the admissions staff reverted.
+fn manifest_entry(t: &Ticket) -> Value {
+    let mut entry = json!({ "tid": t.tid, "seat": t.seat, "status": t.status });
+    if let Some(to) = &t.transferred_to {
+        entry["to"] = json!(to);
+    }
+    if let Some(reason) = &t.void_reason {
+        entry["reason"] = json!(reason);
+    }
+    if !t.reverted.is_empty() {
+        entry["reverted"] = json!(t.reverted);
+    }
+    entry
+}
+
+/// Most tickets in one change-stream event (a stream from the start sends the whole
+/// manifest in pieces of this size, each with a cursor to resume from).
+const CHANGES_CHUNK: usize = 2000;
+
+/// The manifest as a live stream: what changed after `since` (or after the SSE
+/// `Last-Event-ID`), then every change as it commits, each event with its cursor as id.
+async fn changes(
+    State(s): State<Server>,
+    Path(eid): Path<String>,
+    headers: HeaderMap,
+    query: Result<Query<ManifestQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+    let Query(q) = query.map_err(|e| bad(e.body_text()))?;
+    let eid = event_id(&eid)?;
+    known_event(&s, &eid).await?;
+    let resume = match headers.get("last-event-id") {
+        Some(v) => Some(
+            v.to_str()
+                .ok()
+                .and_then(|v| v.parse::<i64>().ok())
+                .ok_or_else(|| bad("Last-Event-ID is a cursor"))?,
+        ),
+        None => None,
+    };
+    let since = resume.or(q.since).unwrap_or(0);
+    let mut wake = s.store.changes();
+    let mut stopping = s.stopping.subscribe();
+    let (tx, rx) = tokio::sync::mpsc::channel::<SseEvent>(4);
+    tokio::spawn(async move {
+        let mut cursor = since;
+        let mut first = true;
+        loop {
+            wake.mark_unchanged();
+            let e = eid.clone();
+            let read = blocking(&s, move |st| st.manifest(&e, Some(cursor))).await;
+            let Ok((now, tickets)) = read else {
+                // The database is away: tell the client, which reconnects from its cursor.
+                let _ = tx
+                    .send(
+                        SseEvent::default()
+                            .event("error")
+                            .data("the database failed"),
+                    )
+                    .await;
+                return;
+            };
+            let chunks: Vec<&[Ticket]> = tickets.chunks(CHANGES_CHUNK).collect();
+            for (i, chunk) in chunks.iter().enumerate() {
+                let id = if i + 1 == chunks.len() {
+                    now
+                } else {
+                    chunk.last().map_or(now, |t| t.seq)
+                };
+                let list: Vec<Value> = chunk.iter().map(manifest_entry).collect();
+                let data = json!({ "cursor": id, "tickets": list }).to_string();
+                let event = SseEvent::default()
+                    .event("tickets")
+                    .id(id.to_string())
+                    .data(data);
+                if tx.send(event).await.is_err() {
+                    return;
+                }
+            }
+            if tickets.is_empty() && first {
+                // Live from here: the client learns the cursor even when nothing changed.
+                let data = json!({ "cursor": now, "tickets": [] }).to_string();
+                let event = SseEvent::default()
+                    .event("tickets")
+                    .id(now.to_string())
+                    .data(data);
+                if tx.send(event).await.is_err() {
+                    return;
+                }
+            }
+            first = false;
+            cursor = now;
+            tokio::select! {
+                changed = wake.changed() => if changed.is_err() { return },
+                _ = stopping.wait_for(|stop| *stop) => return,
+                () = tx.closed() => return,
+            }
+        }
+    });
+    let events = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|e| (Ok::<_, std::convert::Infallible>(e), rx))
+    });
+    Ok(Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(std::time::Duration::from_secs(15)))
+        .into_response())
 }
 
 /// One redemption, or a gate's journal of them.
@@ -458,6 +572,20 @@ fn check(r: &RedemptionRequest) -> Result<(), ApiError> {
     if time::OffsetDateTime::parse(&r.at, &time::format_description::well_known::Rfc3339).is_err() {
         return Err(bad("at is an RFC 3339 time"));
     }
+    if let Some(record) = &r.record {
+        // Other gates will write this record into their ledgers as it is: it must be a
+        // gate's redemption of this very ticket under this very id, and small.
+        let fits = serde_json::to_vec(record).is_ok_and(|b| b.len() <= 4096);
+        let parsed = serde_json::from_value::<gatemesh_ledger::Redemption>(record.clone());
+        match parsed {
+            Ok(red) if fits && red.id.as_str() == r.redemption_id && red.tid == r.tid => {}
+            _ => {
+                return Err(bad(
+                    "record is the gate ledger's redemption with this redemption_id and tid (at most 4 KiB)",
+                ));
+            }
+        }
+    }
     Ok(())
 }
 
@@ -471,7 +599,7 @@ async fn redeem(
     match body {
         RedeemBody::One(r) => {
             check(&r)?;
-            let answer = blocking(&s, move |st| st.redeem(&eid, &r)).await?;
+            let answer = blocking(&s, move |st| st.redeem(&eid, &r, Origin::Online)).await?;
             Ok(Json(serde_json::to_value(answer).unwrap_or_default()))
         }
         RedeemBody::Journal { redemptions } => {
@@ -484,7 +612,7 @@ async fn redeem(
             let answers = blocking(&s, move |st| {
                 redemptions
                     .iter()
-                    .map(|r| st.redeem(&eid, r))
+                    .map(|r| st.redeem(&eid, r, Origin::Journal))
                     .collect::<Result<Vec<_>, _>>()
             })
             .await?;

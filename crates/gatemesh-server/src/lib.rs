@@ -6,7 +6,8 @@
 //! ticket yield exactly one `admit`, and a request repeated with the same redemption id gets
 //! the stored answer back, so a lost response costs nothing.
 //!
-//! Storage is behind [`store::Storage`]; SQLite ([`store::Sqlite`]) is the zero-set-up default.
+//! Storage is behind [`store::Storage`]: SQLite ([`store::Sqlite`]) is the zero-set-up
+//! default, PostgreSQL ([`store::Postgres`]) lets several instances act as one service.
 //! The HTTP API is in [`api`].
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
@@ -25,6 +26,8 @@ pub struct Server {
     pub(crate) store: Arc<dyn store::Storage>,
     pub(crate) key: Arc<IssuerKey>,
     pub(crate) admin_token: Arc<String>,
+    /// Set when the server shuts down, so live streams end and shutdown completes.
+    pub(crate) stopping: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl std::fmt::Debug for Server {
@@ -44,33 +47,85 @@ pub struct Opened {
     pub new_admin_token: Option<String>,
 }
 
+/// Reads a small secret file, or creates it with `make` when missing. Creation is atomic
+/// (written aside, then linked into place), so two servers sharing a data directory and
+/// starting at once end up with the same contents.
 fn read_or_create(path: &Path, make: impl FnOnce() -> Result<String>) -> Result<(String, bool)> {
     use std::{io::Write, os::unix::fs::OpenOptionsExt};
     match std::fs::read_to_string(path) {
-        Ok(text) => Ok((text, false)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let text = make()?;
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(path)
-                .with_context(|| format!("creating {}", path.display()))?;
-            f.write_all(text.as_bytes())?;
-            f.sync_all()?;
-            Ok((text, true))
+        Ok(text) => return Ok((text, false)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+    let text = make()?;
+    let aside = path.with_extension(format!("new.{}", std::process::id()));
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&aside)
+        .with_context(|| format!("creating {}", aside.display()))?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()?;
+    let linked = std::fs::hard_link(&aside, path);
+    let _ = std::fs::remove_file(&aside);
+    match linked {
+        Ok(()) => Ok((text, true)),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            Ok((text, false))
         }
-        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+        Err(e) => Err(e).with_context(|| format!("creating {}", path.display())),
+    }
+}
+
+/// Where the server keeps its data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Database {
+    /// A SQLite file (the default: `server.sqlite` in the data directory).
+    Sqlite(std::path::PathBuf),
+    /// A PostgreSQL URL; several servers may share it.
+    Postgres(String),
+}
+
+impl Database {
+    /// Parses `sqlite://PATH`, `postgres://…` or `postgresql://…`.
+    pub fn parse(s: &str) -> Result<Self> {
+        if let Some(path) = s.strip_prefix("sqlite://") {
+            anyhow::ensure!(!path.is_empty(), "sqlite:// needs a file path");
+            Ok(Self::Sqlite(path.into()))
+        } else if s.starts_with("postgres://") || s.starts_with("postgresql://") {
+            Ok(Self::Postgres(s.to_owned()))
+        } else {
+            anyhow::bail!("--db {s:?}: use sqlite://PATH or postgres://USER@HOST:PORT/DB")
+        }
     }
 }
 
 impl Server {
-    /// Opens (or sets up) a data directory with a SQLite database, the server's issuer key
-    /// and an admin token. `admin_token`, when given, overrides the stored one.
+    /// Opens (or sets up) a data directory with a SQLite database in it, the server's
+    /// issuer key and an admin token. `admin_token`, when given, overrides the stored one.
     pub fn open_sqlite(data: &Path, admin_token: Option<String>) -> Result<Opened> {
+        Self::open(data, None, admin_token)
+    }
+
+    /// Opens (or sets up) a data directory (issuer key, admin token) and the database
+    /// (default: `server.sqlite` in the data directory). Servers that share a PostgreSQL
+    /// database act as one service when they also share the data directory's key and token.
+    pub fn open(data: &Path, db: Option<Database>, admin_token: Option<String>) -> Result<Opened> {
         std::fs::create_dir_all(data).with_context(|| format!("creating {}", data.display()))?;
-        let store =
-            store::Sqlite::open(&data.join("server.sqlite")).context("opening the database")?;
+        let store: Arc<dyn store::Storage> =
+            match db.unwrap_or_else(|| Database::Sqlite(data.join("server.sqlite"))) {
+                Database::Sqlite(path) => Arc::new(
+                    store::Sqlite::open(&path)
+                        .with_context(|| format!("opening {}", path.display()))?,
+                ),
+                Database::Postgres(url) => Arc::new(
+                    store::Postgres::open(&url, 16).context("opening the PostgreSQL database")?,
+                ),
+            };
         let (key_pem, _) = read_or_create(&data.join("issuer.key.pem"), || {
             IssuerKey::generate(None)
                 .to_pem()
@@ -99,9 +154,10 @@ impl Server {
         );
         Ok(Opened {
             server: Server {
-                store: Arc::new(store),
+                store,
                 key: Arc::new(key),
                 admin_token: Arc::new(token),
+                stopping: Arc::new(tokio::sync::watch::Sender::new(false)),
             },
             new_admin_token,
         })

@@ -6,6 +6,7 @@
 //!   identities, made by the binary under test in a temporary directory.
 //! - [`Net`]: gates on a virtual LAN — network namespaces joined by veth pairs to a bridge in
 //!   a namespace of its own — with links that can be cut. mDNS multicast stays inside.
+//! - [`pg::Database`]: a fresh PostgreSQL database on the test cluster.
 
 use std::{
     io::{BufRead, BufReader},
@@ -15,6 +16,8 @@ use std::{
 };
 
 use serde_json::Value;
+
+pub mod pg;
 
 /// Polls `check` every 200 ms for up to 30 s; panics naming `what` if it never holds.
 pub fn eventually(what: &str, mut check: impl FnMut() -> bool) {

@@ -1,17 +1,229 @@
-//! The server through its real HTTP API on loopback, on SQLite: auth, issuing, idempotent
-//! and atomic redemption, voids, manifest deltas, bad input.
+//! The server through its real HTTP API on loopback, every test run on SQLite and on a real
+//! PostgreSQL: auth, issuing, idempotent and atomic redemption, voids, manifest deltas and
+//! the live change stream, transfers, reverts, bad input; and two server instances on one
+//! PostgreSQL acting as one.
 
-use std::collections::HashSet;
+use std::{collections::HashSet, path::Path, time::Duration};
 
-use gatemesh_server::Server;
+use futures_util::StreamExt;
+use gatemesh_server::{Database, Server};
+use gatemesh_testkit::pg;
 use gatemesh_ticket::{EventId, Keyring, PublicKey, Verifier};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 const TOKEN: &str = "test-admin-token-0123456789";
 
+#[derive(Debug, Clone, Copy)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Runs each listed test once per backend: `name::sqlite` and `name::postgres`.
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn sqlite() {
+                super::$name(super::Backend::Sqlite).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn postgres() {
+                super::$name(super::Backend::Postgres).await;
+            }
+        }
+    )*};
+}
+
+on_both_backends!(
+    organizer_calls_need_the_admin_token,
+    issued_tickets_verify_and_ids_never_repeat,
+    redemption_is_idempotent_and_names_the_first_use,
+    forty_gates_racing_on_one_ticket_get_exactly_one_admit,
+    a_void_rejects_and_appears_in_the_manifest_delta,
+    bad_input_gets_4xx_never_5xx,
+    transfers_chain_and_reverts_are_audited,
+    the_change_stream_resumes_and_carries_voids_and_reverts,
+    journal_records_come_back_as_the_first_use,
+);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_instances_on_one_postgres_act_as_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::new(Backend::Postgres);
+    let a = Running::on(dir.path(), &db).await;
+    let b = Running::on(dir.path(), &db).await;
+    let tickets = a.event_with_tickets("TWIN", 3).await;
+    // Tickets issued through A verify with the key B publishes: one service, one key.
+    let (_, ka) = a.get("/v1/keys").await;
+    let (_, kb) = b.get("/v1/keys").await;
+    assert_eq!(ka, kb);
+
+    // A void through A reaches B's change stream.
+    let (_, m) = b.get("/v1/events/TWIN/manifest").await;
+    let mut stream = Sse::open(
+        &b,
+        &format!("/v1/events/TWIN/changes?since={}", m["cursor"]),
+    )
+    .await;
+    let first = stream.next_event().await;
+    assert_eq!(first.1["tickets"], json!([]), "live, nothing new yet");
+    let tid = tickets[1]["tid"].as_str().unwrap();
+    let (status, _) = a
+        .post(
+            &format!("/v1/events/TWIN/tickets/{tid}/void"),
+            json!({ "reason": "refund" }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, data) = stream.next_event().await;
+    assert_eq!(data["tickets"][0]["tid"], tid);
+    assert_eq!(data["tickets"][0]["status"], "void");
+
+    // Forty gates race on one ticket, half through each server: one admit.
+    let tid = tickets[0]["tid"].clone();
+    let mut tasks = Vec::new();
+    for i in 0..40 {
+        let base = if i % 2 == 0 {
+            a.base.clone()
+        } else {
+            b.base.clone()
+        };
+        let (client, tid) = (a.client.clone(), tid.clone());
+        tasks.push(tokio::spawn(async move {
+            let r = client
+                .post(format!("{base}/v1/events/TWIN/redemptions"))
+                .bearer_auth(TOKEN)
+                .json(&redemption(
+                    &format!("twin-{i}"),
+                    &tid,
+                    &format!("gate-{i}"),
+                ))
+                .send()
+                .await
+                .unwrap();
+            r.json::<Value>().await.unwrap()["verdict"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        }));
+    }
+    let mut verdicts = Vec::new();
+    for t in tasks {
+        verdicts.push(t.await.unwrap());
+    }
+    assert_eq!(
+        verdicts.iter().filter(|v| *v == "admit").count(),
+        1,
+        "{verdicts:?}"
+    );
+    // A retry through the other instance gets the stored answer.
+    let (_, again_a) = a
+        .post(
+            "/v1/events/TWIN/redemptions",
+            redemption("twin-1", &tid, "gate-1"),
+        )
+        .await;
+    let (_, again_b) = b
+        .post(
+            "/v1/events/TWIN/redemptions",
+            redemption("twin-1", &tid, "gate-1"),
+        )
+        .await;
+    assert_eq!(again_a, again_b);
+    assert_eq!(again_a["verdict"].as_str(), Some(verdicts[1].as_str()));
+    drop(stream);
+    a.stop().await;
+    b.stop().await;
+}
+
+/// A server-sent-events reader over a real HTTP response.
+struct Sse {
+    body: std::pin::Pin<Box<dyn futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
+    buffer: String,
+}
+
+impl Sse {
+    async fn open(s: &Running, path: &str) -> Self {
+        Self::open_with(s, path, None).await
+    }
+
+    async fn open_with(s: &Running, path: &str, last_event_id: Option<&str>) -> Self {
+        let mut r = s.client.get(format!("{}{path}", s.base)).bearer_auth(TOKEN);
+        if let Some(id) = last_event_id {
+            r = r.header("last-event-id", id);
+        }
+        let r = r.send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        Self {
+            body: Box::pin(r.bytes_stream()),
+            buffer: String::new(),
+        }
+    }
+
+    /// The next `tickets` event: its id and its data. Waits at most 20 s.
+    async fn next_event(&mut self) -> (String, Value) {
+        tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                if let Some(end) = self.buffer.find("\n\n") {
+                    let block: String = self.buffer.drain(..end + 2).collect();
+                    let (mut id, mut kind, mut data) =
+                        (String::new(), String::new(), String::new());
+                    for line in block.lines() {
+                        if let Some(v) = line.strip_prefix("id:") {
+                            id = v.trim().to_owned();
+                        } else if let Some(v) = line.strip_prefix("event:") {
+                            kind = v.trim().to_owned();
+                        } else if let Some(v) = line.strip_prefix("data:") {
+                            data.push_str(v.trim());
+                        }
+                    }
+                    if kind == "tickets" {
+                        return (id, serde_json::from_str(&data).unwrap());
+                    }
+                    continue;
+                }
+                let chunk = self.body.next().await.expect("the stream ended").unwrap();
+                self.buffer.push_str(&String::from_utf8_lossy(&chunk));
+            }
+        })
+        .await
+        .expect("no change-stream event within 20 s")
+    }
+}
+
+/// A database for a test: a SQLite file in the data directory, or a fresh PostgreSQL one.
+struct Db {
+    url: Option<String>,
+    _pg: Option<pg::Database>,
+}
+
+impl Db {
+    fn new(backend: Backend) -> Self {
+        match backend {
+            Backend::Sqlite => Self {
+                url: None,
+                _pg: None,
+            },
+            Backend::Postgres => {
+                let pg = pg::Database::fresh();
+                Self {
+                    url: Some(pg.url.clone()),
+                    _pg: Some(pg),
+                }
+            }
+        }
+    }
+
+    fn database(&self) -> Option<Database> {
+        self.url.clone().map(Database::Postgres)
+    }
+}
+
 struct Running {
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
+    _db: Option<Db>,
     base: String,
     client: reqwest::Client,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -19,9 +231,18 @@ struct Running {
 }
 
 impl Running {
-    async fn start() -> Self {
+    async fn start(backend: Backend) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let opened = Server::open_sqlite(dir.path(), Some(TOKEN.into())).unwrap();
+        let db = Db::new(backend);
+        let mut s = Self::on(dir.path(), &db).await;
+        s._dir = Some(dir);
+        s._db = Some(db);
+        s
+    }
+
+    /// A server on `data` and `db`; several may share both.
+    async fn on(data: &Path, db: &Db) -> Self {
+        let opened = Server::open(data, db.database(), Some(TOKEN.into())).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -33,7 +254,8 @@ impl Running {
             },
         ));
         Self {
-            _dir: dir,
+            _dir: None,
+            _db: None,
             base,
             client: reqwest::Client::new(),
             stop: Some(stop),
@@ -95,9 +317,8 @@ fn redemption(rid: &str, tid: &Value, gate: &str) -> Value {
     json!({ "redemption_id": rid, "tid": tid, "gate": gate, "scanner": "s1", "at": "2026-11-29T20:00:00Z" })
 }
 
-#[tokio::test]
-async fn organizer_calls_need_the_admin_token() {
-    let s = Running::start().await;
+async fn organizer_calls_need_the_admin_token(backend: Backend) {
+    let s = Running::start(backend).await;
     let r = s
         .client
         .get(format!("{}/v1/events", s.base))
@@ -123,9 +344,8 @@ async fn organizer_calls_need_the_admin_token() {
     s.stop().await;
 }
 
-#[tokio::test]
-async fn issued_tickets_verify_and_ids_never_repeat() {
-    let s = Running::start().await;
+async fn issued_tickets_verify_and_ids_never_repeat(backend: Backend) {
+    let s = Running::start(backend).await;
     let mut tickets = s.event_with_tickets("ROCK-2026", 2_000).await;
     let (_, more) = s
         .post(
@@ -157,9 +377,8 @@ async fn issued_tickets_verify_and_ids_never_repeat() {
     s.stop().await;
 }
 
-#[tokio::test]
-async fn redemption_is_idempotent_and_names_the_first_use() {
-    let s = Running::start().await;
+async fn redemption_is_idempotent_and_names_the_first_use(backend: Backend) {
+    let s = Running::start(backend).await;
     let tickets = s.event_with_tickets("E1", 3).await;
     let tid = &tickets[0]["tid"];
     let (_, first) = s
@@ -192,9 +411,8 @@ async fn redemption_is_idempotent_and_names_the_first_use() {
     s.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn forty_gates_racing_on_one_ticket_get_exactly_one_admit() {
-    let s = Running::start().await;
+async fn forty_gates_racing_on_one_ticket_get_exactly_one_admit(backend: Backend) {
+    let s = Running::start(backend).await;
     let tickets = s.event_with_tickets("RACE", 1).await;
     let tid = tickets[0]["tid"].clone();
     let mut tasks = Vec::new();
@@ -231,9 +449,8 @@ async fn forty_gates_racing_on_one_ticket_get_exactly_one_admit() {
     s.stop().await;
 }
 
-#[tokio::test]
-async fn a_void_rejects_and_appears_in_the_manifest_delta() {
-    let s = Running::start().await;
+async fn a_void_rejects_and_appears_in_the_manifest_delta(backend: Backend) {
+    let s = Running::start(backend).await;
     let tickets = s.event_with_tickets("E2", 50).await;
     let (_, full) = s.get("/v1/events/E2/manifest").await;
     assert_eq!(full["tickets"].as_array().unwrap().len(), 50);
@@ -278,9 +495,8 @@ async fn a_void_rejects_and_appears_in_the_manifest_delta() {
     s.stop().await;
 }
 
-#[tokio::test]
-async fn bad_input_gets_4xx_never_5xx() {
-    let s = Running::start().await;
+async fn bad_input_gets_4xx_never_5xx(backend: Backend) {
+    let s = Running::start(backend).await;
     s.event_with_tickets("E3", 1).await;
     let url = |p: &str| format!("{}{p}", s.base);
     let c = &s.client;
@@ -320,9 +536,8 @@ async fn bad_input_gets_4xx_never_5xx() {
     s.stop().await;
 }
 
-#[tokio::test]
-async fn transfers_chain_and_reverts_are_audited() {
-    let s = Running::start().await;
+async fn transfers_chain_and_reverts_are_audited(backend: Backend) {
+    let s = Running::start(backend).await;
     let tickets = s.event_with_tickets("E4", 2).await;
     let t0 = tickets[0]["tid"].as_str().unwrap().to_owned();
     let (status, t1) = s
@@ -417,6 +632,114 @@ async fn transfers_chain_and_reverts_are_audited() {
             ("transfer", "admin"),
             ("revert", "Sam")
         ]
+    );
+    s.stop().await;
+}
+
+async fn the_change_stream_resumes_and_carries_voids_and_reverts(backend: Backend) {
+    let s = Running::start(backend).await;
+    let tickets = s.event_with_tickets("LIVE", 4500).await;
+    // From the start: the whole manifest, in pieces, each resumable.
+    let mut stream = Sse::open(&s, "/v1/events/LIVE/changes").await;
+    let mut seen = 0;
+    let mut last = String::new();
+    while seen < 4500 {
+        let (id, data) = stream.next_event().await;
+        seen += data["tickets"].as_array().unwrap().len();
+        assert_eq!(data["cursor"].to_string(), id);
+        last = id;
+    }
+    assert_eq!(seen, 4500);
+    // Live: a void, then a revert of an admission, each as it commits.
+    let t0 = tickets[0]["tid"].as_str().unwrap();
+    s.post(
+        &format!("/v1/events/LIVE/tickets/{t0}/void"),
+        json!({ "reason": "refund" }),
+    )
+    .await;
+    let (after_void, data) = stream.next_event().await;
+    assert_eq!(
+        data["tickets"],
+        json!([{ "tid": t0, "seat": "A-1", "status": "void", "reason": "refund" }])
+    );
+    let t1 = tickets[1]["tid"].clone();
+    s.post(
+        "/v1/events/LIVE/redemptions",
+        redemption("live-1", &t1, "North"),
+    )
+    .await;
+    s.post(
+        &format!("/v1/events/LIVE/tickets/{}/revert", t1.as_str().unwrap()),
+        json!({ "actor": "Kim", "reason": "wrong person" }),
+    )
+    .await;
+    let (_, data) = stream.next_event().await;
+    assert_eq!(data["tickets"][0]["tid"], t1);
+    assert_eq!(data["tickets"][0]["reverted"], json!(["live-1"]));
+    drop(stream);
+    // Reconnecting with the last id seen resumes after it: only the revert comes again.
+    let mut resumed = Sse::open_with(&s, "/v1/events/LIVE/changes", Some(&after_void)).await;
+    let (_, data) = resumed.next_event().await;
+    assert_eq!(data["tickets"].as_array().unwrap().len(), 1, "{data}");
+    assert_eq!(data["tickets"][0]["tid"], t1);
+    assert_ne!(last, after_void);
+    drop(resumed);
+    // Unknown events and bad cursors are client errors.
+    let (status, _) = s.get("/v1/events/NOPE/changes").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = s.get("/v1/events/LIVE/changes?since=x").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    s.stop().await;
+}
+
+async fn journal_records_come_back_as_the_first_use(backend: Backend) {
+    let s = Running::start(backend).await;
+    let tickets = s.event_with_tickets("JRN", 2).await;
+    let tid = tickets[0]["tid"].as_str().unwrap();
+    let record = json!({
+        "id": "j-1", "tid": tid, "direction": "entry", "node": "node-a", "gate": "North",
+        "scanner": "s1", "at_ms": 1_800_000_000_000_i64,
+        "hlc": { "wall_ms": 1_800_000_000_000_i64, "counter": 0, "node": "node-a" }, "seen": []
+    });
+    let mut first = redemption("j-1", &json!(tid), "North");
+    first["record"] = record.clone();
+    let (status, a) = s
+        .post(
+            "/v1/events/JRN/redemptions",
+            json!({ "redemptions": [first] }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{a}");
+    assert_eq!(a["answers"][0]["verdict"], "admit");
+    // A second gate's journal holds another admission of the same ticket: it learns the
+    // first one, record and all, to write into its own ledger.
+    let (_, b) = s
+        .post(
+            "/v1/events/JRN/redemptions",
+            json!({ "redemptions": [redemption("j-2", &json!(tid), "South")] }),
+        )
+        .await;
+    assert_eq!(b["answers"][0]["verdict"], "duplicate");
+    assert_eq!(b["answers"][0]["first"]["record"], record);
+    // A record that is not this redemption's is refused, and nothing is stored.
+    let mut wrong = redemption("j-3", &tickets[1]["tid"], "North");
+    wrong["record"] = record.clone();
+    let (status, _) = s
+        .post(
+            "/v1/events/JRN/redemptions",
+            json!({ "redemptions": [wrong] }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (_, c) = s
+        .post(
+            "/v1/events/JRN/redemptions",
+            redemption("j-3", &tickets[1]["tid"], "North"),
+        )
+        .await;
+    assert_eq!(
+        c["verdict"], "admit",
+        "j-3 was not stored by the refused upload"
     );
     s.stop().await;
 }

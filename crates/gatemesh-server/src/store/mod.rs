@@ -1,0 +1,297 @@
+//! The server's storage: one trait ([`Storage`]), SQLite ([`Sqlite`], one file, zero
+//! set-up) and PostgreSQL ([`Postgres`], for several server instances) behind it, and one
+//! test suite run against both.
+//!
+//! Every change to a ticket (issue, void, transfer, revert) takes the next value of one
+//! sequence, so a manifest delta is "every ticket whose seq is above the cursor". The
+//! sequence row is bumped inside the writing transaction: writers are serialised on it and
+//! commit in sequence order, so a reader that saw cursor `c` has seen every change up to `c`.
+//! Redemptions do not touch the sequence (they would serialise every gate on one row).
+//!
+//! A redemption is decided and stored in one transaction that first locks the ticket, so
+//! concurrent requests for one ticket are serialised and exactly one of them admits; the
+//! answer is stored under the redemption id, so a retry gets the same answer back.
+
+mod postgres;
+mod sqlite;
+
+pub use self::{postgres::Postgres, sqlite::Sqlite};
+
+use gatemesh_ledger::{Reason, Verdict};
+use gatemesh_ticket::{EventId, Format, TicketId};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    #[error("{0} already exists")]
+    Exists(String),
+    #[error("{0} not found")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("the database failed: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("the database failed: {0}")]
+    Postgres(#[from] ::postgres::Error),
+    #[error("no database connection: {0}")]
+    Pool(#[from] r2d2::Error),
+    #[error("the database holds something this server cannot read: {0}")]
+    Corrupt(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    pub id: EventId,
+    pub name: String,
+    pub capacity: Option<u32>,
+    pub starts_at: Option<String>,
+    pub ends_at: Option<String>,
+}
+
+/// A ticket's standing at the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Active,
+    Void,
+    Transferred,
+}
+
+impl Status {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Void => "void",
+            Self::Transferred => "transferred",
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> Result<Self, StoreError> {
+        match s {
+            "active" => Ok(Self::Active),
+            "void" => Ok(Self::Void),
+            "transferred" => Ok(Self::Transferred),
+            other => Err(StoreError::Corrupt(format!("ticket status {other:?}"))),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ticket {
+    pub tid: TicketId,
+    pub eid: EventId,
+    pub seat: Option<String>,
+    pub format: Format,
+    pub code: String,
+    pub status: Status,
+    pub transferred_to: Option<TicketId>,
+    /// The ticket this one replaced, for a transfer chain.
+    pub transferred_from: Option<TicketId>,
+    pub holder: Option<String>,
+    /// Why it was voided, when it was.
+    pub void_reason: Option<String>,
+    /// Redemptions of this ticket that staff reverted (oldest first).
+    pub reverted: Vec<String>,
+    /// Position in the change sequence.
+    pub seq: i64,
+}
+
+/// Where a redemption comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// A scanner asking the server before it lets someone in.
+    Online,
+    /// A gate's journal: the gate has already let the holder in. A second admission of a
+    /// ticket from journals is a flag for staff, not a turned-away holder.
+    Journal,
+}
+
+/// A gate's claim that it admitted (or tried to admit) a ticket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedemptionRequest {
+    pub redemption_id: String,
+    pub tid: TicketId,
+    pub gate: String,
+    pub scanner: String,
+    /// When the gate scanned, RFC 3339.
+    pub at: String,
+    /// The gate ledger's own record of this redemption, kept verbatim so other gates can be
+    /// told about it exactly as the first gate wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FirstUse {
+    pub redemption_id: String,
+    pub gate: String,
+    pub scanner: String,
+    pub at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<serde_json::Value>,
+}
+
+/// The server's answer; stored with the request, so a retry gets exactly this back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RedemptionAnswer {
+    pub verdict: Verdict,
+    pub reason: Reason,
+    pub first: Option<FirstUse>,
+}
+
+/// Who did what to which ticket, when and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditLine {
+    pub tid: Option<String>,
+    pub actor: String,
+    pub action: String,
+    pub reason: String,
+    pub at: String,
+}
+
+/// What the server keeps. Implementations make `redeem` atomic and idempotent and call
+/// [`Changes::bump`] (or have it called) after every committed ticket change.
+pub trait Storage: Send + Sync + 'static {
+    fn create_event(&self, event: &Event) -> Result<(), StoreError>;
+    fn events(&self) -> Result<Vec<Event>, StoreError>;
+    fn event(&self, id: &EventId) -> Result<Option<Event>, StoreError>;
+    /// Stores new tickets; fails without storing any if one id is already taken.
+    fn insert_tickets(&self, tickets: &[Ticket]) -> Result<(), StoreError>;
+    fn ticket(&self, eid: &EventId, tid: &TicketId) -> Result<Option<Ticket>, StoreError>;
+    fn void(
+        &self,
+        eid: &EventId,
+        tid: &TicketId,
+        actor: &str,
+        reason: &str,
+    ) -> Result<Ticket, StoreError>;
+    fn redeem(
+        &self,
+        eid: &EventId,
+        request: &RedemptionRequest,
+        origin: Origin,
+    ) -> Result<RedemptionAnswer, StoreError>;
+    /// Tickets changed after `since` (all with `None`), and the cursor to ask from next.
+    fn manifest(&self, eid: &EventId, since: Option<i64>)
+    -> Result<(i64, Vec<Ticket>), StoreError>;
+    /// Replaces an active ticket by `new` (already signed, `transferred_from` set): the old
+    /// one becomes `transferred` pointing to it. One transaction.
+    fn transfer(&self, old: &TicketId, new: &Ticket, actor: &str) -> Result<(), StoreError>;
+    /// Undoes a ticket's admission so it may be admitted again; returns how many admissions
+    /// were reverted (none is a conflict).
+    fn revert(
+        &self,
+        eid: &EventId,
+        tid: &TicketId,
+        actor: &str,
+        reason: &str,
+    ) -> Result<usize, StoreError>;
+    fn audit(&self, eid: &EventId) -> Result<Vec<AuditLine>, StoreError>;
+    /// Wakes whoever waits for ticket changes: the value grows after each committed change
+    /// (by this process, or, on PostgreSQL, by any server on the same database).
+    fn changes(&self) -> tokio::sync::watch::Receiver<u64>;
+}
+
+/// The wake-up signal behind [`Storage::changes`].
+#[derive(Debug)]
+pub(crate) struct Changes(tokio::sync::watch::Sender<u64>);
+
+impl Changes {
+    pub(crate) fn new() -> Self {
+        Self(tokio::sync::watch::Sender::new(0))
+    }
+
+    pub(crate) fn bump(&self) {
+        self.0.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    pub(crate) fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.0.subscribe()
+    }
+}
+
+pub(crate) fn now() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// The answer to a redemption of a ticket in `status`, given the first admission that still
+/// counts (if any). Both backends decide through this one function.
+pub(crate) fn answer(status: Option<Status>, first: Option<FirstUse>) -> RedemptionAnswer {
+    let reject = |reason| RedemptionAnswer {
+        verdict: Verdict::Reject,
+        reason,
+        first: None,
+    };
+    match status {
+        None => reject(Reason::UnknownTicket),
+        Some(Status::Void) => reject(Reason::Void),
+        Some(Status::Transferred) => reject(Reason::Transferred),
+        Some(Status::Active) => match first {
+            None => RedemptionAnswer {
+                verdict: Verdict::Admit,
+                reason: Reason::Valid,
+                first: None,
+            },
+            Some(first) => RedemptionAnswer {
+                verdict: Verdict::Duplicate,
+                reason: Reason::AlreadyAdmitted,
+                first: Some(first),
+            },
+        },
+    }
+}
+
+pub(crate) fn verdict_str(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Admit => "admit",
+        Verdict::Duplicate => "duplicate",
+        Verdict::Reject => "reject",
+    }
+}
+
+pub(crate) fn refuse_inactive(tid: &TicketId, status: Option<Status>) -> Result<(), StoreError> {
+    match status {
+        None => Err(StoreError::NotFound(format!("ticket {tid}"))),
+        Some(Status::Active) => Ok(()),
+        Some(other) => Err(StoreError::Conflict(format!(
+            "ticket {tid} is {}",
+            other.as_str()
+        ))),
+    }
+}
+
+/// Reverted redemption ids are kept space-separated in one column.
+pub(crate) fn join_ids(ids: &[String]) -> String {
+    ids.join(" ")
+}
+
+pub(crate) fn split_ids(s: &str) -> Vec<String> {
+    s.split_ascii_whitespace().map(str::to_owned).collect()
+}
+
+pub(crate) fn to_json<T: Serialize>(v: &T) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+pub(crate) fn from_json<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, StoreError> {
+    serde_json::from_str(s).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+pub(crate) fn ticket_parts(
+    tid: String,
+    eid: String,
+    format: String,
+    status: String,
+) -> Result<(TicketId, EventId, Format, Status), StoreError> {
+    let bad = |what: &str, v: &str| StoreError::Corrupt(format!("{what} {v:?}"));
+    Ok((
+        TicketId::new(&tid).map_err(|_| bad("ticket id", &tid))?,
+        EventId::new(&eid).map_err(|_| bad("event id", &eid))?,
+        format.parse().map_err(|_| bad("format", &format))?,
+        Status::parse(&status)?,
+    ))
+}

@@ -1,0 +1,631 @@
+//! PostgreSQL storage, for one or several server instances on one database.
+//!
+//! The synchronous `postgres` client with an r2d2 pool (storage calls already run on
+//! blocking threads). A redemption is one round trip: the `gatemesh_redeem` function locks
+//! the ticket row, returns a stored answer for a known redemption id, or decides and stores
+//! a new one, all in one transaction. Every ticket change sends `NOTIFY gatemesh_changes` in
+//! its transaction; each instance keeps one connection listening, so a void made through
+//! one server wakes the change streams of all of them.
+
+use std::{sync::Arc, time::Duration};
+
+use fallible_iterator::FallibleIterator;
+use gatemesh_ticket::{EventId, TicketId};
+use postgres::{NoTls, Row, Transaction};
+use r2d2_postgres::PostgresConnectionManager;
+
+use super::{
+    AuditLine, Changes, Event, Origin, RedemptionAnswer, RedemptionRequest, Status, Storage,
+    StoreError, Ticket, from_json, join_ids, now, refuse_inactive, split_ids, ticket_parts,
+    to_json,
+};
+
+/// Bumped when the layout changes; kept in `gatemesh_meta`.
+const SCHEMA_VERSION: i32 = 1;
+const CHANNEL: &str = "gatemesh_changes";
+
+const SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS gatemesh_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS events (
+    id TEXT PRIMARY KEY, name TEXT NOT NULL, capacity INTEGER,
+    starts_at TEXT, ends_at TEXT);
+CREATE TABLE IF NOT EXISTS seq (id INTEGER PRIMARY KEY CHECK (id = 1), value BIGINT NOT NULL);
+INSERT INTO seq (id, value) VALUES (1, 0) ON CONFLICT DO NOTHING;
+CREATE TABLE IF NOT EXISTS tickets (
+    eid TEXT NOT NULL REFERENCES events (id), tid TEXT NOT NULL,
+    seat TEXT, format TEXT NOT NULL, code TEXT NOT NULL,
+    status TEXT NOT NULL, transferred_to TEXT, transferred_from TEXT,
+    holder TEXT, void_reason TEXT, reverted TEXT NOT NULL DEFAULT '',
+    seq BIGINT NOT NULL,
+    PRIMARY KEY (eid, tid));
+CREATE INDEX IF NOT EXISTS tickets_by_seq ON tickets (eid, seq);
+CREATE TABLE IF NOT EXISTS redemptions (
+    n BIGSERIAL, redemption_id TEXT PRIMARY KEY, eid TEXT NOT NULL, tid TEXT NOT NULL,
+    gate TEXT NOT NULL, scanner TEXT NOT NULL, at TEXT NOT NULL,
+    record TEXT, journal BOOLEAN NOT NULL,
+    verdict TEXT NOT NULL, answer TEXT NOT NULL,
+    reverted BOOLEAN NOT NULL DEFAULT FALSE);
+CREATE INDEX IF NOT EXISTS redemptions_by_ticket ON redemptions (eid, tid);
+CREATE TABLE IF NOT EXISTS audit (
+    id BIGSERIAL PRIMARY KEY, eid TEXT NOT NULL, tid TEXT,
+    actor TEXT NOT NULL, action TEXT NOT NULL, reason TEXT NOT NULL, at TEXT NOT NULL);
+
+-- One redemption, decided and stored atomically. The ticket row lock serialises every
+-- request for one ticket; each statement after it sees what the previous holder committed.
+-- The answer's JSON has the shape of `RedemptionAnswer`.
+CREATE OR REPLACE FUNCTION gatemesh_redeem(
+    p_rid TEXT, p_eid TEXT, p_tid TEXT, p_gate TEXT, p_scanner TEXT, p_at TEXT,
+    p_record TEXT, p_journal BOOLEAN) RETURNS TEXT
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_status TEXT;
+    v_eid TEXT;
+    v_answer TEXT;
+    v_verdict TEXT;
+    v_reason TEXT;
+    v_first JSON;
+BEGIN
+    SELECT status INTO v_status FROM tickets WHERE eid = p_eid AND tid = p_tid FOR UPDATE;
+    SELECT eid, answer INTO v_eid, v_answer FROM redemptions WHERE redemption_id = p_rid;
+    IF FOUND THEN
+        IF v_eid <> p_eid THEN
+            RAISE EXCEPTION 'redemption % belongs to another event', p_rid
+                USING ERRCODE = 'GM001';
+        END IF;
+        RETURN v_answer;
+    END IF;
+    IF v_status IS NULL THEN
+        v_verdict := 'reject'; v_reason := 'unknown_ticket';
+    ELSIF v_status = 'void' THEN
+        v_verdict := 'reject'; v_reason := 'void';
+    ELSIF v_status = 'transferred' THEN
+        v_verdict := 'reject'; v_reason := 'transferred';
+    ELSE
+        SELECT json_build_object('redemption_id', redemption_id, 'gate', gate,
+                                 'scanner', scanner, 'at', at, 'record', record::json)
+          INTO v_first
+          FROM redemptions
+         WHERE eid = p_eid AND tid = p_tid AND verdict = 'admit' AND NOT reverted
+         ORDER BY n LIMIT 1;
+        IF v_first IS NULL THEN
+            v_verdict := 'admit'; v_reason := 'valid';
+        ELSE
+            v_verdict := 'duplicate'; v_reason := 'already_admitted';
+        END IF;
+    END IF;
+    v_answer := json_build_object('verdict', v_verdict, 'reason', v_reason, 'first', v_first)::text;
+    INSERT INTO redemptions (redemption_id, eid, tid, gate, scanner, at, record, journal,
+                             verdict, answer)
+    VALUES (p_rid, p_eid, p_tid, p_gate, p_scanner, p_at, p_record, p_journal,
+            v_verdict, v_answer)
+    ON CONFLICT (redemption_id) DO NOTHING;
+    IF NOT FOUND THEN
+        -- The same id arrived concurrently for an unknown ticket (no row to lock): the
+        -- first one's answer stands.
+        SELECT eid, answer INTO v_eid, v_answer FROM redemptions WHERE redemption_id = p_rid;
+        IF v_eid <> p_eid THEN
+            RAISE EXCEPTION 'redemption % belongs to another event', p_rid
+                USING ERRCODE = 'GM001';
+        END IF;
+    END IF;
+    RETURN v_answer;
+END
+$$;
+"#;
+
+type Pool = r2d2::Pool<PostgresConnectionManager<NoTls>>;
+
+/// PostgreSQL storage.
+pub struct Postgres {
+    /// Always `Some` until dropped.
+    pool: Option<Pool>,
+    changes: Arc<Changes>,
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        // Closing a connection blocks on its runtime, which panics on an async thread (the
+        // last server handle often goes away on one): close them on a plain thread.
+        if let Some(pool) = self.pool.take() {
+            let _ = std::thread::Builder::new()
+                .name("pg-close".into())
+                .spawn(move || drop(pool));
+        }
+    }
+}
+
+impl std::fmt::Debug for Postgres {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Postgres")
+            .field(
+                "connections",
+                &self.pool.as_ref().map(|p| p.state().connections),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl Postgres {
+    /// Connects (`postgres://user@host:port/db`), creates or checks the tables, and starts
+    /// listening for changes made by any server on this database.
+    pub fn open(url: &str, pool_size: u32) -> Result<Self, StoreError> {
+        // The synchronous client runs a small runtime of its own, which cannot start on an
+        // async thread: connect from a plain one, wherever this is called from.
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| Self::connect(url, pool_size))
+                .join()
+                .unwrap_or_else(|_| Err(StoreError::Conflict("connecting panicked".into())))
+        })
+    }
+
+    fn connect(url: &str, pool_size: u32) -> Result<Self, StoreError> {
+        let config: postgres::Config = url
+            .parse()
+            .map_err(|e: postgres::Error| StoreError::Conflict(format!("database URL: {e}")))?;
+        let manager = PostgresConnectionManager::new(config.clone(), NoTls);
+        let pool = r2d2::Pool::builder()
+            .max_size(pool_size.max(2))
+            .min_idle(Some(1))
+            .connection_timeout(Duration::from_secs(10))
+            .build(manager)?;
+        migrate(&mut *pool.get()?)?;
+        let changes = Arc::new(Changes::new());
+        listen(config, changes.clone())?;
+        Ok(Self {
+            pool: Some(pool),
+            changes,
+        })
+    }
+
+    fn conn(&self) -> Result<r2d2::PooledConnection<PostgresConnectionManager<NoTls>>, StoreError> {
+        let pool = self
+            .pool
+            .as_ref()
+            .ok_or_else(|| StoreError::Conflict("the storage is closing".into()))?;
+        Ok(pool.get()?)
+    }
+
+    /// Runs `f` in a transaction that changes tickets: it takes the sequence, so these
+    /// transactions commit one at a time, in sequence order.
+    fn write<T>(
+        &self,
+        f: impl FnOnce(&mut Transaction<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut conn = self.conn()?;
+        let mut tx = conn.transaction()?;
+        let out = f(&mut tx)?;
+        tx.execute("SELECT pg_notify($1, '')", &[&CHANNEL])?;
+        tx.commit()?;
+        Ok(out)
+    }
+}
+
+fn migrate(client: &mut postgres::Client) -> Result<(), StoreError> {
+    let mut tx = client.transaction()?;
+    // Two servers starting at once on a new database must not both create the tables.
+    tx.execute("SELECT pg_advisory_xact_lock(7413052)", &[])?;
+    let known: bool = tx
+        .query_one("SELECT to_regclass('gatemesh_meta') IS NOT NULL", &[])?
+        .get(0);
+    if known {
+        let found: Option<String> = tx
+            .query_opt("SELECT value FROM gatemesh_meta WHERE key = 'schema'", &[])?
+            .map(|r| r.get(0));
+        if let Some(v) = found.filter(|v| *v != SCHEMA_VERSION.to_string()) {
+            return Err(StoreError::Conflict(format!(
+                "the database holds schema version {v}; this gatemesh reads version {SCHEMA_VERSION}"
+            )));
+        }
+    }
+    tx.batch_execute(SCHEMA)?;
+    tx.execute(
+        "INSERT INTO gatemesh_meta (key, value) VALUES ('schema', $1) ON CONFLICT DO NOTHING",
+        &[&SCHEMA_VERSION.to_string()],
+    )?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// One connection per process does `LISTEN`; a notification (or a reconnect, after which
+/// some may have been missed) wakes every change stream, which then re-reads from its cursor.
+fn listen(config: postgres::Config, changes: Arc<Changes>) -> Result<(), StoreError> {
+    let mut first = Some(config.connect(NoTls)?);
+    std::thread::Builder::new()
+        .name("pg-listen".into())
+        .spawn(move || {
+            loop {
+                let client = match first.take() {
+                    Some(c) => Ok(c),
+                    None => config.connect(NoTls),
+                };
+                let mut client = match client {
+                    Ok(c) => c,
+                    Err(e) => {
+                        tracing::warn!("change listener: {e}; retrying");
+                        std::thread::sleep(Duration::from_secs(1));
+                        continue;
+                    }
+                };
+                if let Err(e) = client.batch_execute(&format!("LISTEN {CHANNEL}")) {
+                    tracing::warn!("change listener: {e}; retrying");
+                    std::thread::sleep(Duration::from_secs(1));
+                    continue;
+                }
+                changes.bump();
+                let mut notes = client.notifications();
+                let mut iter = notes.blocking_iter();
+                loop {
+                    match iter.next() {
+                        Ok(Some(_)) => changes.bump(),
+                        Ok(None) => break,
+                        Err(e) => {
+                            tracing::warn!("change listener: {e}; reconnecting");
+                            break;
+                        }
+                    }
+                }
+                if Arc::strong_count(&changes) == 1 {
+                    // The storage is gone; so is the reason to listen.
+                    return;
+                }
+            }
+        })
+        .map_err(|e| StoreError::Conflict(format!("starting the change listener: {e}")))?;
+    Ok(())
+}
+
+const TICKET_COLUMNS: &str = "tid, eid, seat, format, code, status, transferred_to, \
+     transferred_from, holder, void_reason, reverted, seq";
+
+fn ticket_from(r: &Row) -> Result<Ticket, StoreError> {
+    let (tid, eid, format, status) = ticket_parts(r.get(0), r.get(1), r.get(3), r.get(5))?;
+    let id = |t: Option<String>| t.and_then(|t| TicketId::new(t).ok());
+    Ok(Ticket {
+        tid,
+        eid,
+        seat: r.get(2),
+        format,
+        code: r.get(4),
+        status,
+        transferred_to: id(r.get(6)),
+        transferred_from: id(r.get(7)),
+        holder: r.get(8),
+        void_reason: r.get(9),
+        reverted: split_ids(r.get(10)),
+        seq: r.get(11),
+    })
+}
+
+fn event_from(r: &Row) -> Result<Event, StoreError> {
+    let id: String = r.get(0);
+    Ok(Event {
+        id: EventId::new(&id).map_err(|_| StoreError::Corrupt(format!("event id {id:?}")))?,
+        name: r.get(1),
+        capacity: r
+            .get::<_, Option<i32>>(2)
+            .map(|c| u32::try_from(c).unwrap_or(0)),
+        starts_at: r.get(3),
+        ends_at: r.get(4),
+    })
+}
+
+/// Takes `n` values of the change sequence (locking its row until commit); returns the first.
+fn take_seq(tx: &mut Transaction<'_>, n: usize) -> Result<i64, StoreError> {
+    let n = n as i64;
+    let last: i64 = tx
+        .query_one(
+            "UPDATE seq SET value = value + $1 WHERE id = 1 RETURNING value",
+            &[&n],
+        )?
+        .get(0);
+    Ok(last - n + 1)
+}
+
+/// The ticket's status, with its row locked until the transaction ends.
+fn lock_status(
+    tx: &mut Transaction<'_>,
+    eid: &EventId,
+    tid: &TicketId,
+) -> Result<Option<Status>, StoreError> {
+    tx.query_opt(
+        "SELECT status FROM tickets WHERE eid = $1 AND tid = $2 FOR UPDATE",
+        &[&eid.as_str(), &tid.as_str()],
+    )?
+    .map(|r| Status::parse(r.get(0)))
+    .transpose()
+}
+
+fn audit_line(
+    tx: &mut Transaction<'_>,
+    eid: &EventId,
+    tid: &TicketId,
+    actor: &str,
+    action: &str,
+    reason: &str,
+) -> Result<(), StoreError> {
+    tx.execute(
+        "INSERT INTO audit (eid, tid, actor, action, reason, at) VALUES ($1, $2, $3, $4, $5, $6)",
+        &[
+            &eid.as_str(),
+            &tid.as_str(),
+            &actor,
+            &action,
+            &reason,
+            &now(),
+        ],
+    )?;
+    Ok(())
+}
+
+fn is_unique_violation(e: &postgres::Error) -> bool {
+    e.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION)
+}
+
+fn insert_ticket(tx: &mut Transaction<'_>, t: &Ticket, seq: i64) -> Result<(), StoreError> {
+    let from = t.transferred_from.as_ref().map(TicketId::as_str);
+    let inserted = tx.execute(
+        "INSERT INTO tickets (tid, eid, seat, format, code, status, transferred_from, holder, seq)
+         VALUES ($1, $2, $3, $4, $5, 'active', $6, $7, $8)",
+        &[
+            &t.tid.as_str(),
+            &t.eid.as_str(),
+            &t.seat,
+            &t.format.as_str(),
+            &t.code,
+            &from,
+            &t.holder,
+            &seq,
+        ],
+    );
+    match inserted {
+        Ok(_) => Ok(()),
+        Err(e) if is_unique_violation(&e) => Err(StoreError::Exists(format!("ticket {}", t.tid))),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn read_ticket(
+    client: &mut impl postgres::GenericClient,
+    eid: &EventId,
+    tid: &TicketId,
+) -> Result<Option<Ticket>, StoreError> {
+    client
+        .query_opt(
+            &format!("SELECT {TICKET_COLUMNS} FROM tickets WHERE eid = $1 AND tid = $2"),
+            &[&eid.as_str(), &tid.as_str()],
+        )?
+        .as_ref()
+        .map(ticket_from)
+        .transpose()
+}
+
+impl Storage for Postgres {
+    fn create_event(&self, e: &Event) -> Result<(), StoreError> {
+        let capacity = e.capacity.map(|c| i32::try_from(c).unwrap_or(i32::MAX));
+        let n = self.conn()?.execute(
+            "INSERT INTO events (id, name, capacity, starts_at, ends_at) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT DO NOTHING",
+            &[&e.id.as_str(), &e.name, &capacity, &e.starts_at, &e.ends_at],
+        )?;
+        if n == 0 {
+            return Err(StoreError::Exists(format!("event {}", e.id)));
+        }
+        Ok(())
+    }
+
+    fn events(&self) -> Result<Vec<Event>, StoreError> {
+        self.conn()?
+            .query(
+                "SELECT id, name, capacity, starts_at, ends_at FROM events ORDER BY id",
+                &[],
+            )?
+            .iter()
+            .map(event_from)
+            .collect()
+    }
+
+    fn event(&self, id: &EventId) -> Result<Option<Event>, StoreError> {
+        self.conn()?
+            .query_opt(
+                "SELECT id, name, capacity, starts_at, ends_at FROM events WHERE id = $1",
+                &[&id.as_str()],
+            )?
+            .as_ref()
+            .map(event_from)
+            .transpose()
+    }
+
+    fn insert_tickets(&self, tickets: &[Ticket]) -> Result<(), StoreError> {
+        self.write(|tx| {
+            let first = take_seq(tx, tickets.len())?;
+            let statement = tx.prepare(
+                "INSERT INTO tickets (tid, eid, seat, format, code, status, holder, seq)
+                 VALUES ($1, $2, $3, $4, $5, 'active', $6, $7)",
+            )?;
+            for (i, t) in tickets.iter().enumerate() {
+                let seq = first + i as i64;
+                let inserted = tx.execute(
+                    &statement,
+                    &[
+                        &t.tid.as_str(),
+                        &t.eid.as_str(),
+                        &t.seat,
+                        &t.format.as_str(),
+                        &t.code,
+                        &t.holder,
+                        &seq,
+                    ],
+                );
+                match inserted {
+                    Ok(_) => {}
+                    Err(e) if is_unique_violation(&e) => {
+                        return Err(StoreError::Exists(format!("ticket {}", t.tid)));
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn ticket(&self, eid: &EventId, tid: &TicketId) -> Result<Option<Ticket>, StoreError> {
+        read_ticket(&mut *self.conn()?, eid, tid)
+    }
+
+    fn void(
+        &self,
+        eid: &EventId,
+        tid: &TicketId,
+        actor: &str,
+        reason: &str,
+    ) -> Result<Ticket, StoreError> {
+        self.write(|tx| {
+            refuse_inactive(tid, lock_status(tx, eid, tid)?)?;
+            let seq = take_seq(tx, 1)?;
+            tx.execute(
+                "UPDATE tickets SET status = 'void', void_reason = $3, seq = $4
+                 WHERE eid = $1 AND tid = $2",
+                &[&eid.as_str(), &tid.as_str(), &reason, &seq],
+            )?;
+            audit_line(tx, eid, tid, actor, "void", reason)?;
+            read_ticket(tx, eid, tid)?.ok_or_else(|| StoreError::NotFound(format!("ticket {tid}")))
+        })
+    }
+
+    fn redeem(
+        &self,
+        eid: &EventId,
+        req: &RedemptionRequest,
+        origin: Origin,
+    ) -> Result<RedemptionAnswer, StoreError> {
+        let record = req.record.as_ref().map(to_json).transpose()?;
+        let journal = origin == Origin::Journal;
+        let row = self.conn()?.query_one(
+            "SELECT gatemesh_redeem($1, $2, $3, $4, $5, $6, $7, $8)",
+            &[
+                &req.redemption_id,
+                &eid.as_str(),
+                &req.tid.as_str(),
+                &req.gate,
+                &req.scanner,
+                &req.at,
+                &record,
+                &journal,
+            ],
+        );
+        match row {
+            Ok(row) => from_json(row.get(0)),
+            Err(e) if e.code().is_some_and(|c| c.code() == "GM001") => Err(StoreError::Conflict(
+                format!("redemption {} belongs to another event", req.redemption_id),
+            )),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn manifest(
+        &self,
+        eid: &EventId,
+        since: Option<i64>,
+    ) -> Result<(i64, Vec<Ticket>), StoreError> {
+        let mut conn = self.conn()?;
+        // One snapshot for the cursor and the rows.
+        let mut tx = conn
+            .build_transaction()
+            .isolation_level(postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()?;
+        let cursor: i64 = tx
+            .query_one("SELECT value FROM seq WHERE id = 1", &[])?
+            .get(0);
+        let rows = tx.query(
+            &format!(
+                "SELECT {TICKET_COLUMNS} FROM tickets WHERE eid = $1 AND seq > $2 AND seq <= $3 ORDER BY seq"
+            ),
+            &[&eid.as_str(), &since.unwrap_or(0), &cursor],
+        )?;
+        tx.commit()?;
+        let tickets = rows.iter().map(ticket_from).collect::<Result<_, _>>()?;
+        Ok((cursor, tickets))
+    }
+
+    fn transfer(&self, old: &TicketId, new: &Ticket, actor: &str) -> Result<(), StoreError> {
+        let eid = &new.eid;
+        self.write(|tx| {
+            refuse_inactive(old, lock_status(tx, eid, old)?)?;
+            let seq = take_seq(tx, 2)?;
+            tx.execute(
+                "UPDATE tickets SET status = 'transferred', transferred_to = $3, seq = $4
+                 WHERE eid = $1 AND tid = $2",
+                &[&eid.as_str(), &old.as_str(), &new.tid.as_str(), &seq],
+            )?;
+            insert_ticket(tx, new, seq + 1)?;
+            audit_line(tx, eid, old, actor, "transfer", &format!("to {}", new.tid))
+        })
+    }
+
+    fn revert(
+        &self,
+        eid: &EventId,
+        tid: &TicketId,
+        actor: &str,
+        reason: &str,
+    ) -> Result<usize, StoreError> {
+        self.write(|tx| {
+            // The ticket lock keeps a redemption from slipping in between.
+            if lock_status(tx, eid, tid)?.is_none() {
+                return Err(StoreError::NotFound(format!("ticket {tid}")));
+            }
+            let ids: Vec<String> = tx
+                .query(
+                    "UPDATE redemptions SET reverted = TRUE
+                     WHERE eid = $1 AND tid = $2 AND verdict = 'admit' AND NOT reverted
+                     RETURNING redemption_id, n",
+                    &[&eid.as_str(), &tid.as_str()],
+                )?
+                .iter()
+                .map(|r| (r.get::<_, i64>(1), r.get::<_, String>(0)))
+                .collect::<std::collections::BTreeMap<_, _>>()
+                .into_values()
+                .collect();
+            if ids.is_empty() {
+                return Err(StoreError::Conflict(format!(
+                    "ticket {tid} has no admission to revert"
+                )));
+            }
+            let seq = take_seq(tx, 1)?;
+            let mut reverted = read_ticket(tx, eid, tid)?
+                .map(|t| t.reverted)
+                .unwrap_or_default();
+            reverted.extend(ids.iter().cloned());
+            tx.execute(
+                "UPDATE tickets SET reverted = $3, seq = $4 WHERE eid = $1 AND tid = $2",
+                &[&eid.as_str(), &tid.as_str(), &join_ids(&reverted), &seq],
+            )?;
+            audit_line(tx, eid, tid, actor, "revert", reason)?;
+            Ok(ids.len())
+        })
+    }
+
+    fn audit(&self, eid: &EventId) -> Result<Vec<AuditLine>, StoreError> {
+        Ok(self
+            .conn()?
+            .query(
+                "SELECT tid, actor, action, reason, at FROM audit WHERE eid = $1 ORDER BY id",
+                &[&eid.as_str()],
+            )?
+            .iter()
+            .map(|r| AuditLine {
+                tid: r.get(0),
+                actor: r.get(1),
+                action: r.get(2),
+                reason: r.get(3),
+                at: r.get(4),
+            })
+            .collect())
+    }
+
+    fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+}

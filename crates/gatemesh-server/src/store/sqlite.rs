@@ -1,0 +1,501 @@
+//! SQLite storage: one file, zero set-up. One connection behind a mutex; every write is an
+//! immediate transaction, so SQLite's writer lock serialises them.
+
+use std::{path::Path, sync::Mutex};
+
+use gatemesh_ticket::{EventId, TicketId};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use super::{
+    AuditLine, Changes, Event, FirstUse, Origin, RedemptionAnswer, RedemptionRequest, Status,
+    Storage, StoreError, Ticket, answer, from_json, join_ids, now, refuse_inactive, split_ids,
+    ticket_parts, to_json, verdict_str,
+};
+
+/// Layout version of the SQLite file, kept in `PRAGMA user_version`.
+const SCHEMA_VERSION: i64 = 2;
+
+/// SQLite storage: one file, zero set-up.
+#[derive(Debug)]
+pub struct Sqlite {
+    conn: Mutex<Connection>,
+    changes: Changes,
+}
+
+impl Sqlite {
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let conn = Connection::open(path)?;
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        let tables: i64 = conn.query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'",
+            [],
+            |r| r.get(0),
+        )?;
+        if tables > 0 && version != SCHEMA_VERSION {
+            return Err(StoreError::Conflict(format!(
+                "{} holds schema version {version}; this gatemesh reads version {SCHEMA_VERSION}",
+                path.display()
+            )));
+        }
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS events (
+                 id TEXT PRIMARY KEY, name TEXT NOT NULL, capacity INTEGER,
+                 starts_at TEXT, ends_at TEXT);
+             CREATE TABLE IF NOT EXISTS seq (id INTEGER PRIMARY KEY CHECK (id = 1), value INTEGER NOT NULL);
+             INSERT OR IGNORE INTO seq (id, value) VALUES (1, 0);
+             CREATE TABLE IF NOT EXISTS tickets (
+                 eid TEXT NOT NULL REFERENCES events (id), tid TEXT NOT NULL,
+                 seat TEXT, format TEXT NOT NULL, code TEXT NOT NULL,
+                 status TEXT NOT NULL, transferred_to TEXT, transferred_from TEXT,
+                 holder TEXT, void_reason TEXT, reverted TEXT NOT NULL DEFAULT '',
+                 seq INTEGER NOT NULL,
+                 PRIMARY KEY (eid, tid));
+             CREATE INDEX IF NOT EXISTS tickets_by_seq ON tickets (eid, seq);
+             CREATE TABLE IF NOT EXISTS redemptions (
+                 redemption_id TEXT PRIMARY KEY, eid TEXT NOT NULL, tid TEXT NOT NULL,
+                 gate TEXT NOT NULL, scanner TEXT NOT NULL, at TEXT NOT NULL,
+                 record TEXT, journal INTEGER NOT NULL,
+                 verdict TEXT NOT NULL, answer TEXT NOT NULL,
+                 reverted INTEGER NOT NULL DEFAULT 0);
+             CREATE INDEX IF NOT EXISTS redemptions_by_ticket ON redemptions (eid, tid);
+             CREATE TABLE IF NOT EXISTS audit (
+                 id INTEGER PRIMARY KEY AUTOINCREMENT, eid TEXT NOT NULL, tid TEXT,
+                 actor TEXT NOT NULL, action TEXT NOT NULL, reason TEXT NOT NULL, at TEXT NOT NULL);",
+        )?;
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+        Ok(Self {
+            conn: Mutex::new(conn),
+            changes: Changes::new(),
+        })
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves SQLite consistent (transactions roll back),
+        // so a poisoned lock is still safe to use.
+        self.conn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Runs `f` in an immediate transaction that changes tickets, commits, then tells
+    /// change-feed listeners.
+    fn write<T>(
+        &self,
+        f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let out = f(&tx)?;
+        tx.commit()?;
+        drop(conn);
+        self.changes.bump();
+        Ok(out)
+    }
+}
+
+/// Takes `n` values of the change sequence; returns the first.
+fn take_seq(tx: &rusqlite::Transaction<'_>, n: usize) -> rusqlite::Result<i64> {
+    let last: i64 = tx.query_row(
+        "UPDATE seq SET value = value + ?1 WHERE id = 1 RETURNING value",
+        [n as i64],
+        |r| r.get(0),
+    )?;
+    Ok(last - n as i64 + 1)
+}
+
+const TICKET_COLUMNS: &str = "tid, eid, seat, format, code, status, transferred_to, \
+     transferred_from, holder, void_reason, reverted, seq";
+
+type TicketRow = (
+    String,
+    String,
+    Option<String>,
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    String,
+    i64,
+);
+
+fn ticket_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TicketRow> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
+        r.get(7)?,
+        r.get(8)?,
+        r.get(9)?,
+        r.get(10)?,
+        r.get(11)?,
+    ))
+}
+
+fn ticket_from(row: TicketRow) -> Result<Ticket, StoreError> {
+    let (tid, eid, seat, format, code, status, to, from, holder, void_reason, reverted, seq) = row;
+    let (tid, eid, format, status) = ticket_parts(tid, eid, format, status)?;
+    let id = |t: Option<String>| t.and_then(|t| TicketId::new(t).ok());
+    Ok(Ticket {
+        tid,
+        eid,
+        seat,
+        format,
+        code,
+        status,
+        transferred_to: id(to),
+        transferred_from: id(from),
+        holder,
+        void_reason,
+        reverted: split_ids(&reverted),
+        seq,
+    })
+}
+
+fn read_ticket(
+    conn: &Connection,
+    eid: &EventId,
+    tid: &TicketId,
+) -> Result<Option<Ticket>, StoreError> {
+    conn.query_row(
+        &format!("SELECT {TICKET_COLUMNS} FROM tickets WHERE eid = ?1 AND tid = ?2"),
+        [eid.as_str(), tid.as_str()],
+        ticket_row,
+    )
+    .optional()?
+    .map(ticket_from)
+    .transpose()
+}
+
+fn status_of(
+    conn: &Connection,
+    eid: &EventId,
+    tid: &TicketId,
+) -> Result<Option<Status>, StoreError> {
+    conn.query_row(
+        "SELECT status FROM tickets WHERE eid = ?1 AND tid = ?2",
+        [eid.as_str(), tid.as_str()],
+        |r| r.get::<_, String>(0),
+    )
+    .optional()?
+    .map(|s| Status::parse(&s))
+    .transpose()
+}
+
+impl Storage for Sqlite {
+    fn create_event(&self, e: &Event) -> Result<(), StoreError> {
+        let n = self.conn().execute(
+            "INSERT OR IGNORE INTO events (id, name, capacity, starts_at, ends_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![e.id.as_str(), e.name, e.capacity, e.starts_at, e.ends_at],
+        )?;
+        if n == 0 {
+            return Err(StoreError::Exists(format!("event {}", e.id)));
+        }
+        Ok(())
+    }
+
+    fn events(&self) -> Result<Vec<Event>, StoreError> {
+        let conn = self.conn();
+        let mut stmt =
+            conn.prepare("SELECT id, name, capacity, starts_at, ends_at FROM events ORDER BY id")?;
+        let rows = stmt.query_map([], event_row)?;
+        rows.map(|r| event_from(r?)).collect()
+    }
+
+    fn event(&self, id: &EventId) -> Result<Option<Event>, StoreError> {
+        self.conn()
+            .query_row(
+                "SELECT id, name, capacity, starts_at, ends_at FROM events WHERE id = ?1",
+                [id.as_str()],
+                event_row,
+            )
+            .optional()?
+            .map(event_from)
+            .transpose()
+    }
+
+    fn insert_tickets(&self, tickets: &[Ticket]) -> Result<(), StoreError> {
+        self.write(|tx| {
+            let first = take_seq(tx, tickets.len())?;
+            for (i, t) in tickets.iter().enumerate() {
+                insert_ticket(tx, t, first + i as i64)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn ticket(&self, eid: &EventId, tid: &TicketId) -> Result<Option<Ticket>, StoreError> {
+        read_ticket(&self.conn(), eid, tid)
+    }
+
+    fn void(
+        &self,
+        eid: &EventId,
+        tid: &TicketId,
+        actor: &str,
+        reason: &str,
+    ) -> Result<Ticket, StoreError> {
+        self.write(|tx| {
+            refuse_inactive(tid, status_of(tx, eid, tid)?)?;
+            let seq = take_seq(tx, 1)?;
+            tx.execute(
+                "UPDATE tickets SET status = 'void', void_reason = ?3, seq = ?4 WHERE eid = ?1 AND tid = ?2",
+                params![eid.as_str(), tid.as_str(), reason, seq],
+            )?;
+            audit_line(tx, eid, tid, actor, "void", reason)?;
+            read_ticket(tx, eid, tid)?.ok_or_else(|| StoreError::NotFound(format!("ticket {tid}")))
+        })
+    }
+
+    fn redeem(
+        &self,
+        eid: &EventId,
+        req: &RedemptionRequest,
+        origin: Origin,
+    ) -> Result<RedemptionAnswer, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let stored: Option<(String, String)> = tx
+            .query_row(
+                "SELECT eid, answer FROM redemptions WHERE redemption_id = ?1",
+                [&req.redemption_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        if let Some((stored_eid, answer)) = stored {
+            // A retry: the stored answer, whatever happened since.
+            if stored_eid != eid.as_str() {
+                return Err(StoreError::Conflict(format!(
+                    "redemption {} belongs to another event",
+                    req.redemption_id
+                )));
+            }
+            return from_json(&answer);
+        }
+        let status = status_of(&tx, eid, &req.tid)?;
+        let first = if status == Some(Status::Active) {
+            tx.query_row(
+                "SELECT redemption_id, gate, scanner, at, record FROM redemptions
+                 WHERE eid = ?1 AND tid = ?2 AND verdict = 'admit' AND reverted = 0
+                 ORDER BY rowid LIMIT 1",
+                [eid.as_str(), req.tid.as_str()],
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, Option<String>>(4)?,
+                    ))
+                },
+            )
+            .optional()?
+            .map(|(redemption_id, gate, scanner, at, record)| {
+                Ok::<_, StoreError>(FirstUse {
+                    redemption_id,
+                    gate,
+                    scanner,
+                    at,
+                    record: record.as_deref().map(from_json).transpose()?,
+                })
+            })
+            .transpose()?
+        } else {
+            None
+        };
+        let answer = answer(status, first);
+        let record = req.record.as_ref().map(to_json).transpose()?;
+        tx.execute(
+            "INSERT INTO redemptions
+               (redemption_id, eid, tid, gate, scanner, at, record, journal, verdict, answer)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![
+                req.redemption_id,
+                eid.as_str(),
+                req.tid.as_str(),
+                req.gate,
+                req.scanner,
+                req.at,
+                record,
+                origin == Origin::Journal,
+                verdict_str(answer.verdict),
+                to_json(&answer)?
+            ],
+        )?;
+        tx.commit()?;
+        Ok(answer)
+    }
+
+    fn transfer(&self, old: &TicketId, new: &Ticket, actor: &str) -> Result<(), StoreError> {
+        let eid = &new.eid;
+        self.write(|tx| {
+            refuse_inactive(old, status_of(tx, eid, old)?)?;
+            let seq = take_seq(tx, 2)?;
+            tx.execute(
+                "UPDATE tickets SET status = 'transferred', transferred_to = ?3, seq = ?4
+                 WHERE eid = ?1 AND tid = ?2",
+                params![eid.as_str(), old.as_str(), new.tid.as_str(), seq],
+            )?;
+            insert_ticket(tx, new, seq + 1)?;
+            audit_line(tx, eid, old, actor, "transfer", &format!("to {}", new.tid))
+        })
+    }
+
+    fn revert(
+        &self,
+        eid: &EventId,
+        tid: &TicketId,
+        actor: &str,
+        reason: &str,
+    ) -> Result<usize, StoreError> {
+        self.write(|tx| {
+            let ids: Vec<String> = {
+                let mut stmt = tx.prepare(
+                    "SELECT redemption_id FROM redemptions
+                     WHERE eid = ?1 AND tid = ?2 AND verdict = 'admit' AND reverted = 0
+                     ORDER BY rowid",
+                )?;
+                let rows = stmt.query_map([eid.as_str(), tid.as_str()], |r| r.get(0))?;
+                rows.collect::<Result<_, _>>()?
+            };
+            if ids.is_empty() {
+                return Err(StoreError::Conflict(format!(
+                    "ticket {tid} has no admission to revert"
+                )));
+            }
+            tx.execute(
+                "UPDATE redemptions SET reverted = 1 WHERE eid = ?1 AND tid = ?2 AND verdict = 'admit' AND reverted = 0",
+                [eid.as_str(), tid.as_str()],
+            )?;
+            let seq = take_seq(tx, 1)?;
+            let mut reverted = read_ticket(tx, eid, tid)?
+                .map(|t| t.reverted)
+                .unwrap_or_default();
+            reverted.extend(ids.iter().cloned());
+            tx.execute(
+                "UPDATE tickets SET reverted = ?3, seq = ?4 WHERE eid = ?1 AND tid = ?2",
+                params![eid.as_str(), tid.as_str(), join_ids(&reverted), seq],
+            )?;
+            audit_line(tx, eid, tid, actor, "revert", reason)?;
+            Ok(ids.len())
+        })
+    }
+
+    fn audit(&self, eid: &EventId) -> Result<Vec<AuditLine>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(
+            "SELECT tid, actor, action, reason, at FROM audit WHERE eid = ?1 ORDER BY id",
+        )?;
+        let rows = stmt.query_map([eid.as_str()], |r| {
+            Ok(AuditLine {
+                tid: r.get(0)?,
+                actor: r.get(1)?,
+                action: r.get(2)?,
+                reason: r.get(3)?,
+                at: r.get(4)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn manifest(
+        &self,
+        eid: &EventId,
+        since: Option<i64>,
+    ) -> Result<(i64, Vec<Ticket>), StoreError> {
+        let mut conn = self.conn();
+        // One read transaction: the cursor and the rows come from the same snapshot.
+        let tx = conn.transaction()?;
+        let cursor: i64 = tx.query_row("SELECT value FROM seq WHERE id = 1", [], |r| r.get(0))?;
+        let rows: Vec<TicketRow> = {
+            let mut stmt = tx.prepare(&format!(
+                "SELECT {TICKET_COLUMNS} FROM tickets WHERE eid = ?1 AND seq > ?2 AND seq <= ?3 ORDER BY seq"
+            ))?;
+            let rows = stmt.query_map(
+                params![eid.as_str(), since.unwrap_or(0), cursor],
+                ticket_row,
+            )?;
+            rows.collect::<Result<_, _>>()?
+        };
+        tx.commit()?;
+        let tickets = rows
+            .into_iter()
+            .map(ticket_from)
+            .collect::<Result<_, _>>()?;
+        Ok((cursor, tickets))
+    }
+
+    fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+}
+
+fn audit_line(
+    tx: &rusqlite::Transaction<'_>,
+    eid: &EventId,
+    tid: &TicketId,
+    actor: &str,
+    action: &str,
+    reason: &str,
+) -> Result<(), StoreError> {
+    tx.execute(
+        "INSERT INTO audit (eid, tid, actor, action, reason, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![eid.as_str(), tid.as_str(), actor, action, reason, now()],
+    )?;
+    Ok(())
+}
+
+/// Inserts a new active ticket at sequence number `seq`; a taken id is `Exists`.
+fn insert_ticket(tx: &rusqlite::Transaction<'_>, t: &Ticket, seq: i64) -> Result<(), StoreError> {
+    let from = t.transferred_from.as_ref().map(TicketId::as_str);
+    let inserted = tx
+        .prepare_cached(
+            "INSERT INTO tickets
+               (tid, eid, seat, format, code, status, transferred_from, holder, seq)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'active', ?6, ?7, ?8)",
+        )?
+        .execute(params![
+            t.tid.as_str(),
+            t.eid.as_str(),
+            t.seat,
+            t.format.as_str(),
+            t.code,
+            from,
+            t.holder,
+            seq
+        ]);
+    match inserted {
+        Ok(_) => Ok(()),
+        Err(rusqlite::Error::SqliteFailure(e, _))
+            if e.code == rusqlite::ErrorCode::ConstraintViolation =>
+        {
+            Err(StoreError::Exists(format!("ticket {}", t.tid)))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+type EventRow = (String, String, Option<u32>, Option<String>, Option<String>);
+
+fn event_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EventRow> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+}
+
+fn event_from((id, name, capacity, starts_at, ends_at): EventRow) -> Result<Event, StoreError> {
+    Ok(Event {
+        id: EventId::new(&id).map_err(|_| StoreError::Corrupt(format!("event id {id:?}")))?,
+        name,
+        capacity,
+        starts_at,
+        ends_at,
+    })
+}

@@ -1,0 +1,71 @@
+//! A fresh PostgreSQL database per test, on the cluster the test command started
+//! (`scripts/pg.sh start`; its URL in `GATEMESH_TEST_PG`).
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The URL of the test cluster's maintenance database. Panics with directions when the tests
+/// were started without one: the PostgreSQL half of the suite must not pass by skipping.
+pub fn cluster_url() -> String {
+    std::env::var("GATEMESH_TEST_PG").unwrap_or_else(|_| {
+        panic!(
+            "GATEMESH_TEST_PG is not set: run the tests with scripts/test.sh, or start a \
+             cluster with `export GATEMESH_TEST_PG=$(scripts/pg.sh start)`"
+        )
+    })
+}
+
+/// A database that exists for as long as this value; dropped with `DROP DATABASE … FORCE`.
+#[derive(Debug)]
+pub struct Database {
+    pub url: String,
+    name: String,
+    admin: String,
+}
+
+impl Database {
+    pub fn fresh() -> Self {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let admin = cluster_url();
+        let name = format!(
+            "gm_test_{}_{}_{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.subsec_nanos())
+                .unwrap_or(0)
+        );
+        run(&admin, &format!("CREATE DATABASE {name}"))
+            .unwrap_or_else(|e| panic!("creating database {name} at {admin}: {e}"));
+        let base = admin.rsplit_once('/').map_or(admin.as_str(), |(b, _)| b);
+        Self {
+            url: format!("{base}/{name}"),
+            name,
+            admin,
+        }
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        let _ = run(
+            &self.admin,
+            &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name),
+        );
+    }
+}
+
+/// Runs one statement on a plain thread (the synchronous client cannot run on an async one,
+/// and tests call this from both).
+fn run(url: &str, sql: &str) -> Result<(), String> {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let mut client =
+                    postgres::Client::connect(url, postgres::NoTls).map_err(|e| e.to_string())?;
+                client.batch_execute(sql).map_err(|e| e.to_string())
+            })
+            .join()
+            .unwrap_or_else(|_| Err("the database thread panicked".into()))
+    })
+}
