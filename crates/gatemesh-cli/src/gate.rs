@@ -63,6 +63,13 @@ pub struct Args {
     /// Announce and browse only on this interface; repeat for several.
     #[arg(long = "mdns-interface", value_name = "NAME", requires = "identity")]
     mdns_interfaces: Vec<String>,
+    /// The central server (http(s)://HOST:PORT): the gate pulls the manifest and its
+    /// changes, and uploads every redemption it knows, whenever the uplink works.
+    #[arg(long, value_name = "URL", requires = "server_token")]
+    server: Option<String>,
+    /// The gate's credential for the server (also from GATEMESH_SERVER_TOKEN).
+    #[arg(long, env = "GATEMESH_SERVER_TOKEN", hide_env_values = true)]
+    server_token: Option<String>,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -122,6 +129,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
             }
             None => None,
         };
+        if let (Some(server), Some(token)) = (&args.server, &args.server_token) {
+            node.start_uplink(gatemesh_node::UplinkConfig {
+                server: server.clone(),
+                token: token.clone(),
+            })?;
+        }
         let listener = tokio::net::TcpListener::bind(args.api)
             .await
             .with_context(|| format!("listening on {}", args.api))?;

@@ -25,7 +25,7 @@ use gatemesh_ticket::{EventId, TicketId};
 use serde::{Serialize, de::DeserializeOwned};
 
 use crate::{
-    model::{AuditEntry, HlcClock, NodeId, Redemption, Resolution, Status},
+    model::{AuditEntry, HlcClock, NodeId, Redemption, RedemptionId, Resolution, Status},
     state::TicketState,
 };
 
@@ -428,6 +428,33 @@ impl Ledger {
     /// Number of redemptions recorded, reverted ones included.
     pub fn redemption_count(&self) -> usize {
         self.doc.length(&self.roots.redemptions)
+    }
+
+    /// The first `limit` redemptions whose id passes `keep`, in ticket order. `keep` sees
+    /// every id (so it can count); it filters on the key, so redemptions left out cost no
+    /// parsing.
+    pub fn redemptions_where(
+        &self,
+        mut keep: impl FnMut(&str) -> bool,
+        limit: usize,
+    ) -> Vec<Redemption> {
+        let mut out = Vec::new();
+        for item in self.doc.map_range(&self.roots.redemptions, ..) {
+            let kept = item.key.split_once(',').is_some_and(|(_, id)| keep(id));
+            if kept && out.len() < limit {
+                out.extend(text(&item.value).and_then(parse::<Redemption>));
+            }
+        }
+        out
+    }
+
+    /// Whether a redemption with this id is recorded for `tid`.
+    pub fn has_redemption(&self, tid: &TicketId, id: &RedemptionId) -> bool {
+        self.doc
+            .get(&self.roots.redemptions, format!("{tid},{id}"))
+            .ok()
+            .flatten()
+            .is_some()
     }
 
     /// Every redemption, in ticket order.

@@ -285,7 +285,10 @@ async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
         "flagged": snap.flagged,
         "manifest_tickets": snap.manifest_tickets,
         "peers": peers,
-        "uplink": { "state": "not_configured" },
+        "uplink": match s.node.uplink_status() {
+            Some(u) => json!(u),
+            None => json!(null),
+        },
     })))
 }
 

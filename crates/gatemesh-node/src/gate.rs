@@ -7,8 +7,8 @@ use std::{collections::HashSet, path::PathBuf};
 
 use gatemesh_ledger::{
     Action, Answer, AuditEntry, Direction, Durability, Ledger, Listing, Outcome, Policy, Reason,
-    Redemption, RedemptionId, Resolution, ResolutionId, Scan, Status, Store, StoredChange,
-    TicketState, Verdict, decide,
+    Redemption, RedemptionId, Resolution, ResolutionId, Scan, Standing, Status, Store,
+    StoredChange, TicketState, Verdict, decide,
 };
 use gatemesh_ticket::{Claims, TicketId, Verified, VerifyError};
 use serde::Serialize;
@@ -116,8 +116,53 @@ pub(crate) enum Command {
     PeerLag {
         reply: Reply<std::collections::HashMap<String, Option<usize>>>,
     },
+    /// The uplink asks for redemptions it has not sent yet (ids not in `sent`).
+    /// Replies with up to `limit` of them and how many there are in all.
+    Unsent {
+        sent: std::sync::Arc<HashSet<String>>,
+        limit: usize,
+        reply: Reply<(Vec<Redemption>, usize)>,
+    },
+    /// What the server said, to write into the ledger.
+    FromServer {
+        update: ServerUpdate,
+        reply: Reply<usize>,
+    },
     /// Finish what is queued, compact and stop.
     Shutdown,
+}
+
+/// A ticket as the server's manifest or change stream describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerTicket {
+    pub tid: TicketId,
+    pub standing: Standing,
+    /// Redemptions of this ticket that staff reverted at the server.
+    pub reverted: Vec<RedemptionId>,
+    /// For a ticket flagged at the server: every admission gates reported.
+    pub admissions: Vec<Redemption>,
+    /// Staff's decision on the flag, taken at the server.
+    pub resolution: Option<ServerDecision>,
+}
+
+/// A resolution taken at the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerDecision {
+    pub action: Action,
+    pub staff: String,
+    pub note: String,
+    pub covers: Vec<RedemptionId>,
+}
+
+/// One batch of news from the server.
+#[derive(Debug, Clone, Default)]
+pub struct ServerUpdate {
+    pub tickets: Vec<ServerTicket>,
+    /// `tickets` is the whole manifest: it becomes the gate's listing.
+    pub full: bool,
+    /// Redemptions the server knows of (another gate's admission of a ticket this gate also
+    /// admitted); written into the ledger, where concurrent admissions become flags.
+    pub learned: Vec<Redemption>,
 }
 
 /// A reply held back until the batch's changes are on disk.
@@ -357,6 +402,22 @@ impl Writer {
                 defer(reply, result)
             }
             Command::Sync(request) => self.sync(request, changes, events),
+            Command::Unsent { sent, limit, reply } => {
+                let mut total = 0;
+                let unsent = self.ledger.redemptions_where(
+                    |id| {
+                        let new = !sent.contains(id);
+                        total += usize::from(new);
+                        new
+                    },
+                    limit,
+                );
+                defer(reply, Ok((unsent, total)))
+            }
+            Command::FromServer { update, reply } => {
+                let result = self.apply_server_news(update, changes, events);
+                defer(reply, result)
+            }
             Command::PeerLag { reply } => {
                 let lag = self
                     .peers
@@ -493,6 +554,112 @@ impl Writer {
         };
         events.push(NodeEvent::Verdict(Box::new(result.clone())));
         Ok(result)
+    }
+
+    /// Writes the server's word into the ledger where it says something new; returns how
+    /// many records were written.
+    fn apply_server_news(
+        &mut self,
+        update: ServerUpdate,
+        changes: &mut Vec<StoredChange>,
+        events: &mut Vec<NodeEvent>,
+    ) -> Result<usize, NodeError> {
+        let before: HashSet<TicketId> = self.ledger.flagged().cloned().collect();
+        let mut written = 0;
+        if update.full {
+            self.manifest = Some(update.tickets.iter().map(|t| t.tid.clone()).collect());
+        } else if let Some(listed) = &mut self.manifest {
+            listed.extend(update.tickets.iter().map(|t| t.tid.clone()));
+        }
+        for t in &update.tickets {
+            let state = self.ledger.ticket(&t.tid);
+            if state.standing() != t.standing {
+                let now = now_ms();
+                let status = Status {
+                    tid: t.tid.clone(),
+                    standing: t.standing.clone(),
+                    by: "server".into(),
+                    at_ms: now,
+                    hlc: self.ledger.tick(now),
+                };
+                changes.extend(self.ledger.record_status(&status, "from the server")?);
+                written += 1;
+            }
+            let covered: HashSet<&RedemptionId> = state
+                .resolutions
+                .iter()
+                .filter(|r| r.action == Action::Revert)
+                .flat_map(|r| &r.covers)
+                .collect();
+            let covers: Vec<RedemptionId> = t
+                .reverted
+                .iter()
+                .filter(|id| !covered.contains(id))
+                .cloned()
+                .collect();
+            if !covers.is_empty() {
+                let now = now_ms();
+                let resolution = Resolution {
+                    id: ResolutionId::random(),
+                    tid: t.tid.clone(),
+                    action: Action::Revert,
+                    staff: "server".into(),
+                    note: "reverted at the server".into(),
+                    node: self.ledger.node().clone(),
+                    at_ms: now,
+                    hlc: self.ledger.tick(now),
+                    covers,
+                };
+                changes.extend(self.ledger.record_resolution(&resolution)?);
+                written += 1;
+            }
+        }
+        for t in &update.tickets {
+            for r in &t.admissions {
+                if !self.ledger.has_redemption(&r.tid, &r.id) {
+                    changes.extend(self.ledger.record_redemption(r)?);
+                    written += 1;
+                }
+            }
+            let Some(decision) = &t.resolution else {
+                continue;
+            };
+            let state = self.ledger.ticket(&t.tid);
+            let known = state.resolutions.iter().any(|r| {
+                r.action == decision.action && decision.covers.iter().all(|c| r.covers.contains(c))
+            });
+            if !known && !decision.covers.is_empty() {
+                let now = now_ms();
+                let resolution = Resolution {
+                    id: ResolutionId::random(),
+                    tid: t.tid.clone(),
+                    action: decision.action,
+                    staff: decision.staff.clone(),
+                    note: format!("{} (at the server)", decision.note),
+                    node: self.ledger.node().clone(),
+                    at_ms: now,
+                    hlc: self.ledger.tick(now),
+                    covers: decision.covers.clone(),
+                };
+                changes.extend(self.ledger.record_resolution(&resolution)?);
+                events.push(NodeEvent::Resolved {
+                    tid: t.tid.clone(),
+                    action: decision.action,
+                    staff: decision.staff.clone(),
+                });
+                written += 1;
+            }
+        }
+        for r in &update.learned {
+            if !self.ledger.has_redemption(&r.tid, &r.id) {
+                changes.extend(self.ledger.record_redemption(r)?);
+                written += 1;
+            }
+        }
+        for tid in self.ledger.flagged().filter(|t| !before.contains(*t)) {
+            events.push(NodeEvent::Flagged { tid: tid.clone() });
+        }
+        Ok(written)
     }
 
     fn resolve(

@@ -21,6 +21,7 @@ pub mod api;
 mod gate;
 mod ledger_file;
 mod manifest;
+mod uplink;
 
 use std::{
     fs::File,
@@ -39,6 +40,7 @@ pub use ledger_file::{
 };
 pub use manifest::Manifest;
 use tokio::sync::{broadcast, mpsc, oneshot};
+pub use uplink::{UplinkConfig, UplinkStatus};
 
 /// Errors a caller of the node can see. Cloneable: one failed commit answers many requests.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -121,6 +123,8 @@ struct Shared {
     /// Set when the device's certificate names it an observer (a manager's laptop): it
     /// receives everything and may resolve flags, but admits no one.
     observer: std::sync::atomic::AtomicBool,
+    data_dir: PathBuf,
+    uplink: std::sync::Mutex<Option<Arc<uplink::Uplink>>>,
     _lock: File,
 }
 
@@ -227,6 +231,8 @@ impl Node {
                 changed: changed_rx,
                 mesh: std::sync::Mutex::new(None),
                 observer: std::sync::atomic::AtomicBool::new(false),
+                data_dir: config.data_dir.clone(),
+                uplink: std::sync::Mutex::new(None),
                 _lock: lock,
             }),
         })
@@ -412,6 +418,10 @@ impl Node {
 
     /// Stops taking commands, lets the writer finish and compact, and waits for it.
     pub async fn shutdown(self) {
+        let uplink = self.shared.uplink.lock().ok().and_then(|mut u| u.take());
+        if let Some(uplink) = uplink {
+            uplink.stop.send_replace(true);
+        }
         let mesh = self.shared.mesh.lock().ok().and_then(|mut m| m.take());
         if let Some(mesh) = mesh {
             mesh.shutdown().await;

@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 
 use crate::{
     Server,
-    store::{Event, Origin, RedemptionRequest, StoreError, Ticket},
+    store::{Event, FirstUse, Origin, RedemptionRequest, ServerResolution, StoreError, Ticket},
 };
 
 const BODY_LIMIT: usize = 64 * 1024;
@@ -159,6 +159,9 @@ pub fn router(server: Server) -> Router {
         .route("/v1/events/{eid}/tickets/{tid}/revert", post(revert))
         .route("/v1/events/{eid}/tickets/{tid}/chain", get(chain))
         .route("/v1/events/{eid}/audit", get(audit))
+        .route("/v1/events/{eid}/stats", get(stats))
+        .route("/v1/events/{eid}/flags", get(flags))
+        .route("/v1/events/{eid}/flags/{tid}/resolve", post(resolve))
         .route("/v1/events/{eid}/manifest", get(manifest))
         .route("/v1/events/{eid}/changes", get(changes))
         .route(
@@ -312,6 +315,8 @@ fn signed_ticket(
         holder,
         void_reason: None,
         reverted: Vec::new(),
+        flagged: false,
+        resolution: None,
         seq: 0,
     })
 }
@@ -388,10 +393,20 @@ async fn get_ticket(
 ) -> Result<Json<Value>, ApiError> {
     let (eid, tid) = (event_id(&eid)?, ticket_id(&tid)?);
     let t = tid.clone();
-    let ticket = blocking(&s, move |st| st.ticket(&eid, &t))
-        .await?
-        .ok_or_else(|| no_ticket(&tid))?;
-    Ok(Json(ticket_json(&ticket)))
+    let (ticket, admissions) = blocking(&s, move |st| {
+        let Some(ticket) = st.ticket(&eid, &t)? else {
+            return Ok(None);
+        };
+        let admissions = st.admissions(&eid, &t)?;
+        Ok(Some((ticket, admissions)))
+    })
+    .await?
+    .ok_or_else(|| no_ticket(&tid))?;
+    let mut body = ticket_json(&ticket);
+    body["admissions"] = json!(admissions);
+    body["flagged"] = json!(ticket.flagged);
+    body["resolution"] = json!(ticket.resolution);
+    Ok(Json(body))
 }
 
 #[derive(Deserialize)]
@@ -440,13 +455,39 @@ async fn manifest(
     let Query(q) = query.map_err(|e| bad(e.body_text()))?;
     let eid = event_id(&eid)?;
     known_event(&s, &eid).await?;
-    let (cursor, tickets) = blocking(&s, move |st| st.manifest(&eid, q.since)).await?;
-    let list: Vec<Value> = tickets.iter().map(manifest_entry).collect();
+    let (cursor, tickets) = blocking(&s, move |st| manifest_read(st, &eid, q.since)).await?;
+    let list: Vec<Value> = tickets.iter().map(|(t, a)| manifest_entry(t, a)).collect();
     Ok(Json(json!({ "cursor": cursor, "tickets": list })))
 }
 
-/// A ticket as gates need it: its standing, and the admissions staff reverted.
-fn manifest_entry(t: &Ticket) -> Value {
+/// A ticket and, when it is flagged or resolved, the admissions involved.
+type WithAdmissions = (Ticket, Vec<FirstUse>);
+
+/// The manifest (or a delta), with the admissions of every flagged or resolved ticket, so
+/// gates can write them into their ledgers.
+fn manifest_read(
+    st: &dyn crate::store::Storage,
+    eid: &EventId,
+    since: Option<i64>,
+) -> Result<(i64, Vec<WithAdmissions>), StoreError> {
+    let (cursor, tickets) = st.manifest(eid, since)?;
+    let with = tickets
+        .into_iter()
+        .map(|t| {
+            let admissions = if t.flagged || t.resolution.is_some() {
+                st.admissions(eid, &t.tid)?
+            } else {
+                Vec::new()
+            };
+            Ok((t, admissions))
+        })
+        .collect::<Result<_, StoreError>>()?;
+    Ok((cursor, with))
+}
+
+/// A ticket as gates need it: its standing, the admissions staff reverted, and for a flag
+/// the admissions involved and staff's decision.
+fn manifest_entry(t: &Ticket, admissions: &[FirstUse]) -> Value {
     let mut entry = json!({ "tid": t.tid, "seat": t.seat, "status": t.status });
     if let Some(to) = &t.transferred_to {
         entry["to"] = json!(to);
@@ -456,6 +497,15 @@ fn manifest_entry(t: &Ticket) -> Value {
     }
     if !t.reverted.is_empty() {
         entry["reverted"] = json!(t.reverted);
+    }
+    if t.flagged {
+        entry["flagged"] = json!(true);
+    }
+    if let Some(r) = &t.resolution {
+        entry["resolution"] = json!(r);
+    }
+    if !admissions.is_empty() {
+        entry["admissions"] = json!(admissions);
     }
     entry
 }
@@ -495,7 +545,7 @@ async fn changes(
         loop {
             wake.mark_unchanged();
             let e = eid.clone();
-            let read = blocking(&s, move |st| st.manifest(&e, Some(cursor))).await;
+            let read = blocking(&s, move |st| manifest_read(st, &e, Some(cursor))).await;
             let Ok((now, tickets)) = read else {
                 // The database is away: tell the client, which reconnects from its cursor.
                 let _ = tx
@@ -507,14 +557,14 @@ async fn changes(
                     .await;
                 return;
             };
-            let chunks: Vec<&[Ticket]> = tickets.chunks(CHANGES_CHUNK).collect();
+            let chunks: Vec<&[WithAdmissions]> = tickets.chunks(CHANGES_CHUNK).collect();
             for (i, chunk) in chunks.iter().enumerate() {
                 let id = if i + 1 == chunks.len() {
                     now
                 } else {
-                    chunk.last().map_or(now, |t| t.seq)
+                    chunk.last().map_or(now, |(t, _)| t.seq)
                 };
-                let list: Vec<Value> = chunk.iter().map(manifest_entry).collect();
+                let list: Vec<Value> = chunk.iter().map(|(t, a)| manifest_entry(t, a)).collect();
                 let data = json!({ "cursor": id, "tickets": list }).to_string();
                 let event = SseEvent::default()
                     .event("tickets")
@@ -760,4 +810,73 @@ async fn audit(State(s): State<Server>, Path(eid): Path<String>) -> Result<Json<
     known_event(&s, &eid).await?;
     let lines = blocking(&s, move |st| st.audit(&eid)).await?;
     Ok(Json(json!({ "audit": lines })))
+}
+
+async fn stats(State(s): State<Server>, Path(eid): Path<String>) -> Result<Json<Value>, ApiError> {
+    let eid = event_id(&eid)?;
+    known_event(&s, &eid).await?;
+    let counts = blocking(&s, move |st| st.counts(&eid)).await?;
+    Ok(Json(json!(counts)))
+}
+
+/// Flagged tickets, each with the admissions that made the flag.
+async fn flags(State(s): State<Server>, Path(eid): Path<String>) -> Result<Json<Value>, ApiError> {
+    let eid = event_id(&eid)?;
+    known_event(&s, &eid).await?;
+    let flags = blocking(&s, move |st| {
+        st.flags(&eid)?
+            .into_iter()
+            .map(|t| {
+                let a = st.admissions(&eid, &t.tid)?;
+                Ok((t, a))
+            })
+            .collect::<Result<Vec<_>, StoreError>>()
+    })
+    .await?;
+    let list: Vec<Value> = flags
+        .iter()
+        .map(|(t, a)| json!({ "tid": t.tid, "seat": t.seat, "status": t.status, "admissions": a }))
+        .collect();
+    Ok(Json(json!({ "flags": list })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResolveRequest {
+    action: gatemesh_ledger::Action,
+    staff: String,
+    #[serde(default)]
+    note: String,
+}
+
+/// Staff's decision on a flag: `accept` (same person), `deny` (the ticket is refused from
+/// now on) or `revert` (its admissions are undone). Audited; gates learn it.
+async fn resolve(
+    State(s): State<Server>,
+    Path((eid, tid)): Path<(String, String)>,
+    Body(req): Body<ResolveRequest>,
+) -> Result<Json<Value>, ApiError> {
+    let (eid, tid) = (event_id(&eid)?, ticket_id(&tid)?);
+    if req.staff.trim().is_empty() || req.staff.len() > 64 || req.note.len() > 500 {
+        return Err(bad(
+            "a resolution needs staff (1-64 bytes) and a note of at most 500",
+        ));
+    }
+    let resolved = blocking(&s, move |st| {
+        let covers = st
+            .admissions(&eid, &tid)?
+            .into_iter()
+            .map(|a| a.redemption_id)
+            .collect();
+        let resolution = ServerResolution {
+            action: req.action,
+            staff: req.staff,
+            note: req.note,
+            covers,
+            at: crate::store::now(),
+        };
+        st.resolve(&eid, &tid, &resolution)
+    })
+    .await?;
+    Ok(Json(ticket_json(&resolved)))
 }

@@ -93,8 +93,38 @@ pub struct Ticket {
     pub void_reason: Option<String>,
     /// Redemptions of this ticket that staff reverted (oldest first).
     pub reverted: Vec<String>,
+    /// Gates' journals hold more than one admission of it: staff must look.
+    pub flagged: bool,
+    /// Staff's latest decision on a flag.
+    pub resolution: Option<ServerResolution>,
     /// Position in the change sequence.
     pub seq: i64,
+}
+
+/// Staff's decision on a flagged ticket, taken at the server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerResolution {
+    pub action: gatemesh_ledger::Action,
+    pub staff: String,
+    pub note: String,
+    /// The admissions (redemption ids) the decision is about.
+    pub covers: Vec<String>,
+    pub at: String,
+}
+
+/// What happened at an event, in numbers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    pub tickets: i64,
+    pub void: i64,
+    pub transferred: i64,
+    /// Tickets with an admission that counts.
+    pub admitted: i64,
+    /// Redemption requests answered, by verdict.
+    pub answered_admit: i64,
+    pub answered_duplicate: i64,
+    pub answered_reject: i64,
+    pub flagged: i64,
 }
 
 /// Where a redemption comes from.
@@ -189,6 +219,20 @@ pub trait Storage: Send + Sync + 'static {
         reason: &str,
     ) -> Result<usize, StoreError>;
     fn audit(&self, eid: &EventId) -> Result<Vec<AuditLine>, StoreError>;
+    /// The admissions of a ticket that still count (first one first): online admits and
+    /// every admission a gate's journal reported.
+    fn admissions(&self, eid: &EventId, tid: &TicketId) -> Result<Vec<FirstUse>, StoreError>;
+    /// Tickets flagged and not yet resolved.
+    fn flags(&self, eid: &EventId) -> Result<Vec<Ticket>, StoreError>;
+    /// Records staff's decision on a flagged ticket: `accept` clears the flag, `deny` voids
+    /// the ticket, `revert` undoes its admissions. One transaction, audited.
+    fn resolve(
+        &self,
+        eid: &EventId,
+        tid: &TicketId,
+        resolution: &ServerResolution,
+    ) -> Result<Ticket, StoreError>;
+    fn counts(&self, eid: &EventId) -> Result<Counts, StoreError>;
     /// Wakes whoever waits for ticket changes: the value grows after each committed change
     /// (by this process, or, on PostgreSQL, by any server on the same database).
     fn changes(&self) -> tokio::sync::watch::Receiver<u64>;

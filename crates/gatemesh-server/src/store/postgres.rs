@@ -10,14 +10,15 @@
 use std::{sync::Arc, time::Duration};
 
 use fallible_iterator::FallibleIterator;
+use gatemesh_ledger::Action;
 use gatemesh_ticket::{EventId, TicketId};
 use postgres::{NoTls, Row, Transaction};
 use r2d2_postgres::PostgresConnectionManager;
 
 use super::{
-    AuditLine, Changes, Event, Origin, RedemptionAnswer, RedemptionRequest, Status, Storage,
-    StoreError, Ticket, from_json, join_ids, now, refuse_inactive, split_ids, ticket_parts,
-    to_json,
+    AuditLine, Changes, Counts, Event, FirstUse, Origin, RedemptionAnswer, RedemptionRequest,
+    ServerResolution, Status, Storage, StoreError, Ticket, from_json, join_ids, now,
+    refuse_inactive, split_ids, ticket_parts, to_json,
 };
 
 /// Bumped when the layout changes; kept in `gatemesh_meta`.
@@ -36,9 +37,11 @@ CREATE TABLE IF NOT EXISTS tickets (
     seat TEXT, format TEXT NOT NULL, code TEXT NOT NULL,
     status TEXT NOT NULL, transferred_to TEXT, transferred_from TEXT,
     holder TEXT, void_reason TEXT, reverted TEXT NOT NULL DEFAULT '',
+    flagged BOOLEAN NOT NULL DEFAULT FALSE, resolution TEXT,
     seq BIGINT NOT NULL,
     PRIMARY KEY (eid, tid));
 CREATE INDEX IF NOT EXISTS tickets_by_seq ON tickets (eid, seq);
+CREATE INDEX IF NOT EXISTS tickets_flagged ON tickets (eid) WHERE flagged;
 CREATE TABLE IF NOT EXISTS redemptions (
     n BIGSERIAL, redemption_id TEXT PRIMARY KEY, eid TEXT NOT NULL, tid TEXT NOT NULL,
     gate TEXT NOT NULL, scanner TEXT NOT NULL, at TEXT NOT NULL,
@@ -64,6 +67,7 @@ DECLARE
     v_verdict TEXT;
     v_reason TEXT;
     v_first JSON;
+    v_seq BIGINT;
 BEGIN
     SELECT status INTO v_status FROM tickets WHERE eid = p_eid AND tid = p_tid FOR UPDATE;
     SELECT eid, answer INTO v_eid, v_answer FROM redemptions WHERE redemption_id = p_rid;
@@ -94,6 +98,12 @@ BEGIN
         END IF;
     END IF;
     v_answer := json_build_object('verdict', v_verdict, 'reason', v_reason, 'first', v_first)::text;
+    IF p_journal AND v_verdict = 'duplicate' THEN
+        -- A gate already let this holder in, and someone else was in first: staff must look.
+        UPDATE seq SET value = value + 1 WHERE id = 1 RETURNING value INTO v_seq;
+        UPDATE tickets SET flagged = TRUE, seq = v_seq WHERE eid = p_eid AND tid = p_tid;
+        PERFORM pg_notify('gatemesh_changes', '');
+    END IF;
     INSERT INTO redemptions (redemption_id, eid, tid, gate, scanner, at, record, journal,
                              verdict, answer)
     VALUES (p_rid, p_eid, p_tid, p_gate, p_scanner, p_at, p_record, p_journal,
@@ -276,7 +286,7 @@ fn listen(config: postgres::Config, changes: Arc<Changes>) -> Result<(), StoreEr
 }
 
 const TICKET_COLUMNS: &str = "tid, eid, seat, format, code, status, transferred_to, \
-     transferred_from, holder, void_reason, reverted, seq";
+     transferred_from, holder, void_reason, reverted, flagged, resolution, seq";
 
 fn ticket_from(r: &Row) -> Result<Ticket, StoreError> {
     let (tid, eid, format, status) = ticket_parts(r.get(0), r.get(1), r.get(3), r.get(5))?;
@@ -293,7 +303,9 @@ fn ticket_from(r: &Row) -> Result<Ticket, StoreError> {
         holder: r.get(8),
         void_reason: r.get(9),
         reverted: split_ids(r.get(10)),
-        seq: r.get(11),
+        flagged: r.get(11),
+        resolution: r.get::<_, Option<&str>>(12).map(from_json).transpose()?,
+        seq: r.get(13),
     })
 }
 
@@ -579,7 +591,7 @@ impl Storage for Postgres {
             let ids: Vec<String> = tx
                 .query(
                     "UPDATE redemptions SET reverted = TRUE
-                     WHERE eid = $1 AND tid = $2 AND verdict = 'admit' AND NOT reverted
+                     WHERE eid = $1 AND tid = $2 AND NOT reverted AND (verdict = 'admit' OR journal)
                      RETURNING redemption_id, n",
                     &[&eid.as_str(), &tid.as_str()],
                 )?
@@ -623,6 +635,136 @@ impl Storage for Postgres {
                 at: r.get(4),
             })
             .collect())
+    }
+
+    fn admissions(&self, eid: &EventId, tid: &TicketId) -> Result<Vec<FirstUse>, StoreError> {
+        self.conn()?
+            .query(
+                "SELECT redemption_id, gate, scanner, at, record FROM redemptions
+                 WHERE eid = $1 AND tid = $2 AND NOT reverted AND (verdict = 'admit' OR journal)
+                 ORDER BY n",
+                &[&eid.as_str(), &tid.as_str()],
+            )?
+            .iter()
+            .map(|r| {
+                Ok(FirstUse {
+                    redemption_id: r.get(0),
+                    gate: r.get(1),
+                    scanner: r.get(2),
+                    at: r.get(3),
+                    record: r.get::<_, Option<&str>>(4).map(from_json).transpose()?,
+                })
+            })
+            .collect()
+    }
+
+    fn flags(&self, eid: &EventId) -> Result<Vec<Ticket>, StoreError> {
+        self.conn()?
+            .query(
+                &format!(
+                    "SELECT {TICKET_COLUMNS} FROM tickets WHERE eid = $1 AND flagged ORDER BY seq"
+                ),
+                &[&eid.as_str()],
+            )?
+            .iter()
+            .map(ticket_from)
+            .collect()
+    }
+
+    fn resolve(
+        &self,
+        eid: &EventId,
+        tid: &TicketId,
+        resolution: &ServerResolution,
+    ) -> Result<Ticket, StoreError> {
+        self.write(|tx| {
+            if lock_status(tx, eid, tid)?.is_none() {
+                return Err(StoreError::NotFound(format!("ticket {tid}")));
+            }
+            let ticket = read_ticket(tx, eid, tid)?
+                .ok_or_else(|| StoreError::NotFound(format!("ticket {tid}")))?;
+            if !ticket.flagged {
+                return Err(StoreError::Conflict(format!("ticket {tid} is not flagged")));
+            }
+            let seq = take_seq(tx, 1)?;
+            let json = to_json(resolution)?;
+            tx.execute(
+                "UPDATE tickets SET flagged = FALSE, resolution = $3, seq = $4
+                 WHERE eid = $1 AND tid = $2",
+                &[&eid.as_str(), &tid.as_str(), &json, &seq],
+            )?;
+            match resolution.action {
+                Action::Accept => {}
+                Action::Deny => {
+                    if ticket.status == Status::Active {
+                        tx.execute(
+                            "UPDATE tickets SET status = 'void', void_reason = $3
+                             WHERE eid = $1 AND tid = $2",
+                            &[
+                                &eid.as_str(),
+                                &tid.as_str(),
+                                &format!("denied: {}", resolution.note),
+                            ],
+                        )?;
+                    }
+                }
+                Action::Revert => {
+                    tx.execute(
+                        "UPDATE redemptions SET reverted = TRUE
+                         WHERE eid = $1 AND tid = $2 AND NOT reverted AND (verdict = 'admit' OR journal)",
+                        &[&eid.as_str(), &tid.as_str()],
+                    )?;
+                    let mut reverted = ticket.reverted.clone();
+                    reverted.extend(
+                        resolution
+                            .covers
+                            .iter()
+                            .filter(|c| !ticket.reverted.contains(c))
+                            .cloned(),
+                    );
+                    tx.execute(
+                        "UPDATE tickets SET reverted = $3 WHERE eid = $1 AND tid = $2",
+                        &[&eid.as_str(), &tid.as_str(), &join_ids(&reverted)],
+                    )?;
+                }
+            }
+            audit_line(
+                tx,
+                eid,
+                tid,
+                &resolution.staff,
+                &format!("resolve:{}", resolution.action.as_str()),
+                &resolution.note,
+            )?;
+            read_ticket(tx, eid, tid)?.ok_or_else(|| StoreError::NotFound(format!("ticket {tid}")))
+        })
+    }
+
+    fn counts(&self, eid: &EventId) -> Result<Counts, StoreError> {
+        let mut conn = self.conn()?;
+        let t = conn.query_one(
+            "SELECT COUNT(*), COUNT(*) FILTER (WHERE status = 'void'),
+                    COUNT(*) FILTER (WHERE status = 'transferred'), COUNT(*) FILTER (WHERE flagged)
+             FROM tickets WHERE eid = $1",
+            &[&eid.as_str()],
+        )?;
+        let r = conn.query_one(
+            "SELECT COUNT(*) FILTER (WHERE verdict = 'admit'), COUNT(*) FILTER (WHERE verdict = 'duplicate'),
+                    COUNT(*) FILTER (WHERE verdict = 'reject'),
+                    COUNT(DISTINCT tid) FILTER (WHERE verdict = 'admit' AND NOT reverted)
+             FROM redemptions WHERE eid = $1",
+            &[&eid.as_str()],
+        )?;
+        Ok(Counts {
+            tickets: t.get(0),
+            void: t.get(1),
+            transferred: t.get(2),
+            flagged: t.get(3),
+            answered_admit: r.get(0),
+            answered_duplicate: r.get(1),
+            answered_reject: r.get(2),
+            admitted: r.get(3),
+        })
     }
 
     fn changes(&self) -> tokio::sync::watch::Receiver<u64> {

@@ -3,13 +3,14 @@
 
 use std::{path::Path, sync::Mutex};
 
+use gatemesh_ledger::{Action, Verdict};
 use gatemesh_ticket::{EventId, TicketId};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::{
-    AuditLine, Changes, Event, FirstUse, Origin, RedemptionAnswer, RedemptionRequest, Status,
-    Storage, StoreError, Ticket, answer, from_json, join_ids, now, refuse_inactive, split_ids,
-    ticket_parts, to_json, verdict_str,
+    AuditLine, Changes, Counts, Event, FirstUse, Origin, RedemptionAnswer, RedemptionRequest,
+    ServerResolution, Status, Storage, StoreError, Ticket, answer, from_json, join_ids, now,
+    refuse_inactive, split_ids, ticket_parts, to_json, verdict_str,
 };
 
 /// Layout version of the SQLite file, kept in `PRAGMA user_version`.
@@ -51,9 +52,11 @@ impl Sqlite {
                  seat TEXT, format TEXT NOT NULL, code TEXT NOT NULL,
                  status TEXT NOT NULL, transferred_to TEXT, transferred_from TEXT,
                  holder TEXT, void_reason TEXT, reverted TEXT NOT NULL DEFAULT '',
+                 flagged INTEGER NOT NULL DEFAULT 0, resolution TEXT,
                  seq INTEGER NOT NULL,
                  PRIMARY KEY (eid, tid));
              CREATE INDEX IF NOT EXISTS tickets_by_seq ON tickets (eid, seq);
+             CREATE INDEX IF NOT EXISTS tickets_flagged ON tickets (eid) WHERE flagged = 1;
              CREATE TABLE IF NOT EXISTS redemptions (
                  redemption_id TEXT PRIMARY KEY, eid TEXT NOT NULL, tid TEXT NOT NULL,
                  gate TEXT NOT NULL, scanner TEXT NOT NULL, at TEXT NOT NULL,
@@ -107,7 +110,7 @@ fn take_seq(tx: &rusqlite::Transaction<'_>, n: usize) -> rusqlite::Result<i64> {
 }
 
 const TICKET_COLUMNS: &str = "tid, eid, seat, format, code, status, transferred_to, \
-     transferred_from, holder, void_reason, reverted, seq";
+     transferred_from, holder, void_reason, reverted, flagged, resolution, seq";
 
 type TicketRow = (
     String,
@@ -121,6 +124,8 @@ type TicketRow = (
     Option<String>,
     Option<String>,
     String,
+    bool,
+    Option<String>,
     i64,
 );
 
@@ -138,11 +143,28 @@ fn ticket_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TicketRow> {
         r.get(9)?,
         r.get(10)?,
         r.get(11)?,
+        r.get(12)?,
+        r.get(13)?,
     ))
 }
 
 fn ticket_from(row: TicketRow) -> Result<Ticket, StoreError> {
-    let (tid, eid, seat, format, code, status, to, from, holder, void_reason, reverted, seq) = row;
+    let (
+        tid,
+        eid,
+        seat,
+        format,
+        code,
+        status,
+        to,
+        from,
+        holder,
+        void_reason,
+        reverted,
+        flagged,
+        resolution,
+        seq,
+    ) = row;
     let (tid, eid, format, status) = ticket_parts(tid, eid, format, status)?;
     let id = |t: Option<String>| t.and_then(|t| TicketId::new(t).ok());
     Ok(Ticket {
@@ -157,6 +179,8 @@ fn ticket_from(row: TicketRow) -> Result<Ticket, StoreError> {
         holder,
         void_reason,
         reverted: split_ids(&reverted),
+        flagged,
+        resolution: resolution.as_deref().map(from_json).transpose()?,
         seq,
     })
 }
@@ -313,6 +337,15 @@ impl Storage for Sqlite {
             None
         };
         let answer = answer(status, first);
+        // A gate already let this holder in, and someone else was in first: staff must look.
+        let flag = origin == Origin::Journal && answer.verdict == Verdict::Duplicate;
+        if flag {
+            let seq = take_seq(&tx, 1)?;
+            tx.execute(
+                "UPDATE tickets SET flagged = 1, seq = ?3 WHERE eid = ?1 AND tid = ?2",
+                params![eid.as_str(), req.tid.as_str(), seq],
+            )?;
+        }
         let record = req.record.as_ref().map(to_json).transpose()?;
         tx.execute(
             "INSERT INTO redemptions
@@ -332,6 +365,10 @@ impl Storage for Sqlite {
             ],
         )?;
         tx.commit()?;
+        drop(conn);
+        if flag {
+            self.changes.bump();
+        }
         Ok(answer)
     }
 
@@ -361,7 +398,7 @@ impl Storage for Sqlite {
             let ids: Vec<String> = {
                 let mut stmt = tx.prepare(
                     "SELECT redemption_id FROM redemptions
-                     WHERE eid = ?1 AND tid = ?2 AND verdict = 'admit' AND reverted = 0
+                     WHERE eid = ?1 AND tid = ?2 AND reverted = 0 AND (verdict = 'admit' OR journal = 1)
                      ORDER BY rowid",
                 )?;
                 let rows = stmt.query_map([eid.as_str(), tid.as_str()], |r| r.get(0))?;
@@ -373,7 +410,8 @@ impl Storage for Sqlite {
                 )));
             }
             tx.execute(
-                "UPDATE redemptions SET reverted = 1 WHERE eid = ?1 AND tid = ?2 AND verdict = 'admit' AND reverted = 0",
+                "UPDATE redemptions SET reverted = 1
+                 WHERE eid = ?1 AND tid = ?2 AND reverted = 0 AND (verdict = 'admit' OR journal = 1)",
                 [eid.as_str(), tid.as_str()],
             )?;
             let seq = take_seq(tx, 1)?;
@@ -434,9 +472,142 @@ impl Storage for Sqlite {
         Ok((cursor, tickets))
     }
 
+    fn admissions(&self, eid: &EventId, tid: &TicketId) -> Result<Vec<FirstUse>, StoreError> {
+        admissions(&self.conn(), eid, tid)
+    }
+
+    fn flags(&self, eid: &EventId) -> Result<Vec<Ticket>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {TICKET_COLUMNS} FROM tickets WHERE eid = ?1 AND flagged = 1 ORDER BY seq"
+        ))?;
+        let rows: Vec<TicketRow> = stmt
+            .query_map([eid.as_str()], ticket_row)?
+            .collect::<Result<_, _>>()?;
+        rows.into_iter().map(ticket_from).collect()
+    }
+
+    fn resolve(
+        &self,
+        eid: &EventId,
+        tid: &TicketId,
+        resolution: &ServerResolution,
+    ) -> Result<Ticket, StoreError> {
+        self.write(|tx| {
+            let ticket =
+                read_ticket(tx, eid, tid)?.ok_or_else(|| StoreError::NotFound(format!("ticket {tid}")))?;
+            if !ticket.flagged {
+                return Err(StoreError::Conflict(format!("ticket {tid} is not flagged")));
+            }
+            let seq = take_seq(tx, 1)?;
+            let json = to_json(resolution)?;
+            tx.execute(
+                "UPDATE tickets SET flagged = 0, resolution = ?3, seq = ?4 WHERE eid = ?1 AND tid = ?2",
+                params![eid.as_str(), tid.as_str(), json, seq],
+            )?;
+            match resolution.action {
+                Action::Accept => {}
+                Action::Deny => {
+                    if ticket.status == Status::Active {
+                        tx.execute(
+                            "UPDATE tickets SET status = 'void', void_reason = ?3 WHERE eid = ?1 AND tid = ?2",
+                            params![eid.as_str(), tid.as_str(), format!("denied: {}", resolution.note)],
+                        )?;
+                    }
+                }
+                Action::Revert => {
+                    tx.execute(
+                        "UPDATE redemptions SET reverted = 1
+                         WHERE eid = ?1 AND tid = ?2 AND reverted = 0 AND (verdict = 'admit' OR journal = 1)",
+                        [eid.as_str(), tid.as_str()],
+                    )?;
+                    let mut reverted = ticket.reverted.clone();
+                    reverted.extend(
+                        resolution.covers.iter().filter(|c| !ticket.reverted.contains(c)).cloned(),
+                    );
+                    tx.execute(
+                        "UPDATE tickets SET reverted = ?3 WHERE eid = ?1 AND tid = ?2",
+                        params![eid.as_str(), tid.as_str(), join_ids(&reverted)],
+                    )?;
+                }
+            }
+            audit_line(
+                tx,
+                eid,
+                tid,
+                &resolution.staff,
+                &format!("resolve:{}", resolution.action.as_str()),
+                &resolution.note,
+            )?;
+            read_ticket(tx, eid, tid)?.ok_or_else(|| StoreError::NotFound(format!("ticket {tid}")))
+        })
+    }
+
+    fn counts(&self, eid: &EventId) -> Result<Counts, StoreError> {
+        let conn = self.conn();
+        let (tickets, void, transferred, flagged) = conn.query_row(
+            "SELECT COUNT(*), COALESCE(SUM(status = 'void'), 0), COALESCE(SUM(status = 'transferred'), 0),
+                    COALESCE(SUM(flagged), 0)
+             FROM tickets WHERE eid = ?1",
+            [eid.as_str()],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )?;
+        let (answered_admit, answered_duplicate, answered_reject) = conn.query_row(
+            "SELECT COALESCE(SUM(verdict = 'admit'), 0), COALESCE(SUM(verdict = 'duplicate'), 0),
+                    COALESCE(SUM(verdict = 'reject'), 0)
+             FROM redemptions WHERE eid = ?1",
+            [eid.as_str()],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?;
+        let admitted = conn.query_row(
+            "SELECT COUNT(DISTINCT tid) FROM redemptions
+             WHERE eid = ?1 AND verdict = 'admit' AND reverted = 0",
+            [eid.as_str()],
+            |r| r.get(0),
+        )?;
+        Ok(Counts {
+            tickets,
+            void,
+            transferred,
+            admitted,
+            answered_admit,
+            answered_duplicate,
+            answered_reject,
+            flagged,
+        })
+    }
+
     fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.changes.subscribe()
     }
+}
+
+fn admissions(
+    conn: &Connection,
+    eid: &EventId,
+    tid: &TicketId,
+) -> Result<Vec<FirstUse>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT redemption_id, gate, scanner, at, record FROM redemptions
+         WHERE eid = ?1 AND tid = ?2 AND reverted = 0 AND (verdict = 'admit' OR journal = 1)
+         ORDER BY rowid",
+    )?;
+    let rows: Vec<(String, String, String, String, Option<String>)> = stmt
+        .query_map([eid.as_str(), tid.as_str()], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })?
+        .collect::<Result<_, _>>()?;
+    rows.into_iter()
+        .map(|(redemption_id, gate, scanner, at, record)| {
+            Ok(FirstUse {
+                redemption_id,
+                gate,
+                scanner,
+                at,
+                record: record.as_deref().map(from_json).transpose()?,
+            })
+        })
+        .collect()
 }
 
 fn audit_line(

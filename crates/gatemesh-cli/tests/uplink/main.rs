@@ -1,0 +1,581 @@
+//! Gates and the central server as real processes on loopback: the server's word (voids,
+//! transfers, reverts, flags and their resolutions) reaching gates through the uplink, gates
+//! with no mesh between them caught by the server, and the faults an uplink meets: the
+//! server killed while gates upload, responses lost on the way back, a gate offline for a
+//! long stretch. Each ends with the same check: nothing lost, nothing counted twice, server
+//! and gates agree.
+
+use std::{
+    collections::HashSet,
+    path::{Path, PathBuf},
+    process::{Child, Command},
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use gatemesh_testkit::{pg, spawn_ready};
+use serde_json::{Value, json};
+
+const TOKEN: &str = "uplink-test-admin-token-0123";
+
+fn gatemesh() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_gatemesh"))
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// A free loopback port (bound, read, released), for a server that must come back on the
+/// same address after a restart.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+struct ServerProc {
+    child: Option<Child>,
+    data: PathBuf,
+    port: u16,
+    db: Option<String>,
+    base: String,
+}
+
+impl ServerProc {
+    fn start(data: &Path, db: Option<String>, port: u16) -> Self {
+        let mut s = Self {
+            child: None,
+            data: data.to_owned(),
+            port,
+            db,
+            base: format!("http://127.0.0.1:{port}"),
+        };
+        s.restart();
+        s
+    }
+
+    fn restart(&mut self) {
+        let mut cmd = gatemesh();
+        cmd.args(["server", "--data", p(&self.data), "--admin-token", TOKEN])
+            .args(["--listen", &format!("127.0.0.1:{}", self.port)]);
+        if let Some(db) = &self.db {
+            cmd.args(["--db", db]);
+        }
+        let (child, ready) = spawn_ready(cmd);
+        assert_eq!(ready["api"], format!("127.0.0.1:{}", self.port));
+        self.child = Some(child);
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for ServerProc {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+struct GateProc {
+    child: Child,
+    api: String,
+}
+
+impl Drop for GateProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_gate(dir: &Path, event: &str, name: &str, issuer: &Path, server: &str) -> GateProc {
+    let mut cmd = gatemesh();
+    cmd.args(["gate", "--data", p(&dir.join(name)), "--event", event])
+        .args([
+            "--name",
+            name,
+            "--issuer",
+            p(issuer),
+            "--api",
+            "127.0.0.1:0",
+        ])
+        .args(["--durability", "process", "--server", server])
+        .env("GATEMESH_SERVER_TOKEN", TOKEN);
+    let (child, ready) = spawn_ready(cmd);
+    GateProc {
+        child,
+        api: format!("http://{}", ready["api"].as_str().unwrap()),
+    }
+}
+
+async fn call(method: reqwest::Method, url: &str, body: Option<Value>) -> (u16, Value) {
+    let client = reqwest::Client::new();
+    let mut r = client
+        .request(method, url)
+        .bearer_auth(TOKEN)
+        .timeout(Duration::from_secs(30));
+    if let Some(b) = body {
+        r = r.json(&b);
+    }
+    match r.send().await {
+        Ok(r) => {
+            let status = r.status().as_u16();
+            (status, r.json().await.unwrap_or(Value::Null))
+        }
+        Err(_) => (0, Value::Null),
+    }
+}
+
+async fn get(url: &str) -> Value {
+    let (status, body) = call(reqwest::Method::GET, url, None).await;
+    assert_eq!(status, 200, "GET {url}: {body}");
+    body
+}
+
+async fn post(url: &str, body: Value) -> Value {
+    let (status, out) = call(reqwest::Method::POST, url, Some(body)).await;
+    assert!((200..300).contains(&status), "POST {url}: {status} {out}");
+    out
+}
+
+async fn scan(gate: &GateProc, code: &str, scanner: &str) -> Value {
+    post(
+        &format!("{}/v1/scan", gate.api),
+        json!({ "code": code, "scanner": scanner }),
+    )
+    .await
+}
+
+/// Waits (up to 60 s) until `check` holds.
+async fn until<F: std::future::Future<Output = bool>>(what: &str, mut check: impl FnMut() -> F) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// An event at the server with `count` tickets; returns `(tid, code)` pairs and the issuer
+/// key file gates verify with.
+async fn event(
+    server: &ServerProc,
+    dir: &Path,
+    eid: &str,
+    count: usize,
+) -> (Vec<(String, String)>, PathBuf) {
+    post(
+        &format!("{}/v1/events", server.base),
+        json!({ "id": eid, "name": "Uplink night", "capacity": count }),
+    )
+    .await;
+    let mut tickets = Vec::new();
+    while tickets.len() < count {
+        let n = (count - tickets.len()).min(5000);
+        let issued = post(
+            &format!("{}/v1/events/{eid}/tickets", server.base),
+            json!({ "count": n }),
+        )
+        .await;
+        for t in issued["tickets"].as_array().unwrap() {
+            tickets.push((
+                t["tid"].as_str().unwrap().to_owned(),
+                t["code"].as_str().unwrap().to_owned(),
+            ));
+        }
+    }
+    let keys = get(&format!("{}/v1/keys", server.base)).await;
+    let issuer = dir.join(format!("{eid}-issuer.pub.pem"));
+    std::fs::write(&issuer, keys["keys"][0]["pem"].as_str().unwrap()).unwrap();
+    (tickets, issuer)
+}
+
+async fn uplink(gate: &GateProc) -> Value {
+    get(&format!("{}/v1/status", gate.api)).await["uplink"].clone()
+}
+
+async fn gate_ticket(gate: &GateProc, tid: &str) -> Value {
+    call(
+        reqwest::Method::GET,
+        &format!("{}/v1/tickets/{tid}", gate.api),
+        None,
+    )
+    .await
+    .1
+}
+
+/// Every redemption on every gate reached the server, each ticket the server counts as
+/// admitted is the one the gates admitted, and nothing was counted twice.
+async fn agree(server: &ServerProc, eid: &str, gates: &[&GateProc], admitted: &[&str]) {
+    for g in gates {
+        until("the gate has uploaded everything", || async {
+            let u = uplink(g).await;
+            u["backlog"] == 0 && u["cursor"].is_i64()
+        })
+        .await;
+    }
+    let stats = get(&format!("{}/v1/events/{eid}/stats", server.base)).await;
+    assert_eq!(stats["admitted"], admitted.len(), "{stats}");
+    assert_eq!(
+        stats["answered_duplicate"], 0,
+        "nothing counted twice: {stats}"
+    );
+    assert_eq!(stats["flagged"], 0, "{stats}");
+    for tid in admitted {
+        let at_server = get(&format!("{}/v1/events/{eid}/tickets/{tid}", server.base)).await;
+        let server_ids: Vec<&str> = at_server["admissions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["redemption_id"].as_str().unwrap())
+            .collect();
+        let mut gate_ids = HashSet::new();
+        for g in gates {
+            let t = gate_ticket(g, tid).await;
+            for r in t["redemptions"].as_array().into_iter().flatten() {
+                gate_ids.insert(r["id"].as_str().unwrap().to_owned());
+            }
+        }
+        assert_eq!(server_ids.len(), 1, "{tid}: {at_server}");
+        assert!(
+            gate_ids.contains(server_ids[0]),
+            "{tid}: {server_ids:?} vs {gate_ids:?}"
+        );
+    }
+}
+
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn sqlite() {
+                super::$name(super::Backend::Sqlite).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn postgres() {
+                super::$name(super::Backend::Postgres).await;
+            }
+        }
+    )*};
+}
+
+on_both_backends!(
+    the_servers_word_reaches_a_connected_gate,
+    gates_with_no_mesh_between_them_are_flagged_by_the_server,
+);
+
+fn server_for(backend: Backend, dir: &Path) -> (ServerProc, Option<pg::Database>) {
+    let pg = match backend {
+        Backend::Sqlite => None,
+        Backend::Postgres => Some(pg::Database::fresh()),
+    };
+    let server = ServerProc::start(
+        &dir.join("server"),
+        pg.as_ref().map(|d| d.url.clone()),
+        free_port(),
+    );
+    (server, pg)
+}
+
+async fn the_servers_word_reaches_a_connected_gate(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, _pg) = server_for(backend, dir.path());
+    let (tickets, issuer) = event(&server, dir.path(), "WORD", 6).await;
+    let gate = start_gate(dir.path(), "WORD", "North", &issuer, &server.base);
+    until("the gate streams the server's changes", || async {
+        let status = get(&format!("{}/v1/status", gate.api)).await;
+        status["uplink"]["streaming"] == true && status["manifest_tickets"] == 6
+    })
+    .await;
+
+    // An admission at the gate reaches the server.
+    let (t0, c0) = &tickets[0];
+    assert_eq!(scan(&gate, c0, "s1").await["verdict"], "admit");
+
+    // A refund at the server reaches the gate, which then turns the ticket away.
+    let (t1, c1) = &tickets[1];
+    post(
+        &format!("{}/v1/events/WORD/tickets/{t1}/void", server.base),
+        json!({ "reason": "refunded" }),
+    )
+    .await;
+    until("the void reached the gate", || async {
+        gate_ticket(&gate, t1).await["standing"]["state"] == "void"
+    })
+    .await;
+    let r = scan(&gate, c1, "s1").await;
+    assert_eq!(
+        (r["verdict"].as_str(), r["reason"].as_str()),
+        (Some("reject"), Some("void"))
+    );
+
+    // A transfer: the old code is refused, the new one (issued after the gate started) admits.
+    let (t2, c2) = &tickets[2];
+    let new = post(
+        &format!("{}/v1/events/WORD/tickets/{t2}/transfer", server.base),
+        json!({ "holder": "Robin" }),
+    )
+    .await;
+    until("the transfer reached the gate", || async {
+        gate_ticket(&gate, t2).await["standing"]["state"] == "transferred"
+    })
+    .await;
+    assert_eq!(scan(&gate, c2, "s1").await["reason"], "transferred");
+    let r = scan(&gate, new["code"].as_str().unwrap(), "s1").await;
+    assert_eq!(
+        (r["verdict"].as_str(), r["reason"].as_str()),
+        (Some("admit"), Some("valid"))
+    );
+
+    // A mistaken admission reverted at the server: the gate admits the ticket again.
+    until("the admission reached the server", || async {
+        let t = get(&format!("{}/v1/events/WORD/tickets/{t0}", server.base)).await;
+        t["admissions"].as_array().is_some_and(|a| a.len() == 1)
+    })
+    .await;
+    post(
+        &format!("{}/v1/events/WORD/tickets/{t0}/revert", server.base),
+        json!({ "actor": "Kim", "reason": "scanned the wrong person" }),
+    )
+    .await;
+    until("the revert reached the gate", || async {
+        gate_ticket(&gate, t0).await["resolutions"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|r| r["action"] == "revert"))
+    })
+    .await;
+    let r = scan(&gate, c0, "s2").await;
+    assert_eq!(r["verdict"], "admit", "{r}");
+    agree(
+        &server,
+        "WORD",
+        &[&gate],
+        &[t0, new["tid"].as_str().unwrap()],
+    )
+    .await;
+}
+
+async fn gates_with_no_mesh_between_them_are_flagged_by_the_server(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, _pg) = server_for(backend, dir.path());
+    let (tickets, issuer) = event(&server, dir.path(), "COPY", 4).await;
+    let a = start_gate(dir.path(), "COPY", "North", &issuer, &server.base);
+    let b = start_gate(dir.path(), "COPY", "South", &issuer, &server.base);
+    for g in [&a, &b] {
+        until("the gate streams", || async {
+            uplink(g).await["streaming"] == true
+        })
+        .await;
+    }
+    // A screenshot: the holder at North, a friend at South. No LAN between the gates, so
+    // both admit; the server sees both journals and flags the ticket.
+    let (tid, code) = &tickets[0];
+    assert_eq!(scan(&a, code, "n1").await["verdict"], "admit");
+    until("North uploaded", || async {
+        uplink(&a).await["backlog"] == 0
+    })
+    .await;
+    assert_eq!(scan(&b, code, "s1").await["verdict"], "admit");
+    for g in [&a, &b] {
+        until("the flag reached the gate", || async {
+            let flags = get(&format!("{}/v1/flags", g.api)).await;
+            flags["flags"]
+                .as_array()
+                .is_some_and(|f| f.iter().any(|f| f["tid"] == tid.as_str()))
+        })
+        .await;
+    }
+    let flags = get(&format!("{}/v1/events/COPY/flags", server.base)).await;
+    assert_eq!(flags["flags"][0]["tid"], tid.as_str());
+    assert_eq!(flags["flags"][0]["admissions"].as_array().unwrap().len(), 2);
+    // Staff accept it at the server (the same person, back in): the flag clears everywhere.
+    post(
+        &format!("{}/v1/events/COPY/flags/{tid}/resolve", server.base),
+        json!({ "action": "accept", "staff": "Kim", "note": "same person, re-scanned" }),
+    )
+    .await;
+    for g in [&a, &b] {
+        until("the resolution reached the gate", || async {
+            let flags = get(&format!("{}/v1/flags", g.api)).await;
+            flags["flags"].as_array().is_some_and(Vec::is_empty)
+        })
+        .await;
+    }
+    let audit = get(&format!("{}/v1/events/COPY/audit", server.base)).await;
+    assert_eq!(audit["audit"][0]["action"], "resolve:accept");
+    let stats = get(&format!("{}/v1/events/COPY/stats", server.base)).await;
+    assert_eq!(stats["flagged"], 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_server_killed_and_restarted_while_gates_upload() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = ServerProc::start(&dir.path().join("server"), None, free_port());
+    let (tickets, issuer) = event(&server, dir.path(), "KILL", 300).await;
+    let a = start_gate(dir.path(), "KILL", "North", &issuer, &server.base);
+    let b = start_gate(dir.path(), "KILL", "South", &issuer, &server.base);
+    let (north, south) = tickets.split_at(150);
+    let scans = |gate: &GateProc, list: &[(String, String)]| {
+        let api = gate.api.clone();
+        let codes: Vec<String> = list.iter().map(|(_, c)| c.clone()).collect();
+        tokio::spawn(async move {
+            for code in codes {
+                let r = post(
+                    &format!("{api}/v1/scan"),
+                    json!({ "code": code, "scanner": "s" }),
+                )
+                .await;
+                assert_eq!(r["verdict"], "admit");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+    };
+    let (ta, tb) = (scans(&a, north), scans(&b, south));
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        server.kill();
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        server.restart();
+    }
+    ta.await.unwrap();
+    tb.await.unwrap();
+    let all: Vec<&str> = tickets.iter().map(|(t, _)| t.as_str()).collect();
+    agree(&server, "KILL", &[&a, &b], &all).await;
+}
+
+/// A TCP proxy that passes every request to the server but, on every other connection,
+/// throws the server's response away and hangs up: the request was done, the answer lost.
+async fn lossy_proxy(upstream: u16) -> (u16, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let counter = dropped.clone();
+    tokio::spawn(async move {
+        let mut n = 0usize;
+        while let Ok((client, _)) = listener.accept().await {
+            n += 1;
+            let lose = n % 2 == 0;
+            let counter = counter.clone();
+            tokio::spawn(async move {
+                let Ok(server) = tokio::net::TcpStream::connect(("127.0.0.1", upstream)).await
+                else {
+                    return;
+                };
+                let (mut cr, mut cw) = client.into_split();
+                let (mut sr, mut sw) = server.into_split();
+                let up = tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut cr, &mut sw).await;
+                });
+                if lose {
+                    use tokio::io::AsyncReadExt;
+                    let mut buf = [0u8; 4096];
+                    // The server answered: swallow it and hang up on the client.
+                    if matches!(sr.read(&mut buf).await, Ok(n) if n > 0) {
+                        counter.fetch_add(1, Ordering::Relaxed);
+                    }
+                    up.abort();
+                } else {
+                    let _ = tokio::io::copy(&mut sr, &mut cw).await;
+                    up.abort();
+                }
+            });
+        }
+    });
+    (port, dropped)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn responses_lost_on_the_way_back_cost_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ServerProc::start(&dir.path().join("server"), None, free_port());
+    let (tickets, issuer) = event(&server, dir.path(), "LOSSY", 200).await;
+    let (proxy, dropped) = lossy_proxy(server.port).await;
+    let gate = start_gate(
+        dir.path(),
+        "LOSSY",
+        "North",
+        &issuer,
+        &format!("http://127.0.0.1:{proxy}"),
+    );
+    for (i, (_, code)) in tickets.iter().enumerate() {
+        assert_eq!(scan(&gate, code, "s").await["verdict"], "admit");
+        if i % 20 == 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    let all: Vec<&str> = tickets.iter().map(|(t, _)| t.as_str()).collect();
+    agree(&server, "LOSSY", &[&gate], &all).await;
+    assert!(
+        dropped.load(Ordering::Relaxed) > 0,
+        "the proxy lost some answers"
+    );
+    assert_eq!(
+        uplink(&gate).await["learned"],
+        0,
+        "a retry is answered as the first try was"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_gate_offline_for_a_long_stretch_uploads_thousands() {
+    const N: usize = 3000;
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = ServerProc::start(&dir.path().join("server"), None, free_port());
+    let (tickets, issuer) = event(&server, dir.path(), "LONG", N).await;
+    // The uplink is down for the whole show; the gate decides alone.
+    server.kill();
+    let gate = start_gate(dir.path(), "LONG", "North", &issuer, &server.base);
+    let next = Arc::new(AtomicUsize::new(0));
+    let codes: Arc<Vec<String>> = Arc::new(tickets.iter().map(|(_, c)| c.clone()).collect());
+    let mut workers = Vec::new();
+    for _ in 0..4 {
+        let (api, next, codes) = (gate.api.clone(), next.clone(), codes.clone());
+        workers.push(tokio::spawn(async move {
+            let client = reqwest::Client::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(code) = codes.get(i) else { return };
+                let r: Value = client
+                    .post(format!("{api}/v1/scan"))
+                    .json(&json!({ "code": code, "scanner": "s" }))
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                assert_eq!(r["verdict"], "admit");
+            }
+        }));
+    }
+    for w in workers {
+        w.await.unwrap();
+    }
+    until(
+        "the gate counts everything as waiting for the server",
+        || async {
+            let u = uplink(&gate).await;
+            u["backlog"] == N && u["last_error"].is_string() && u["uploaded"] == 0
+        },
+    )
+    .await;
+    // The uplink returns.
+    server.restart();
+    let all: Vec<&str> = tickets.iter().map(|(t, _)| t.as_str()).collect();
+    agree(&server, "LONG", &[&gate], &all).await;
+}

@@ -1,0 +1,617 @@
+//! The gate's uplink to the central server, for whenever the internet works.
+//!
+//! Two loops, each retrying with backoff for as long as the gate runs:
+//! - **Down**: the whole manifest once (it becomes the gate's listing), then the server's
+//!   change stream from that cursor, resumed from the last cursor after any break. Voids,
+//!   transfers and reverts go into the ledger, so they spread over the mesh to gates with no
+//!   uplink.
+//! - **Up**: every redemption in the ledger that the server has not acknowledged, the gate's
+//!   own and those learned from peers, as a journal. The server dedupes by redemption id, so
+//!   a lost response costs nothing: the batch is sent again and answered from storage. When
+//!   the server already holds another admission of a ticket, its answer names it, and that
+//!   redemption is written into the ledger; where the two were concurrent the ledger flags
+//!   the ticket, on this gate and on every peer.
+//!
+//! What the server acknowledged is kept in `uplink.sqlite` in the data directory, so a
+//! restarted gate does not send everything again (and if it did, nothing would count twice).
+
+use std::{
+    collections::HashSet,
+    path::Path,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use futures_util::StreamExt;
+use gatemesh_ledger::{Hlc, NodeId, Redemption, RedemptionId, Standing};
+use gatemesh_ticket::TicketId;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use crate::{
+    Node, NodeError,
+    gate::{Command, ServerDecision, ServerTicket, ServerUpdate, now_ms},
+};
+
+/// Most redemptions in one journal upload.
+const BATCH: usize = 1000;
+/// A change stream silent for this long (the server sends a keep-alive every 15 s) is dead.
+const STREAM_SILENCE: Duration = Duration::from_secs(40);
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
+
+/// Where the server is and how to authenticate.
+#[derive(Debug, Clone)]
+pub struct UplinkConfig {
+    /// Base URL, e.g. `https://tickets.example.org`.
+    pub server: String,
+    /// The bearer token the server gave this gate.
+    pub token: String,
+}
+
+/// What the uplink is doing, for the status endpoint and the dashboard.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct UplinkStatus {
+    pub server: String,
+    /// The change stream is connected.
+    pub streaming: bool,
+    /// Position in the server's change sequence this gate has applied.
+    pub cursor: Option<i64>,
+    /// Redemptions in the ledger the server has not acknowledged yet.
+    pub backlog: usize,
+    /// Redemptions the server acknowledged since start.
+    pub uploaded: u64,
+    /// Redemptions the server told this gate about (written into the ledger).
+    pub learned: u64,
+    /// Last successful exchange with the server (ms since 1970).
+    pub last_contact_ms: Option<i64>,
+    pub last_error: Option<String>,
+}
+
+pub(crate) struct Uplink {
+    pub status: Mutex<UplinkStatus>,
+    pub stop: watch::Sender<bool>,
+}
+
+impl Uplink {
+    fn update(&self, f: impl FnOnce(&mut UplinkStatus)) {
+        if let Ok(mut s) = self.status.lock() {
+            f(&mut s);
+        }
+    }
+
+    fn failed(&self, e: &anyhow::Error) {
+        tracing::warn!("uplink: {e:#}");
+        let text = format!("{e:#}");
+        self.update(|s| s.last_error = Some(text));
+    }
+
+    fn contact(&self) {
+        self.update(|s| {
+            s.last_contact_ms = Some(now_ms());
+            s.last_error = None;
+        });
+    }
+}
+
+/// The ids the server acknowledged, on disk.
+struct Acks {
+    conn: rusqlite::Connection,
+}
+
+impl Acks {
+    fn open(path: &Path) -> anyhow::Result<(Self, HashSet<String>)> {
+        let conn = rusqlite::Connection::open(path)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        // Losing the last acknowledgements in a power cut only means sending them again.
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.execute_batch("CREATE TABLE IF NOT EXISTS sent (rid TEXT PRIMARY KEY)")?;
+        let sent = {
+            let mut stmt = conn.prepare("SELECT rid FROM sent")?;
+            let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+            rows.collect::<Result<HashSet<_>, _>>()?
+        };
+        Ok((Self { conn }, sent))
+    }
+
+    fn add(&mut self, ids: &[String]) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut stmt = tx.prepare_cached("INSERT OR IGNORE INTO sent (rid) VALUES (?1)")?;
+            for id in ids {
+                stmt.execute([id])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+impl Node {
+    /// Connects this gate to the central server (see the module docs). Needs a tokio
+    /// runtime; runs until [`Node::shutdown`].
+    pub fn start_uplink(&self, config: UplinkConfig) -> anyhow::Result<()> {
+        let server = config.server.trim_end_matches('/').to_owned();
+        anyhow::ensure!(
+            server.starts_with("http://") || server.starts_with("https://"),
+            "the server is an http:// or https:// URL, not {server:?}"
+        );
+        let (acks, sent) = Acks::open(&self.shared.data_dir.join("uplink.sqlite"))?;
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .build()?;
+        let uplink = Arc::new(Uplink {
+            status: Mutex::new(UplinkStatus {
+                server: server.clone(),
+                ..Default::default()
+            }),
+            stop: watch::Sender::new(false),
+        });
+        if let Ok(mut slot) = self.shared.uplink.lock() {
+            anyhow::ensure!(slot.is_none(), "the uplink is already running");
+            *slot = Some(uplink.clone());
+        }
+        let base = format!("{server}/v1/events/{}", self.info().event);
+        let down = Down {
+            node: self.clone(),
+            uplink: uplink.clone(),
+            client: client.clone(),
+            base: base.clone(),
+            token: config.token.clone(),
+        };
+        tokio::spawn(down.run());
+        let up = Up {
+            node: self.clone(),
+            uplink,
+            client,
+            base,
+            token: config.token,
+            acks,
+            sent: Arc::new(sent),
+        };
+        tokio::spawn(up.run());
+        Ok(())
+    }
+
+    /// The uplink's state, when it runs.
+    pub fn uplink_status(&self) -> Option<UplinkStatus> {
+        let slot = self.shared.uplink.lock().ok()?;
+        let uplink = slot.as_ref()?;
+        uplink.status.lock().ok().map(|s| s.clone())
+    }
+
+    pub(crate) async fn apply_server_news(&self, update: ServerUpdate) -> Result<usize, NodeError> {
+        self.ask(|reply| Command::FromServer { update, reply })
+            .await
+    }
+}
+
+/// Sleeps `delay` unless told to stop first; says whether to go on.
+async fn pause(stop: &mut watch::Receiver<bool>, delay: Duration) -> bool {
+    tokio::select! {
+        () = tokio::time::sleep(delay) => true,
+        _ = stop.wait_for(|s| *s) => false,
+    }
+}
+
+fn next_backoff(b: Duration) -> Duration {
+    (b * 2).min(MAX_BACKOFF)
+}
+
+/// A ticket in the server's manifest or change stream.
+#[derive(Debug, Deserialize)]
+struct WireTicket {
+    tid: TicketId,
+    status: String,
+    #[serde(default)]
+    to: Option<TicketId>,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    reverted: Vec<String>,
+    #[serde(default)]
+    admissions: Vec<WireFirst>,
+    #[serde(default)]
+    resolution: Option<WireResolution>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireResolution {
+    action: gatemesh_ledger::Action,
+    staff: String,
+    note: String,
+    covers: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireManifest {
+    cursor: i64,
+    tickets: Vec<WireTicket>,
+}
+
+fn server_ticket(t: WireTicket) -> anyhow::Result<ServerTicket> {
+    let standing = match (t.status.as_str(), t.to) {
+        ("active", _) => Standing::Active,
+        ("void", _) => Standing::Void {
+            reason: t.reason.unwrap_or_else(|| "voided at the server".into()),
+        },
+        ("transferred", Some(to)) => Standing::Transferred { to },
+        (other, _) => anyhow::bail!("the server sent ticket {} as {other:?}", t.tid),
+    };
+    let ids = |list: &[String]| {
+        list.iter()
+            .map(|id| {
+                RedemptionId::parse(id)
+                    .ok_or_else(|| anyhow::anyhow!("the server sent a bad redemption id {id:?}"))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()
+    };
+    let reverted = ids(&t.reverted)?;
+    let resolution = match t.resolution {
+        Some(r) => Some(ServerDecision {
+            action: r.action,
+            staff: r.staff,
+            note: r.note,
+            covers: ids(&r.covers)?,
+        }),
+        None => None,
+    };
+    let admissions = t
+        .admissions
+        .into_iter()
+        .filter_map(|a| learned(&t.tid, a))
+        .collect();
+    Ok(ServerTicket {
+        tid: t.tid,
+        standing,
+        reverted,
+        admissions,
+        resolution,
+    })
+}
+
+fn update_from(manifest: WireManifest, full: bool) -> anyhow::Result<(i64, ServerUpdate)> {
+    let tickets = manifest
+        .tickets
+        .into_iter()
+        .map(server_ticket)
+        .collect::<anyhow::Result<_>>()?;
+    Ok((
+        manifest.cursor,
+        ServerUpdate {
+            tickets,
+            full,
+            learned: Vec::new(),
+        },
+    ))
+}
+
+struct Down {
+    node: Node,
+    uplink: Arc<Uplink>,
+    client: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl Down {
+    async fn run(self) {
+        let mut stop = self.uplink.stop.subscribe();
+        let mut cursor: Option<i64> = None;
+        let mut backoff = Duration::from_millis(500);
+        loop {
+            if *stop.borrow() {
+                return;
+            }
+            let result = tokio::select! {
+                r = self.once(&mut cursor) => r,
+                _ = stop.wait_for(|s| *s) => return,
+            };
+            self.uplink.update(|s| s.streaming = false);
+            match result {
+                // The stream ended cleanly (the server restarted): reconnect at once.
+                Ok(()) => backoff = Duration::from_millis(500),
+                Err(e) => {
+                    self.uplink.failed(&e);
+                    if !pause(&mut stop, backoff).await {
+                        return;
+                    }
+                    backoff = next_backoff(backoff);
+                }
+            }
+        }
+    }
+
+    /// The manifest if this is the first contact, then the change stream until it breaks.
+    async fn once(&self, cursor: &mut Option<i64>) -> anyhow::Result<()> {
+        if cursor.is_none() {
+            let response = self
+                .client
+                .get(format!("{}/manifest", self.base))
+                .bearer_auth(&self.token)
+                .timeout(Duration::from_secs(120))
+                .send()
+                .await?
+                .error_for_status()?;
+            let manifest: WireManifest = response.json().await?;
+            let (at, update) = update_from(manifest, true)?;
+            self.node.apply_server_news(update).await?;
+            *cursor = Some(at);
+            self.uplink.update(|s| s.cursor = Some(at));
+            self.uplink.contact();
+        }
+        let since = cursor.unwrap_or(0);
+        let response = self
+            .client
+            .get(format!("{}/changes?since={since}", self.base))
+            .bearer_auth(&self.token)
+            .send()
+            .await?
+            .error_for_status()?;
+        self.uplink.update(|s| s.streaming = true);
+        self.uplink.contact();
+        let mut body = response.bytes_stream();
+        let mut buffer = String::new();
+        loop {
+            let chunk = match tokio::time::timeout(STREAM_SILENCE, body.next()).await {
+                Err(_) => anyhow::bail!("the change stream went silent"),
+                Ok(None) => return Ok(()),
+                Ok(Some(chunk)) => chunk?,
+            };
+            buffer.push_str(&String::from_utf8_lossy(&chunk));
+            if buffer.len() > 64 * 1024 * 1024 {
+                anyhow::bail!("the change stream sent an event over 64 MiB");
+            }
+            while let Some(end) = buffer.find("\n\n") {
+                let block: String = buffer.drain(..end + 2).collect();
+                let (kind, data) = sse_fields(&block);
+                match kind.as_str() {
+                    "tickets" => {
+                        let manifest: WireManifest = serde_json::from_str(&data)?;
+                        let (at, update) = update_from(manifest, false)?;
+                        if !update.tickets.is_empty() {
+                            self.node.apply_server_news(update).await?;
+                        }
+                        *cursor = Some(at);
+                        self.uplink.update(|s| s.cursor = Some(at));
+                        self.uplink.contact();
+                    }
+                    "error" => anyhow::bail!("the server: {data}"),
+                    // Keep-alive comments and unknown events.
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+/// An SSE block's event name and data.
+fn sse_fields(block: &str) -> (String, String) {
+    let (mut kind, mut data) = (String::new(), String::new());
+    for line in block.lines() {
+        if let Some(v) = line.strip_prefix("event:") {
+            kind = v.trim().to_owned();
+        } else if let Some(v) = line.strip_prefix("data:") {
+            if !data.is_empty() {
+                data.push('\n');
+            }
+            data.push_str(v.strip_prefix(' ').unwrap_or(v));
+        }
+    }
+    (kind, data)
+}
+
+struct Up {
+    node: Node,
+    uplink: Arc<Uplink>,
+    client: reqwest::Client,
+    base: String,
+    token: String,
+    acks: Acks,
+    sent: Arc<HashSet<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireFirst {
+    redemption_id: String,
+    gate: String,
+    scanner: String,
+    at: String,
+    #[serde(default)]
+    record: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireAnswer {
+    verdict: String,
+    #[serde(default)]
+    first: Option<WireFirst>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireAnswers {
+    answers: Vec<WireAnswer>,
+}
+
+fn rfc3339(ms: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| "1970-01-01T00:00:00Z".into())
+}
+
+/// The redemption the server holds as the first admission, as a ledger record: the gate's
+/// own record when the server has it, else one made from what the server knows.
+fn learned(tid: &TicketId, first: WireFirst) -> Option<Redemption> {
+    if let Some(record) = first.record {
+        return serde_json::from_value::<Redemption>(record)
+            .ok()
+            .filter(|r| &r.tid == tid && r.id.as_str() == first.redemption_id);
+    }
+    let at_ms =
+        time::OffsetDateTime::parse(&first.at, &time::format_description::well_known::Rfc3339)
+            .ok()
+            .map(|t| (t.unix_timestamp_nanos() / 1_000_000) as i64)?;
+    let node = NodeId::parse("server")?;
+    Some(Redemption {
+        id: RedemptionId::parse(&first.redemption_id)?,
+        tid: tid.clone(),
+        direction: gatemesh_ledger::Direction::Entry,
+        node: node.clone(),
+        gate: first.gate,
+        scanner: first.scanner,
+        at_ms,
+        hlc: Hlc {
+            wall_ms: at_ms,
+            counter: 0,
+            node,
+        },
+        seen: Vec::new(),
+        unlisted: false,
+    })
+}
+
+impl Up {
+    async fn run(mut self) {
+        let mut stop = self.uplink.stop.subscribe();
+        let mut changed = self.node.shared.changed.clone();
+        let mut backoff = Duration::from_millis(500);
+        loop {
+            if *stop.borrow() {
+                return;
+            }
+            changed.mark_unchanged();
+            match self.once().await {
+                // More to send: straight on.
+                Ok(true) => backoff = Duration::from_millis(500),
+                // All sent: wait for the ledger to change.
+                Ok(false) => {
+                    backoff = Duration::from_millis(500);
+                    tokio::select! {
+                        r = changed.changed() => if r.is_err() { return },
+                        _ = stop.wait_for(|s| *s) => return,
+                    }
+                }
+                Err(e) => {
+                    self.uplink.failed(&e);
+                    if !self.wait_counting(&mut stop, &mut changed, backoff).await {
+                        return;
+                    }
+                    backoff = next_backoff(backoff);
+                }
+            }
+        }
+    }
+
+    /// Waits `delay` before trying again, keeping the backlog figure current meanwhile (at
+    /// most one recount a second); says whether to go on.
+    async fn wait_counting(
+        &mut self,
+        stop: &mut watch::Receiver<bool>,
+        changed: &mut watch::Receiver<u64>,
+        delay: Duration,
+    ) -> bool {
+        let deadline = tokio::time::Instant::now() + delay;
+        loop {
+            let woke = tokio::select! {
+                () = tokio::time::sleep_until(deadline) => return true,
+                _ = stop.wait_for(|s| *s) => return false,
+                r = changed.changed() => r.is_ok(),
+            };
+            if !woke {
+                return false;
+            }
+            let sent = self.sent.clone();
+            if let Ok((_, total)) = self
+                .node
+                .ask(|reply| Command::Unsent {
+                    sent,
+                    limit: 0,
+                    reply,
+                })
+                .await
+            {
+                self.uplink.update(|s| s.backlog = total);
+            }
+            if !pause(stop, Duration::from_secs(1)).await {
+                return false;
+            }
+        }
+    }
+
+    /// Sends one batch; says whether more is waiting.
+    async fn once(&mut self) -> anyhow::Result<bool> {
+        let sent = self.sent.clone();
+        let (batch, total) = self
+            .node
+            .ask(|reply| Command::Unsent {
+                sent,
+                limit: BATCH,
+                reply,
+            })
+            .await?;
+        self.uplink.update(|s| s.backlog = total);
+        if batch.is_empty() {
+            return Ok(false);
+        }
+        let items: Vec<Value> = batch
+            .iter()
+            .map(|r| {
+                json!({
+                    "redemption_id": r.id, "tid": r.tid, "gate": r.gate, "scanner": r.scanner,
+                    "at": rfc3339(r.at_ms), "record": r,
+                })
+            })
+            .collect();
+        let response = self
+            .client
+            .post(format!("{}/redemptions", self.base))
+            .bearer_auth(&self.token)
+            .timeout(Duration::from_secs(60))
+            .json(&json!({ "redemptions": items }))
+            .send()
+            .await?
+            .error_for_status()?;
+        let answers: WireAnswers = response.json().await?;
+        anyhow::ensure!(
+            answers.answers.len() == batch.len(),
+            "the server answered {} of {} redemptions",
+            answers.answers.len(),
+            batch.len()
+        );
+        let mut learned_now = Vec::new();
+        for (r, answer) in batch.iter().zip(answers.answers) {
+            if answer.verdict == "duplicate"
+                && let Some(first) = answer.first
+                && first.redemption_id != r.id.as_str()
+                && let Some(first) = learned(&r.tid, first)
+            {
+                learned_now.push(first);
+            }
+        }
+        let mut done: Vec<String> = batch.iter().map(|r| r.id.to_string()).collect();
+        done.extend(learned_now.iter().map(|r| r.id.to_string()));
+        let n_learned = learned_now.len() as u64;
+        if !learned_now.is_empty() {
+            self.node
+                .apply_server_news(ServerUpdate {
+                    learned: learned_now,
+                    ..Default::default()
+                })
+                .await?;
+        }
+        self.acks.add(&done)?;
+        Arc::make_mut(&mut self.sent).extend(done);
+        let n = batch.len() as u64;
+        self.uplink.update(|s| {
+            s.uploaded += n;
+            s.learned += n_learned;
+            s.backlog = total.saturating_sub(batch.len());
+        });
+        self.uplink.contact();
+        Ok(total > batch.len())
+    }
+}
