@@ -9,17 +9,26 @@ use crate::verify::load_keyring;
 
 /// Run a headless gate: offline decisions on a durable ledger, served on a local HTTP API.
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("identity_source").args(["identity", "paired"])))]
 pub struct Args {
     /// The gate's data directory (created on first start; holds ledger.sqlite).
     #[arg(long)]
     data: PathBuf,
-    #[arg(long)]
-    event: EventId,
+    /// A directory from `gatemesh pair`: the event, name, issuer key, identity and server
+    /// credential all come from it.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["event", "name", "issuers", "identity", "server", "role"])]
+    paired: Option<PathBuf>,
+    #[arg(long, required_unless_present = "paired")]
+    event: Option<EventId>,
     /// The gate's name as staff see it ("North 1").
-    #[arg(long)]
-    name: String,
+    #[arg(long, required_unless_present = "paired")]
+    name: Option<String>,
     /// Issuer public key (SPKI PEM); repeat during a key rotation.
-    #[arg(long = "issuer", required = true, value_name = "PUB.pem")]
+    #[arg(
+        long = "issuer",
+        required_unless_present = "paired",
+        value_name = "PUB.pem"
+    )]
     issuers: Vec<PathBuf>,
     /// The event's ticket list (tickets.csv from `gatemesh issue`, or a JSON manifest);
     /// without one, every validly signed ticket of the event is admitted.
@@ -46,22 +55,26 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     identity: Option<PathBuf>,
     /// UDP address of the mesh endpoint (port 0 picks a free one).
-    #[arg(long, default_value = "0.0.0.0:0", requires = "identity")]
+    #[arg(long, default_value = "0.0.0.0:0", requires = "identity_source")]
     mesh: SocketAddr,
     /// A peer to dial directly (HOST:PORT of its mesh endpoint); repeat for several. For
     /// networks that block multicast.
-    #[arg(long = "peer", value_name = "ADDR", requires = "identity")]
+    #[arg(long = "peer", value_name = "ADDR", requires = "identity_source")]
     peers: Vec<SocketAddr>,
     /// Find the event's other devices by mDNS (on: physical interfaces; off: static peers
     /// only, for networks that block multicast).
-    #[arg(long, default_value = "on", value_parser = ["on", "off"], requires = "identity")]
+    #[arg(long, default_value = "on", value_parser = ["on", "off"], requires = "identity_source")]
     discovery: String,
     /// What this device is: a gate admits; an observer (a manager's laptop) watches every
     /// gate and resolves flags but admits no one. Must match the role its certificate names.
     #[arg(long, default_value = "gate", value_parser = ["gate", "observer"])]
     role: String,
     /// Announce and browse only on this interface; repeat for several.
-    #[arg(long = "mdns-interface", value_name = "NAME", requires = "identity")]
+    #[arg(
+        long = "mdns-interface",
+        value_name = "NAME",
+        requires = "identity_source"
+    )]
     mdns_interfaces: Vec<String>,
     /// The central server (http(s)://HOST:PORT): the gate pulls the manifest and its
     /// changes, and uploads every redemption it knows, whenever the uplink works.
@@ -72,8 +85,21 @@ pub struct Args {
     server_token: Option<String>,
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
-    let mut config = Config::new(args.data.clone(), args.event, args.name);
+pub fn run(mut args: Args) -> Result<ExitCode> {
+    if let Some(dir) = &args.paired {
+        let paired = crate::pair::Paired::load(dir)?;
+        args.event = Some(EventId::new(&paired.event)?);
+        args.name = Some(paired.name);
+        args.issuers = vec![dir.join("issuer.pub.pem")];
+        args.identity = Some(dir.join("identity"));
+        args.role = paired.role;
+        args.server = Some(paired.server);
+        args.server_token = Some(paired.token);
+    }
+    let (Some(event), Some(name)) = (args.event.clone(), args.name.clone()) else {
+        anyhow::bail!("--event and --name (or --paired) are needed");
+    };
+    let mut config = Config::new(args.data.clone(), event, name);
     config.keyring = load_keyring(&args.issuers)?;
     config.manifest = args.manifest.as_deref().map(Manifest::load).transpose()?;
     config.policy = Policy {

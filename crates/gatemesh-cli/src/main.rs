@@ -11,6 +11,7 @@ mod decode;
 mod gate;
 mod issue;
 mod keygen;
+mod pair;
 mod server;
 mod timefmt;
 mod verify;
@@ -29,13 +30,14 @@ enum Command {
     Issue(issue::Args),
     Verify(verify::Args),
     Decode(decode::Args),
-    Gate(gate::Args),
+    Gate(Box<gate::Args>),
     Export(gate::ExportArgs),
     Import(gate::ImportArgs),
     Bench(bench::Args),
     MeshCa(gate::MeshCaArgs),
     Enroll(gate::EnrollArgs),
     Server(server::Args),
+    Pair(pair::Args),
 }
 
 fn main() -> ExitCode {
@@ -45,13 +47,14 @@ fn main() -> ExitCode {
         Command::Issue(args) => issue::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Decode(args) => decode::run(args),
-        Command::Gate(args) => gate::run(args),
+        Command::Gate(args) => gate::run(*args),
         Command::Export(args) => gate::export(args),
         Command::Import(args) => gate::import(args),
         Command::Bench(args) => bench::run(args),
         Command::MeshCa(args) => gate::mesh_ca(args),
         Command::Enroll(args) => gate::enroll(args),
         Command::Server(args) => server::run(args),
+        Command::Pair(args) => pair::run(args),
     };
     match result {
         Ok(code) => code,

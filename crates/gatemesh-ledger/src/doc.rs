@@ -448,6 +448,15 @@ impl Ledger {
         out
     }
 
+    /// Every resolution that passes `keep`, in ticket order.
+    pub fn resolutions_where(&self, mut keep: impl FnMut(&Resolution) -> bool) -> Vec<Resolution> {
+        self.doc
+            .map_range(&self.roots.resolutions, ..)
+            .filter_map(|item| text(&item.value).and_then(parse::<Resolution>))
+            .filter(|r| keep(r))
+            .collect()
+    }
+
     /// Whether a redemption with this id is recorded for `tid`.
     pub fn has_redemption(&self, tid: &TicketId, id: &RedemptionId) -> bool {
         self.doc

@@ -183,6 +183,10 @@ pub struct Resolution {
     pub hlc: Hlc,
     /// The redemptions this decision is about: those the resolver saw.
     pub covers: Vec<RedemptionId>,
+    /// Taken at the central server and brought in by a gate's uplink (so no gate sends it
+    /// back up).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_server: bool,
 }
 
 /// A ticket's standing as the issuer or server last said.

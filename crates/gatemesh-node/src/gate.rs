@@ -123,6 +123,11 @@ pub(crate) enum Command {
         limit: usize,
         reply: Reply<(Vec<Redemption>, usize)>,
     },
+    /// Resolutions made by staff on the mesh that the uplink has not sent yet.
+    UnsentResolutions {
+        sent: std::sync::Arc<HashSet<String>>,
+        reply: Reply<Vec<Resolution>>,
+    },
     /// What the server said, to write into the ledger.
     FromServer {
         update: ServerUpdate,
@@ -414,6 +419,12 @@ impl Writer {
                 );
                 defer(reply, Ok((unsent, total)))
             }
+            Command::UnsentResolutions { sent, reply } => {
+                let unsent = self
+                    .ledger
+                    .resolutions_where(|r| !r.from_server && !sent.contains(r.id.as_str()));
+                defer(reply, Ok(unsent))
+            }
             Command::FromServer { update, reply } => {
                 let result = self.apply_server_news(update, changes, events);
                 defer(reply, result)
@@ -609,6 +620,7 @@ impl Writer {
                     at_ms: now,
                     hlc: self.ledger.tick(now),
                     covers,
+                    from_server: true,
                 };
                 changes.extend(self.ledger.record_resolution(&resolution)?);
                 written += 1;
@@ -635,11 +647,12 @@ impl Writer {
                     tid: t.tid.clone(),
                     action: decision.action,
                     staff: decision.staff.clone(),
-                    note: format!("{} (at the server)", decision.note),
+                    note: decision.note.clone(),
                     node: self.ledger.node().clone(),
                     at_ms: now,
                     hlc: self.ledger.tick(now),
                     covers: decision.covers.clone(),
+                    from_server: true,
                 };
                 changes.extend(self.ledger.record_resolution(&resolution)?);
                 events.push(NodeEvent::Resolved {
@@ -701,6 +714,7 @@ impl Writer {
             at_ms: now,
             hlc: self.ledger.tick(now),
             covers,
+            from_server: false,
         };
         changes.extend(self.ledger.record_resolution(&resolution)?);
         events.push(NodeEvent::Resolved { tid, action, staff });

@@ -65,6 +65,8 @@ pub struct UplinkStatus {
     pub learned: u64,
     /// Last successful exchange with the server (ms since 1970).
     pub last_contact_ms: Option<i64>,
+    /// Last heartbeat the server took.
+    pub last_heartbeat_ms: Option<i64>,
     pub last_error: Option<String>,
 }
 
@@ -160,6 +162,14 @@ impl Node {
             token: config.token.clone(),
         };
         tokio::spawn(down.run());
+        let beat = Beat {
+            node: self.clone(),
+            uplink: uplink.clone(),
+            client: client.clone(),
+            url: format!("{base}/heartbeat"),
+            token: config.token.clone(),
+        };
+        tokio::spawn(beat.run());
         let up = Up {
             node: self.clone(),
             uplink,
@@ -171,6 +181,24 @@ impl Node {
         };
         tokio::spawn(up.run());
         Ok(())
+    }
+
+    /// What a heartbeat tells the server: who this is, its counts, peers and uplink.
+    async fn heartbeat_body(&self) -> Result<Value, NodeError> {
+        let snap = self.snapshot().await?;
+        let peers: Vec<Value> = self
+            .peers()
+            .into_iter()
+            .map(|p| json!({ "name": p.name, "role": p.role, "connected": p.connected, "rtt_ms": p.rtt_ms }))
+            .collect();
+        Ok(json!({
+            "name": self.info().name, "node_id": self.info().node_id,
+            "role": if self.is_observer() { "observer" } else { "gate" },
+            "version": env!("CARGO_PKG_VERSION"),
+            "counts": snap.counts, "redemptions": snap.redemptions, "flagged": snap.flagged,
+            "manifest_tickets": snap.manifest_tickets, "peers": peers,
+            "uplink": self.uplink_status(),
+        }))
     }
 
     /// The uplink's state, when it runs.
@@ -542,8 +570,53 @@ impl Up {
         }
     }
 
-    /// Sends one batch; says whether more is waiting.
+    /// Sends one batch of redemptions, or when none is waiting, staff's resolutions; says
+    /// whether more is waiting.
     async fn once(&mut self) -> anyhow::Result<bool> {
+        if self.redemptions().await? {
+            return Ok(true);
+        }
+        self.resolutions().await?;
+        Ok(false)
+    }
+
+    /// Resolutions staff made on this gate or its peers, so the server's flag clears too. A
+    /// ticket the server has no flag for (it never saw both admissions) answers 409, which
+    /// settles it as well.
+    async fn resolutions(&mut self) -> anyhow::Result<()> {
+        let sent = self.sent.clone();
+        let unsent = self
+            .node
+            .ask(|reply| Command::UnsentResolutions { sent, reply })
+            .await?;
+        for r in unsent {
+            let response = self
+                .client
+                .post(format!("{}/flags/{}/resolve", self.base, r.tid))
+                .bearer_auth(&self.token)
+                .timeout(Duration::from_secs(30))
+                .json(&json!({ "action": r.action, "staff": r.staff, "note": r.note }))
+                .send()
+                .await?;
+            let status = response.status();
+            anyhow::ensure!(
+                status.is_success()
+                    || status == reqwest::StatusCode::CONFLICT
+                    || status == reqwest::StatusCode::NOT_FOUND,
+                "the server refused resolution {} of ticket {}: {status}",
+                r.id,
+                r.tid
+            );
+            let id = r.id.to_string();
+            self.acks.add(std::slice::from_ref(&id))?;
+            Arc::make_mut(&mut self.sent).insert(id);
+            self.uplink.contact();
+        }
+        Ok(())
+    }
+
+    /// Sends one batch of redemptions; says whether more is waiting.
+    async fn redemptions(&mut self) -> anyhow::Result<bool> {
         let sent = self.sent.clone();
         let (batch, total) = self
             .node
@@ -613,5 +686,42 @@ impl Up {
         });
         self.uplink.contact();
         Ok(total > batch.len())
+    }
+}
+
+/// How often a gate tells the server it is alive.
+const HEARTBEAT: Duration = Duration::from_secs(5);
+
+struct Beat {
+    node: Node,
+    uplink: Arc<Uplink>,
+    client: reqwest::Client,
+    url: String,
+    token: String,
+}
+
+impl Beat {
+    async fn run(self) {
+        let mut stop = self.uplink.stop.subscribe();
+        loop {
+            if let Ok(body) = self.node.heartbeat_body().await {
+                let sent = self
+                    .client
+                    .post(&self.url)
+                    .bearer_auth(&self.token)
+                    .timeout(HEARTBEAT)
+                    .json(&body)
+                    .send()
+                    .await
+                    .and_then(reqwest::Response::error_for_status);
+                match sent {
+                    Ok(_) => self.uplink.update(|s| s.last_heartbeat_ms = Some(now_ms())),
+                    Err(e) => tracing::debug!("heartbeat: {e}"),
+                }
+            }
+            if !pause(&mut stop, HEARTBEAT).await {
+                return;
+            }
+        }
     }
 }

@@ -32,13 +32,13 @@ pub const MAX_ISSUE: usize = 10_000;
 pub const MAX_JOURNAL: usize = 10_000;
 
 #[derive(Debug)]
-pub struct ApiError {
+pub(crate) struct ApiError {
     status: StatusCode,
     code: &'static str,
     message: String,
 }
 
-fn err(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+pub(crate) fn err(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
     ApiError {
         status,
         code,
@@ -46,7 +46,7 @@ fn err(status: StatusCode, code: &'static str, message: impl Into<String>) -> Ap
     }
 }
 
-fn bad(message: impl Into<String>) -> ApiError {
+pub(crate) fn bad(message: impl Into<String>) -> ApiError {
     err(StatusCode::BAD_REQUEST, "bad_request", message)
 }
 
@@ -100,7 +100,7 @@ impl From<JsonRejection> for ApiError {
     }
 }
 
-struct Body<T>(T);
+pub(crate) struct Body<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     type Rejection = ApiError;
@@ -111,7 +111,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
 }
 
 /// Runs storage work off the async threads.
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     server: &Server,
     f: impl FnOnce(&dyn crate::store::Storage) -> Result<T, StoreError> + Send + 'static,
 ) -> Result<T, ApiError> {
@@ -126,31 +126,93 @@ fn digest(s: &str) -> [u8; 32] {
     Sha256::digest(s.as_bytes()).into()
 }
 
-async fn require_admin(
-    State(s): State<Server>,
-    headers: HeaderMap,
-    req: Request,
-    next: Next,
-) -> Response {
-    let given = headers
+/// Who is calling.
+#[derive(Debug, Clone)]
+pub(crate) enum Caller {
+    /// The organizer's token: everything.
+    Admin,
+    /// A paired device: its own event's gate endpoints.
+    Device(crate::store::Device),
+}
+
+fn bearer(headers: &HeaderMap) -> &str {
+    headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
+        .unwrap_or("")
+}
+
+fn is_admin(s: &Server, given: &str) -> bool {
     // Comparing digests takes the same time whatever the token shares with the real one.
-    if digest(given) != digest(&s.admin_token) {
-        return err(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "an admin token is needed: Authorization: Bearer <token>",
-        )
-        .into_response();
+    digest(given) == digest(&s.admin_token)
+}
+
+fn unauthorized(what: &str) -> Response {
+    err(StatusCode::UNAUTHORIZED, "unauthorized", what).into_response()
+}
+
+/// Organizer calls: the admin token only.
+async fn require_admin(
+    State(s): State<Server>,
+    headers: HeaderMap,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    if !is_admin(&s, bearer(&headers)) {
+        return unauthorized("an admin token is needed: Authorization: Bearer <token>");
     }
+    req.extensions_mut().insert(Caller::Admin);
     next.run(req).await
 }
 
+/// Gate calls under `/v1/events/{eid}/…`: the admin token, or the credential of a device
+/// paired to that event.
+async fn require_gate(
+    State(s): State<Server>,
+    Path(params): Path<std::collections::HashMap<String, String>>,
+    headers: HeaderMap,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let given = bearer(&headers);
+    let caller = if is_admin(&s, given) {
+        Caller::Admin
+    } else if given.is_empty() {
+        return unauthorized("a gate credential or the admin token is needed");
+    } else {
+        match s.credentials.lookup(&s, given).await {
+            Ok(Some(d)) if params.get("eid").is_some_and(|e| e == d.eid.as_str()) => {
+                Caller::Device(d)
+            }
+            Ok(Some(_)) => {
+                return err(
+                    StatusCode::FORBIDDEN,
+                    "forbidden",
+                    "this device belongs to another event",
+                )
+                .into_response();
+            }
+            Ok(None) => return unauthorized("unknown credential (pair the device again)"),
+            Err(e) => return e.into_response(),
+        }
+    };
+    req.extensions_mut().insert(caller);
+    next.run(req).await
+}
+
+pub(crate) fn rfc3339_ms(ms: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_default()
+}
+
 pub fn router(server: Server) -> Router {
-    let protected = Router::new()
+    let organizer = Router::new()
         .route("/v1/events", post(create_event).get(list_events))
         .route("/v1/events/{eid}/tickets", post(issue))
         .route("/v1/events/{eid}/tickets/{tid}", get(get_ticket))
@@ -160,25 +222,62 @@ pub fn router(server: Server) -> Router {
         .route("/v1/events/{eid}/tickets/{tid}/chain", get(chain))
         .route("/v1/events/{eid}/audit", get(audit))
         .route("/v1/events/{eid}/stats", get(stats))
-        .route("/v1/events/{eid}/flags", get(flags))
-        .route("/v1/events/{eid}/flags/{tid}/resolve", post(resolve))
+        .route("/v1/events/{eid}/devices", post(crate::devices::create))
+        .route("/v1/events/{eid}/gates", get(crate::devices::gates))
+        .route("/metrics", get(metrics))
+        .route_layer(middleware::from_fn_with_state(
+            server.clone(),
+            require_admin,
+        ));
+    let gates = Router::new()
         .route("/v1/events/{eid}/manifest", get(manifest))
         .route("/v1/events/{eid}/changes", get(changes))
         .route(
             "/v1/events/{eid}/redemptions",
             post(redeem).layer(DefaultBodyLimit::max(JOURNAL_LIMIT)),
         )
-        .route_layer(middleware::from_fn_with_state(
-            server.clone(),
-            require_admin,
-        ));
+        .route(
+            "/v1/events/{eid}/heartbeat",
+            post(crate::devices::heartbeat),
+        )
+        .route("/v1/events/{eid}/flags", get(flags))
+        .route("/v1/events/{eid}/flags/{tid}/resolve", post(resolve))
+        .route_layer(middleware::from_fn_with_state(server.clone(), require_gate));
     Router::new()
         .route("/v1/health", get(|| async { Json(json!({ "ok": true })) }))
         .route("/v1/keys", get(keys))
-        .merge(protected)
+        .route("/v1/pair", post(crate::devices::pair))
+        .merge(organizer)
+        .merge(gates)
         .fallback(|| async { err(StatusCode::NOT_FOUND, "not_found", "no such endpoint") })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(server)
+}
+
+async fn metrics(State(s): State<Server>) -> Result<Response, ApiError> {
+    let gates = blocking(&s, |st| {
+        let mut out = Vec::new();
+        for e in st.events()? {
+            for g in st.gates(&e.id)? {
+                let backlog = g
+                    .heartbeat
+                    .as_ref()
+                    .and_then(|h| h["uplink"]["backlog"].as_i64());
+                out.push((e.id.to_string(), g.name, backlog, g.last_seen_ms));
+            }
+        }
+        Ok(out)
+    })
+    .await?;
+    let text = s.metrics.render(&gates);
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response())
 }
 
 /// Serves until `shutdown` completes.
@@ -247,7 +346,7 @@ async fn list_events(State(s): State<Server>) -> Result<Json<Value>, ApiError> {
     Ok(Json(json!({ "events": events })))
 }
 
-fn event_id(raw: &str) -> Result<EventId, ApiError> {
+pub(crate) fn event_id(raw: &str) -> Result<EventId, ApiError> {
     EventId::new(raw).map_err(|e| bad(e.to_string()))
 }
 
@@ -255,7 +354,7 @@ fn ticket_id(raw: &str) -> Result<TicketId, ApiError> {
     TicketId::new(raw).map_err(|e| bad(e.to_string()))
 }
 
-async fn known_event(s: &Server, eid: &EventId) -> Result<Event, ApiError> {
+pub(crate) async fn known_event(s: &Server, eid: &EventId) -> Result<Event, ApiError> {
     let id = eid.clone();
     blocking(s, move |st| st.event(&id)).await?.ok_or_else(|| {
         err(
@@ -641,15 +740,27 @@ fn check(r: &RedemptionRequest) -> Result<(), ApiError> {
 
 async fn redeem(
     State(s): State<Server>,
+    caller: axum::Extension<Caller>,
     Path(eid): Path<String>,
     Body(body): Body<RedeemBody>,
 ) -> Result<Json<Value>, ApiError> {
     let eid = event_id(&eid)?;
+    if matches!(&caller.0, Caller::Device(d) if d.role == "observer") {
+        return Err(err(
+            StatusCode::FORBIDDEN,
+            "observer",
+            "an observer admits no one",
+        ));
+    }
     known_event(&s, &eid).await?;
     match body {
         RedeemBody::One(r) => {
             check(&r)?;
-            let answer = blocking(&s, move |st| st.redeem(&eid, &r, Origin::Online)).await?;
+            let metrics = s.metrics.clone();
+            let answer = blocking(&s, move |st| {
+                timed(&metrics, &eid, &r, |r| st.redeem(&eid, r, Origin::Online))
+            })
+            .await?;
             Ok(Json(serde_json::to_value(answer).unwrap_or_default()))
         }
         RedeemBody::Journal { redemptions } => {
@@ -659,16 +770,40 @@ async fn redeem(
                 )));
             }
             redemptions.iter().try_for_each(check)?;
+            let metrics = s.metrics.clone();
             let answers = blocking(&s, move |st| {
                 redemptions
                     .iter()
-                    .map(|r| st.redeem(&eid, r, Origin::Journal))
+                    .map(|r| timed(&metrics, &eid, r, |r| st.redeem(&eid, r, Origin::Journal)))
                     .collect::<Result<Vec<_>, _>>()
             })
             .await?;
             Ok(Json(json!({ "answers": answers })))
         }
     }
+}
+
+/// One redemption through storage, counted and timed for `/metrics`.
+fn timed(
+    metrics: &crate::metrics::Metrics,
+    eid: &EventId,
+    r: &RedemptionRequest,
+    f: impl FnOnce(&RedemptionRequest) -> Result<crate::store::RedemptionAnswer, StoreError>,
+) -> Result<crate::store::RedemptionAnswer, StoreError> {
+    let started = std::time::Instant::now();
+    let answer = f(r)?;
+    let verdict = match answer.verdict {
+        gatemesh_ledger::Verdict::Admit => "admit",
+        gatemesh_ledger::Verdict::Duplicate => "duplicate",
+        gatemesh_ledger::Verdict::Reject => "reject",
+    };
+    metrics.redemption(
+        eid.as_str(),
+        &r.gate,
+        verdict,
+        started.elapsed().as_secs_f64(),
+    );
+    Ok(answer)
 }
 
 #[derive(Deserialize)]

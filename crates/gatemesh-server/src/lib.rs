@@ -12,6 +12,8 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod api;
+mod devices;
+mod metrics;
 pub mod store;
 
 use std::{path::Path, sync::Arc};
@@ -28,6 +30,11 @@ pub struct Server {
     pub(crate) admin_token: Arc<String>,
     /// Set when the server shuts down, so live streams end and shutdown completes.
     pub(crate) stopping: Arc<tokio::sync::watch::Sender<bool>>,
+    /// The data directory (issuer key, admin token, the events' mesh CAs).
+    pub(crate) data: Arc<std::path::PathBuf>,
+    pub(crate) metrics: Arc<metrics::Metrics>,
+    pub(crate) pair_guard: Arc<devices::PairGuard>,
+    pub(crate) credentials: Arc<devices::CredentialCache>,
 }
 
 impl std::fmt::Debug for Server {
@@ -158,6 +165,10 @@ impl Server {
                 key: Arc::new(key),
                 admin_token: Arc::new(token),
                 stopping: Arc::new(tokio::sync::watch::Sender::new(false)),
+                data: Arc::new(data.to_owned()),
+                metrics: Arc::new(metrics::Metrics::new()),
+                pair_guard: Arc::default(),
+                credentials: Arc::default(),
             },
             new_admin_token,
         })

@@ -418,8 +418,109 @@ async fn gates_with_no_mesh_between_them_are_flagged_by_the_server(backend: Back
     }
     let audit = get(&format!("{}/v1/events/COPY/audit", server.base)).await;
     assert_eq!(audit["audit"][0]["action"], "resolve:accept");
+
+    // A second copy, this time resolved by staff at a gate: the server learns the decision
+    // through the uplink, and the other gate through the server.
+    let (tid, code) = &tickets[1];
+    assert_eq!(scan(&a, code, "n1").await["verdict"], "admit");
+    until("North uploaded", || async {
+        uplink(&a).await["backlog"] == 0
+    })
+    .await;
+    assert_eq!(scan(&b, code, "s1").await["verdict"], "admit");
+    until("the flag reached North", || async {
+        get(&format!("{}/v1/tickets/{tid}", a.api)).await["flagged"] == true
+    })
+    .await;
+    post(
+        &format!("{}/v1/flags/{tid}/resolve", a.api),
+        json!({ "action": "deny", "staff": "Ana", "note": "two people, one ticket" }),
+    )
+    .await;
+    until("the server took the gate's decision", || async {
+        let t = get(&format!("{}/v1/events/COPY/tickets/{tid}", server.base)).await;
+        t["status"] == "void" && t["flagged"] == false
+    })
+    .await;
+    until("South learned the decision", || async {
+        let t = gate_ticket(&b, tid).await;
+        t["flagged"] == false
+            && t["resolutions"]
+                .as_array()
+                .is_some_and(|r| r.iter().any(|r| r["action"] == "deny"))
+    })
+    .await;
+    assert_eq!(scan(&b, code, "s1").await["verdict"], "reject");
     let stats = get(&format!("{}/v1/events/COPY/stats", server.base)).await;
     assert_eq!(stats["flagged"], 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_gate_paired_by_code_reports_to_the_manager() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ServerProc::start(&dir.path().join("server"), None, free_port());
+    let (tickets, _) = event(&server, dir.path(), "PAIR", 3).await;
+    let code = post(
+        &format!("{}/v1/events/PAIR/devices", server.base),
+        json!({ "name": "North-1" }),
+    )
+    .await;
+    let paired = dir.path().join("paired");
+    let out = gatemesh()
+        .args([
+            "pair",
+            "--server",
+            &server.base,
+            "--code",
+            code["code"].as_str().unwrap(),
+        ])
+        .args(["--out", p(&paired)])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Everything comes from the pairing directory; no mDNS outside a test namespace.
+    let mut cmd = gatemesh();
+    cmd.args([
+        "gate",
+        "--data",
+        p(&dir.path().join("gate")),
+        "--paired",
+        p(&paired),
+    ])
+    .args([
+        "--api",
+        "127.0.0.1:0",
+        "--mesh",
+        "127.0.0.1:0",
+        "--discovery",
+        "off",
+    ])
+    .args(["--durability", "process"]);
+    let (child, ready) = spawn_ready(cmd);
+    let gate = GateProc {
+        child,
+        api: format!("http://{}", ready["api"].as_str().unwrap()),
+    };
+    assert!(
+        ready["mesh"].is_string(),
+        "the paired identity joins the mesh: {ready}"
+    );
+    assert_eq!(scan(&gate, &tickets[0].1, "s1").await["verdict"], "admit");
+    until("the manager sees the gate and its admission", || async {
+        let gates = get(&format!("{}/v1/events/PAIR/gates", server.base)).await;
+        let g = &gates["gates"][0];
+        g["name"] == "North-1"
+            && g["online"] == true
+            && g["paired"] == true
+            && g["heartbeat"]["counts"]["admit"] == 1
+            && g["heartbeat"]["uplink"]["backlog"] == 0
+    })
+    .await;
+    agree(&server, "PAIR", &[&gate], &[tickets[0].0.as_str()]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -469,7 +570,7 @@ async fn lossy_proxy(upstream: u16) -> (u16, Arc<AtomicUsize>) {
         let mut n = 0usize;
         while let Ok((client, _)) = listener.accept().await {
             n += 1;
-            let lose = n % 2 == 0;
+            let lose = n.is_multiple_of(2);
             let counter = counter.clone();
             tokio::spawn(async move {
                 let Ok(server) = tokio::net::TcpStream::connect(("127.0.0.1", upstream)).await
@@ -514,7 +615,7 @@ async fn responses_lost_on_the_way_back_cost_nothing() {
     );
     for (i, (_, code)) in tickets.iter().enumerate() {
         assert_eq!(scan(&gate, code, "s").await["verdict"], "admit");
-        if i % 20 == 0 {
+        if i.is_multiple_of(20) {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }

@@ -105,6 +105,7 @@ impl Gate {
             at_ms: now_ms,
             hlc: self.ledger.tick(now_ms),
             covers: state.flagged().iter().map(|r| r.id.clone()).collect(),
+            from_server: false,
         };
         self.ledger.record_resolution(&r).unwrap();
     }

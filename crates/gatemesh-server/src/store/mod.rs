@@ -112,6 +112,27 @@ pub struct ServerResolution {
     pub at: String,
 }
 
+/// A device the server knows: a gate or an observer of one event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Device {
+    pub eid: EventId,
+    pub name: String,
+    /// `gate` or `observer`.
+    pub role: String,
+}
+
+/// A device as a manager sees it: when it last reported, and what.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateView {
+    pub name: String,
+    pub role: String,
+    /// It holds a credential (paired); devices that report with the organizer's token do not.
+    pub paired: bool,
+    pub last_seen_ms: Option<i64>,
+    /// Its last heartbeat, as it sent it.
+    pub heartbeat: Option<serde_json::Value>,
+}
+
 /// What happened at an event, in numbers.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
@@ -233,6 +254,29 @@ pub trait Storage: Send + Sync + 'static {
         resolution: &ServerResolution,
     ) -> Result<Ticket, StoreError>;
     fn counts(&self, eid: &EventId) -> Result<Counts, StoreError>;
+    /// Registers a device (or re-issues its pairing code): the code, by its hash, is good
+    /// once until `expires_ms`. A device paired before keeps its credential until it pairs
+    /// again.
+    fn put_pairing(
+        &self,
+        device: &Device,
+        code_hash: &str,
+        expires_ms: i64,
+    ) -> Result<(), StoreError>;
+    /// Spends a pairing code: the device's credential becomes `token_hash`. `None` when no
+    /// unexpired code has this hash.
+    fn pair(
+        &self,
+        code_hash: &str,
+        token_hash: &str,
+        now_ms: i64,
+    ) -> Result<Option<Device>, StoreError>;
+    /// The device whose credential hashes to `token_hash`.
+    fn device(&self, token_hash: &str) -> Result<Option<Device>, StoreError>;
+    /// Keeps a device's latest heartbeat (registering a device that reports with the
+    /// organizer's token).
+    fn heartbeat(&self, device: &Device, payload: &str, now_ms: i64) -> Result<(), StoreError>;
+    fn gates(&self, eid: &EventId) -> Result<Vec<GateView>, StoreError>;
     /// Wakes whoever waits for ticket changes: the value grows after each committed change
     /// (by this process, or, on PostgreSQL, by any server on the same database).
     fn changes(&self) -> tokio::sync::watch::Receiver<u64>;

@@ -16,9 +16,9 @@ use postgres::{NoTls, Row, Transaction};
 use r2d2_postgres::PostgresConnectionManager;
 
 use super::{
-    AuditLine, Changes, Counts, Event, FirstUse, Origin, RedemptionAnswer, RedemptionRequest,
-    ServerResolution, Status, Storage, StoreError, Ticket, from_json, join_ids, now,
-    refuse_inactive, split_ids, ticket_parts, to_json,
+    AuditLine, Changes, Counts, Device, Event, FirstUse, GateView, Origin, RedemptionAnswer,
+    RedemptionRequest, ServerResolution, Status, Storage, StoreError, Ticket, from_json, join_ids,
+    now, refuse_inactive, split_ids, ticket_parts, to_json,
 };
 
 /// Bumped when the layout changes; kept in `gatemesh_meta`.
@@ -49,6 +49,11 @@ CREATE TABLE IF NOT EXISTS redemptions (
     verdict TEXT NOT NULL, answer TEXT NOT NULL,
     reverted BOOLEAN NOT NULL DEFAULT FALSE);
 CREATE INDEX IF NOT EXISTS redemptions_by_ticket ON redemptions (eid, tid);
+CREATE TABLE IF NOT EXISTS devices (
+    eid TEXT NOT NULL REFERENCES events (id), name TEXT NOT NULL, role TEXT NOT NULL,
+    code_hash TEXT UNIQUE, code_expires_ms BIGINT, token_hash TEXT UNIQUE,
+    last_seen_ms BIGINT, heartbeat TEXT,
+    PRIMARY KEY (eid, name));
 CREATE TABLE IF NOT EXISTS audit (
     id BIGSERIAL PRIMARY KEY, eid TEXT NOT NULL, tid TEXT,
     actor TEXT NOT NULL, action TEXT NOT NULL, reason TEXT NOT NULL, at TEXT NOT NULL);
@@ -683,7 +688,8 @@ impl Storage for Postgres {
             }
             let ticket = read_ticket(tx, eid, tid)?
                 .ok_or_else(|| StoreError::NotFound(format!("ticket {tid}")))?;
-            if !ticket.flagged {
+            // A revert also undoes a single mistaken admission; accept and deny answer a flag.
+            if !ticket.flagged && resolution.action != Action::Revert {
                 return Err(StoreError::Conflict(format!("ticket {tid} is not flagged")));
             }
             let seq = take_seq(tx, 1)?;
@@ -767,7 +773,81 @@ impl Storage for Postgres {
         })
     }
 
+    fn put_pairing(&self, d: &Device, code_hash: &str, expires_ms: i64) -> Result<(), StoreError> {
+        self.conn()?.execute(
+            "INSERT INTO devices (eid, name, role, code_hash, code_expires_ms)
+             VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (eid, name) DO UPDATE SET role = $3, code_hash = $4, code_expires_ms = $5",
+            &[&d.eid.as_str(), &d.name, &d.role, &code_hash, &expires_ms],
+        )?;
+        Ok(())
+    }
+
+    fn pair(
+        &self,
+        code_hash: &str,
+        token_hash: &str,
+        now_ms: i64,
+    ) -> Result<Option<Device>, StoreError> {
+        self.conn()?
+            .query_opt(
+                "UPDATE devices SET token_hash = $2, code_hash = NULL, code_expires_ms = NULL
+                 WHERE code_hash = $1 AND code_expires_ms >= $3
+                 RETURNING eid, name, role",
+                &[&code_hash, &token_hash, &now_ms],
+            )?
+            .map(|r| device_from(r.get(0), r.get(1), r.get(2)))
+            .transpose()
+    }
+
+    fn device(&self, token_hash: &str) -> Result<Option<Device>, StoreError> {
+        self.conn()?
+            .query_opt(
+                "SELECT eid, name, role FROM devices WHERE token_hash = $1",
+                &[&token_hash],
+            )?
+            .map(|r| device_from(r.get(0), r.get(1), r.get(2)))
+            .transpose()
+    }
+
+    fn heartbeat(&self, d: &Device, payload: &str, now_ms: i64) -> Result<(), StoreError> {
+        self.conn()?.execute(
+            "INSERT INTO devices (eid, name, role, last_seen_ms, heartbeat) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (eid, name) DO UPDATE SET last_seen_ms = $4, heartbeat = $5",
+            &[&d.eid.as_str(), &d.name, &d.role, &now_ms, &payload],
+        )?;
+        Ok(())
+    }
+
+    fn gates(&self, eid: &EventId) -> Result<Vec<GateView>, StoreError> {
+        self.conn()?
+            .query(
+                "SELECT name, role, token_hash IS NOT NULL, last_seen_ms, heartbeat FROM devices
+                 WHERE eid = $1 ORDER BY name",
+                &[&eid.as_str()],
+            )?
+            .iter()
+            .map(|r| {
+                Ok(GateView {
+                    name: r.get(0),
+                    role: r.get(1),
+                    paired: r.get(2),
+                    last_seen_ms: r.get(3),
+                    heartbeat: r.get::<_, Option<&str>>(4).map(from_json).transpose()?,
+                })
+            })
+            .collect()
+    }
+
     fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.changes.subscribe()
     }
+}
+
+fn device_from(eid: String, name: String, role: String) -> Result<Device, StoreError> {
+    Ok(Device {
+        eid: EventId::new(&eid).map_err(|_| StoreError::Corrupt(format!("event id {eid:?}")))?,
+        name,
+        role,
+    })
 }

@@ -8,9 +8,9 @@ use gatemesh_ticket::{EventId, TicketId};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::{
-    AuditLine, Changes, Counts, Event, FirstUse, Origin, RedemptionAnswer, RedemptionRequest,
-    ServerResolution, Status, Storage, StoreError, Ticket, answer, from_json, join_ids, now,
-    refuse_inactive, split_ids, ticket_parts, to_json, verdict_str,
+    AuditLine, Changes, Counts, Device, Event, FirstUse, GateView, Origin, RedemptionAnswer,
+    RedemptionRequest, ServerResolution, Status, Storage, StoreError, Ticket, answer, from_json,
+    join_ids, now, refuse_inactive, split_ids, ticket_parts, to_json, verdict_str,
 };
 
 /// Layout version of the SQLite file, kept in `PRAGMA user_version`.
@@ -64,6 +64,11 @@ impl Sqlite {
                  verdict TEXT NOT NULL, answer TEXT NOT NULL,
                  reverted INTEGER NOT NULL DEFAULT 0);
              CREATE INDEX IF NOT EXISTS redemptions_by_ticket ON redemptions (eid, tid);
+             CREATE TABLE IF NOT EXISTS devices (
+                 eid TEXT NOT NULL REFERENCES events (id), name TEXT NOT NULL, role TEXT NOT NULL,
+                 code_hash TEXT UNIQUE, code_expires_ms INTEGER, token_hash TEXT UNIQUE,
+                 last_seen_ms INTEGER, heartbeat TEXT,
+                 PRIMARY KEY (eid, name));
              CREATE TABLE IF NOT EXISTS audit (
                  id INTEGER PRIMARY KEY AUTOINCREMENT, eid TEXT NOT NULL, tid TEXT,
                  actor TEXT NOT NULL, action TEXT NOT NULL, reason TEXT NOT NULL, at TEXT NOT NULL);",
@@ -496,7 +501,8 @@ impl Storage for Sqlite {
         self.write(|tx| {
             let ticket =
                 read_ticket(tx, eid, tid)?.ok_or_else(|| StoreError::NotFound(format!("ticket {tid}")))?;
-            if !ticket.flagged {
+            // A revert also undoes a single mistaken admission; accept and deny answer a flag.
+            if !ticket.flagged && resolution.action != Action::Revert {
                 return Err(StoreError::Conflict(format!("ticket {tid} is not flagged")));
             }
             let seq = take_seq(tx, 1)?;
@@ -577,9 +583,92 @@ impl Storage for Sqlite {
         })
     }
 
+    fn put_pairing(&self, d: &Device, code_hash: &str, expires_ms: i64) -> Result<(), StoreError> {
+        self.conn().execute(
+            "INSERT INTO devices (eid, name, role, code_hash, code_expires_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (eid, name) DO UPDATE SET role = ?3, code_hash = ?4, code_expires_ms = ?5",
+            params![d.eid.as_str(), d.name, d.role, code_hash, expires_ms],
+        )?;
+        Ok(())
+    }
+
+    fn pair(
+        &self,
+        code_hash: &str,
+        token_hash: &str,
+        now_ms: i64,
+    ) -> Result<Option<Device>, StoreError> {
+        self.conn()
+            .query_row(
+                "UPDATE devices SET token_hash = ?2, code_hash = NULL, code_expires_ms = NULL
+                 WHERE code_hash = ?1 AND code_expires_ms >= ?3
+                 RETURNING eid, name, role",
+                params![code_hash, token_hash, now_ms],
+                |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()?
+            .map(device_from)
+            .transpose()
+    }
+
+    fn device(&self, token_hash: &str) -> Result<Option<Device>, StoreError> {
+        self.conn()
+            .query_row(
+                "SELECT eid, name, role FROM devices WHERE token_hash = ?1",
+                [token_hash],
+                |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()?
+            .map(device_from)
+            .transpose()
+    }
+
+    fn heartbeat(&self, d: &Device, payload: &str, now_ms: i64) -> Result<(), StoreError> {
+        self.conn().execute(
+            "INSERT INTO devices (eid, name, role, last_seen_ms, heartbeat) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (eid, name) DO UPDATE SET last_seen_ms = ?4, heartbeat = ?5",
+            params![d.eid.as_str(), d.name, d.role, now_ms, payload],
+        )?;
+        Ok(())
+    }
+
+    fn gates(&self, eid: &EventId) -> Result<Vec<GateView>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(
+            "SELECT name, role, token_hash IS NOT NULL, last_seen_ms, heartbeat FROM devices
+             WHERE eid = ?1 ORDER BY name",
+        )?;
+        type GateRow = (String, String, bool, Option<i64>, Option<String>);
+        let rows: Vec<GateRow> = stmt
+            .query_map([eid.as_str()], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })?
+            .collect::<Result<_, _>>()?;
+        rows.into_iter()
+            .map(|(name, role, paired, last_seen_ms, heartbeat)| {
+                Ok(GateView {
+                    name,
+                    role,
+                    paired,
+                    last_seen_ms,
+                    heartbeat: heartbeat.as_deref().map(from_json).transpose()?,
+                })
+            })
+            .collect()
+    }
+
     fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.changes.subscribe()
     }
+}
+
+fn device_from((eid, name, role): (String, String, String)) -> Result<Device, StoreError> {
+    Ok(Device {
+        eid: EventId::new(&eid).map_err(|_| StoreError::Corrupt(format!("event id {eid:?}")))?,
+        name,
+        role,
+    })
 }
 
 fn admissions(

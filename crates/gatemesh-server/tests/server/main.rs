@@ -46,6 +46,8 @@ on_both_backends!(
     transfers_chain_and_reverts_are_audited,
     the_change_stream_resumes_and_carries_voids_and_reverts,
     journal_records_come_back_as_the_first_use,
+    devices_pair_once_and_reach_only_their_own_event,
+    metrics_count_redemptions_by_gate_and_verdict,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -740,6 +742,188 @@ async fn journal_records_come_back_as_the_first_use(backend: Backend) {
     assert_eq!(
         c["verdict"], "admit",
         "j-3 was not stored by the refused upload"
+    );
+    s.stop().await;
+}
+
+async fn devices_pair_once_and_reach_only_their_own_event(backend: Backend) {
+    let s = Running::start(backend).await;
+    s.event_with_tickets("HOME", 2).await;
+    s.event_with_tickets("AWAY", 1).await;
+    let (status, code) = s
+        .post("/v1/events/HOME/devices", json!({ "name": "North-1" }))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{code}");
+    let code = code["code"].as_str().unwrap().to_owned();
+    // Pairing needs no token; a wrong code is refused.
+    let pair = |code: String| {
+        let (client, base) = (s.client.clone(), s.base.clone());
+        async move {
+            let r = client
+                .post(format!("{base}/v1/pair"))
+                .json(&json!({ "code": code }))
+                .send()
+                .await
+                .unwrap();
+            (r.status(), r.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    let (status, _) = pair("00000-00000".into()).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    // Typed in lower case with a space: still the code.
+    let (status, paired) = pair(code.to_lowercase().replace('-', " ")).await;
+    assert_eq!(status, StatusCode::OK, "{paired}");
+    assert_eq!(
+        (paired["event"].as_str(), paired["name"].as_str()),
+        (Some("HOME"), Some("North-1"))
+    );
+    let (status, _) = pair(code.clone()).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "a code is good once");
+
+    // The identity is a mesh identity of this event, under the server's CA.
+    let dir = tempfile::tempdir().unwrap();
+    for (file, key) in [
+        ("device.pem", "device_pem"),
+        ("device.key", "device_key"),
+        ("ca.pem", "ca_pem"),
+    ] {
+        std::fs::write(
+            dir.path().join(file),
+            paired["identity"][key].as_str().unwrap(),
+        )
+        .unwrap();
+    }
+    let id = gatemesh_mesh::pki::Identity::load(dir.path()).unwrap();
+    assert_eq!(
+        (id.peer.event.as_str(), id.peer.name.as_str()),
+        ("HOME", "North-1")
+    );
+
+    // The credential opens its own event's gate endpoints, and nothing else.
+    let token = paired["token"].as_str().unwrap();
+    let with = |method: reqwest::Method, path: &str, body: Option<Value>| {
+        let mut r = s
+            .client
+            .request(method, format!("{}{path}", s.base))
+            .bearer_auth(token);
+        if let Some(b) = body {
+            r = r.json(&b);
+        }
+        async move { r.send().await.unwrap().status() }
+    };
+    assert_eq!(
+        with(reqwest::Method::GET, "/v1/events/HOME/manifest", None).await,
+        StatusCode::OK
+    );
+    assert_eq!(
+        with(reqwest::Method::GET, "/v1/events/AWAY/manifest", None).await,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        with(reqwest::Method::GET, "/v1/events", None).await,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        with(
+            reqwest::Method::POST,
+            "/v1/events/HOME/tickets",
+            Some(json!({ "count": 1 }))
+        )
+        .await,
+        StatusCode::UNAUTHORIZED
+    );
+    let beat = json!({ "counts": { "admit": 3 }, "uplink": { "backlog": 7 } });
+    assert_eq!(
+        with(
+            reqwest::Method::POST,
+            "/v1/events/HOME/heartbeat",
+            Some(beat)
+        )
+        .await,
+        StatusCode::OK
+    );
+    let (_, gates) = s.get("/v1/events/HOME/gates").await;
+    let g = &gates["gates"][0];
+    assert_eq!(
+        (
+            g["name"].as_str(),
+            g["online"].as_bool(),
+            g["paired"].as_bool()
+        ),
+        (Some("North-1"), Some(true), Some(true))
+    );
+    assert_eq!(g["heartbeat"]["uplink"]["backlog"], 7);
+
+    // An observer (a manager's laptop) may watch but admits no one.
+    let (_, code) = s
+        .post(
+            "/v1/events/HOME/devices",
+            json!({ "name": "manager", "role": "observer" }),
+        )
+        .await;
+    let (_, observer) = pair(code["code"].as_str().unwrap().to_owned()).await;
+    let r = s
+        .client
+        .post(format!("{}/v1/events/HOME/redemptions", s.base))
+        .bearer_auth(observer["token"].as_str().unwrap())
+        .json(&redemption("obs-1", &json!("00000000000AB"), "manager"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    let (status, _) = s
+        .post("/v1/events/HOME/devices", json!({ "name": "bad name!" }))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    s.stop().await;
+}
+
+async fn metrics_count_redemptions_by_gate_and_verdict(backend: Backend) {
+    let s = Running::start(backend).await;
+    let tickets = s.event_with_tickets("MET", 2).await;
+    for (rid, t, gate) in [("m1", 0, "North"), ("m2", 0, "South"), ("m3", 1, "North")] {
+        s.post(
+            "/v1/events/MET/redemptions",
+            redemption(rid, &tickets[t]["tid"], gate),
+        )
+        .await;
+    }
+    s.post(
+        "/v1/events/MET/heartbeat",
+        json!({ "name": "North", "uplink": { "backlog": 12 } }),
+    )
+    .await;
+    let r = s
+        .client
+        .get(format!("{}/metrics", s.base))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let text = r.text().await.unwrap();
+    for line in [
+        r#"gatemesh_redemptions_total{event="MET",gate="North",verdict="admit"} 2"#,
+        r#"gatemesh_redemptions_total{event="MET",gate="South",verdict="duplicate"} 1"#,
+        r#"gatemesh_gate_upload_backlog{event="MET",gate="North"} 12"#,
+        "gatemesh_redemption_seconds_count 3",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} not in:\n{text}");
+    }
+    let r = s
+        .client
+        .get(format!("{}/metrics", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let (_, stats) = s.get("/v1/events/MET/stats").await;
+    assert_eq!(
+        (
+            stats["admitted"].as_i64(),
+            stats["answered_duplicate"].as_i64()
+        ),
+        (Some(2), Some(1))
     );
     s.stop().await;
 }
