@@ -1,6 +1,9 @@
-//! The server's HTTP API (JSON). Organizer and gate calls need `Authorization: Bearer
-//! <admin token>` for now (per-gate credentials come with enrollment); `/v1/health` and
-//! `/v1/keys` are open. Client input never causes a 5xx.
+//! The server's HTTP API (JSON). Organizer calls need `Authorization: Bearer <admin token>`;
+//! gate calls take the admin token or a paired device's credential; `/v1/health`,
+//! `/v1/keys`, `/v1/pair` and `/v1/openapi.json` are open. Client input never causes a 5xx.
+//!
+//! Every handler carries its `#[utoipa::path]` and returns a typed body, so the OpenAPI
+//! document ([`crate::openapi`]) is made from what the handlers really send.
 
 use std::future::Future;
 
@@ -15,13 +18,17 @@ use axum::{
     routing::{get, post},
 };
 use gatemesh_ticket::{Claims, EventId, Format, Seat, TicketId};
-use serde::{Deserialize, de::DeserializeOwned};
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use sha2::{Digest, Sha256};
+use utoipa::{IntoParams, ToSchema};
 
 use crate::{
     Server,
-    store::{Event, FirstUse, Origin, RedemptionRequest, ServerResolution, StoreError, Ticket},
+    openapi::{ActionName, FormatName},
+    store::{
+        AuditLine, Counts, Event, FirstUse, Origin, RedemptionAnswer, RedemptionRequest,
+        ServerResolution, Status, StoreError, Ticket,
+    },
 };
 
 const BODY_LIMIT: usize = 64 * 1024;
@@ -30,6 +37,10 @@ const JOURNAL_LIMIT: usize = 8 * 1024 * 1024;
 pub const MAX_ISSUE: usize = 10_000;
 /// Most redemptions one journal upload carries.
 pub const MAX_JOURNAL: usize = 10_000;
+
+/// The path parameters' descriptions, for the handlers' `#[utoipa::path]`.
+pub(crate) const EID: &str = "The event id";
+const TID: &str = "The ticket id";
 
 #[derive(Debug)]
 pub(crate) struct ApiError {
@@ -50,13 +61,32 @@ pub(crate) fn bad(message: impl Into<String>) -> ApiError {
     err(StatusCode::BAD_REQUEST, "bad_request", message)
 }
 
+/// Every error the API sends.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(example = json!({ "error": { "code": "not_found", "message": "no event NOPE" } }))]
+pub(crate) struct ErrorBody {
+    error: ErrorDetail,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ErrorDetail {
+    /// Stable, for programs: `bad_request`, `too_large`, `unauthorized`, `forbidden`,
+    /// `observer`, `not_found`, `unknown_code`, `conflict`, `too_many_attempts`,
+    /// `unavailable`, `internal`.
+    code: String,
+    /// For people.
+    message: String,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (
-            self.status,
-            Json(json!({ "error": { "code": self.code, "message": self.message } })),
-        )
-            .into_response()
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code.to_owned(),
+                message: self.message,
+            },
+        };
+        (self.status, Json(body)).into_response()
     }
 }
 
@@ -211,6 +241,8 @@ pub(crate) fn rfc3339_ms(ms: i64) -> String {
         .unwrap_or_default()
 }
 
+/// Every endpoint. Each route here has its `#[utoipa::path]` and is listed in
+/// [`crate::openapi::ApiDoc`]; the server tests check the router and the document agree.
 pub fn router(server: Server) -> Router {
     let organizer = Router::new()
         .route("/v1/events", post(create_event).get(list_events))
@@ -244,8 +276,9 @@ pub fn router(server: Server) -> Router {
         .route("/v1/events/{eid}/flags/{tid}/resolve", post(resolve))
         .route_layer(middleware::from_fn_with_state(server.clone(), require_gate));
     Router::new()
-        .route("/v1/health", get(|| async { Json(json!({ "ok": true })) }))
+        .route("/v1/health", get(health))
         .route("/v1/keys", get(keys))
+        .route("/v1/openapi.json", get(openapi_json))
         .route("/v1/pair", post(crate::devices::pair))
         .merge(organizer)
         .merge(gates)
@@ -254,7 +287,22 @@ pub fn router(server: Server) -> Router {
         .with_state(server)
 }
 
-async fn metrics(State(s): State<Server>) -> Result<Response, ApiError> {
+/// Metrics for Prometheus.
+///
+/// OpenMetrics text: redemptions by event, gate and verdict, their latency, and each gate's
+/// upload backlog.
+#[utoipa::path(
+    get, path = "/metrics", tag = "organizer",
+    responses(
+        (status = 200, description = "OpenMetrics text",
+            content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            body = String),
+        (status = 401, description = "No admin token", body = ErrorBody),
+        (status = 503, description = "The database failed", body = ErrorBody),
+    ),
+    security(("admin" = [])),
+)]
+pub(crate) async fn metrics(State(s): State<Server>) -> Result<Response, ApiError> {
     let gates = blocking(&s, |st| {
         let mut out = Vec::new();
         for e in st.events()? {
@@ -295,19 +343,75 @@ pub async fn serve(
         .await
 }
 
-async fn keys(State(s): State<Server>) -> Json<Value> {
-    Json(json!({ "keys": [{ "kid": s.key.kid(), "pem": s.issuer_public_pem() }] }))
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Health {
+    ok: bool,
 }
 
-#[derive(Deserialize)]
+/// Liveness: answers while the process serves.
+#[utoipa::path(
+    get, path = "/v1/health", tag = "open",
+    responses((status = 200, description = "Serving", body = Health)),
+)]
+pub(crate) async fn health() -> Json<Health> {
+    Json(Health { ok: true })
+}
+
+/// The OpenAPI 3 document of this API (this one included).
+#[utoipa::path(
+    get, path = "/v1/openapi.json", tag = "open",
+    responses((status = 200, description = "The OpenAPI document", body = Object)),
+)]
+pub(crate) async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
+    Json(crate::openapi::document())
+}
+
+/// A public key that signs tickets, for gates to verify them offline.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct IssuerKey {
+    #[schema(value_type = String)]
+    kid: gatemesh_ticket::KeyId,
+    /// SPKI PEM.
+    pem: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Keys {
+    keys: Vec<IssuerKey>,
+}
+
+pub(crate) fn issuer_keys(s: &Server) -> Vec<IssuerKey> {
+    vec![IssuerKey {
+        kid: s.key.kid().clone(),
+        pem: s.issuer_public_pem(),
+    }]
+}
+
+/// The issuer keys that sign this server's tickets.
+#[utoipa::path(
+    get, path = "/v1/keys", tag = "open",
+    responses((status = 200, description = "The issuer keys", body = Keys)),
+)]
+pub(crate) async fn keys(State(s): State<Server>) -> Json<Keys> {
+    Json(Keys {
+        keys: issuer_keys(&s),
+    })
+}
+
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct NewEvent {
+pub(crate) struct NewEvent {
+    /// 1-64 characters of A-Z a-z 0-9 . _ -
+    #[schema(example = "ROCK-2026")]
     id: String,
+    /// 1-200 bytes.
     name: String,
     #[serde(default)]
     capacity: Option<u32>,
+    /// RFC 3339.
     #[serde(default)]
     starts_at: Option<String>,
+    /// RFC 3339.
     #[serde(default)]
     ends_at: Option<String>,
 }
@@ -318,7 +422,19 @@ fn rfc3339_ok(s: &Option<String>) -> bool {
     })
 }
 
-async fn create_event(
+/// Creates an event.
+#[utoipa::path(
+    post, path = "/v1/events", tag = "organizer",
+    request_body = NewEvent,
+    responses(
+        (status = 201, description = "Created", body = Event),
+        (status = 400, description = "Bad input", body = ErrorBody),
+        (status = 401, description = "No admin token", body = ErrorBody),
+        (status = 409, description = "The id is taken", body = ErrorBody),
+    ),
+    security(("admin" = [])),
+)]
+pub(crate) async fn create_event(
     State(s): State<Server>,
     Body(e): Body<NewEvent>,
 ) -> Result<Response, ApiError> {
@@ -341,9 +457,23 @@ async fn create_event(
     Ok((StatusCode::CREATED, Json(event)).into_response())
 }
 
-async fn list_events(State(s): State<Server>) -> Result<Json<Value>, ApiError> {
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct EventList {
+    events: Vec<Event>,
+}
+
+/// Every event.
+#[utoipa::path(
+    get, path = "/v1/events", tag = "organizer",
+    responses(
+        (status = 200, description = "The events", body = EventList),
+        (status = 401, description = "No admin token", body = ErrorBody),
+    ),
+    security(("admin" = [])),
+)]
+pub(crate) async fn list_events(State(s): State<Server>) -> Result<Json<EventList>, ApiError> {
     let events = blocking(&s, |st| st.events()).await?;
-    Ok(Json(json!({ "events": events })))
+    Ok(Json(EventList { events }))
 }
 
 pub(crate) fn event_id(raw: &str) -> Result<EventId, ApiError> {
@@ -365,14 +495,19 @@ pub(crate) async fn known_event(s: &Server, eid: &EventId) -> Result<Event, ApiE
     })
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct IssueRequest {
+pub(crate) struct IssueRequest {
+    /// How many tickets, 1 to 10,000.
+    #[schema(minimum = 1, maximum = 10_000)]
     count: usize,
     #[serde(default = "default_format")]
+    #[schema(value_type = FormatName, default = "gm1")]
     format: Format,
+    /// Seats are this prefix and 1, 2, 3…
     #[serde(default)]
     seat_prefix: Option<String>,
+    /// One seat per ticket (not with `seat_prefix`).
     #[serde(default)]
     seats: Option<Vec<String>>,
 }
@@ -428,15 +563,65 @@ fn no_ticket(tid: &TicketId) -> ApiError {
     )
 }
 
-fn ticket_json(t: &Ticket) -> Value {
-    json!({
-        "tid": t.tid, "eid": t.eid, "seat": t.seat, "format": t.format, "code": t.code,
-        "status": t.status, "transferred_to": t.transferred_to,
-        "transferred_from": t.transferred_from, "holder": t.holder,
-    })
+/// A ticket as the organizer sees it, with its signed code.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct TicketView {
+    #[schema(value_type = String)]
+    tid: TicketId,
+    #[schema(value_type = String)]
+    eid: EventId,
+    seat: Option<String>,
+    #[schema(value_type = FormatName)]
+    format: Format,
+    /// The signed code to print as a QR symbol.
+    code: String,
+    status: Status,
+    /// The ticket that replaced it, once transferred.
+    #[schema(value_type = Option<String>)]
+    transferred_to: Option<TicketId>,
+    /// The ticket it replaced.
+    #[schema(value_type = Option<String>)]
+    transferred_from: Option<TicketId>,
+    holder: Option<String>,
 }
 
-async fn issue(
+impl From<&Ticket> for TicketView {
+    fn from(t: &Ticket) -> Self {
+        Self {
+            tid: t.tid.clone(),
+            eid: t.eid.clone(),
+            seat: t.seat.clone(),
+            format: t.format,
+            code: t.code.clone(),
+            status: t.status,
+            transferred_to: t.transferred_to.clone(),
+            transferred_from: t.transferred_from.clone(),
+            holder: t.holder.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Issued {
+    tickets: Vec<TicketView>,
+}
+
+/// Issues tickets.
+///
+/// Signed with the server's issuer key; a purchase webhook sends 1, print runs batch.
+#[utoipa::path(
+    post, path = "/v1/events/{eid}/tickets", tag = "organizer", operation_id = "issue_tickets",
+    params(("eid" = String, Path, description = EID)),
+    request_body = IssueRequest,
+    responses(
+        (status = 201, description = "The new tickets", body = Issued),
+        (status = 400, description = "Bad input", body = ErrorBody),
+        (status = 401, description = "No admin token", body = ErrorBody),
+        (status = 404, description = "No such event", body = ErrorBody),
+    ),
+    security(("admin" = [])),
+)]
+pub(crate) async fn issue(
     State(s): State<Server>,
     Path(eid): Path<String>,
     Body(req): Body<IssueRequest>,
@@ -482,14 +667,39 @@ async fn issue(
         ))
     })
     .await?;
-    let list: Vec<Value> = tickets.iter().map(ticket_json).collect();
-    Ok((StatusCode::CREATED, Json(json!({ "tickets": list }))).into_response())
+    let tickets = tickets.iter().map(TicketView::from).collect();
+    Ok((StatusCode::CREATED, Json(Issued { tickets })).into_response())
 }
 
-async fn get_ticket(
+/// A ticket with its admissions and any flag.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct TicketDetail {
+    #[serde(flatten)]
+    ticket: TicketView,
+    /// The admissions that count, first one first.
+    admissions: Vec<FirstUse>,
+    /// Gates' journals hold more than one admission of it: staff must look.
+    flagged: bool,
+    /// Staff's latest decision on a flag.
+    resolution: Option<ServerResolution>,
+}
+
+/// A ticket, its admissions and its flag.
+#[utoipa::path(
+    get, path = "/v1/events/{eid}/tickets/{tid}", tag = "organizer",
+    params(("eid" = String, Path, description = EID), ("tid" = String, Path, description = TID)),
+    responses(
+        (status = 200, description = "The ticket", body = TicketDetail),
+        (status = 400, description = "Bad id", body = ErrorBody),
+        (status = 401, description = "No admin token", body = ErrorBody),
+        (status = 404, description = "No such ticket", body = ErrorBody),
+    ),
+    security(("admin" = [])),
+)]
+pub(crate) async fn get_ticket(
     State(s): State<Server>,
     Path((eid, tid)): Path<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<TicketDetail>, ApiError> {
     let (eid, tid) = (event_id(&eid)?, ticket_id(&tid)?);
     let t = tid.clone();
     let (ticket, admissions) = blocking(&s, move |st| {
@@ -501,18 +711,22 @@ async fn get_ticket(
     })
     .await?
     .ok_or_else(|| no_ticket(&tid))?;
-    let mut body = ticket_json(&ticket);
-    body["admissions"] = json!(admissions);
-    body["flagged"] = json!(ticket.flagged);
-    body["resolution"] = json!(ticket.resolution);
-    Ok(Json(body))
+    Ok(Json(TicketDetail {
+        ticket: TicketView::from(&ticket),
+        admissions,
+        flagged: ticket.flagged,
+        resolution: ticket.resolution,
+    }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct VoidRequest {
+pub(crate) struct VoidRequest {
+    /// 1-500 bytes, e.g. `refund`.
     reason: String,
+    /// Who voids it, for the audit (1-64 bytes).
     #[serde(default = "default_actor")]
+    #[schema(default = "admin")]
     actor: String,
 }
 
@@ -520,11 +734,28 @@ fn default_actor() -> String {
     "admin".into()
 }
 
-async fn void(
+/// Voids a ticket.
+///
+/// A refund: every gate refuses the ticket from then on. Audited.
+#[utoipa::path(
+    post, path = "/v1/events/{eid}/tickets/{tid}/void", tag = "organizer",
+    operation_id = "void_ticket",
+    params(("eid" = String, Path, description = EID), ("tid" = String, Path, description = TID)),
+    request_body = VoidRequest,
+    responses(
+        (status = 200, description = "The voided ticket", body = TicketView),
+        (status = 400, description = "Bad input", body = ErrorBody),
+        (status = 401, description = "No admin token", body = ErrorBody),
+        (status = 404, description = "No such ticket", body = ErrorBody),
+        (status = 409, description = "The ticket is not active", body = ErrorBody),
+    ),
+    security(("admin" = [])),
+)]
+pub(crate) async fn void(
     State(s): State<Server>,
     Path((eid, tid)): Path<(String, String)>,
     Body(req): Body<VoidRequest>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<TicketView>, ApiError> {
     let (eid, tid) = (event_id(&eid)?, ticket_id(&tid)?);
     if req.reason.trim().is_empty()
         || req.reason.len() > 500
@@ -536,27 +767,50 @@ async fn void(
         ));
     }
     let ticket = blocking(&s, move |st| st.void(&eid, &tid, &req.actor, &req.reason)).await?;
-    Ok(Json(ticket_json(&ticket)))
+    Ok(Json(TicketView::from(&ticket)))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
-struct ManifestQuery {
+#[into_params(parameter_in = Query)]
+pub(crate) struct ManifestQuery {
+    /// A cursor from an earlier answer: only the tickets changed after it.
     #[serde(default)]
     since: Option<i64>,
 }
 
-async fn manifest(
+/// The manifest, or what changed after a cursor.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Manifest {
+    /// Ask with `since` set to this for the next delta.
+    cursor: i64,
+    tickets: Vec<ManifestEntry>,
+}
+
+/// The manifest whole, or as a delta since a cursor.
+#[utoipa::path(
+    get, path = "/v1/events/{eid}/manifest", tag = "gate",
+    params(("eid" = String, Path, description = EID), ManifestQuery),
+    responses(
+        (status = 200, description = "The manifest or the delta", body = Manifest),
+        (status = 400, description = "Bad cursor", body = ErrorBody),
+        (status = 401, description = "No credential", body = ErrorBody),
+        (status = 403, description = "A device of another event", body = ErrorBody),
+        (status = 404, description = "No such event", body = ErrorBody),
+    ),
+    security(("admin" = []), ("device" = [])),
+)]
+pub(crate) async fn manifest(
     State(s): State<Server>,
     Path(eid): Path<String>,
     query: Result<Query<ManifestQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Manifest>, ApiError> {
     let Query(q) = query.map_err(|e| bad(e.body_text()))?;
     let eid = event_id(&eid)?;
     known_event(&s, &eid).await?;
     let (cursor, tickets) = blocking(&s, move |st| manifest_read(st, &eid, q.since)).await?;
-    let list: Vec<Value> = tickets.iter().map(|(t, a)| manifest_entry(t, a)).collect();
-    Ok(Json(json!({ "cursor": cursor, "tickets": list })))
+    let tickets = tickets.iter().map(|(t, a)| manifest_entry(t, a)).collect();
+    Ok(Json(Manifest { cursor, tickets }))
 }
 
 /// A ticket and, when it is flagged or resolved, the admissions involved.
@@ -585,37 +839,99 @@ fn manifest_read(
 }
 
 /// A ticket as gates need it: its standing, the admissions staff reverted, and for a flag
-/// the admissions involved and staff's decision.
-fn manifest_entry(t: &Ticket, admissions: &[FirstUse]) -> Value {
-    let mut entry = json!({ "tid": t.tid, "seat": t.seat, "status": t.status });
-    if let Some(to) = &t.transferred_to {
-        entry["to"] = json!(to);
+/// the admissions involved and staff's decision. Fields that do not apply are left out.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ManifestEntry {
+    #[schema(value_type = String)]
+    tid: TicketId,
+    seat: Option<String>,
+    status: Status,
+    /// The ticket that replaced it (status `transferred`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String)]
+    to: Option<TicketId>,
+    /// Why it was voided (status `void`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String)]
+    reason: Option<String>,
+    /// Redemption ids staff reverted, oldest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    reverted: Vec<String>,
+    /// Present (and true) while staff must look at it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    flagged: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = ServerResolution)]
+    resolution: Option<ServerResolution>,
+    /// For a flagged or resolved ticket: the admissions involved.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    admissions: Vec<FirstUse>,
+}
+
+fn manifest_entry(t: &Ticket, admissions: &[FirstUse]) -> ManifestEntry {
+    ManifestEntry {
+        tid: t.tid.clone(),
+        seat: t.seat.clone(),
+        status: t.status,
+        to: t.transferred_to.clone(),
+        reason: t.void_reason.clone(),
+        reverted: t.reverted.clone(),
+        flagged: t.flagged,
+        resolution: t.resolution.clone(),
+        admissions: admissions.to_vec(),
     }
-    if let Some(reason) = &t.void_reason {
-        entry["reason"] = json!(reason);
-    }
-    if !t.reverted.is_empty() {
-        entry["reverted"] = json!(t.reverted);
-    }
-    if t.flagged {
-        entry["flagged"] = json!(true);
-    }
-    if let Some(r) = &t.resolution {
-        entry["resolution"] = json!(r);
-    }
-    if !admissions.is_empty() {
-        entry["admissions"] = json!(admissions);
-    }
-    entry
 }
 
 /// Most tickets in one change-stream event (a stream from the start sends the whole
 /// manifest in pieces of this size, each with a cursor to resume from).
 const CHANGES_CHUNK: usize = 2000;
 
-/// The manifest as a live stream: what changed after `since` (or after the SSE
-/// `Last-Event-ID`), then every change as it commits, each event with its cursor as id.
-async fn changes(
+/// One event of the change stream, as `text/event-stream` carries it.
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)]
+pub(crate) struct ChangeEvent {
+    /// `tickets`; or `error` when the database failed (its data is text, and the client
+    /// reconnects from its last cursor).
+    #[schema(value_type = ChangeEventKind)]
+    event: String,
+    /// The event's cursor (`tickets` only): reconnect with it as `Last-Event-ID`.
+    id: Option<String>,
+    /// A `tickets` event's data: a manifest delta, JSON on one line.
+    data: Manifest,
+}
+
+#[derive(Debug, ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)]
+pub(crate) enum ChangeEventKind {
+    Tickets,
+    Error,
+}
+
+/// The manifest as a live stream.
+///
+/// Server-sent events: what changed after `since` (or after the `Last-Event-ID`), then every
+/// change as it commits, each event with its cursor as id. A stream from the start sends the
+/// whole manifest in pieces of 2,000 tickets.
+#[utoipa::path(
+    get, path = "/v1/events/{eid}/changes", tag = "gate", operation_id = "manifest_changes",
+    params(
+        ("eid" = String, Path, description = EID),
+        ManifestQuery,
+        ("Last-Event-ID" = Option<i64>, Header,
+            description = "The last cursor seen; resumes after it (wins over `since`)"),
+    ),
+    responses(
+        (status = 200, description = "A stream of `tickets` events (a keep-alive comment \
+            every 15 s)", content_type = "text/event-stream", body = ChangeEvent),
+        (status = 400, description = "Bad cursor", body = ErrorBody),
+        (status = 401, description = "No credential", body = ErrorBody),
+        (status = 403, description = "A device of another event", body = ErrorBody),
+        (status = 404, description = "No such event", body = ErrorBody),
+    ),
+    security(("admin" = []), ("device" = [])),
+)]
+pub(crate) async fn changes(
     State(s): State<Server>,
     Path(eid): Path<String>,
     headers: HeaderMap,
@@ -663,23 +979,25 @@ async fn changes(
                 } else {
                     chunk.last().map_or(now, |(t, _)| t.seq)
                 };
-                let list: Vec<Value> = chunk.iter().map(|(t, a)| manifest_entry(t, a)).collect();
-                let data = json!({ "cursor": id, "tickets": list }).to_string();
-                let event = SseEvent::default()
-                    .event("tickets")
-                    .id(id.to_string())
-                    .data(data);
+                let tickets = chunk.iter().map(|(t, a)| manifest_entry(t, a)).collect();
+                let Some(event) = tickets_event(Manifest {
+                    cursor: id,
+                    tickets,
+                }) else {
+                    return;
+                };
                 if tx.send(event).await.is_err() {
                     return;
                 }
             }
             if tickets.is_empty() && first {
                 // Live from here: the client learns the cursor even when nothing changed.
-                let data = json!({ "cursor": now, "tickets": [] }).to_string();
-                let event = SseEvent::default()
-                    .event("tickets")
-                    .id(now.to_string())
-                    .data(data);
+                let Some(event) = tickets_event(Manifest {
+                    cursor: now,
+                    tickets: Vec::new(),
+                }) else {
+                    return;
+                };
                 if tx.send(event).await.is_err() {
                     return;
                 }
@@ -703,12 +1021,33 @@ async fn changes(
         .into_response())
 }
 
+/// A `tickets` event of the change stream: the delta as JSON, its cursor as id.
+fn tickets_event(delta: Manifest) -> Option<axum::response::sse::Event> {
+    let id = delta.cursor.to_string();
+    axum::response::sse::Event::default()
+        .event("tickets")
+        .id(id)
+        .json_data(delta)
+        .map_err(|e| tracing::error!("a change event: {e}"))
+        .ok()
+}
+
 /// One redemption, or a gate's journal of them.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(untagged)]
-enum RedeemBody {
+pub(crate) enum RedeemBody {
+    /// A gate's journal: redemptions it already admitted offline (at most 10,000).
     Journal { redemptions: Vec<RedemptionRequest> },
+    /// A scanner asking before it lets someone in.
     One(RedemptionRequest),
+}
+
+/// The answer to a single redemption, or the answers to a journal, item by item.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub(crate) enum Redeemed {
+    Journal { answers: Vec<RedemptionAnswer> },
+    One(RedemptionAnswer),
 }
 
 fn check(r: &RedemptionRequest) -> Result<(), ApiError> {
@@ -738,12 +1077,34 @@ fn check(r: &RedemptionRequest) -> Result<(), ApiError> {
     Ok(())
 }
 
-async fn redeem(
+/// Redeems a ticket, or takes a gate's journal.
+///
+/// Atomic and idempotent: concurrent requests for one ticket get exactly one `admit`, and a
+/// repeated `redemption_id` gets the stored answer back. A second admission of a ticket in
+/// gates' journals flags it for staff.
+#[utoipa::path(
+    post, path = "/v1/events/{eid}/redemptions", tag = "gate", operation_id = "redeem",
+    params(("eid" = String, Path, description = EID)),
+    request_body = RedeemBody,
+    responses(
+        (status = 200, description = "The answer, or one answer per journal item in order",
+            body = Redeemed),
+        (status = 400, description = "Bad input; nothing of the upload is stored",
+            body = ErrorBody),
+        (status = 401, description = "No credential", body = ErrorBody),
+        (status = 403, description = "A device of another event, or an observer",
+            body = ErrorBody),
+        (status = 404, description = "No such event", body = ErrorBody),
+        (status = 413, description = "Over 8 MiB", body = ErrorBody),
+    ),
+    security(("admin" = []), ("device" = [])),
+)]
+pub(crate) async fn redeem(
     State(s): State<Server>,
     caller: axum::Extension<Caller>,
     Path(eid): Path<String>,
     Body(body): Body<RedeemBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Redeemed>, ApiError> {
     let eid = event_id(&eid)?;
     if matches!(&caller.0, Caller::Device(d) if d.role == "observer") {
         return Err(err(
@@ -761,7 +1122,7 @@ async fn redeem(
                 timed(&metrics, &eid, &r, |r| st.redeem(&eid, r, Origin::Online))
             })
             .await?;
-            Ok(Json(serde_json::to_value(answer).unwrap_or_default()))
+            Ok(Json(Redeemed::One(answer)))
         }
         RedeemBody::Journal { redemptions } => {
             if redemptions.len() > MAX_JOURNAL {
@@ -778,7 +1139,7 @@ async fn redeem(
                     .collect::<Result<Vec<_>, _>>()
             })
             .await?;
-            Ok(Json(json!({ "answers": answers })))
+            Ok(Json(Redeemed::Journal { answers }))
         }
     }
 }
@@ -788,8 +1149,8 @@ fn timed(
     metrics: &crate::metrics::Metrics,
     eid: &EventId,
     r: &RedemptionRequest,
-    f: impl FnOnce(&RedemptionRequest) -> Result<crate::store::RedemptionAnswer, StoreError>,
-) -> Result<crate::store::RedemptionAnswer, StoreError> {
+    f: impl FnOnce(&RedemptionRequest) -> Result<RedemptionAnswer, StoreError>,
+) -> Result<RedemptionAnswer, StoreError> {
     let started = std::time::Instant::now();
     let answer = f(r)?;
     let verdict = match answer.verdict {
@@ -806,17 +1167,36 @@ fn timed(
     Ok(answer)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct TransferRequest {
+pub(crate) struct TransferRequest {
+    /// The new holder's name (at most 200 printable bytes).
     #[serde(default)]
     holder: Option<String>,
+    /// Who transfers it, for the audit (1-64 bytes).
     #[serde(default = "default_actor")]
+    #[schema(default = "admin")]
     actor: String,
 }
 
+/// Transfers a ticket.
+///
 /// Issues a new ticket for the same seat and makes the old one `transferred` to it.
-async fn transfer(
+#[utoipa::path(
+    post, path = "/v1/events/{eid}/tickets/{tid}/transfer", tag = "organizer",
+    operation_id = "transfer_ticket",
+    params(("eid" = String, Path, description = EID), ("tid" = String, Path, description = TID)),
+    request_body = TransferRequest,
+    responses(
+        (status = 201, description = "The new ticket", body = TicketView),
+        (status = 400, description = "Bad input", body = ErrorBody),
+        (status = 401, description = "No admin token", body = ErrorBody),
+        (status = 404, description = "No such ticket", body = ErrorBody),
+        (status = 409, description = "The ticket is not active", body = ErrorBody),
+    ),
+    security(("admin" = [])),
+)]
+pub(crate) async fn transfer(
     State(s): State<Server>,
     Path((eid, tid)): Path<(String, String)>,
     Body(req): Body<TransferRequest>,
@@ -864,14 +1244,42 @@ async fn transfer(
         ))
     })
     .await?;
-    Ok((StatusCode::CREATED, Json(ticket_json(&new))).into_response())
+    Ok((StatusCode::CREATED, Json(TicketView::from(&new))).into_response())
 }
 
-/// The ticket's lineage, oldest first: every ticket it replaced and every one that replaced it.
-async fn chain(
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Chain {
+    /// Oldest first.
+    chain: Vec<ChainLink>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ChainLink {
+    #[schema(value_type = String)]
+    tid: TicketId,
+    status: Status,
+    holder: Option<String>,
+}
+
+/// A ticket's lineage.
+///
+/// Oldest first: every ticket it replaced and every one that replaced it.
+#[utoipa::path(
+    get, path = "/v1/events/{eid}/tickets/{tid}/chain", tag = "organizer",
+    operation_id = "ticket_chain",
+    params(("eid" = String, Path, description = EID), ("tid" = String, Path, description = TID)),
+    responses(
+        (status = 200, description = "The lineage (the same from any link)", body = Chain),
+        (status = 400, description = "Bad id", body = ErrorBody),
+        (status = 401, description = "No admin token", body = ErrorBody),
+        (status = 404, description = "No such ticket", body = ErrorBody),
+    ),
+    security(("admin" = [])),
+)]
+pub(crate) async fn chain(
     State(s): State<Server>,
     Path((eid, tid)): Path<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Chain>, ApiError> {
     let (eid, tid) = (event_id(&eid)?, ticket_id(&tid)?);
     let t = tid.clone();
     let chain = blocking(&s, move |st| {
@@ -907,25 +1315,54 @@ async fn chain(
     })
     .await?
     .ok_or_else(|| no_ticket(&tid))?;
-    let list: Vec<Value> = chain
-        .iter()
-        .map(|t| json!({ "tid": t.tid, "status": t.status, "holder": t.holder }))
+    let chain = chain
+        .into_iter()
+        .map(|t| ChainLink {
+            tid: t.tid,
+            status: t.status,
+            holder: t.holder,
+        })
         .collect();
-    Ok(Json(json!({ "chain": list })))
+    Ok(Json(Chain { chain }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct RevertRequest {
+pub(crate) struct RevertRequest {
+    /// Who reverts, for the audit (1-64 bytes).
     actor: String,
+    /// 1-500 bytes.
     reason: String,
 }
 
-async fn revert(
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Reverted {
+    /// How many admissions were undone.
+    reverted: usize,
+}
+
+/// Reverts a ticket's admissions.
+///
+/// For a mistaken scan: the ticket admits again. Audited.
+#[utoipa::path(
+    post, path = "/v1/events/{eid}/tickets/{tid}/revert", tag = "organizer",
+    operation_id = "revert_ticket",
+    params(("eid" = String, Path, description = EID), ("tid" = String, Path, description = TID)),
+    request_body = RevertRequest,
+    responses(
+        (status = 200, description = "Reverted", body = Reverted),
+        (status = 400, description = "Bad input", body = ErrorBody),
+        (status = 401, description = "No admin token", body = ErrorBody),
+        (status = 404, description = "No such ticket", body = ErrorBody),
+        (status = 409, description = "No admission to revert", body = ErrorBody),
+    ),
+    security(("admin" = [])),
+)]
+pub(crate) async fn revert(
     State(s): State<Server>,
     Path((eid, tid)): Path<(String, String)>,
     Body(req): Body<RevertRequest>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Reverted>, ApiError> {
     let (eid, tid) = (event_id(&eid)?, ticket_id(&tid)?);
     if req.actor.trim().is_empty()
         || req.actor.len() > 64
@@ -937,25 +1374,91 @@ async fn revert(
         ));
     }
     let n = blocking(&s, move |st| st.revert(&eid, &tid, &req.actor, &req.reason)).await?;
-    Ok(Json(json!({ "reverted": n })))
+    Ok(Json(Reverted { reverted: n }))
 }
 
-async fn audit(State(s): State<Server>, Path(eid): Path<String>) -> Result<Json<Value>, ApiError> {
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Audit {
+    /// Oldest first.
+    audit: Vec<AuditLine>,
+}
+
+/// Who did what to which ticket, when and why.
+#[utoipa::path(
+    get, path = "/v1/events/{eid}/audit", tag = "organizer",
+    params(("eid" = String, Path, description = EID)),
+    responses(
+        (status = 200, description = "The audit trail", body = Audit),
+        (status = 400, description = "Bad id", body = ErrorBody),
+        (status = 401, description = "No admin token", body = ErrorBody),
+        (status = 404, description = "No such event", body = ErrorBody),
+    ),
+    security(("admin" = [])),
+)]
+pub(crate) async fn audit(
+    State(s): State<Server>,
+    Path(eid): Path<String>,
+) -> Result<Json<Audit>, ApiError> {
     let eid = event_id(&eid)?;
     known_event(&s, &eid).await?;
-    let lines = blocking(&s, move |st| st.audit(&eid)).await?;
-    Ok(Json(json!({ "audit": lines })))
+    let audit = blocking(&s, move |st| st.audit(&eid)).await?;
+    Ok(Json(Audit { audit }))
 }
 
-async fn stats(State(s): State<Server>, Path(eid): Path<String>) -> Result<Json<Value>, ApiError> {
+/// What happened at an event, in numbers.
+#[utoipa::path(
+    get, path = "/v1/events/{eid}/stats", tag = "organizer",
+    params(("eid" = String, Path, description = EID)),
+    responses(
+        (status = 200, description = "The counts", body = Counts),
+        (status = 400, description = "Bad id", body = ErrorBody),
+        (status = 401, description = "No admin token", body = ErrorBody),
+        (status = 404, description = "No such event", body = ErrorBody),
+    ),
+    security(("admin" = [])),
+)]
+pub(crate) async fn stats(
+    State(s): State<Server>,
+    Path(eid): Path<String>,
+) -> Result<Json<Counts>, ApiError> {
     let eid = event_id(&eid)?;
     known_event(&s, &eid).await?;
     let counts = blocking(&s, move |st| st.counts(&eid)).await?;
-    Ok(Json(json!(counts)))
+    Ok(Json(counts))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Flags {
+    flags: Vec<Flag>,
+}
+
+/// A flagged ticket and the admissions that made the flag.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Flag {
+    #[schema(value_type = String)]
+    tid: TicketId,
+    seat: Option<String>,
+    status: Status,
+    admissions: Vec<FirstUse>,
 }
 
 /// Flagged tickets, each with the admissions that made the flag.
-async fn flags(State(s): State<Server>, Path(eid): Path<String>) -> Result<Json<Value>, ApiError> {
+#[utoipa::path(
+    get, path = "/v1/events/{eid}/flags", tag = "gate", operation_id = "list_flags",
+    params(("eid" = String, Path, description = EID)),
+    responses(
+        (status = 200, description = "The tickets staff must look at", body = Flags),
+        (status = 400, description = "Bad id", body = ErrorBody),
+        (status = 401, description = "No credential", body = ErrorBody),
+        (status = 403, description = "A device of another event", body = ErrorBody),
+        (status = 404, description = "No such event", body = ErrorBody),
+    ),
+    security(("admin" = []), ("device" = [])),
+)]
+pub(crate) async fn flags(
+    State(s): State<Server>,
+    Path(eid): Path<String>,
+) -> Result<Json<Flags>, ApiError> {
     let eid = event_id(&eid)?;
     known_event(&s, &eid).await?;
     let flags = blocking(&s, move |st| {
@@ -968,29 +1471,54 @@ async fn flags(State(s): State<Server>, Path(eid): Path<String>) -> Result<Json<
             .collect::<Result<Vec<_>, StoreError>>()
     })
     .await?;
-    let list: Vec<Value> = flags
-        .iter()
-        .map(|(t, a)| json!({ "tid": t.tid, "seat": t.seat, "status": t.status, "admissions": a }))
+    let flags = flags
+        .into_iter()
+        .map(|(t, admissions)| Flag {
+            tid: t.tid,
+            seat: t.seat,
+            status: t.status,
+            admissions,
+        })
         .collect();
-    Ok(Json(json!({ "flags": list })))
+    Ok(Json(Flags { flags }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct ResolveRequest {
+pub(crate) struct ResolveRequest {
+    #[schema(value_type = ActionName)]
     action: gatemesh_ledger::Action,
+    /// Who decided (1-64 bytes).
     staff: String,
+    /// At most 500 bytes.
     #[serde(default)]
     note: String,
 }
 
-/// Staff's decision on a flag: `accept` (same person), `deny` (the ticket is refused from
-/// now on) or `revert` (its admissions are undone). Audited; gates learn it.
-async fn resolve(
+/// Records staff's decision on a flag.
+///
+/// `accept` (same person), `deny` (the ticket is refused from now on) or `revert` (its
+/// admissions are undone). Audited; gates learn it.
+#[utoipa::path(
+    post, path = "/v1/events/{eid}/flags/{tid}/resolve", tag = "gate",
+    operation_id = "resolve_flag",
+    params(("eid" = String, Path, description = EID), ("tid" = String, Path, description = TID)),
+    request_body = ResolveRequest,
+    responses(
+        (status = 200, description = "The ticket after the decision", body = TicketView),
+        (status = 400, description = "Bad input", body = ErrorBody),
+        (status = 401, description = "No credential", body = ErrorBody),
+        (status = 403, description = "A device of another event", body = ErrorBody),
+        (status = 404, description = "No such ticket", body = ErrorBody),
+        (status = 409, description = "Nothing to resolve", body = ErrorBody),
+    ),
+    security(("admin" = []), ("device" = [])),
+)]
+pub(crate) async fn resolve(
     State(s): State<Server>,
     Path((eid, tid)): Path<(String, String)>,
     Body(req): Body<ResolveRequest>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<TicketView>, ApiError> {
     let (eid, tid) = (event_id(&eid)?, ticket_id(&tid)?);
     if req.staff.trim().is_empty() || req.staff.len() > 64 || req.note.len() > 500 {
         return Err(bad(
@@ -1013,5 +1541,5 @@ async fn resolve(
         st.resolve(&eid, &tid, &resolution)
     })
     .await?;
-    Ok(Json(ticket_json(&resolved)))
+    Ok(Json(TicketView::from(&resolved)))
 }

@@ -23,13 +23,16 @@ use axum::{
 };
 use gatemesh_ticket::EventId;
 use rand_core::{OsRng, RngCore};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
+use utoipa::ToSchema;
 
 use crate::{
     Server,
-    api::{ApiError, Body, Caller, bad, blocking, err, event_id, known_event},
+    api::{
+        ApiError, Body, Caller, ErrorBody, IssuerKey, bad, blocking, err, event_id, known_event,
+    },
     store::Device,
 };
 
@@ -160,12 +163,40 @@ fn mesh_ca(data: &Path, eid: &EventId) -> anyhow::Result<std::path::PathBuf> {
     Ok(dir)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct NewDevice {
+    /// 1-63 characters of A-Z a-z 0-9 . _ -
+    #[schema(example = "North-1")]
     name: String,
+    /// `gate` (admits) or `observer` (watches, admits no one).
     #[serde(default = "gate_role")]
+    #[schema(value_type = Role, default = "gate")]
     role: String,
+}
+
+/// What a device is.
+#[derive(Debug, ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)]
+pub(crate) enum Role {
+    Gate,
+    Observer,
+}
+
+/// A device's pairing code: good once, until `expires_at`.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct PairingCode {
+    #[schema(value_type = String)]
+    event: EventId,
+    name: String,
+    #[schema(value_type = Role)]
+    role: String,
+    /// Ten characters shown as `XXXXX-XXXXX`; case, dashes and spaces do not matter.
+    #[schema(example = "7K2QM-X9D4R")]
+    code: String,
+    /// RFC 3339.
+    expires_at: String,
 }
 
 fn gate_role() -> String {
@@ -178,8 +209,22 @@ fn valid_name(s: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
-/// `POST /v1/events/{eid}/devices` (organizer): registers a device and returns its pairing
-/// code. Asking again for the same name issues a new code (a replaced laptop).
+/// Registers a device.
+///
+/// Returns its pairing code, good once for 15 minutes. Asking again for the same name issues
+/// a new code (a replaced laptop).
+#[utoipa::path(
+    post, path = "/v1/events/{eid}/devices", tag = "organizer", operation_id = "create_device",
+    params(("eid" = String, Path, description = crate::api::EID)),
+    request_body = NewDevice,
+    responses(
+        (status = 201, description = "The pairing code", body = PairingCode),
+        (status = 400, description = "Bad input", body = ErrorBody),
+        (status = 401, description = "No admin token", body = ErrorBody),
+        (status = 404, description = "No such event", body = ErrorBody),
+    ),
+    security(("admin" = [])),
+)]
 pub(crate) async fn create(
     State(s): State<Server>,
     UrlPath(eid): UrlPath<String>,
@@ -205,26 +250,73 @@ pub(crate) async fn create(
     blocking(&s, move |st| st.put_pairing(&d, &code_hash, expires_ms)).await?;
     Ok((
         StatusCode::CREATED,
-        Json(json!({
-            "event": device.eid, "name": device.name, "role": device.role, "code": code,
-            "expires_at": crate::api::rfc3339_ms(expires_ms),
-        })),
+        Json(PairingCode {
+            event: device.eid,
+            name: device.name,
+            role: device.role,
+            code,
+            expires_at: crate::api::rfc3339_ms(expires_ms),
+        }),
     )
         .into_response())
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PairRequest {
+    /// As typed: case, dashes and spaces do not matter; O, I and L read as 0, 1 and 1.
+    #[schema(example = "7K2QM-X9D4R")]
     code: String,
 }
 
-/// `POST /v1/pair` (open; the code is the secret): spends a pairing code and returns the
-/// device's identity, the issuer keys and its credential.
+/// Everything a paired device needs.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Paired {
+    #[schema(value_type = String)]
+    event: EventId,
+    name: String,
+    #[schema(value_type = Role)]
+    role: String,
+    /// The device's credential for the gate endpoints (the `device` bearer scheme). Shown
+    /// once: the server keeps only its hash.
+    token: String,
+    /// The issuer keys that sign the event's tickets.
+    keys: Vec<IssuerKey>,
+    identity: MeshIdentity,
+}
+
+/// The device's mesh identity under the event's mesh CA.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct MeshIdentity {
+    /// The device certificate, PEM.
+    device_pem: String,
+    /// Its private key, PEM.
+    device_key: String,
+    /// The event's mesh CA certificate, PEM.
+    ca_pem: String,
+}
+
+/// Pairs a device.
+///
+/// Spends a pairing code (the code is the secret) and returns the device's mesh identity,
+/// the issuer keys and its credential.
+#[utoipa::path(
+    post, path = "/v1/pair", tag = "open", operation_id = "pair_device",
+    request_body = PairRequest,
+    responses(
+        (status = 200, description = "Paired", body = Paired),
+        (status = 400, description = "Not a pairing code", body = ErrorBody),
+        (status = 404, description = "No such code, or it expired or was used",
+            body = ErrorBody),
+        (status = 429, description = "Too many wrong codes in the last minute",
+            body = ErrorBody),
+        (status = 503, description = "The identity could not be issued", body = ErrorBody),
+    ),
+)]
 pub(crate) async fn pair(
     State(s): State<Server>,
     Body(req): Body<PairRequest>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Paired>, ApiError> {
     if s.pair_guard.blocked() {
         return Err(err(
             StatusCode::TOO_MANY_REQUESTS,
@@ -255,7 +347,7 @@ pub(crate) async fn pair(
     };
     let data = s.data.clone();
     let (eid, name) = (device.eid.clone(), device.name.clone());
-    let identity = tokio::task::spawn_blocking(move || -> anyhow::Result<Value> {
+    let identity = tokio::task::spawn_blocking(move || -> anyhow::Result<MeshIdentity> {
         let ca_dir = mesh_ca(&data, &eid)?;
         let read = |f: &str| std::fs::read_to_string(ca_dir.join(f));
         let ca = gatemesh_mesh::pki::MeshCa::from_pem(
@@ -264,10 +356,11 @@ pub(crate) async fn pair(
         )?;
         let id = gatemesh_mesh::identity::PeerId::new(eid.as_str(), role, &name);
         let pem = ca.enroll(&id, DEVICE_CERT_DAYS)?;
-        Ok(json!({
-            "device_pem": pem.cert_pem, "device_key": pem.key_pem,
-            "ca_pem": read(gatemesh_mesh::pki::CA_CERT)?,
-        }))
+        Ok(MeshIdentity {
+            device_pem: pem.cert_pem,
+            device_key: pem.key_pem,
+            ca_pem: read(gatemesh_mesh::pki::CA_CERT)?,
+        })
     })
     .await
     .map_err(|e| err(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
@@ -279,21 +372,62 @@ pub(crate) async fn pair(
             "could not issue the device's identity",
         )
     })?;
-    Ok(Json(json!({
-        "event": device.eid, "name": device.name, "role": device.role, "token": token,
-        "keys": [{ "kid": s.key.kid(), "pem": s.issuer_public_pem() }],
-        "identity": identity,
-    })))
+    Ok(Json(Paired {
+        event: device.eid,
+        name: device.name,
+        role: device.role,
+        token,
+        keys: crate::api::issuer_keys(&s),
+        identity,
+    }))
 }
 
-/// `POST /v1/events/{eid}/heartbeat` (a device, or the organizer's token with a `name`):
-/// the gate's status, counts, peers and upload backlog, kept for the gates view.
+/// A gate's report: any JSON object, kept as sent. The server reads `uplink.backlog` for
+/// `/metrics`; `name` and `role` only when it comes with the organizer's token.
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)]
+pub(crate) struct Heartbeat {
+    /// The reporting device (with the organizer's token only: a device's credential names
+    /// it).
+    name: Option<String>,
+    #[schema(value_type = Option<Role>)]
+    role: Option<String>,
+    /// The gate's uplink: `backlog` is how many redemptions wait for upload.
+    #[schema(value_type = Option<Object>)]
+    uplink: Option<Value>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct HeartbeatAck {
+    ok: bool,
+    /// RFC 3339: the gate may compare its clock.
+    server_time: String,
+}
+
+/// A gate's heartbeat.
+///
+/// Its status, counts, peers and upload backlog, kept for the gates view (from a device, or
+/// with the organizer's token and a `name`).
+#[utoipa::path(
+    post, path = "/v1/events/{eid}/heartbeat", tag = "gate",
+    params(("eid" = String, Path, description = crate::api::EID)),
+    request_body = Heartbeat,
+    responses(
+        (status = 200, description = "Kept", body = HeartbeatAck),
+        (status = 400, description = "Not a JSON object, or no name with the admin token",
+            body = ErrorBody),
+        (status = 401, description = "No credential", body = ErrorBody),
+        (status = 403, description = "A device of another event", body = ErrorBody),
+        (status = 404, description = "No such event", body = ErrorBody),
+    ),
+    security(("admin" = []), ("device" = [])),
+)]
 pub(crate) async fn heartbeat(
     State(s): State<Server>,
     caller: axum::Extension<Caller>,
     UrlPath(eid): UrlPath<String>,
     Body(body): Body<Value>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<HeartbeatAck>, ApiError> {
     let eid = event_id(&eid)?;
     if !body.is_object() {
         return Err(bad("a heartbeat is a JSON object"));
@@ -321,36 +455,71 @@ pub(crate) async fn heartbeat(
     known_event(&s, &eid).await?;
     let payload = body.to_string();
     blocking(&s, move |st| st.heartbeat(&device, &payload, now_ms())).await?;
-    Ok(Json(
-        json!({ "ok": true, "server_time": crate::api::rfc3339_ms(now_ms()) }),
-    ))
+    Ok(Json(HeartbeatAck {
+        ok: true,
+        server_time: crate::api::rfc3339_ms(now_ms()),
+    }))
 }
 
 /// A gate that has not reported for this long shows as offline.
 pub const OFFLINE_AFTER_MS: i64 = 30_000;
 
-/// `GET /v1/events/{eid}/gates`: every device of the event, online or not, with its last
-/// heartbeat.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Gates {
+    gates: Vec<GateStatus>,
+}
+
+/// A device as a manager sees it.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct GateStatus {
+    name: String,
+    #[schema(value_type = Role)]
+    role: String,
+    /// It holds a credential; devices that report with the organizer's token do not.
+    paired: bool,
+    /// It reported within the last 30 s.
+    online: bool,
+    /// RFC 3339; null before its first heartbeat.
+    last_seen: Option<String>,
+    /// Its last heartbeat, as sent.
+    #[schema(value_type = Option<Object>)]
+    heartbeat: Option<Value>,
+}
+
+/// Every device of the event.
+///
+/// Online or not, each with its last heartbeat.
+#[utoipa::path(
+    get, path = "/v1/events/{eid}/gates", tag = "organizer", operation_id = "list_gates",
+    params(("eid" = String, Path, description = crate::api::EID)),
+    responses(
+        (status = 200, description = "The devices", body = Gates),
+        (status = 400, description = "Bad id", body = ErrorBody),
+        (status = 401, description = "No admin token", body = ErrorBody),
+        (status = 404, description = "No such event", body = ErrorBody),
+    ),
+    security(("admin" = [])),
+)]
 pub(crate) async fn gates(
     State(s): State<Server>,
     UrlPath(eid): UrlPath<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Gates>, ApiError> {
     let eid = event_id(&eid)?;
     known_event(&s, &eid).await?;
     let gates = blocking(&s, move |st| st.gates(&eid)).await?;
     let now = now_ms();
-    let list: Vec<Value> = gates
-        .iter()
-        .map(|g| {
-            json!({
-                "name": g.name, "role": g.role, "paired": g.paired,
-                "online": g.last_seen_ms.is_some_and(|t| now - t < OFFLINE_AFTER_MS),
-                "last_seen": g.last_seen_ms.map(crate::api::rfc3339_ms),
-                "heartbeat": g.heartbeat,
-            })
+    let gates = gates
+        .into_iter()
+        .map(|g| GateStatus {
+            online: g.last_seen_ms.is_some_and(|t| now - t < OFFLINE_AFTER_MS),
+            last_seen: g.last_seen_ms.map(crate::api::rfc3339_ms),
+            name: g.name,
+            role: g.role,
+            paired: g.paired,
+            heartbeat: g.heartbeat,
         })
         .collect();
-    Ok(Json(json!({ "gates": list })))
+    Ok(Json(Gates { gates }))
 }
 
 #[cfg(test)]

@@ -8,12 +8,14 @@
 //!
 //! Storage is behind [`store::Storage`]: SQLite ([`store::Sqlite`]) is the zero-set-up
 //! default, PostgreSQL ([`store::Postgres`]) lets several instances act as one service.
-//! The HTTP API is in [`api`].
+//! The HTTP API is in [`api`]; its OpenAPI document, generated from the handlers, in
+//! [`openapi`] (served at `GET /v1/openapi.json`).
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod api;
 mod devices;
 mod metrics;
+pub mod openapi;
 pub mod store;
 
 use std::{path::Path, sync::Arc};

@@ -20,6 +20,9 @@ pub use self::{postgres::Postgres, sqlite::Sqlite};
 use gatemesh_ledger::{Reason, Verdict};
 use gatemesh_ticket::{EventId, Format, TicketId};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::openapi::{ActionName, ReasonName, VerdictName};
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -40,17 +43,20 @@ pub enum StoreError {
     Corrupt(String),
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Event {
+    #[schema(value_type = String, example = "ROCK-2026")]
     pub id: EventId,
     pub name: String,
     pub capacity: Option<u32>,
+    /// RFC 3339.
     pub starts_at: Option<String>,
+    /// RFC 3339.
     pub ends_at: Option<String>,
 }
 
 /// A ticket's standing at the server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Active,
@@ -102,13 +108,15 @@ pub struct Ticket {
 }
 
 /// Staff's decision on a flagged ticket, taken at the server.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ServerResolution {
+    #[schema(value_type = ActionName)]
     pub action: gatemesh_ledger::Action,
     pub staff: String,
     pub note: String,
     /// The admissions (redemption ids) the decision is about.
     pub covers: Vec<String>,
+    /// RFC 3339.
     pub at: String,
 }
 
@@ -134,7 +142,7 @@ pub struct GateView {
 }
 
 /// What happened at an event, in numbers.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Counts {
     pub tickets: i64,
     pub void: i64,
@@ -159,10 +167,12 @@ pub enum Origin {
 }
 
 /// A gate's claim that it admitted (or tried to admit) a ticket.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RedemptionRequest {
+    /// The gate's id for this redemption (1-128 printable characters); a retry repeats it.
     pub redemption_id: String,
+    #[schema(value_type = String)]
     pub tid: TicketId,
     pub gate: String,
     pub scanner: String,
@@ -171,29 +181,36 @@ pub struct RedemptionRequest {
     /// The gate ledger's own record of this redemption, kept verbatim so other gates can be
     /// told about it exactly as the first gate wrote it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
     pub record: Option<serde_json::Value>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// An admission that counts: who let the holder in, where and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct FirstUse {
     pub redemption_id: String,
     pub gate: String,
     pub scanner: String,
     pub at: String,
+    /// The gate ledger's record of it, when a gate's journal reported it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
     pub record: Option<serde_json::Value>,
 }
 
 /// The server's answer; stored with the request, so a retry gets exactly this back.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct RedemptionAnswer {
+    #[schema(value_type = VerdictName)]
     pub verdict: Verdict,
+    #[schema(value_type = ReasonName)]
     pub reason: Reason,
+    /// For a `duplicate`: the admission that counts.
     pub first: Option<FirstUse>,
 }
 
 /// Who did what to which ticket, when and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct AuditLine {
     pub tid: Option<String>,
     pub actor: String,

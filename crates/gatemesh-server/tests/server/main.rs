@@ -1,9 +1,14 @@
 //! The server through its real HTTP API on loopback, every test run on SQLite and on a real
 //! PostgreSQL: auth, issuing, idempotent and atomic redemption, voids, manifest deltas and
-//! the live change stream, transfers, reverts, bad input; and two server instances on one
-//! PostgreSQL acting as one.
+//! the live change stream, transfers, reverts, bad input; two server instances on one
+//! PostgreSQL acting as one; and the OpenAPI document held against the router and against
+//! real answers.
 
-use std::{collections::HashSet, path::Path, time::Duration};
+use std::{
+    collections::{BTreeSet, HashSet},
+    path::Path,
+    time::Duration,
+};
 
 use futures_util::StreamExt;
 use gatemesh_server::{Database, Server};
@@ -158,6 +163,10 @@ impl Sse {
         }
         let r = r.send().await.unwrap();
         assert_eq!(r.status(), StatusCode::OK);
+        Self::from(r)
+    }
+
+    fn from(r: reqwest::Response) -> Self {
         Self {
             body: Box::pin(r.bytes_stream()),
             buffer: String::new(),
@@ -926,4 +935,417 @@ async fn metrics_count_redemptions_by_gate_and_verdict(backend: Backend) {
         (Some(2), Some(1))
     );
     s.stop().await;
+}
+
+/// The OpenAPI document is the API: an OpenAPI 3 document to an independent parser; the
+/// router serves exactly the operations it lists (the router's own list, not one kept by
+/// hand); and every operation, called for real, answers with a documented status and a body
+/// that validates against its documented schema, undocumented fields included. SQLite only:
+/// the document does not depend on the backend.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_openapi_document_is_the_api() {
+    let s = Running::start(Backend::Sqlite).await;
+
+    // Served without a credential, and OpenAPI 3 to a parser that is not the generator.
+    let r = s
+        .client
+        .get(format!("{}/v1/openapi.json", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let text = r.text().await.unwrap();
+    let spec = oas3::from_json(&text).expect("the document parses as OpenAPI 3");
+    assert!(spec.openapi.starts_with("3."), "openapi: {}", spec.openapi);
+    spec.validate_version().unwrap();
+    let documented: BTreeSet<(String, String)> = spec
+        .operations()
+        .map(|(path, method, _)| (method.to_string(), path))
+        .collect();
+    let mut doc = ApiDoc::new(&s, serde_json::from_str(&text).unwrap());
+    assert_eq!(doc.operations(), documented);
+    for (method, path) in &documented {
+        let op = doc.operation(method, path);
+        assert!(op["operationId"].is_string(), "{method} {path}");
+        assert!(op["responses"].as_object().is_some_and(|r| !r.is_empty()));
+    }
+
+    // A small event to call everything on.
+    let tickets = s.event_with_tickets("DOC", 3).await;
+    let tid = |i: usize| tickets[i]["tid"].as_str().unwrap().to_owned();
+
+    // The router and the document list the same operations.
+    let routed = routed_operations(&s, &[("{eid}", "DOC".into()), ("{tid}", tid(0))]).await;
+    let undocumented: Vec<_> = routed.difference(&documented).collect();
+    let unrouted: Vec<_> = documented.difference(&routed).collect();
+    assert!(
+        undocumented.is_empty(),
+        "routed, not documented: {undocumented:?}"
+    );
+    assert!(unrouted.is_empty(), "documented, not routed: {unrouted:?}");
+
+    // Every operation called for real (each answer checked against the document), in an
+    // order that gives each one something to work on.
+    let t = |i: usize| json!(tickets[i]["tid"]);
+    let (open, admin) = (None, Some(TOKEN));
+    doc.get("/v1/health", open, 200).await;
+    doc.get("/v1/keys", open, 200).await;
+    doc.get("/v1/openapi.json", open, 200).await;
+    doc.get("/v1/events", open, 401).await;
+    let event = json!({
+        "id": "DOC2", "name": "Doc night", "capacity": 10, "starts_at": "2026-11-29T19:00:00Z"
+    });
+    doc.post("/v1/events", admin, event, 201).await;
+    doc.get("/v1/events", admin, 200).await;
+    let issue = json!({ "count": 2, "format": "jwt", "seats": ["B-1", "B-2"] });
+    let issued = doc.post("/v1/events/DOC/tickets", admin, issue, 201).await;
+    assert_eq!(issued["tickets"][1]["seat"], "B-2");
+    // Redemptions: an admit, a duplicate naming the first use, a journal whose second
+    // admission of a ticket flags it, a reject, and bad input.
+    let redeem = "/v1/events/DOC/redemptions";
+    let a = doc
+        .post(redeem, admin, redemption("d-1", &t(0), "North"), 200)
+        .await;
+    assert_eq!(a["verdict"], "admit");
+    let a = doc
+        .post(redeem, admin, redemption("d-2", &t(0), "South"), 200)
+        .await;
+    assert_eq!(a["first"]["gate"], "North");
+    let journal = json!({ "redemptions": [
+        redemption("d-3", &t(1), "North"),
+        redemption("d-4", &t(1), "South"),
+        redemption("d-5", &json!("NOPE"), "North"),
+    ] });
+    let a = doc.post(redeem, admin, journal, 200).await;
+    assert_eq!(a["answers"][2]["reason"], "unknown_ticket");
+    doc.post(redeem, admin, json!({ "tid": "x" }), 400).await;
+    let ticket = |i: usize| format!("/v1/events/DOC/tickets/{}", tid(i));
+    doc.get(&ticket(1), admin, 200).await;
+    let flags = doc.get("/v1/events/DOC/flags", admin, 200).await;
+    assert_eq!(flags["flags"][0]["tid"], t(1));
+    // The manifest and its live stream carry the flag with its admissions.
+    let manifest = doc.get("/v1/events/DOC/manifest", admin, 200).await;
+    let flagged = &manifest["tickets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["tid"] == t(1));
+    assert_eq!(flagged.unwrap()["admissions"].as_array().unwrap().len(), 2);
+    let delta = doc.get("/v1/events/DOC/changes?since=0", admin, 200).await;
+    assert_eq!(delta["tickets"].as_array().unwrap().len(), 5);
+    doc.get("/v1/events/NOPE/manifest", admin, 404).await;
+    let resolve = json!({ "action": "accept", "staff": "Kim", "note": "same person" });
+    let flag = format!("/v1/events/DOC/flags/{}/resolve", tid(1));
+    doc.post(&flag, admin, resolve, 200).await;
+    // A revert, a transfer and a void, then the manifest with all of them in it.
+    let revert = json!({ "actor": "Kim", "reason": "wrong person" });
+    doc.post(&format!("{}/revert", ticket(0)), admin, revert, 200)
+        .await;
+    let transfer = json!({ "holder": "Robin" });
+    let new = doc
+        .post(&format!("{}/transfer", ticket(2)), admin, transfer, 201)
+        .await;
+    doc.get(&format!("{}/chain", ticket(2)), admin, 200).await;
+    let void = format!(
+        "/v1/events/DOC/tickets/{}/void",
+        new["tid"].as_str().unwrap()
+    );
+    doc.post(&void, admin, json!({ "reason": "refund" }), 200)
+        .await;
+    doc.post(&void, admin, json!({ "reason": "refund" }), 409)
+        .await;
+    doc.get("/v1/events/DOC/manifest?since=0", admin, 200).await;
+    doc.get("/v1/events/DOC/audit", admin, 200).await;
+    doc.get("/v1/events/DOC/stats", admin, 200).await;
+    // Devices: a pairing code, pairing, a heartbeat with the device's credential.
+    let code = doc
+        .post(
+            "/v1/events/DOC/devices",
+            admin,
+            json!({ "name": "North-1" }),
+            201,
+        )
+        .await;
+    doc.post("/v1/pair", open, json!({ "code": "00000-00000" }), 404)
+        .await;
+    let paired = doc
+        .post("/v1/pair", open, json!({ "code": code["code"] }), 200)
+        .await;
+    let device = paired["token"].as_str();
+    let beat = json!({ "uplink": { "backlog": 2 }, "peers": 1 });
+    doc.post("/v1/events/DOC/heartbeat", device, beat, 200)
+        .await;
+    doc.get("/v1/events/DOC2/manifest", device, 403).await;
+    doc.get("/v1/events/DOC/gates", device, 401).await;
+    doc.get("/v1/events/DOC/gates", admin, 200).await;
+    doc.get("/metrics", admin, 200).await;
+    // A body that is not JSON, and one over the limit.
+    let r = s
+        .client
+        .post(format!("{}/v1/events", s.base))
+        .bearer_auth(TOKEN)
+        .body("id=x");
+    doc.check("POST", "/v1/events", r.send().await.unwrap())
+        .await;
+    let big = json!({ "id": "BIG", "name": "x".repeat(70_000) });
+    doc.post("/v1/events", admin, big, 413).await;
+
+    let missed: Vec<_> = documented.difference(&doc.called).collect();
+    assert!(
+        missed.is_empty(),
+        "operations this test did not call: {missed:?}"
+    );
+    s.stop().await;
+}
+
+/// Every (method, path) the router serves, asked of the router itself: the paths from its
+/// `Debug` output (axum offers no other way to list routes; if that output changes, this
+/// finds no path and fails, it cannot pass silently) and each path's methods from the `Allow`
+/// header of the 405 that a method no route can have gets.
+async fn routed_operations(s: &Running, ids: &[(&str, String)]) -> BTreeSet<(String, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let opened = Server::open(dir.path(), None, Some(TOKEN.into())).unwrap();
+    let router = format!("{:?}", gatemesh_server::api::router(opened.server));
+    let (routes, _fallbacks) = router
+        .split_once("fallback_router")
+        .expect("axum's Router lists its routes before its fallback");
+    let paths: BTreeSet<&str> = routes
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .filter(|p| p.starts_with('/'))
+        .collect();
+    assert!(paths.len() > 10, "no routes found in {router}");
+    let probe = reqwest::Method::from_bytes(b"PROBE").unwrap();
+    let mut routed = BTreeSet::new();
+    for path in paths {
+        let url = ids
+            .iter()
+            .fold(path.to_owned(), |p, (param, id)| p.replace(param, id));
+        let r = s
+            .client
+            .request(probe.clone(), format!("{}{url}", s.base))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED, "{path}");
+        let allow = r.headers()["allow"].to_str().unwrap().to_owned();
+        for method in allow.split(',').map(str::trim).filter(|m| *m != "HEAD") {
+            routed.insert((method.to_owned(), path.to_owned()));
+        }
+    }
+    routed
+}
+
+/// The served document, and what the test called of it.
+struct ApiDoc {
+    doc: Value,
+    /// `components.schemas`, made strict: every object schema refuses properties it does not
+    /// list, so a field a handler sends but the document does not name fails validation.
+    strict: Value,
+    called: BTreeSet<(String, String)>,
+    client: reqwest::Client,
+    base: String,
+}
+
+impl ApiDoc {
+    fn new(s: &Running, doc: Value) -> Self {
+        let mut schemas = doc["components"]["schemas"].clone();
+        let originals = schemas.clone();
+        for schema in schemas.as_object_mut().unwrap().values_mut() {
+            flatten_all_of(schema, &originals);
+            forbid_unknown_properties(schema);
+        }
+        Self {
+            strict: json!({ "schemas": schemas }),
+            doc,
+            called: BTreeSet::new(),
+            client: s.client.clone(),
+            base: s.base.clone(),
+        }
+    }
+
+    fn operations(&self) -> BTreeSet<(String, String)> {
+        let mut ops = BTreeSet::new();
+        for (path, item) in self.doc["paths"].as_object().unwrap() {
+            for method in item.as_object().unwrap().keys() {
+                if ["get", "post", "put", "patch", "delete"].contains(&method.as_str()) {
+                    ops.insert((method.to_uppercase(), path.clone()));
+                }
+            }
+        }
+        ops
+    }
+
+    fn operation(&self, method: &str, path: &str) -> &Value {
+        &self.doc["paths"][path][method.to_lowercase()]
+    }
+
+    /// The documented path a concrete one matches (`{…}` matches any segment).
+    fn template(&self, method: &str, url: &str) -> String {
+        let path = url.split('?').next().unwrap();
+        let segments: Vec<&str> = path.split('/').collect();
+        let matching: Vec<String> = self
+            .operations()
+            .into_iter()
+            .filter(|(m, template)| {
+                let t: Vec<&str> = template.split('/').collect();
+                m == method
+                    && t.len() == segments.len()
+                    && t.iter()
+                        .zip(&segments)
+                        .all(|(t, s)| t == s || (t.starts_with('{') && t.ends_with('}')))
+            })
+            .map(|(_, t)| t)
+            .collect();
+        assert_eq!(
+            matching.len(),
+            1,
+            "{method} {url} is documented as {matching:?}"
+        );
+        matching[0].clone()
+    }
+
+    async fn get(&mut self, url: &str, token: Option<&str>, status: u16) -> Value {
+        self.call("GET", url, token, None, status).await
+    }
+
+    async fn post(&mut self, url: &str, token: Option<&str>, body: Value, status: u16) -> Value {
+        self.call("POST", url, token, Some(body), status).await
+    }
+
+    /// Calls `method url`, expects `status`, and checks the answer against the document.
+    async fn call(
+        &mut self,
+        method: &str,
+        url: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+        status: u16,
+    ) -> Value {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let mut r = self
+            .client
+            .request(method.clone(), format!("{}{url}", self.base));
+        if let Some(token) = token {
+            r = r.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            r = r.json(&body);
+        }
+        let r = r.send().await.unwrap();
+        assert_eq!(r.status().as_u16(), status, "{method} {url}");
+        let template = self.template(method.as_str(), url);
+        let (_, answer) = self.check(method.as_str(), &template, r).await;
+        // Routed: not the router's fallback (and no 405: no expected status is one).
+        let fallback = json!({ "error": { "code": "not_found", "message": "no such endpoint" } });
+        assert_ne!(answer, fallback, "{method} {url}");
+        self.called.insert((method.to_string(), template));
+        answer
+    }
+
+    /// Checks a response to `method template`: a documented status, the documented content
+    /// type, and a JSON body (or a change event's data) valid against its schema.
+    async fn check(
+        &self,
+        method: &str,
+        template: &str,
+        r: reqwest::Response,
+    ) -> (StatusCode, Value) {
+        let status = r.status();
+        let documented = &self.operation(method, template)["responses"][status.as_str()];
+        assert!(
+            documented.is_object(),
+            "{method} {template} answered {status}, which the document does not list"
+        );
+        let content = documented["content"]
+            .as_object()
+            .expect("a documented body");
+        assert_eq!(content.len(), 1, "{method} {template} {status}");
+        let (media_type, media) = content.iter().next().unwrap();
+        let got = r.headers()["content-type"].to_str().unwrap().to_owned();
+        let essence = |t: &str| t.split(';').next().unwrap().trim().to_owned();
+        assert_eq!(
+            essence(&got),
+            essence(media_type),
+            "{method} {template} {status}"
+        );
+        let schema = &media["schema"];
+        let (value, schema) = match essence(media_type).as_str() {
+            "application/json" => (r.json::<Value>().await.unwrap(), schema.clone()),
+            "text/event-stream" => {
+                // Each event's data is the documented event's `data`.
+                let (_, data) = Sse::from(r).next_event().await;
+                let event = self.resolve(schema);
+                (data, event["properties"]["data"].clone())
+            }
+            _ => {
+                assert_eq!(schema["type"], "string");
+                (Value::String(r.text().await.unwrap()), schema.clone())
+            }
+        };
+        let mut root = schema;
+        root["components"] = self.strict.clone();
+        let validator = jsonschema::draft202012::new(&root).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&value)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "{method} {template} {status}: {errors:#?}\nin {value:#}"
+        );
+        // The error shape is the same everywhere.
+        if !status.is_success() {
+            assert!(value["error"]["code"].is_string() && value["error"]["message"].is_string());
+        }
+        (status, value)
+    }
+
+    fn resolve<'a>(&'a self, schema: &'a Value) -> &'a Value {
+        match schema["$ref"].as_str() {
+            Some(r) => &self.doc["components"]["schemas"][r.rsplit('/').next().unwrap()],
+            None => schema,
+        }
+    }
+}
+
+/// An `allOf` of objects (serde's `flatten`) as one object schema, so that it can refuse
+/// unknown properties like any other.
+fn flatten_all_of(schema: &mut Value, originals: &Value) {
+    match schema {
+        Value::Object(map) => {
+            if let Some(Value::Array(parts)) = map.remove("allOf") {
+                let (mut properties, mut required) = (serde_json::Map::new(), Vec::new());
+                for part in parts {
+                    let part = match part["$ref"].as_str() {
+                        Some(r) => originals[r.rsplit('/').next().unwrap()].clone(),
+                        None => part,
+                    };
+                    properties.extend(part["properties"].as_object().unwrap().clone());
+                    required.extend(part["required"].as_array().cloned().unwrap_or_default());
+                }
+                map.insert("type".into(), json!("object"));
+                map.insert("properties".into(), Value::Object(properties));
+                map.insert("required".into(), Value::Array(required));
+            }
+            map.values_mut().for_each(|v| flatten_all_of(v, originals));
+        }
+        Value::Array(list) => list.iter_mut().for_each(|v| flatten_all_of(v, originals)),
+        _ => {}
+    }
+}
+
+fn forbid_unknown_properties(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if map.contains_key("properties") && !map.contains_key("additionalProperties") {
+                map.insert("additionalProperties".into(), json!(false));
+            }
+            map.values_mut().for_each(forbid_unknown_properties);
+        }
+        Value::Array(list) => list.iter_mut().for_each(forbid_unknown_properties),
+        _ => {}
+    }
 }
