@@ -1,0 +1,214 @@
+/* eslint-disable @typescript-eslint/prefer-promise-reject-errors --
+   The real commands reject with the desk's message as a string; the stand-in does too. */
+/**
+ * A stand-in gate for `npm run dev` in a plain browser (no Tauri): enough behaviour to look
+ * at every screen. Only imported under `import.meta.env.DEV`, so never shipped.
+ */
+
+import type { AppInfo, DeskEvent, FlagView, ScanView, StaffView, StatusView } from "../bindings";
+import type { DeskApi } from "../desk";
+
+const STAFF = [
+  { name: "Sam", role: "staff", pin: "1111" },
+  { name: "Kim", role: "supervisor", pin: "2222" },
+  { name: "Alex", role: "manager", pin: "3333" },
+] as const;
+
+export function mockDesk(): DeskApi {
+  const params = new URLSearchParams(window.location.search);
+  let setUp = !params.has("setup");
+  let who: StaffView | null = null;
+  const auto = params.get("as");
+  const found = STAFF.find((s) => s.name === auto);
+  if (found !== undefined) who = { name: found.name, role: found.role };
+  const used = new Map<string, { gate: string; scanner: string; at_ms: number }>();
+  const listeners = new Set<(e: DeskEvent) => void>();
+  const start = Date.now();
+  const t0 = start - 4 * 60_000;
+  let open: FlagView[] = [
+    {
+      tid: "T-7QK2M",
+      open: true,
+      redemptions: [
+        { id: "r1", gate: "Main-Entrance", scanner: "Lane 1", at_ms: t0, concurrent: true },
+        { id: "r2", gate: "Side-Door", scanner: "Lane 2", at_ms: t0 + 43_000, concurrent: true },
+      ],
+      audit: [],
+    },
+  ];
+  const resolved: FlagView[] = [];
+  let admitted = 37;
+  const series = (seed: number) =>
+    Array.from({ length: 30 }, (_, i) => Math.max(0, Math.round(6 + 5 * Math.sin(i / 3 + seed))));
+  const info = (): AppInfo => ({
+    needs_setup: !setUp,
+    event: setUp ? "DEMO-20261106" : null,
+    gate_name: setUp ? "Main-Entrance" : null,
+    capacity: setUp ? 200 : null,
+    observer: false,
+    signed_in: who,
+    demo_pins: setUp ? STAFF.map((s) => ({ ...s })) : [],
+    api: setUp ? "http://127.0.0.1:41234" : null,
+    tickets_pdf: setUp ? "/home/gate/.local/share/gatemesh/demo/tickets/tickets.pdf" : null,
+  });
+  const emit = (e: DeskEvent) => setTimeout(() => listeners.forEach((l) => l(e)), 5);
+  const later = <T>(v: T): Promise<T> => new Promise((r) => setTimeout(() => r(v), 30));
+
+  // Screenshot helpers: `?click=#nav-gates,#x` clicks in turn; `?emit=CODE` reports a scan
+  // as if it came through the gate's HTTP API.
+  const clicks = (params.get("click") ?? "").split(",").filter((c) => c.length > 0);
+  clicks.forEach((sel, i) =>
+    setTimeout(() => document.querySelector<HTMLElement>(sel)?.click(), 400 * (i + 1)),
+  );
+  const emitCode = params.get("emit");
+  // `?wedge=CODE` types CODE as a fast keyboard-wedge burst (ending in Enter unless
+  // `&noenter`), after the clicks.
+  const wedge = params.get("wedge");
+  if (wedge !== null) {
+    const begin = 400 * (clicks.length + 2);
+    const keys = [...Array.from(wedge), ...(params.has("noenter") ? [] : ["Enter"])];
+    keys.forEach((key, i) =>
+      setTimeout(
+        () => {
+          const target = document.activeElement ?? document.body;
+          target.dispatchEvent(new KeyboardEvent("keydown", { key, bubbles: true }));
+        },
+        begin + i * 4,
+      ),
+    );
+  }
+
+  const desk: DeskApi = {
+    appInfo: () => later(info()),
+    signIn(pin) {
+      const s = STAFF.find((x) => x.pin === pin);
+      if (s === undefined) return Promise.reject("wrong PIN");
+      who = { name: s.name, role: s.role };
+      return later(who);
+    },
+    signOut() {
+      who = null;
+      return later(undefined);
+    },
+    scan(code, scanner) {
+      if (who === null) return Promise.reject("sign in first");
+      const at_ms = Date.now();
+      const base = { tid: null, seat: null, scanner, first: null, transferred_to: null, at_ms };
+      let v: ScanView;
+      if (code.startsWith("GM1:")) {
+        const tid = code.slice(4, 12) || "T-0000";
+        const first = used.get(tid);
+        if (first === undefined) {
+          used.set(tid, { gate: "Main-Entrance", scanner, at_ms });
+          admitted += 1;
+          v = { ...base, verdict: "admit", reason: "valid", tid, seat: "B-14" };
+        } else {
+          v = {
+            ...base,
+            verdict: "duplicate",
+            reason: "already_admitted",
+            tid,
+            seat: "B-14",
+            first,
+          };
+        }
+      } else if (code.startsWith("OLD")) {
+        v = {
+          ...base,
+          verdict: "duplicate",
+          reason: "already_admitted",
+          tid: "T-OLD",
+          seat: "C-2",
+          first: { gate: "Side-Door", scanner: "Lane 2", at_ms: at_ms - 125_000 },
+        };
+      } else if (code.startsWith("BAD")) {
+        v = { ...base, verdict: "reject", reason: "bad_signature" };
+      } else {
+        v = { ...base, verdict: "reject", reason: "unreadable" };
+      }
+      emit({ type: "verdict", scan: v });
+      return later(v);
+    },
+    status: () =>
+      later<StatusView>({
+        event: "DEMO-20261106",
+        gate_name: "Main-Entrance",
+        capacity: 200,
+        admitted_total: admitted,
+        flagged: open.length,
+        minute_ms: Date.now() - (Date.now() % 60_000),
+        gates: [
+          {
+            name: "Main-Entrance",
+            this_gate: true,
+            online: true,
+            last_seen_ms: Date.now(),
+            admitted: admitted - 12,
+            duplicates: 3,
+            rejects: 1,
+            scans_per_minute: 7,
+            per_minute: series(0),
+            uplink: "offline",
+            pending_uploads: 14,
+            rtt_ms: null,
+          },
+          {
+            name: "Side-Door",
+            this_gate: false,
+            online: true,
+            last_seen_ms: Date.now() - 3000,
+            admitted: 12,
+            duplicates: null,
+            rejects: null,
+            scans_per_minute: 4,
+            per_minute: series(2),
+            uplink: null,
+            pending_uploads: null,
+            rtt_ms: 1.2,
+          },
+          {
+            name: "North-Gate",
+            this_gate: false,
+            online: false,
+            last_seen_ms: start - 600_000,
+            admitted: 0,
+            duplicates: null,
+            rejects: null,
+            scans_per_minute: 0,
+            per_minute: Array.from({ length: 30 }, () => 0),
+            uplink: null,
+            pending_uploads: null,
+            rtt_ms: null,
+          },
+        ],
+      }),
+    flags: () => later({ open, resolved }),
+    resolve(tid, action, note) {
+      if (who === null) return Promise.reject("sign in first");
+      if (who.role === "staff") return Promise.reject("a Staff may not do this");
+      const f = open.find((x) => x.tid === tid);
+      if (f === undefined) return Promise.reject("no such flag");
+      open = open.filter((x) => x.tid !== tid);
+      resolved.unshift({
+        ...f,
+        open: false,
+        audit: [{ at_ms: Date.now(), actor: who.name, action: `resolve:${action}`, detail: note }],
+      });
+      emit({ type: "flags" });
+      return later(undefined);
+    },
+    pair(r) {
+      if (r.managerPin.length < 4) return Promise.reject("a PIN is at least four digits");
+      setUp = true;
+      return later(info());
+    },
+    decodeFrame: () => later([]),
+    onEvent(handler) {
+      listeners.add(handler);
+      return Promise.resolve(() => listeners.delete(handler));
+    },
+  };
+  if (emitCode !== null)
+    setTimeout(() => void desk.scan(emitCode, "HTTP"), 400 * (clicks.length + 1));
+  return desk;
+}

@@ -1,0 +1,36 @@
+import { describe, expect, it } from "vitest";
+import { checkPairForm } from "./pairing";
+
+const good = {
+  server: "https://tix.example.org/",
+  code: " ABCD-1234 ",
+  name: "Alex ",
+  pin: "4321",
+};
+
+describe("checkPairForm", () => {
+  it("builds the pair command's arguments, camelCase, trimmed", () => {
+    expect(checkPairForm(good)).toEqual({
+      ok: {
+        server: "https://tix.example.org",
+        code: "ABCD-1234",
+        managerName: "Alex",
+        managerPin: "4321",
+      },
+    });
+  });
+
+  it("refuses what the desk would refuse, with a reason", () => {
+    expect(checkPairForm({ ...good, server: "tix.example.org" })).toHaveProperty("error");
+    expect(checkPairForm({ ...good, code: "  " })).toHaveProperty("error");
+    expect(checkPairForm({ ...good, name: "" })).toHaveProperty("error");
+    expect(checkPairForm({ ...good, pin: "123" })).toEqual({
+      error: "A PIN is at least four digits",
+    });
+    expect(checkPairForm({ ...good, pin: "12a4" })).toHaveProperty("error");
+  });
+
+  it("accepts a plain-http server on the LAN", () => {
+    expect(checkPairForm({ ...good, server: "http://10.0.0.2:8080" })).toHaveProperty("ok");
+  });
+});

@@ -1,0 +1,27 @@
+/** What each staff role may do in the app (the desk checks again; this only shapes the UI). */
+
+import type { StaffRole, StaffView } from "../bindings";
+
+const RANK: Record<StaffRole, number> = { staff: 0, supervisor: 1, manager: 2 };
+
+export function atLeast(who: StaffView | null, role: StaffRole): boolean {
+  return who !== null && RANK[who.role] >= RANK[role];
+}
+
+/** Accept, deny or revert a flagged ticket: supervisors and managers. */
+export function canResolve(who: StaffView | null): boolean {
+  return atLeast(who, "supervisor");
+}
+
+/** Scan tickets: anyone signed in, on a device that is not an observer. */
+export function canScan(who: StaffView | null, observer: boolean): boolean {
+  return who !== null && !observer;
+}
+
+export const ROLE_LABEL: Record<StaffRole, string> = {
+  staff: "Staff",
+  supervisor: "Supervisor",
+  manager: "Manager",
+};
+
+export const RESOLVE_HINT = "Only a supervisor or a manager can resolve flags.";

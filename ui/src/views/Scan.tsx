@@ -1,0 +1,254 @@
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import type { ScanView } from "../bindings";
+import { unlockAudio } from "../audio";
+import { CameraUnavailable, startCamera, type CameraSession } from "../camera";
+import type { DeskApi } from "../desk";
+import { percentOf } from "../logic/chart";
+import { RepeatFilter } from "../logic/frame";
+import { idleModel, verdictModel } from "../logic/verdict";
+import { isTypingTarget, WedgeReader } from "../logic/wedge";
+import { VerdictSymbol } from "./Icons";
+
+export interface ScanProps {
+  desk: DeskApi;
+  observer: boolean;
+  scanners: string[];
+  scanner: string;
+  onScanner: (name: string) => void;
+  /** The scan on show, or null for the ready state. */
+  shown: ScanView | null;
+  now: number;
+  admitted: number | null;
+  capacity: number | null;
+  /** Sends a code to the gate with the chosen scanner. */
+  onCode: (code: string) => void;
+  error: string | null;
+}
+
+export function Scan(props: ScanProps) {
+  const { onCode, observer } = props;
+  const model = props.shown === null ? idleModel(observer) : verdictModel(props.shown, props.now);
+  const fill = percentOf(props.admitted ?? 0, props.capacity);
+
+  useWedge(onCode, !observer);
+
+  return (
+    <main class="screen scan">
+      <div class="scan-bar">
+        <label class="scanner-pick">
+          Scanner
+          <select
+            id="scanner-select"
+            value={props.scanner}
+            onChange={(e) => {
+              props.onScanner(e.currentTarget.value);
+              // Hand the keyboard back to the scan reader (a focused <select> would take
+              // the scanner's keys as type-ahead).
+              e.currentTarget.blur();
+            }}
+          >
+            {props.scanners.map((s) => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
+          </select>
+        </label>
+        <div class="inside">
+          <span class="inside-label">Inside</span>
+          <span id="admitted-count" class="inside-count">
+            {props.admitted ?? "—"} / {props.capacity ?? "—"}
+          </span>
+          {fill !== null && (
+            <span class="bar" aria-hidden="true">
+              <span class="bar-fill" style={{ "--fill": `${fill.toFixed(1)}%` }} />
+            </span>
+          )}
+        </div>
+      </div>
+
+      <section
+        id="verdict"
+        class={`verdict ${model.className}`}
+        data-verdict={model.kind}
+        aria-live="assertive"
+      >
+        <VerdictSymbol icon={model.icon} />
+        <div class="verdict-text">
+          <div class="verdict-title">{model.title}</div>
+          {model.seat !== null && <div class="verdict-seat">Seat {model.seat}</div>}
+          <div class="verdict-reason">{model.reason}</div>
+          {model.lines.length > 0 && (
+            <ul class="verdict-lines">
+              {model.lines.map((l) => (
+                <li key={l}>{l}</li>
+              ))}
+            </ul>
+          )}
+        </div>
+      </section>
+
+      {props.error !== null && (
+        <p class="error" role="alert">
+          {props.error}
+        </p>
+      )}
+
+      {!observer && (
+        <div class="scan-tools">
+          <ManualEntry onCode={onCode} />
+          <Camera desk={props.desk} onCode={onCode} />
+        </div>
+      )}
+    </main>
+  );
+}
+
+/** Keyboard-wedge scanners type anywhere in the app; no field needs the focus. */
+function useWedge(onCode: (code: string) => void, enabled: boolean): void {
+  const latest = useRef(onCode);
+  latest.current = onCode;
+  useEffect(() => {
+    if (!enabled) return undefined;
+    const reader = new WedgeReader();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const schedule = (): void => {
+      if (timer !== undefined) clearTimeout(timer);
+      const due = reader.deadline();
+      if (due === null) return;
+      timer = setTimeout(
+        () => {
+          const code = reader.tick(performance.now());
+          if (code !== null) latest.current(code);
+          schedule();
+        },
+        Math.max(0, due - performance.now()) + 1,
+      );
+    };
+    const onKey = (e: KeyboardEvent): void => {
+      unlockAudio();
+      if (e.isComposing || isTypingTarget(document.activeElement)) {
+        return;
+      }
+      const out = reader.key(
+        {
+          key: e.key,
+          ctrlKey: e.ctrlKey,
+          altKey: e.altKey,
+          metaKey: e.metaKey,
+          altGraph: e.getModifierState("AltGraph"),
+        },
+        performance.now(),
+      );
+      if (out.consumed) e.preventDefault();
+      if (out.code !== null) latest.current(out.code);
+      schedule();
+    };
+    // Capture: the reader sees keys before a focused button can act on Enter or Space.
+    window.addEventListener("keydown", onKey, true);
+    return () => {
+      window.removeEventListener("keydown", onKey, true);
+      if (timer !== undefined) clearTimeout(timer);
+    };
+  }, [enabled]);
+}
+
+function ManualEntry({ onCode }: { onCode: (code: string) => void }) {
+  const [code, setCode] = useState("");
+  const field = useRef<HTMLInputElement>(null);
+  const submit = (): void => {
+    const c = code.trim();
+    if (c.length === 0) {
+      field.current?.focus();
+      return;
+    }
+    onCode(c);
+    setCode("");
+    // Leave the field so the next wedge scan is read app-wide again.
+    field.current?.blur();
+  };
+  return (
+    <form
+      class="manual"
+      onSubmit={(e) => {
+        e.preventDefault();
+        submit();
+      }}
+    >
+      <label for="manual-code">Type or paste a ticket code</label>
+      <div class="row">
+        <input
+          id="manual-code"
+          ref={field}
+          type="text"
+          autoComplete="off"
+          spellcheck={false}
+          value={code}
+          onInput={(e) => setCode(e.currentTarget.value)}
+          placeholder="GM1:… or a ticket's text"
+        />
+        <button id="manual-submit" type="submit" class="primary">
+          Check
+        </button>
+      </div>
+    </form>
+  );
+}
+
+function Camera({ desk, onCode }: { desk: DeskApi; onCode: (code: string) => void }) {
+  const video = useRef<HTMLVideoElement>(null);
+  const session = useRef<CameraSession | null>(null);
+  const [state, setState] = useState<"off" | "starting" | "on">("off");
+  const [message, setMessage] = useState<string | null>(null);
+  const latest = useRef(onCode);
+  latest.current = onCode;
+  const repeats = useMemo(() => new RepeatFilter(5000), []);
+
+  useEffect(() => () => session.current?.stop(), []);
+
+  const toggle = async (): Promise<void> => {
+    unlockAudio();
+    if (session.current !== null) {
+      session.current.stop();
+      session.current = null;
+      setState("off");
+      return;
+    }
+    const v = video.current;
+    if (v === null || state === "starting") return;
+    setState("starting");
+    setMessage(null);
+    try {
+      session.current = await startCamera(
+        v,
+        (frame) => desk.decodeFrame(frame),
+        (codes) => {
+          const now = Date.now();
+          for (const c of codes) if (repeats.accept(c, now)) latest.current(c);
+        },
+        setMessage,
+      );
+      setState("on");
+    } catch (e) {
+      setState("off");
+      setMessage(
+        e instanceof CameraUnavailable ? e.message : `The camera did not start: ${String(e)}`,
+      );
+    }
+  };
+
+  return (
+    <div class={`camera camera-${state}`}>
+      <div class="tool-label">Laptop camera</div>
+      <button id="camera-toggle" type="button" onClick={() => void toggle()}>
+        {state === "on" ? "Stop camera" : state === "starting" ? "Starting camera…" : "Camera"}
+      </button>
+      <video ref={video} class="camera-view" muted playsInline />
+      {message !== null && (
+        <p class="camera-message" role="status">
+          {message}
+        </p>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,217 @@
+import { useState } from "preact/hooks";
+import type { AppInfo, StaffView } from "../bindings";
+import type { DeskApi } from "../desk";
+import { errorText } from "../logic/errors";
+import { checkPairForm } from "../logic/pairing";
+import { ROLE_LABEL } from "../logic/roles";
+import { MAX_NAME, MAX_SCANNERS } from "../logic/scanners";
+
+/** Joining an event with a pairing code, before anything else works. */
+export function PairForm(props: { desk: DeskApi; onPaired: (info: AppInfo) => void }) {
+  const [server, setServer] = useState("");
+  const [code, setCode] = useState("");
+  const [name, setName] = useState("");
+  const [pin, setPin] = useState("");
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  const submit = async (): Promise<void> => {
+    const checked = checkPairForm({ server, code, name, pin });
+    if ("error" in checked) {
+      setError(checked.error);
+      return;
+    }
+    setBusy(true);
+    setError(null);
+    try {
+      props.onPaired(await props.desk.pair(checked.ok));
+    } catch (e) {
+      setError(errorText(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <main class="screen setup">
+      <h1>Set up this gate</h1>
+      <p class="muted">
+        The organizer gives you a pairing code for this gate. It joins the event and brings the
+        ticket keys; then you choose a manager PIN for this laptop.
+      </p>
+      <form
+        class="card pair-form"
+        noValidate
+        onSubmit={(e) => {
+          e.preventDefault();
+          void submit();
+        }}
+      >
+        <label for="pair-server">Server address</label>
+        <input
+          id="pair-server"
+          type="url"
+          autoComplete="off"
+          placeholder="https://tickets.example.org"
+          value={server}
+          onInput={(e) => setServer(e.currentTarget.value)}
+        />
+        <label for="pair-code">Pairing code</label>
+        <input
+          id="pair-code"
+          type="text"
+          autoComplete="off"
+          spellcheck={false}
+          value={code}
+          onInput={(e) => setCode(e.currentTarget.value)}
+        />
+        <label for="pair-name">Your name</label>
+        <input
+          id="pair-name"
+          type="text"
+          autoComplete="name"
+          value={name}
+          onInput={(e) => setName(e.currentTarget.value)}
+        />
+        <label for="pair-pin">Manager PIN (at least four digits)</label>
+        <input
+          id="pair-pin"
+          type="password"
+          inputMode="numeric"
+          autoComplete="new-password"
+          value={pin}
+          onInput={(e) => setPin(e.currentTarget.value.replace(/\D/g, ""))}
+        />
+        <button id="pair-submit" type="submit" class="primary big" disabled={busy}>
+          {busy ? "Pairing…" : "Pair this gate"}
+        </button>
+        {error !== null && (
+          <p class="error" role="alert">
+            {error}
+          </p>
+        )}
+      </form>
+    </main>
+  );
+}
+
+/** The set-up of a gate that has joined its event. */
+export function Setup(props: {
+  info: AppInfo;
+  who: StaffView | null;
+  scanners: string[];
+  onScanners: (names: string[]) => string[];
+  onSignOut: () => void;
+}) {
+  const { info } = props;
+  return (
+    <main class="screen setup">
+      <h1>Setup</h1>
+      <section class="card">
+        <h2>This gate</h2>
+        <dl class="facts">
+          <dt>Event</dt>
+          <dd>{info.event ?? "—"}</dd>
+          <dt>Gate</dt>
+          <dd>{info.gate_name ?? "—"}</dd>
+          <dt>Capacity</dt>
+          <dd>{info.capacity ?? "not set"}</dd>
+          <dt>Mode</dt>
+          <dd>{info.observer ? "Observer (watches, admits no one)" : "Gate (admits)"}</dd>
+          <dt>Local API</dt>
+          <dd class="mono">{info.api ?? "not running"}</dd>
+          {info.tickets_pdf !== null && (
+            <>
+              <dt>Demo tickets</dt>
+              <dd>
+                <span class="mono">{info.tickets_pdf}</span>
+                <div class="muted">Open this PDF and print it, or scan its codes off a screen.</div>
+              </dd>
+            </>
+          )}
+        </dl>
+      </section>
+
+      <ScannerNames names={props.scanners} onSave={props.onScanners} />
+
+      <section class="card">
+        <h2>Entry policy</h2>
+        <p class="muted">
+          Single entry or re-entry, and what to do with valid tickets that are not on the list, are
+          set when the event is set up. Changing the policy from the app is not available yet.
+        </p>
+      </section>
+
+      <section class="card">
+        <h2>Signed in</h2>
+        <p>{props.who === null ? "Nobody" : `${props.who.name} (${ROLE_LABEL[props.who.role]})`}</p>
+        <button type="button" id="setup-sign-out" class="big" onClick={props.onSignOut}>
+          Sign out
+        </button>
+      </section>
+    </main>
+  );
+}
+
+function ScannerNames(props: { names: string[]; onSave: (names: string[]) => string[] }) {
+  const [draft, setDraft] = useState<string[]>(props.names);
+  const [saved, setSaved] = useState(false);
+  const edit = (next: string[]): void => {
+    setDraft(next);
+    setSaved(false);
+  };
+  return (
+    <section class="card scanners">
+      <h2>Scanner names</h2>
+      <p class="muted">
+        Each scan is recorded with the scanner's name, so a duplicate tells you where the first use
+        was. Name them after the lanes or devices at this gate.
+      </p>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          setDraft(props.onSave(draft));
+          setSaved(true);
+        }}
+      >
+        <ol class="scanner-list">
+          {draft.map((n, i) => (
+            <li key={i}>
+              <input
+                type="text"
+                data-scanner-name={i}
+                aria-label={`Scanner ${i + 1} name`}
+                maxLength={MAX_NAME}
+                value={n}
+                onInput={(e) => {
+                  const v = e.currentTarget.value;
+                  edit(draft.map((x, j) => (j === i ? v : x)));
+                }}
+              />
+              <button
+                type="button"
+                disabled={draft.length <= 1}
+                onClick={() => edit(draft.filter((_, j) => j !== i))}
+              >
+                Remove
+              </button>
+            </li>
+          ))}
+        </ol>
+        <div class="row">
+          <button
+            type="button"
+            disabled={draft.length >= MAX_SCANNERS}
+            onClick={() => edit([...draft, `Lane ${draft.length + 1}`])}
+          >
+            Add a scanner
+          </button>
+          <button type="submit" class="primary" id="scanners-save">
+            Save names
+          </button>
+          {saved && <span class="ok">Saved</span>}
+        </div>
+      </form>
+    </section>
+  );
+}
