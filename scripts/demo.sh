@@ -1,62 +1,52 @@
 #!/usr/bin/env bash
-# The main job, until the desktop app exists: make an issuer key, issue a small batch of
-# tickets with a printable PDF, verify one ticket the way a gate does, read one back from
-# its image, and say where everything is.
+# The main job: the gate-supervisor app on a demo event that it sets up itself on first
+# start — an issuer key, 200 printable tickets (demo/app/tickets/tickets.pdf), and a second
+# gate on loopback ("Side-Door") so the mesh and the dashboard have something to show.
+# Sign in with a PIN shown on screen; scan the PDF's codes with a USB scanner, the camera or
+# by typing. Nothing to configure. Without a display (a server, CI), the app runs on a
+# virtual screen instead, takes a screenshot, admits a ticket through its local API, and the
+# command-line walkthrough (scripts/demo-headless.sh) follows.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 source scripts/env.sh
 
-cargo build --quiet --locked --release -p gatemesh-cli
-gatemesh="$CARGO_TARGET_DIR/release/gatemesh"
-demo=${GATEMESH_DEMO_DIR:-$PWD/demo}
-event=DEMO-2026
+(cd ui && npm run --silent build)
+cargo build --quiet --locked --release -p gatemesh-app -p gatemesh-cli
+app="$CARGO_TARGET_DIR/release/gatemesh-app"
+demo=${GATEMESH_DEMO_DIR:-$PWD/demo}/app
 mkdir -p "$demo"
 
-if [[ ! -f $demo/keys/issuer.key.pem ]]; then
-  "$gatemesh" keygen --out "$demo/keys"
+if [[ -n ${DISPLAY:-} || -n ${WAYLAND_DISPLAY:-} ]]; then
+  echo "gatemesh: the demo event lives in $demo (delete it to start over)"
+  exec "$app" --demo --data "$demo"
 fi
-n=1
-while [[ -e $demo/batch-$n ]]; do n=$((n + 1)); done
-batch=$demo/batch-$n
-printf 'seat\n' >"$demo/seats.csv"
-for row in A B C; do for seat in $(seq 1 8); do printf 'Row %s Seat %s\n' "$row" "$seat"; done; done >>"$demo/seats.csv"
 
+echo "No display here: the app runs on a virtual screen (Xvfb) for a look, then the walkthrough."
+n=90
+while [[ -e /tmp/.X$n-lock || -e /tmp/.X11-unix/X$n ]]; do n=$((n + 1)); done
+Xvfb ":$n" -screen 0 1280x800x24 -nolisten tcp >/dev/null 2>&1 &
+xvfb=$!
+out=$(mktemp)
+cleanup() { kill "${pid:-}" "$xvfb" 2>/dev/null || true; rm -f "$out"; }
+trap cleanup EXIT
+for _ in $(seq 50); do [[ -e /tmp/.X11-unix/X$n ]] && break; sleep 0.1; done
+DISPLAY=":$n" "$app" --demo --data "$demo" >"$out" 2>/dev/null &
+pid=$!
+for _ in $(seq 100); do [[ -s $out ]] && break; sleep 0.1; done
+api=$(sed -n 's/.*"api":"\([^"]*\)".*/\1/p' "$out")
+[[ -n $api ]] || { echo "the app did not start" >&2; exit 1; }
+sleep 2
+DISPLAY=":$n" import -window root "$demo/screenshot.png" 2>/dev/null && echo "its window: $demo/screenshot.png"
+code=$(sed -n 2p "$demo/tickets/tickets.csv" | cut -d, -f5)
+echo "A ticket from $demo/tickets/tickets.pdf, scanned through the app's local API ($api):"
+curl -s -X POST "$api/v1/scan" -H 'content-type: application/json' \
+  -d "{\"code\":\"$code\",\"scanner\":\"demo\"}"
 echo
-"$gatemesh" issue --key "$demo/keys/issuer.key.pem" --event "$event" --seats "$demo/seats.csv" \
-  --valid-until "$(date -u -d '+1 year' +%Y-%m-%dT%H:%M:%SZ)" --out "$batch"
-
-tid=$(sed -n 2p "$batch/tickets.csv" | cut -d, -f1)
+echo "The app's gate and its mesh peer, the demo's second gate on loopback:"
+curl -s "$api/v1/status" | sed 's/.*"peers":\[\([^]]*\)\].*/  \1/'
 echo
-echo "A gate checks ticket $tid from its PNG, offline, with only the public key:"
-echo "  \$ gatemesh decode $batch/png/$tid.png | gatemesh verify --issuer $demo/keys/issuer.pub.pem --event $event -"
-"$gatemesh" decode "$batch/png/$tid.png" | "$gatemesh" verify --issuer "$demo/keys/issuer.pub.pem" --event "$event" -
+kill "$pid"
+wait "$pid" 2>/dev/null || true
 echo
-echo "The same ticket presented at another event's gate:"
-"$gatemesh" decode "$batch/png/$tid.png" | "$gatemesh" verify --issuer "$demo/keys/issuer.pub.pem" --event OTHER-2026 - || true
-echo
-echo "A headless gate on this laptop (loopback only, no mesh): the ticket twice, then a forgery."
-gate_out=$(mktemp)
-"$gatemesh" gate --data "$demo/gate-north" --event "$event" --name "North 1" \
-  --issuer "$demo/keys/issuer.pub.pem" --manifest "$batch/tickets.csv" --api 127.0.0.1:0 >"$gate_out" 2>/dev/null &
-gate_pid=$!
-trap 'kill $gate_pid 2>/dev/null || true; rm -f "$gate_out"' EXIT
-for _ in $(seq 100); do [[ -s $gate_out ]] && break; sleep 0.1; done
-api=$(sed -n 's/.*"api":"\([^"]*\)".*/\1/p' "$gate_out")
-code=$(sed -n 3p "$batch/tickets.csv" | cut -d, -f5)
-for scanner in north-1 north-2; do
-  echo "  scanner $scanner:"
-  curl -s -X POST "http://$api/v1/scan" -H 'content-type: application/json' \
-    -d "{\"code\":\"$code\",\"scanner\":\"$scanner\"}"
-  echo
-done
-echo "  a forged code:"
-curl -s -X POST "http://$api/v1/scan" -H 'content-type: application/json' \
-  -d "{\"code\":\"${code%?????}AAAAA\",\"scanner\":\"north-1\"}"
-echo
-kill "$gate_pid"
-wait "$gate_pid" 2>/dev/null || true
-echo "The gate's ledger is in $demo/gate-north (try: $gatemesh gate --help)."
-echo
-echo "Print $batch/tickets.pdf; the ticket list is $batch/tickets.csv."
-echo "The gatemesh binary is $gatemesh (try: $gatemesh --help)."
+exec scripts/demo-headless.sh

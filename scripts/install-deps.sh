@@ -7,8 +7,9 @@ cd "$(dirname "$0")/.."
 # Debian packages: C toolchain, WebKitGTK for the Tauri shell, zbar and poppler as independent
 # QR and PDF readers for the tests, Node.js for the UI and the jose interoperability checks.
 # PostgreSQL for the server's second storage backend (the tests start a throwaway cluster).
+# WebKitGTK's WebDriver and Xvfb run the desktop app's end-to-end tests.
 packages=(build-essential pkg-config curl libwebkit2gtk-4.1-dev zbar-tools poppler-utils
-  postgresql)
+  postgresql webkit2gtk-driver xvfb)
 command -v node >/dev/null || packages+=(nodejs)
 command -v npm >/dev/null || packages+=(npm)
 missing=()
@@ -29,6 +30,13 @@ fi
 if ! command -v cargo >/dev/null; then
   echo "Rust is missing: install a stable toolchain (rustup.rs), 1.89 or newer" >&2
   exit 1
+fi
+
+# tauri-driver puts WebKitWebDriver behind the WebDriver protocol for the app's E2E tests.
+cargo_bin=${CARGO_HOME:-$HOME/.cargo}/bin
+if ! command -v tauri-driver >/dev/null && [[ ! -x $cargo_bin/tauri-driver ]]; then
+  echo "installing tauri-driver" >&2
+  cargo install tauri-driver --version '^2' --locked --quiet
 fi
 
 # npm packages, pinned by the lock files; reinstalled only when a lock file changed.

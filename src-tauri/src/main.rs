@@ -1,4 +1,10 @@
-//! gatemesh desktop shell: one Tauri window showing the web UI built from `ui/` into `ui/dist`.
+//! gatemesh desktop app: a thin Tauri shell around the gate-supervisor desk
+//! (`gatemesh_node::desk`). Every command forwards to the desk and every node event is
+//! forwarded to the window as a `desk` event; nothing here decides anything.
+//!
+//! `gatemesh-app [--demo] [--data DIR]`: the app keeps its gate in DIR (default
+//! `$XDG_DATA_HOME/gatemesh`, or `…/gatemesh/demo` with `--demo`). With `--demo` it sets up a
+//! demo event on first start (keys, a printable batch of tickets, a second gate on loopback).
 //!
 //! The configuration lives at the repository root (`../tauri.conf.json` from this crate), and
 //! the built front end is embedded at compile time, so build `ui/` before this crate.
@@ -6,15 +12,269 @@
 // Release builds on Windows should not open a console window next to the app.
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
-use std::process::ExitCode;
+use std::{path::PathBuf, process::ExitCode, sync::Arc};
 
-fn main() -> ExitCode {
-    let context = tauri::generate_context!("../tauri.conf.json");
-    match tauri::Builder::default().run(context) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("gatemesh-app: {err}");
-            ExitCode::FAILURE
+use gatemesh_node::desk::{
+    AppInfo, Desk, FlagsView, ResolveAction, ScanView, StaffEntry, StaffRole, StaffView,
+    StatusView, desk_event,
+};
+use tauri::{Emitter, Manager, State};
+use tokio::sync::RwLock;
+
+struct AppState {
+    root: PathBuf,
+    desk: RwLock<Option<Arc<Desk>>>,
+}
+
+type Answer<T> = Result<T, String>;
+
+async fn desk(state: &State<'_, AppState>) -> Answer<Arc<Desk>> {
+    state
+        .desk
+        .read()
+        .await
+        .clone()
+        .ok_or_else(|| "set up an event first".to_owned())
+}
+
+fn text<E: std::fmt::Display>(e: E) -> String {
+    format!("{e:#}")
+}
+
+#[tauri::command]
+async fn app_info(state: State<'_, AppState>) -> Answer<AppInfo> {
+    Ok(match state.desk.read().await.as_ref() {
+        Some(d) => d.info(),
+        None => AppInfo {
+            needs_setup: true,
+            event: None,
+            gate_name: None,
+            capacity: None,
+            observer: false,
+            signed_in: None,
+            demo_pins: Vec::new(),
+            api: None,
+            tickets_pdf: None,
+        },
+    })
+}
+
+#[tauri::command]
+async fn sign_in(state: State<'_, AppState>, pin: String) -> Answer<StaffView> {
+    desk(&state).await?.sign_in(&pin).map_err(text)
+}
+
+#[tauri::command]
+async fn sign_out(state: State<'_, AppState>) -> Answer<()> {
+    desk(&state).await?.sign_out();
+    Ok(())
+}
+
+#[tauri::command]
+async fn scan(state: State<'_, AppState>, code: String, scanner: String) -> Answer<ScanView> {
+    desk(&state)
+        .await?
+        .scan(&code, &scanner)
+        .await
+        .map_err(text)
+}
+
+#[tauri::command]
+async fn status(state: State<'_, AppState>) -> Answer<StatusView> {
+    desk(&state).await?.status().await.map_err(text)
+}
+
+#[tauri::command]
+async fn flags(state: State<'_, AppState>) -> Answer<FlagsView> {
+    desk(&state).await?.flags().await.map_err(text)
+}
+
+#[tauri::command]
+async fn resolve(
+    state: State<'_, AppState>,
+    tid: String,
+    action: ResolveAction,
+    note: String,
+) -> Answer<()> {
+    desk(&state)
+        .await?
+        .resolve(&tid, action, &note)
+        .await
+        .map_err(text)
+}
+
+/// Joins an event with a pairing code; `manager_pin` becomes the first manager's PIN.
+#[tauri::command]
+async fn pair(
+    app: tauri::AppHandle,
+    state: State<'_, AppState>,
+    server: String,
+    code: String,
+    manager_name: String,
+    manager_pin: String,
+) -> Answer<AppInfo> {
+    if manager_pin.len() < 4 || !manager_pin.chars().all(|c| c.is_ascii_digit()) {
+        return Err("a PIN is at least four digits".into());
+    }
+    let mut slot = state.desk.write().await;
+    if slot.is_some() {
+        return Err("this app is already set up for an event".into());
+    }
+    let staff = vec![StaffEntry::new(
+        &manager_name,
+        StaffRole::Manager,
+        &manager_pin,
+    )];
+    let desk = Arc::new(
+        Desk::pair(&state.root, &server, &code, staff)
+            .await
+            .map_err(text)?,
+    );
+    forward_events(&app, &desk);
+    let info = desk.info();
+    *slot = Some(desk);
+    Ok(info)
+}
+
+/// Decodes QR codes in a camera frame: 8 bytes (width, height as little-endian u32) then
+/// one luma byte per pixel, sent as a raw body.
+#[tauri::command]
+fn decode_frame(request: tauri::ipc::Request<'_>) -> Answer<Vec<String>> {
+    let tauri::ipc::InvokeBody::Raw(bytes) = request.body() else {
+        return Err("send the frame as raw bytes".into());
+    };
+    let (head, luma) = bytes.split_at_checked(8).ok_or("a frame needs its size")?;
+    let w = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
+    let h = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+    if u64::from(w) * u64::from(h) != luma.len() as u64 || w == 0 || w > 4096 || h > 4096 {
+        return Err("the frame's size does not match its pixels".into());
+    }
+    Ok(gatemesh_qr::decode_luma(luma, w, h))
+}
+
+fn forward_events(app: &tauri::AppHandle, desk: &Desk) {
+    let mut events = desk.events();
+    let app = app.clone();
+    tauri::async_runtime::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(e) => {
+                    let _ = app.emit("desk", desk_event(&e));
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                    let _ = app.emit("desk", gatemesh_node::desk::DeskEvent::Flags);
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    });
+}
+
+struct Args {
+    demo: bool,
+    data: Option<PathBuf>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        demo: false,
+        data: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--demo" => args.demo = true,
+            "--data" => args.data = Some(it.next().ok_or("--data needs a directory")?.into()),
+            "--help" | "-h" => {
+                return Err("usage: gatemesh-app [--demo] [--data DIR]".into());
+            }
+            other => return Err(format!("unknown argument {other:?} (try --help)")),
         }
     }
+    Ok(args)
+}
+
+fn default_root(demo: bool) -> PathBuf {
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join("gatemesh");
+    if demo { base.join("demo") } else { base }
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let root = args.data.unwrap_or_else(|| default_root(args.demo));
+    let opened = tauri::async_runtime::block_on(async {
+        if args.demo {
+            Desk::demo(&root).await.map(Some)
+        } else {
+            Desk::open(&root).await
+        }
+    });
+    let desk = match opened {
+        Ok(d) => d.map(Arc::new),
+        Err(e) => {
+            eprintln!("gatemesh-app: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Some(d) = &desk
+        && let Some(api) = d.info().api
+    {
+        // One line for scripts and tests, like `gatemesh gate`.
+        println!(
+            "{}",
+            serde_json::json!({ "api": api, "event": d.info().event })
+        );
+    }
+    let context = tauri::generate_context!("../tauri.conf.json");
+    let built = tauri::Builder::default()
+        .manage(AppState {
+            root,
+            desk: RwLock::new(desk.clone()),
+        })
+        .setup(move |app| {
+            if let Some(d) = &desk {
+                forward_events(app.handle(), d);
+            }
+            Ok(())
+        })
+        .invoke_handler(tauri::generate_handler![
+            app_info,
+            sign_in,
+            sign_out,
+            scan,
+            status,
+            flags,
+            resolve,
+            pair,
+            decode_frame
+        ])
+        .build(context);
+    let app = match built {
+        Ok(app) => app,
+        Err(err) => {
+            eprintln!("gatemesh-app: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    app.run(|handle, event| {
+        if let tauri::RunEvent::Exit = event {
+            // Let the gate finish its queue and compact its ledger before the process ends.
+            let state = handle.state::<AppState>();
+            let desk = tauri::async_runtime::block_on(state.desk.write()).take();
+            if let Some(desk) = desk.and_then(|d| Arc::try_unwrap(d).ok()) {
+                tauri::async_runtime::block_on(desk.shutdown());
+            }
+        }
+    });
+    ExitCode::SUCCESS
 }

@@ -350,6 +350,65 @@ pub(crate) fn answer(status: Option<Status>, first: Option<FirstUse>) -> Redempt
     }
 }
 
+/// What a gate's journal item says beyond the ticket: an exit scan (re-entry events), or
+/// the redemptions its gate already knew of when it admitted (its record's `seen`).
+pub(crate) struct JournalFacts {
+    pub exit: bool,
+    pub seen: Vec<String>,
+}
+
+pub(crate) fn journal_facts(origin: Origin, record: Option<&serde_json::Value>) -> JournalFacts {
+    let record = record.filter(|_| origin == Origin::Journal);
+    JournalFacts {
+        exit: record.is_some_and(|r| r["direction"] == "exit"),
+        seen: record
+            .and_then(|r| r["seen"].as_array())
+            .map(|s| {
+                s.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// The answer to a journal item, and the verdict stored with it. An exit is recorded but is
+/// no admission; an entry whose gate already knew of the first admission is a re-entry the
+/// gate allowed, not a copy; only an entry made without knowing of the first is a duplicate
+/// (and flags the ticket) — the same rule the gates' ledgers apply.
+pub(crate) fn journal_answer(
+    facts: &JournalFacts,
+    base: RedemptionAnswer,
+) -> (RedemptionAnswer, &'static str) {
+    if facts.exit {
+        let exit = RedemptionAnswer {
+            verdict: Verdict::Admit,
+            reason: Reason::Exit,
+            first: None,
+        };
+        return (exit, "exit");
+    }
+    match base.first {
+        Some(first)
+            if base.verdict == Verdict::Duplicate && facts.seen.contains(&first.redemption_id) =>
+        {
+            (
+                RedemptionAnswer {
+                    verdict: Verdict::Admit,
+                    reason: Reason::Reentry,
+                    first: Some(first),
+                },
+                "reentry",
+            )
+        }
+        first => {
+            let answer = RedemptionAnswer { first, ..base };
+            let v = verdict_str(answer.verdict);
+            (answer, v)
+        }
+    }
+}
+
 pub(crate) fn verdict_str(v: Verdict) -> &'static str {
     match v {
         Verdict::Admit => "admit",

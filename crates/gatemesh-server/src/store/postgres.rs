@@ -83,7 +83,10 @@ BEGIN
         END IF;
         RETURN v_answer;
     END IF;
-    IF v_status IS NULL THEN
+    IF p_journal AND p_record IS NOT NULL AND (p_record::json ->> 'direction') = 'exit' THEN
+        -- An exit scan (re-entry events): recorded, but no admission.
+        v_verdict := 'exit'; v_reason := 'exit';
+    ELSIF v_status IS NULL THEN
         v_verdict := 'reject'; v_reason := 'unknown_ticket';
     ELSIF v_status = 'void' THEN
         v_verdict := 'reject'; v_reason := 'void';
@@ -98,11 +101,17 @@ BEGIN
          ORDER BY n LIMIT 1;
         IF v_first IS NULL THEN
             v_verdict := 'admit'; v_reason := 'valid';
+        ELSIF p_journal AND p_record IS NOT NULL
+              AND ((p_record::jsonb) -> 'seen') ? (v_first ->> 'redemption_id') THEN
+            -- The gate knew of the first admission and let the holder back in.
+            v_verdict := 'reentry'; v_reason := 'reentry';
         ELSE
             v_verdict := 'duplicate'; v_reason := 'already_admitted';
         END IF;
     END IF;
-    v_answer := json_build_object('verdict', v_verdict, 'reason', v_reason, 'first', v_first)::text;
+    v_answer := json_build_object(
+        'verdict', CASE WHEN v_verdict IN ('exit', 'reentry') THEN 'admit' ELSE v_verdict END,
+        'reason', v_reason, 'first', v_first)::text;
     IF p_journal AND v_verdict = 'duplicate' THEN
         -- A gate already let this holder in, and someone else was in first: staff must look.
         UPDATE seq SET value = value + 1 WHERE id = 1 RETURNING value INTO v_seq;
@@ -596,7 +605,7 @@ impl Storage for Postgres {
             let ids: Vec<String> = tx
                 .query(
                     "UPDATE redemptions SET reverted = TRUE
-                     WHERE eid = $1 AND tid = $2 AND NOT reverted AND (verdict = 'admit' OR journal)
+                     WHERE eid = $1 AND tid = $2 AND NOT reverted AND (verdict = 'admit' OR (journal AND verdict <> 'exit'))
                      RETURNING redemption_id, n",
                     &[&eid.as_str(), &tid.as_str()],
                 )?
@@ -646,7 +655,7 @@ impl Storage for Postgres {
         self.conn()?
             .query(
                 "SELECT redemption_id, gate, scanner, at, record FROM redemptions
-                 WHERE eid = $1 AND tid = $2 AND NOT reverted AND (verdict = 'admit' OR journal)
+                 WHERE eid = $1 AND tid = $2 AND NOT reverted AND (verdict = 'admit' OR (journal AND verdict <> 'exit'))
                  ORDER BY n",
                 &[&eid.as_str(), &tid.as_str()],
             )?
@@ -717,7 +726,7 @@ impl Storage for Postgres {
                 Action::Revert => {
                     tx.execute(
                         "UPDATE redemptions SET reverted = TRUE
-                         WHERE eid = $1 AND tid = $2 AND NOT reverted AND (verdict = 'admit' OR journal)",
+                         WHERE eid = $1 AND tid = $2 AND NOT reverted AND (verdict = 'admit' OR (journal AND verdict <> 'exit'))",
                         &[&eid.as_str(), &tid.as_str()],
                     )?;
                     let mut reverted = ticket.reverted.clone();

@@ -10,7 +10,8 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use super::{
     AuditLine, Changes, Counts, Device, Event, FirstUse, GateView, Origin, RedemptionAnswer,
     RedemptionRequest, ServerResolution, Status, Storage, StoreError, Ticket, answer, from_json,
-    join_ids, now, refuse_inactive, split_ids, ticket_parts, to_json, verdict_str,
+    join_ids, journal_answer, journal_facts, now, refuse_inactive, split_ids, ticket_parts,
+    to_json,
 };
 
 /// Layout version of the SQLite file, kept in `PRAGMA user_version`.
@@ -341,7 +342,8 @@ impl Storage for Sqlite {
         } else {
             None
         };
-        let answer = answer(status, first);
+        let facts = journal_facts(origin, req.record.as_ref());
+        let (answer, stored_verdict) = journal_answer(&facts, answer(status, first));
         // A gate already let this holder in, and someone else was in first: staff must look.
         let flag = origin == Origin::Journal && answer.verdict == Verdict::Duplicate;
         if flag {
@@ -365,7 +367,7 @@ impl Storage for Sqlite {
                 req.at,
                 record,
                 origin == Origin::Journal,
-                verdict_str(answer.verdict),
+                stored_verdict,
                 to_json(&answer)?
             ],
         )?;
@@ -403,7 +405,7 @@ impl Storage for Sqlite {
             let ids: Vec<String> = {
                 let mut stmt = tx.prepare(
                     "SELECT redemption_id FROM redemptions
-                     WHERE eid = ?1 AND tid = ?2 AND reverted = 0 AND (verdict = 'admit' OR journal = 1)
+                     WHERE eid = ?1 AND tid = ?2 AND reverted = 0 AND (verdict = 'admit' OR (journal = 1 AND verdict <> 'exit'))
                      ORDER BY rowid",
                 )?;
                 let rows = stmt.query_map([eid.as_str(), tid.as_str()], |r| r.get(0))?;
@@ -416,7 +418,7 @@ impl Storage for Sqlite {
             }
             tx.execute(
                 "UPDATE redemptions SET reverted = 1
-                 WHERE eid = ?1 AND tid = ?2 AND reverted = 0 AND (verdict = 'admit' OR journal = 1)",
+                 WHERE eid = ?1 AND tid = ?2 AND reverted = 0 AND (verdict = 'admit' OR (journal = 1 AND verdict <> 'exit'))",
                 [eid.as_str(), tid.as_str()],
             )?;
             let seq = take_seq(tx, 1)?;
@@ -524,7 +526,7 @@ impl Storage for Sqlite {
                 Action::Revert => {
                     tx.execute(
                         "UPDATE redemptions SET reverted = 1
-                         WHERE eid = ?1 AND tid = ?2 AND reverted = 0 AND (verdict = 'admit' OR journal = 1)",
+                         WHERE eid = ?1 AND tid = ?2 AND reverted = 0 AND (verdict = 'admit' OR (journal = 1 AND verdict <> 'exit'))",
                         [eid.as_str(), tid.as_str()],
                     )?;
                     let mut reverted = ticket.reverted.clone();
@@ -678,7 +680,7 @@ fn admissions(
 ) -> Result<Vec<FirstUse>, StoreError> {
     let mut stmt = conn.prepare_cached(
         "SELECT redemption_id, gate, scanner, at, record FROM redemptions
-         WHERE eid = ?1 AND tid = ?2 AND reverted = 0 AND (verdict = 'admit' OR journal = 1)
+         WHERE eid = ?1 AND tid = ?2 AND reverted = 0 AND (verdict = 'admit' OR (journal = 1 AND verdict <> 'exit'))
          ORDER BY rowid",
     )?;
     let rows: Vec<(String, String, String, String, Option<String>)> = stmt

@@ -51,6 +51,7 @@ on_both_backends!(
     transfers_chain_and_reverts_are_audited,
     the_change_stream_resumes_and_carries_voids_and_reverts,
     journal_records_come_back_as_the_first_use,
+    exits_and_reentries_a_gate_allowed_are_not_copies,
     devices_pair_once_and_reach_only_their_own_event,
     metrics_count_redemptions_by_gate_and_verdict,
 );
@@ -1348,4 +1349,57 @@ fn forbid_unknown_properties(schema: &mut Value) {
         Value::Array(list) => list.iter_mut().for_each(forbid_unknown_properties),
         _ => {}
     }
+}
+
+async fn exits_and_reentries_a_gate_allowed_are_not_copies(backend: Backend) {
+    let s = Running::start(backend).await;
+    let tickets = s.event_with_tickets("BACK", 1).await;
+    let tid = tickets[0]["tid"].as_str().unwrap();
+    let item = |id: &str, direction: &str, gate: &str, seen: &[&str]| {
+        let mut r = redemption(id, &json!(tid), gate);
+        r["record"] = json!({
+            "id": id, "tid": tid, "direction": direction, "node": gate, "gate": gate,
+            "scanner": "s1", "at_ms": 1_800_000_000_000_i64,
+            "hlc": { "wall_ms": 1_800_000_000_000_i64, "counter": 0, "node": gate }, "seen": seen
+        });
+        r
+    };
+    let journal = json!({ "redemptions": [
+        item("in-1", "entry", "North", &[]),
+        item("out-1", "exit", "North", &["in-1"]),
+        item("in-2", "entry", "North", &["in-1", "out-1"]),
+    ]});
+    let (status, a) = s.post("/v1/events/BACK/redemptions", journal).await;
+    assert_eq!(status, StatusCode::OK, "{a}");
+    let got: Vec<(&str, &str)> = a["answers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["verdict"].as_str().unwrap(),
+                a["reason"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [("admit", "valid"), ("admit", "exit"), ("admit", "reentry")]
+    );
+    let (_, stats) = s.get("/v1/events/BACK/stats").await;
+    assert_eq!(
+        stats["flagged"], 0,
+        "a re-entry the gate allowed is no copy: {stats}"
+    );
+    // A gate that never heard of the first admission let someone in: that is a copy.
+    let (_, b) = s
+        .post(
+            "/v1/events/BACK/redemptions",
+            json!({ "redemptions": [item("in-3", "entry", "South", &[])] }),
+        )
+        .await;
+    assert_eq!(b["answers"][0]["verdict"], "duplicate");
+    let (_, stats) = s.get("/v1/events/BACK/stats").await;
+    assert_eq!(stats["flagged"], 1);
+    s.stop().await;
 }

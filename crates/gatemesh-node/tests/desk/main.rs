@@ -1,0 +1,111 @@
+//! The desk behind the desktop app, without a window: the demo sets itself up once, its two
+//! gates meet on loopback, staff roles hold, and the views say what happened.
+
+use std::time::{Duration, Instant};
+
+use gatemesh_node::desk::{Desk, DeskError, ResolveAction, StaffRole, VerdictView};
+
+fn tickets(root: &std::path::Path) -> Vec<(String, String)> {
+    std::fs::read_to_string(root.join("tickets/tickets.csv"))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[0].to_owned(), f[4].to_owned())
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_sets_itself_up_and_staff_roles_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("demo");
+    let desk = Desk::demo(&root).await.unwrap();
+    let info = desk.info();
+    assert!(!info.needs_setup);
+    assert_eq!(info.gate_name.as_deref(), Some("Main-Entrance"));
+    assert_eq!(info.capacity, Some(200));
+    assert_eq!(info.demo_pins.len(), 3);
+    assert!(root.join("tickets/tickets.pdf").exists());
+    let list = tickets(&root);
+    assert_eq!(list.len(), 200);
+
+    // Nobody signed in: no scans. A wrong PIN is refused.
+    assert!(matches!(
+        desk.scan(&list[0].1, "Lane 1").await,
+        Err(DeskError::SignedOut)
+    ));
+    assert!(matches!(desk.sign_in("0000"), Err(DeskError::WrongPin)));
+
+    // Staff scan; only supervisors resolve.
+    let sam = desk.sign_in("1111").unwrap();
+    assert_eq!(sam.role, StaffRole::Staff);
+    let first = desk.scan(&list[0].1, "Lane 1").await.unwrap();
+    assert_eq!(first.verdict, VerdictView::Admit);
+    assert_eq!(first.seat.as_deref(), Some("A-1"));
+    let again = desk.scan(&list[0].1, "Lane 2").await.unwrap();
+    assert_eq!(again.verdict, VerdictView::Duplicate);
+    assert_eq!(
+        again.first.as_ref().map(|f| f.gate.as_str()),
+        Some("Main-Entrance")
+    );
+    assert!(matches!(
+        desk.resolve(&list[0].0, ResolveAction::Revert, "x").await,
+        Err(DeskError::NotAllowed(StaffRole::Staff))
+    ));
+    desk.sign_in("2222").unwrap();
+    desk.resolve(&list[0].0, ResolveAction::Revert, "wrong person")
+        .await
+        .unwrap();
+    assert_eq!(
+        desk.scan(&list[0].1, "Lane 1").await.unwrap().verdict,
+        VerdictView::Admit,
+        "a reverted admission admits again"
+    );
+    let flags = desk.flags().await.unwrap();
+    assert!(flags.open.is_empty());
+    assert_eq!(flags.resolved[0].tid, list[0].0);
+    assert!(
+        flags.resolved[0]
+            .audit
+            .iter()
+            .any(|a| a.action == "resolve:revert" && a.actor == "Kim")
+    );
+
+    // The side gate is a mesh peer on loopback; the dashboard lists both.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = desk.status().await.unwrap();
+        let side = status.gates.iter().find(|g| g.name == "Side-Door");
+        if side.is_some_and(|g| g.online) {
+            let main = status.gates.iter().find(|g| g.this_gate).unwrap();
+            assert_eq!(main.name, "Main-Entrance");
+            assert_eq!(main.admitted, 2);
+            assert_eq!(main.duplicates, Some(1));
+            assert_eq!(
+                status.admitted_total, 1,
+                "one holder inside after the revert"
+            );
+            assert_eq!(main.per_minute.len(), 30);
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the side gate never connected: {status:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    desk.shutdown().await;
+
+    // Started again: the same event, nothing set up twice, the ledger kept.
+    let desk = Desk::demo(&root).await.unwrap();
+    assert_eq!(tickets(&root), list);
+    desk.sign_in("3333").unwrap();
+    // (Another scanner: the same one within 10 s would get its first answer again.)
+    assert_eq!(
+        desk.scan(&list[0].1, "Lane 3").await.unwrap().verdict,
+        VerdictView::Duplicate
+    );
+    desk.shutdown().await;
+}

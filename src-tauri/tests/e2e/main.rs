@@ -1,0 +1,429 @@
+//! The real app, end to end: `gatemesh-app --demo` under Xvfb, driven through WebDriver
+//! (`tauri-driver` in front of WebKitGTK's `WebKitWebDriver`), as door staff would use it:
+//! sign in, a keyboard-wedge scanner admits a ticket (green), the same code from a second
+//! scanner is a duplicate naming the first gate (yellow), a forged code is refused (red),
+//! and a ticket admitted by two gates that could not see each other is flagged and resolved
+//! on the Flags screen, with the audit to show for it.
+//!
+//! With `UPDATE_SCREENSHOTS=1` the screenshots it takes of each screen are written to
+//! `docs/screenshots/` (they are committed and shown in the README).
+
+use std::{
+    io::{BufRead, BufReader},
+    net::TcpListener,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A process killed when the test ends, however it ends.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// An X display of our own (Xvfb on a free display number, no TCP).
+fn xvfb() -> (Guard, String) {
+    for n in 90..200 {
+        if Path::new(&format!("/tmp/.X{n}-lock")).exists()
+            || Path::new(&format!("/tmp/.X11-unix/X{n}")).exists()
+        {
+            continue;
+        }
+        let display = format!(":{n}");
+        let child = Command::new("Xvfb")
+            .args([&display, "-screen", "0", "1280x800x24", "-nolisten", "tcp"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("Xvfb runs (scripts/install-deps.sh installs it)");
+        let guard = Guard(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !Path::new(&format!("/tmp/.X11-unix/X{n}")).exists() {
+            assert!(Instant::now() < deadline, "Xvfb {display} did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        return (guard, display);
+    }
+    panic!("no free X display number");
+}
+
+fn tauri_driver() -> PathBuf {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .unwrap_or_default();
+    let installed = home.join("bin/tauri-driver");
+    if installed.exists() {
+        installed
+    } else {
+        PathBuf::from("tauri-driver")
+    }
+}
+
+struct Driver {
+    http: reqwest::blocking::Client,
+    base: String,
+    session: String,
+}
+
+impl Driver {
+    fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let url = format!("{}/session/{}{path}", self.base, self.session);
+        let mut r = self.http.request(method, &url);
+        if let Some(b) = body {
+            r = r.json(&b);
+        }
+        let v: Value = r.send().unwrap().json().unwrap();
+        v["value"].clone()
+    }
+
+    fn find(&self, css: &str) -> Option<String> {
+        let v = self.call(
+            reqwest::Method::POST,
+            "/element",
+            Some(json!({ "using": "css selector", "value": css })),
+        );
+        v.as_object()
+            .and_then(|o| o.values().next())
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    }
+
+    /// Waits (up to 20 s) for an element, returning its id.
+    fn wait(&self, css: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(id) = self.find(css) {
+                return id;
+            }
+            assert!(Instant::now() < deadline, "no element {css:?} appeared");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn wait_text(&self, css: &str, what: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(id) = self.find(css) {
+                let t = self.text(&id);
+                if what(&t) {
+                    return t;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "{css:?} never matched; last: {t:?}"
+                );
+            }
+            assert!(Instant::now() < deadline, "no element {css:?} appeared");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn text(&self, id: &str) -> String {
+        self.call(reqwest::Method::GET, &format!("/element/{id}/text"), None)
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    fn click(&self, css: &str) {
+        let id = self.wait(css);
+        self.call(
+            reqwest::Method::POST,
+            &format!("/element/{id}/click"),
+            Some(json!({})),
+        );
+    }
+
+    fn type_into(&self, css: &str, text: &str) {
+        let id = self.wait(css);
+        self.call(
+            reqwest::Method::POST,
+            &format!("/element/{id}/value"),
+            Some(json!({ "text": text })),
+        );
+    }
+
+    /// Types `text` then Enter as key events to whatever has focus, the way a USB
+    /// keyboard-wedge scanner does (no field clicked first).
+    fn wedge(&self, text: &str) {
+        let mut actions = Vec::new();
+        for c in text.chars().chain(['\u{E007}']) {
+            actions.push(json!({ "type": "keyDown", "value": c.to_string() }));
+            actions.push(json!({ "type": "keyUp", "value": c.to_string() }));
+        }
+        self.call(
+            reqwest::Method::POST,
+            "/actions",
+            Some(json!({ "actions": [{ "type": "key", "id": "wedge", "actions": actions }] })),
+        );
+        self.call(reqwest::Method::DELETE, "/actions", None);
+    }
+
+    /// Runs a script in the page that calls a Tauri command.
+    fn invoke(&self, command: &str) -> Value {
+        self.call(
+            reqwest::Method::POST,
+            "/execute/async",
+            Some(json!({
+                "script": "const done = arguments[arguments.length - 1]; window.__TAURI_INTERNALS__.invoke(arguments[0]).then(done, e => done({ error: String(e) }));",
+                "args": [command],
+            })),
+        )
+    }
+
+    fn screenshot(&self, name: &str, out: &Path) {
+        use base64::Engine;
+        let png = self.call(reqwest::Method::GET, "/screenshot", None);
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(png.as_str().unwrap_or_default())
+            .unwrap();
+        assert!(bytes.starts_with(b"\x89PNG"), "a PNG screenshot");
+        std::fs::write(out.join(format!("{name}.png")), &bytes).unwrap();
+        if std::env::var_os("UPDATE_SCREENSHOTS").is_some() {
+            let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/screenshots");
+            std::fs::create_dir_all(&docs).unwrap();
+            std::fs::write(docs.join(format!("{name}.png")), &bytes).unwrap();
+        }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self
+            .http
+            .delete(format!("{}/session/{}", self.base, self.session))
+            .send();
+    }
+}
+
+fn gatemesh_cli() -> PathBuf {
+    let app = PathBuf::from(env!("CARGO_BIN_EXE_gatemesh-app"));
+    let cli = app.with_file_name("gatemesh");
+    assert!(
+        cli.exists(),
+        "{} is missing: build the workspace (cargo build --workspace) first",
+        cli.display()
+    );
+    cli
+}
+
+/// A headless gate of the same event that never meets the app on the network: it admits a
+/// ticket, then its ledger is carried to the app (as `gatemesh export` / import would).
+fn admitted_elsewhere(demo: &Path, event: &str, code: &str) -> Vec<u8> {
+    let data = demo.join("far-gate");
+    let mut child = Guard(
+        Command::new(gatemesh_cli())
+            .args(["gate", "--data", data.to_str().unwrap(), "--event", event])
+            .args([
+                "--name",
+                "Far-Gate",
+                "--api",
+                "127.0.0.1:0",
+                "--durability",
+                "process",
+            ])
+            .arg("--issuer")
+            .arg(demo.join("issuer.pub.pem"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let ready: Value = serde_json::from_str(&line).unwrap();
+    let api = ready["api"].as_str().unwrap();
+    let r: Value = reqwest::blocking::Client::new()
+        .post(format!("http://{api}/v1/scan"))
+        .json(&json!({ "code": code, "scanner": "far-1" }))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(r["verdict"], "admit");
+    drop(child);
+    let file = demo.join("far-gate.ledger");
+    let out = Command::new(gatemesh_cli())
+        .args(["export", "--data", data.to_str().unwrap(), "--event", event])
+        .arg("--out")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::read(file).unwrap()
+}
+
+#[test]
+fn door_staff_scan_and_resolve_a_flag_in_the_real_app() {
+    let work = tempfile::tempdir().unwrap();
+    let demo = work.path().join("demo");
+    let shots = work.path().join("screens");
+    std::fs::create_dir_all(&shots).unwrap();
+    let (_x, display) = xvfb();
+    let (port, native) = (free_port(), free_port());
+    let _driver = Guard(
+        Command::new(tauri_driver())
+            .args([
+                "--port",
+                &port.to_string(),
+                "--native-port",
+                &native.to_string(),
+            ])
+            .args(["--native-driver", "/usr/bin/WebKitWebDriver"])
+            .env("DISPLAY", &display)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("tauri-driver runs (scripts/install-deps.sh installs it)"),
+    );
+    let http = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let started = Instant::now();
+    let session = loop {
+        let r = http
+            .post(format!("{base}/session"))
+            .json(&json!({ "capabilities": { "alwaysMatch": {
+                "browserName": "wry",
+                "tauri:options": {
+                    "application": env!("CARGO_BIN_EXE_gatemesh-app"),
+                    "args": ["--demo", "--data", demo.to_str().unwrap()],
+                },
+            }}}))
+            .send();
+        match r {
+            Ok(r) => {
+                let v: Value = r.json().unwrap();
+                let id = v["value"]["sessionId"].as_str().map(str::to_owned);
+                break id.unwrap_or_else(|| panic!("no WebDriver session: {v}"));
+            }
+            Err(_) if started.elapsed() < Duration::from_secs(20) => {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(e) => panic!("tauri-driver did not answer: {e}"),
+        }
+    };
+    let d = Driver {
+        http,
+        base,
+        session,
+    };
+
+    // Sign in as the demo's supervisor.
+    d.wait("#pin-input");
+    eprintln!("sign-in screen after {:?}", started.elapsed());
+    d.screenshot("sign-in", &shots);
+    d.type_into("#pin-input", "2222");
+    d.click("#sign-in");
+    d.wait_text("#signed-in", |t| t.contains("Kim"));
+    d.wait("#verdict[data-verdict=\"idle\"]");
+
+    let csv = std::fs::read_to_string(demo.join("tickets/tickets.csv")).unwrap();
+    let tickets: Vec<(String, String)> = csv
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[0].to_owned(), f[4].to_owned())
+        })
+        .collect();
+    let event = csv
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .nth(1)
+        .unwrap()
+        .to_owned();
+
+    // A keyboard-wedge scanner: green.
+    d.wedge(&tickets[0].1);
+    d.wait("#verdict[data-verdict=\"admit\"]");
+    d.wait_text("#admitted-count", |t| t.starts_with('1'));
+    d.screenshot("scan-admit", &shots);
+
+    // The same code from a second scanner: yellow, naming the first gate.
+    d.click("#scanner-select option[value=\"Lane 2\"]");
+    d.wedge(&tickets[0].1);
+    d.wait("#verdict[data-verdict=\"duplicate\"]");
+    let text = d.wait_text("#verdict", |t| t.contains("Main-Entrance"));
+    assert!(
+        text.contains("Lane 1"),
+        "names the first scanner too: {text}"
+    );
+    d.screenshot("scan-duplicate", &shots);
+
+    // A forged code (one character of the signature changed): red.
+    let mut forged: Vec<char> = tickets[1].1.chars().collect();
+    let i = forged.len() - 3;
+    forged[i] = if forged[i] == 'A' { 'B' } else { 'A' };
+    d.wedge(&forged.into_iter().collect::<String>());
+    d.wait("#verdict[data-verdict=\"reject\"]");
+    d.screenshot("scan-reject", &shots);
+
+    // A ticket admitted here and at a gate that never met this one: flagged.
+    let (tid, code) = &tickets[2];
+    let far = admitted_elsewhere(&demo, &event, code);
+    d.wedge(code);
+    d.wait("#verdict[data-verdict=\"admit\"]");
+    let info = d.invoke("app_info");
+    let api = info["api"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no API: {info}"));
+    let imported = reqwest::blocking::Client::new()
+        .post(format!("{api}/v1/import"))
+        .body(far)
+        .send()
+        .unwrap();
+    assert!(imported.status().is_success());
+    d.click("#nav-flags");
+    let flag = format!("[data-flag-tid=\"{tid}\"]");
+    d.wait(&flag);
+    d.screenshot("flags", &shots);
+    d.type_into(
+        &format!("{flag} textarea[data-note]"),
+        "same person, phone and paper",
+    );
+    d.click(&format!("{flag} button[data-action=\"accept\"]"));
+    let audit = d.wait_text(
+        &format!("[data-resolved-tid=\"{tid}\"] [data-audit]"),
+        |t| t.contains("resolve:accept"),
+    );
+    assert!(
+        audit.contains("Kim"),
+        "the audit names who resolved it: {audit}"
+    );
+    d.screenshot("flags-resolved", &shots);
+
+    d.click("#nav-gates");
+    d.wait("[data-gate=\"Main-Entrance\"]");
+    d.wait("[data-gate=\"Side-Door\"]");
+    d.screenshot("gates", &shots);
+    d.click("#nav-setup");
+    std::thread::sleep(Duration::from_millis(300));
+    d.screenshot("setup", &shots);
+}
