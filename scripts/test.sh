@@ -7,8 +7,8 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 source scripts/env.sh
 
-echo "== ui: type check and build (the desktop app embeds ui/dist)"
-(cd ui && npm run --silent build)
+echo "== ui: lint (eslint, prettier), unit tests (vitest), type check and build (the app embeds ui/dist)"
+(cd ui && npm run --silent lint && npm test --silent && npm run --silent build)
 
 echo "== jose agrees with the committed JWT fixtures"
 node tools/jose/check-fixtures.mjs | tail -n 1

@@ -259,6 +259,9 @@ export function App({ desk }: { desk: DeskApi }) {
           scanners={scanners}
           scanner={scanner}
           onScanner={(s) => {
+            // At once, not at the next render: a wedge scan can follow the choice within
+            // milliseconds, and it must go out under the scanner just chosen.
+            scannerRef.current = s;
             setScanner(s);
             saveSelected(storage(), s);
           }}
@@ -282,6 +285,7 @@ export function App({ desk }: { desk: DeskApi }) {
             setScanners(kept);
             if (!kept.includes(scanner)) {
               const first = kept[0] ?? scanner;
+              scannerRef.current = first;
               setScanner(first);
               saveSelected(storage(), first);
             }
