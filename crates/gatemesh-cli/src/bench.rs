@@ -34,6 +34,10 @@ enum What {
     /// Propagation from a gate in this process to a `gatemesh gate` elsewhere (another
     /// network namespace across a bridge: `scripts/bench-mesh-bridge.sh`).
     MeshRemote(MeshRemoteArgs),
+    /// Redemptions per second and latency of a running `gatemesh server` over its HTTP API,
+    /// with distinct tickets or all clients racing on one ticket (which must be admitted
+    /// exactly once).
+    Server(crate::bench_server::Args),
 }
 
 #[derive(Debug, clap::Args)]
@@ -100,7 +104,7 @@ struct GateArgs {
     report: Option<std::path::PathBuf>,
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[Duration], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
@@ -122,7 +126,7 @@ fn summary(mut lat: Vec<Duration>) -> serde_json::Value {
     })
 }
 
-fn round(x: f64) -> f64 {
+pub(crate) fn round(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
@@ -134,10 +138,20 @@ pub fn run(args: Args) -> Result<std::process::ExitCode> {
         What::Gate(args) => (runtime.block_on(bench_gate(&args))?, args.report),
         What::Mesh(args) => (runtime.block_on(bench_mesh(&args))?, args.report),
         What::MeshRemote(args) => (runtime.block_on(bench_mesh_remote(&args))?, args.report),
+        What::Server(args) => (
+            runtime.block_on(crate::bench_server::run(&args))?,
+            args.report,
+        ),
     };
     println!("{}", serde_json::to_string_pretty(&report)?);
     if let Some(path) = &path {
         std::fs::write(path, serde_json::to_string_pretty(&report)?)?;
+    }
+    // A bench that checks correctness as it goes (the server's) reports a failed check after
+    // the numbers, so they are kept for the diagnosis.
+    if report.pointer("/checks/ok") == Some(&serde_json::Value::Bool(false)) {
+        eprintln!("error: a correctness check failed; see \"checks\" in the report");
+        return Ok(std::process::ExitCode::FAILURE);
     }
     Ok(std::process::ExitCode::SUCCESS)
 }
