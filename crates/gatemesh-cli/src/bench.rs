@@ -38,6 +38,9 @@ enum What {
     /// with distinct tickets or all clients racing on one ticket (which must be admitted
     /// exactly once).
     Server(crate::bench_server::Args),
+    /// What the server's word costs a gate: manifest bytes in full and as a delta, and the
+    /// push latency of a void to a gate connected by its uplink.
+    Uplink(crate::bench_uplink::Args),
 }
 
 #[derive(Debug, clap::Args)]
@@ -141,6 +144,10 @@ pub fn run(args: Args) -> Result<std::process::ExitCode> {
         What::Server(args) => (
             runtime.block_on(crate::bench_server::run(&args))?,
             args.report,
+        ),
+        What::Uplink(args) => (
+            runtime.block_on(crate::bench_uplink::run(&args))?,
+            args.report.clone(),
         ),
     };
     println!("{}", serde_json::to_string_pretty(&report)?);

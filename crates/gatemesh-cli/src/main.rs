@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod bench_server;
+mod bench_uplink;
 mod decode;
 mod gate;
 mod issue;

@@ -36,6 +36,28 @@ impl Drop for Guard {
     }
 }
 
+/// A process started in a process group of its own, killed with everything it started
+/// (tauri-driver starts WebKitWebDriver, which starts the app).
+struct GroupGuard(Child);
+
+impl GroupGuard {
+    fn spawn(command: &mut Command) -> std::io::Result<Self> {
+        use std::os::unix::process::CommandExt;
+        command.process_group(0).spawn().map(Self)
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        // `--`: a negative number after it is a process group, not a signal.
+        let _ = Command::new("kill")
+            .args(["-s", "KILL", "--", &format!("-{}", self.0.id())])
+            .status();
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// An X display of our own (Xvfb on a free display number, no TCP).
 fn xvfb() -> (Guard, String) {
     for n in 90..200 {
@@ -305,7 +327,7 @@ fn door_staff_scan_and_resolve_a_flag_in_the_real_app() {
     std::fs::create_dir_all(&shots).unwrap();
     let (_x, display) = xvfb();
     let (port, native) = (free_port(), free_port());
-    let _driver = Guard(
+    let _driver = GroupGuard::spawn(
         Command::new(tauri_driver())
             .args([
                 "--port",
@@ -321,10 +343,9 @@ fn door_staff_scan_and_resolve_a_flag_in_the_real_app() {
             .env("XDG_CONFIG_HOME", work.path().join("xdg-config"))
             .env("XDG_CACHE_HOME", work.path().join("xdg-cache"))
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("tauri-driver runs (scripts/install-deps.sh installs it)"),
-    );
+            .stderr(Stdio::null()),
+    )
+    .expect("tauri-driver runs (scripts/install-deps.sh installs it)");
     let http = reqwest::blocking::Client::builder()
         .timeout(Duration::from_secs(60))
         .build()

@@ -527,17 +527,20 @@ impl Storage for Postgres {
     ) -> Result<RedemptionAnswer, StoreError> {
         let record = req.record.as_ref().map(to_json).transpose()?;
         let journal = origin == Origin::Journal;
-        let row = self.conn()?.query_one(
+        // Typed parameters: one round trip (an untyped query would prepare, execute and
+        // close: three).
+        use postgres::types::Type;
+        let row = self.conn()?.query_typed_one(
             "SELECT gatemesh_redeem($1, $2, $3, $4, $5, $6, $7, $8)",
             &[
-                &req.redemption_id,
-                &eid.as_str(),
-                &req.tid.as_str(),
-                &req.gate,
-                &req.scanner,
-                &req.at,
-                &record,
-                &journal,
+                (&req.redemption_id, Type::TEXT),
+                (&eid.as_str(), Type::TEXT),
+                (&req.tid.as_str(), Type::TEXT),
+                (&req.gate, Type::TEXT),
+                (&req.scanner, Type::TEXT),
+                (&req.at, Type::TEXT),
+                (&record, Type::TEXT),
+                (&journal, Type::BOOL),
             ],
         );
         match row {
