@@ -15,8 +15,8 @@
 use std::{path::PathBuf, process::ExitCode, sync::Arc};
 
 use gatemesh_node::desk::{
-    AppInfo, Desk, FlagsView, ResolveAction, ScanView, StaffEntry, StaffRole, StaffView,
-    StatusView, desk_event,
+    AppInfo, Desk, FileSetup, FlagsView, ResolveAction, ScanView, SettingsView, StaffEntry,
+    StaffRole, StaffView, StatusView, desk_event,
 };
 use tauri::{Emitter, Manager, State};
 use tokio::sync::RwLock;
@@ -134,6 +134,75 @@ async fn pair(
     let info = desk.info();
     *slot = Some(desk);
     Ok(info)
+}
+
+/// Sets up an event from files (issuer key text, optional identity directory);
+/// `manager_pin` becomes the first manager's PIN.
+#[tauri::command]
+async fn setup_files(
+    app: tauri::AppHandle,
+    state: State<'_, AppState>,
+    setup: FileSetup,
+    manager_name: String,
+    manager_pin: String,
+) -> Answer<AppInfo> {
+    if manager_pin.len() < 4 || !manager_pin.chars().all(|c| c.is_ascii_digit()) {
+        return Err("a PIN is at least four digits".into());
+    }
+    let mut slot = state.desk.write().await;
+    if slot.is_some() {
+        return Err("this app is already set up for an event".into());
+    }
+    let staff = vec![StaffEntry::new(
+        &manager_name,
+        StaffRole::Manager,
+        &manager_pin,
+    )];
+    let desk = Arc::new(
+        Desk::from_files(&state.root, setup, staff)
+            .await
+            .map_err(text)?,
+    );
+    forward_events(&app, &desk);
+    let info = desk.info();
+    *slot = Some(desk);
+    Ok(info)
+}
+
+#[tauri::command]
+async fn settings(state: State<'_, AppState>) -> Answer<SettingsView> {
+    Ok(desk(&state).await?.settings())
+}
+
+#[tauri::command]
+async fn update_settings(
+    state: State<'_, AppState>,
+    gate_name: String,
+    reentry: bool,
+    reject_unlisted: bool,
+) -> Answer<SettingsView> {
+    desk(&state)
+        .await?
+        .update_settings(&gate_name, reentry, reject_unlisted)
+        .map_err(text)
+}
+
+#[tauri::command]
+async fn put_staff(
+    state: State<'_, AppState>,
+    name: String,
+    role: StaffRole,
+    pin: String,
+) -> Answer<SettingsView> {
+    desk(&state)
+        .await?
+        .put_staff(&name, role, &pin)
+        .map_err(text)
+}
+
+#[tauri::command]
+async fn remove_staff(state: State<'_, AppState>, name: String) -> Answer<SettingsView> {
+    desk(&state).await?.remove_staff(&name).map_err(text)
 }
 
 /// Decodes QR codes in a camera frame: 8 bytes (width, height as little-endian u32) then
@@ -256,6 +325,11 @@ fn main() -> ExitCode {
             flags,
             resolve,
             pair,
+            setup_files,
+            settings,
+            update_settings,
+            put_staff,
+            remove_staff,
             decode_frame
         ])
         .build(context);

@@ -78,4 +78,32 @@ export type FlagsView = { open: Array<FlagView>, resolved: Array<FlagView>, };
 
 export type ResolveAction = "accept" | "deny" | "revert";
 
+export type SettingsView = { 
+/**
+ * The gate's name as saved (used from the next start).
+ */
+gate_name: string, 
+/**
+ * The name the running gate records admissions under.
+ */
+running_gate_name: string, reentry: boolean, reject_unlisted: boolean, 
+/**
+ * A saved change waits for the app to start again.
+ */
+restart_needed: boolean, staff: Array<StaffView>, server: string | null, 
+/**
+ * The gate has a mesh identity.
+ */
+mesh: boolean, discovery: boolean, peers: Array<string>, };
+
+export type FileSetup = { event: string, gate_name: string, 
+/**
+ * The issuer's public key, PEM text.
+ */
+issuer_pem: string, 
+/**
+ * A device identity directory (`gatemesh enroll`), for the mesh.
+ */
+identity_dir: string | null, capacity: number | null, };
+
 export type DeskEvent = { "type": "verdict", scan: ScanView, } | { "type": "flags" };

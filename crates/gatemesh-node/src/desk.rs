@@ -352,6 +352,37 @@ impl From<ResolveAction> for Action {
     }
 }
 
+/// What the set-up screen's "from files" form sends.
+#[derive(Debug, Clone, Deserialize, TS)]
+pub struct FileSetup {
+    pub event: String,
+    pub gate_name: String,
+    /// The issuer's public key, PEM text.
+    pub issuer_pem: String,
+    /// A device identity directory (`gatemesh enroll`), for the mesh.
+    pub identity_dir: Option<String>,
+    pub capacity: Option<u32>,
+}
+
+/// The set-up as a manager sees it.
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct SettingsView {
+    /// The gate's name as saved (used from the next start).
+    pub gate_name: String,
+    /// The name the running gate records admissions under.
+    pub running_gate_name: String,
+    pub reentry: bool,
+    pub reject_unlisted: bool,
+    /// A saved change waits for the app to start again.
+    pub restart_needed: bool,
+    pub staff: Vec<StaffView>,
+    pub server: Option<String>,
+    /// The gate has a mesh identity.
+    pub mesh: bool,
+    pub discovery: bool,
+    pub peers: Vec<String>,
+}
+
 /// Something the UI should react to at once.
 #[derive(Debug, Clone, Serialize, TS)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -379,6 +410,8 @@ pub fn typescript_bindings() -> String {
         FlagView::decl(),
         FlagsView::decl(),
         ResolveAction::decl(),
+        SettingsView::decl(),
+        FileSetup::decl(),
         DeskEvent::decl(),
     ];
     let mut out = String::from(
@@ -404,6 +437,8 @@ pub enum DeskError {
     NotAllowed(StaffRole),
     #[error("wrong PIN")]
     WrongPin,
+    #[error("{0}")]
+    Invalid(String),
     #[error(transparent)]
     Node(#[from] NodeError),
     #[error("{0:#}")]
@@ -414,7 +449,11 @@ pub enum DeskError {
 #[derive(Debug)]
 pub struct Desk {
     root: PathBuf,
-    config: DeskConfig,
+    /// The set-up as saved; staff and settings changes apply here at once (a new gate name
+    /// or policy at the next start: the running gate keeps the one it started with).
+    config: Mutex<DeskConfig>,
+    /// The set-up the running gate started with.
+    started: DeskConfig,
     node: Node,
     /// The demo's second gate, in this process.
     side_gate: Option<Node>,
@@ -505,7 +544,8 @@ impl Desk {
         };
         Ok(Some(Self {
             root: root.to_owned(),
-            config,
+            config: Mutex::new(config.clone()),
+            started: config,
             node,
             side_gate,
             api: Some(api),
@@ -603,12 +643,66 @@ impl Desk {
             .context("the new set-up did not take")
     }
 
+    /// Sets up an event from files an organizer handed over: the issuer's public key (PEM
+    /// text) and, for the mesh, a device identity directory from `gatemesh enroll`. Discovery
+    /// finds the event's other gates by mDNS.
+    pub async fn from_files(root: &Path, setup: FileSetup, staff: Vec<StaffEntry>) -> Result<Self> {
+        anyhow::ensure!(
+            DeskConfig::load(root)?.is_none(),
+            "this app is already set up for an event"
+        );
+        anyhow::ensure!(
+            staff.iter().any(|s| s.role == StaffRole::Manager),
+            "set up at least one manager PIN"
+        );
+        let event = EventId::new(setup.event.trim()).context("the event id")?;
+        PublicKey::from_pem(&setup.issuer_pem).context("the issuer key (a PEM public key)")?;
+        let identity_dir = match setup.identity_dir.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(dir) => {
+                let dir = PathBuf::from(dir);
+                let id = gatemesh_mesh::pki::Identity::load(&dir)
+                    .with_context(|| format!("no device identity in {}", dir.display()))?;
+                anyhow::ensure!(
+                    id.peer.event == event.as_str(),
+                    "the identity in {} is for event {}",
+                    dir.display(),
+                    id.peer.event
+                );
+                Some(dir)
+            }
+        };
+        let gate_name = setup.gate_name.trim().to_owned();
+        anyhow::ensure!(!gate_name.is_empty(), "the gate needs a name");
+        let config = DeskConfig {
+            event: event.to_string(),
+            gate_name,
+            issuer_pems: vec![setup.issuer_pem],
+            capacity: setup.capacity,
+            identity_dir,
+            mesh_bind: any_addr(),
+            peers: Vec::new(),
+            discovery: true,
+            server: None,
+            server_token: None,
+            api: local_api(),
+            reentry: false,
+            reject_unlisted: false,
+            staff,
+            demo: false,
+        };
+        config.save(root)?;
+        Self::open(root)
+            .await?
+            .context("the new set-up did not take")
+    }
+
     pub fn node(&self) -> &Node {
         &self.node
     }
 
     pub fn info(&self) -> AppInfo {
-        let demo_pins = if self.config.demo {
+        let demo_pins = if self.started.demo {
             DEMO_STAFF
                 .iter()
                 .map(|(name, role, pin)| DemoPin {
@@ -623,9 +717,9 @@ impl Desk {
         let pdf = self.root.join("tickets").join("tickets.pdf");
         AppInfo {
             needs_setup: false,
-            event: Some(self.config.event.clone()),
-            gate_name: Some(self.config.gate_name.clone()),
-            capacity: self.config.capacity,
+            event: Some(self.started.event.clone()),
+            gate_name: Some(self.started.gate_name.clone()),
+            capacity: self.started.capacity,
             observer: self.node.is_observer(),
             signed_in: self.signed_in.lock().ok().and_then(|s| s.clone()),
             demo_pins,
@@ -635,9 +729,8 @@ impl Desk {
     }
 
     pub fn sign_in(&self, pin: &str) -> Result<StaffView, DeskError> {
-        let found = self
-            .config
-            .staff
+        let staff = self.live().staff;
+        let found = staff
             .iter()
             .find(|s| pin_hash(&s.salt, pin) == s.pin_hash)
             .ok_or(DeskError::WrongPin)?;
@@ -649,6 +742,120 @@ impl Desk {
             *s = Some(who.clone());
         }
         Ok(who)
+    }
+
+    fn live(&self) -> DeskConfig {
+        self.config
+            .lock()
+            .map(|c| c.clone())
+            .unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    /// The set-up as managers see and change it.
+    pub fn settings(&self) -> SettingsView {
+        let c = self.live();
+        SettingsView {
+            gate_name: c.gate_name.clone(),
+            running_gate_name: self.started.gate_name.clone(),
+            reentry: c.reentry,
+            reject_unlisted: c.reject_unlisted,
+            restart_needed: c.gate_name != self.started.gate_name
+                || c.reentry != self.started.reentry
+                || c.reject_unlisted != self.started.reject_unlisted,
+            staff: c
+                .staff
+                .iter()
+                .map(|s| StaffView {
+                    name: s.name.clone(),
+                    role: s.role,
+                })
+                .collect(),
+            server: c.server.clone(),
+            mesh: c.identity_dir.is_some(),
+            discovery: c.discovery,
+            peers: c.peers.iter().map(ToString::to_string).collect(),
+        }
+    }
+
+    fn change(
+        &self,
+        f: impl FnOnce(&mut DeskConfig) -> Result<(), DeskError>,
+    ) -> Result<SettingsView, DeskError> {
+        self.require(StaffRole::Manager)?;
+        {
+            let mut c = self
+                .config
+                .lock()
+                .map_err(|_| DeskError::Other(anyhow::anyhow!("settings lock")))?;
+            let mut next = c.clone();
+            f(&mut next)?;
+            next.save(&self.root)?;
+            *c = next;
+        }
+        Ok(self.settings())
+    }
+
+    /// A new gate name or entry policy, saved; the gate takes it at its next start.
+    pub fn update_settings(
+        &self,
+        gate_name: &str,
+        reentry: bool,
+        reject_unlisted: bool,
+    ) -> Result<SettingsView, DeskError> {
+        let name = gate_name.trim().to_owned();
+        if name.is_empty() || name.len() > 63 || name.chars().any(char::is_control) {
+            return Err(DeskError::Invalid(
+                "a gate name is 1-63 printable characters".into(),
+            ));
+        }
+        self.change(|c| {
+            c.gate_name = name;
+            c.reentry = reentry;
+            c.reject_unlisted = reject_unlisted;
+            Ok(())
+        })
+    }
+
+    /// Adds a staff member, or gives an existing one a new PIN and role.
+    pub fn put_staff(
+        &self,
+        name: &str,
+        role: StaffRole,
+        pin: &str,
+    ) -> Result<SettingsView, DeskError> {
+        let name = name.trim().to_owned();
+        if name.is_empty() || name.len() > 64 {
+            return Err(DeskError::Invalid("a name is 1-64 characters".into()));
+        }
+        if pin.len() < 4 || pin.len() > 12 || !pin.chars().all(|c| c.is_ascii_digit()) {
+            return Err(DeskError::Invalid("a PIN is 4-12 digits".into()));
+        }
+        self.change(|c| {
+            if c.staff
+                .iter()
+                .any(|s| s.name != name && pin_hash(&s.salt, pin) == s.pin_hash)
+            {
+                return Err(DeskError::Invalid(
+                    "someone else has this PIN; choose another".into(),
+                ));
+            }
+            c.staff.retain(|s| s.name != name);
+            c.staff.push(StaffEntry::new(&name, role, pin));
+            Ok(())
+        })
+    }
+
+    /// Removes a staff member; the last manager stays.
+    pub fn remove_staff(&self, name: &str) -> Result<SettingsView, DeskError> {
+        self.change(|c| {
+            let left: Vec<StaffEntry> =
+                c.staff.iter().filter(|s| s.name != name).cloned().collect();
+            if !left.iter().any(|s| s.role == StaffRole::Manager) {
+                return Err(DeskError::Invalid("keep at least one manager".into()));
+            }
+            c.staff = left;
+            Ok(())
+        })
     }
 
     pub fn sign_out(&self) {
@@ -727,7 +934,7 @@ impl Desk {
         for n in peers
             .iter()
             .map(|p| p.name.clone())
-            .chain([self.config.gate_name.clone()])
+            .chain([self.started.gate_name.clone()])
         {
             if !names.contains(&n) {
                 names.push(n);
@@ -738,7 +945,7 @@ impl Desk {
             .map(|name| {
                 let (admitted, per_minute, last) =
                     per_gate.get(&name).cloned().unwrap_or((0, vec![0; 30], 0));
-                let this_gate = name == self.config.gate_name;
+                let this_gate = name == self.started.gate_name;
                 let peer = peer_by_name.get(name.as_str());
                 let online = this_gate || peer.is_some_and(|p| p.connected);
                 let last_seen_ms = if this_gate {
@@ -772,9 +979,9 @@ impl Desk {
             })
             .collect();
         Ok(StatusView {
-            event: self.config.event.clone(),
-            gate_name: self.config.gate_name.clone(),
-            capacity: self.config.capacity,
+            event: self.started.event.clone(),
+            gate_name: self.started.gate_name.clone(),
+            capacity: self.started.capacity,
             admitted_total: inside.len() as u32,
             flagged: snap.flagged as u32,
             gates,

@@ -162,9 +162,9 @@ async fn scan(gate: &GateProc, code: &str, scanner: &str) -> Value {
     .await
 }
 
-/// Waits (up to 60 s) until `check` holds.
+/// Waits (up to 120 s: the fault tests retry with backoff on a loaded machine) until `check` holds.
 async fn until<F: std::future::Future<Output = bool>>(what: &str, mut check: impl FnMut() -> F) {
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + Duration::from_secs(120);
     while !check().await {
         assert!(Instant::now() < deadline, "timed out waiting until {what}");
         tokio::time::sleep(Duration::from_millis(100)).await;

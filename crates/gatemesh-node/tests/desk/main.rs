@@ -109,3 +109,108 @@ async fn the_demo_sets_itself_up_and_staff_roles_hold() {
     );
     desk.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn managers_change_staff_and_settings_and_an_event_sets_up_from_files() {
+    use gatemesh_node::desk::{DeskError, FileSetup, StaffEntry};
+    let dir = tempfile::tempdir().unwrap();
+    // An organizer's files: the demo's key stands in for a real issuer's.
+    let demo = dir.path().join("demo");
+    let desk = Desk::demo(&demo).await.unwrap();
+    // Staff may not change the set-up; managers may.
+    desk.sign_in("1111").unwrap();
+    assert!(matches!(
+        desk.put_staff("Lee", StaffRole::Staff, "4444"),
+        Err(DeskError::NotAllowed(StaffRole::Staff))
+    ));
+    desk.sign_in("3333").unwrap();
+    let s = desk
+        .put_staff("Lee", StaffRole::Supervisor, "4444")
+        .unwrap();
+    assert!(
+        s.staff
+            .iter()
+            .any(|p| p.name == "Lee" && p.role == StaffRole::Supervisor)
+    );
+    assert!(
+        matches!(
+            desk.put_staff("Max", StaffRole::Staff, "4444"),
+            Err(DeskError::Invalid(_))
+        ),
+        "two people may not share a PIN"
+    );
+    assert!(matches!(
+        desk.put_staff("Max", StaffRole::Staff, "12"),
+        Err(DeskError::Invalid(_))
+    ));
+    assert_eq!(desk.sign_in("4444").unwrap().name, "Lee");
+    desk.sign_in("3333").unwrap();
+    desk.remove_staff("Lee").unwrap();
+    assert!(matches!(desk.sign_in("4444"), Err(DeskError::WrongPin)));
+    assert!(
+        matches!(desk.remove_staff("Alex"), Err(DeskError::Invalid(_))),
+        "the last manager stays"
+    );
+    let s = desk.update_settings("North-Door", true, false).unwrap();
+    assert!(s.restart_needed);
+    assert_eq!(
+        (s.gate_name.as_str(), s.running_gate_name.as_str()),
+        ("North-Door", "Main-Entrance")
+    );
+    desk.shutdown().await;
+    let desk = Desk::demo(&demo).await.unwrap();
+    let s = desk.settings();
+    assert_eq!(
+        (s.running_gate_name.as_str(), s.reentry, s.restart_needed),
+        ("North-Door", true, false)
+    );
+    desk.shutdown().await;
+
+    // A new app set up from files: the issuer key and an identity of the event.
+    let pem = std::fs::read_to_string(demo.join("issuer.pub.pem")).unwrap();
+    let event = desk_event_id(&demo);
+    let fresh = dir.path().join("fresh");
+    let setup = |identity: Option<String>| FileSetup {
+        event: event.clone(),
+        gate_name: "Gate-7".into(),
+        issuer_pem: pem.clone(),
+        identity_dir: identity,
+        capacity: Some(200),
+    };
+    let managers = || vec![StaffEntry::new("Ana", StaffRole::Manager, "9999")];
+    let wrong = Desk::from_files(
+        &fresh,
+        FileSetup {
+            issuer_pem: "not a key".into(),
+            ..setup(None)
+        },
+        managers(),
+    )
+    .await;
+    assert!(wrong.is_err());
+    assert!(
+        !fresh.join("app.json").exists(),
+        "a refused set-up leaves nothing behind"
+    );
+    let desk = Desk::from_files(&fresh, setup(None), managers())
+        .await
+        .unwrap();
+    desk.sign_in("9999").unwrap();
+    let list = tickets(&demo);
+    assert_eq!(
+        desk.scan(&list[5].1, "Lane 1").await.unwrap().verdict,
+        VerdictView::Admit
+    );
+    desk.shutdown().await;
+}
+
+fn desk_event_id(demo: &std::path::Path) -> String {
+    let csv = std::fs::read_to_string(demo.join("tickets/tickets.csv")).unwrap();
+    csv.lines()
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .nth(1)
+        .unwrap()
+        .to_owned()
+}
