@@ -12,10 +12,13 @@ import type {
   FlagsView,
   ResolveAction,
   ScanView,
+  SettingsView,
+  StaffRole,
   StaffView,
   StatusView,
 } from "./bindings";
 import type { PairRequest } from "./logic/pairing";
+import type { FileSetupRequest, SettingsForm } from "./logic/settings";
 
 export interface DeskApi {
   appInfo(): Promise<AppInfo>;
@@ -26,6 +29,14 @@ export interface DeskApi {
   flags(): Promise<FlagsView>;
   resolve(tid: string, action: ResolveAction, note: string): Promise<void>;
   pair(request: PairRequest): Promise<AppInfo>;
+  /** Sets up an event from the organizer's files (issuer key, optional identity). */
+  setupFiles(request: FileSetupRequest): Promise<AppInfo>;
+  settings(): Promise<SettingsView>;
+  /** Managers: saved now, used from the app's next start. */
+  updateSettings(form: SettingsForm): Promise<SettingsView>;
+  /** Managers: adds a person, or gives one a new role and PIN. */
+  putStaff(name: string, role: StaffRole, pin: string): Promise<SettingsView>;
+  removeStaff(name: string): Promise<SettingsView>;
   /** QR texts found in a frame (see logic/frame.ts for its bytes). */
   decodeFrame(frame: Uint8Array): Promise<string[]>;
   /** Calls `handler` for every `desk` event; resolves to a function that stops it. */
@@ -42,6 +53,11 @@ export const tauriDesk: DeskApi = {
   resolve: (tid, action, note) =>
     invoke<null>("resolve", { tid, action, note }).then(() => undefined),
   pair: (r) => invoke<AppInfo>("pair", { ...r }),
+  setupFiles: (r) => invoke<AppInfo>("setup_files", { ...r }),
+  settings: () => invoke<SettingsView>("settings"),
+  updateSettings: (f) => invoke<SettingsView>("update_settings", { ...f }),
+  putStaff: (name, role, pin) => invoke<SettingsView>("put_staff", { name, role, pin }),
+  removeStaff: (name) => invoke<SettingsView>("remove_staff", { name }),
   // A raw body: Tauri passes the bytes through as they are, no JSON array of numbers.
   decodeFrame: (frame) => invoke<string[]>("decode_frame", frame),
   onEvent: (handler) => listen<DeskEvent>("desk", (e) => handler(e.payload)),

@@ -5,14 +5,23 @@
  * at every screen. Only imported under `import.meta.env.DEV`, so never shipped.
  */
 
-import type { AppInfo, DeskEvent, FlagView, ScanView, StaffView, StatusView } from "../bindings";
+import type {
+  AppInfo,
+  DeskEvent,
+  FlagView,
+  ScanView,
+  SettingsView,
+  StaffRole,
+  StaffView,
+  StatusView,
+} from "../bindings";
 import type { DeskApi } from "../desk";
 
-const STAFF = [
+const STAFF: { name: string; role: StaffRole; pin: string }[] = [
   { name: "Sam", role: "staff", pin: "1111" },
   { name: "Kim", role: "supervisor", pin: "2222" },
   { name: "Alex", role: "manager", pin: "3333" },
-] as const;
+];
 
 export function mockDesk(): DeskApi {
   const params = new URLSearchParams(window.location.search);
@@ -40,11 +49,31 @@ export function mockDesk(): DeskApi {
   let admitted = 37;
   const series = (seed: number) =>
     Array.from({ length: 30 }, (_, i) => Math.max(0, Math.round(6 + 5 * Math.sin(i / 3 + seed))));
+  let event = "DEMO-20261106";
+  let running = { gate_name: "Main-Entrance", reentry: false, reject_unlisted: false };
+  let saved = { ...running };
+  let capacity: number | null = 200;
+  let mesh = true;
+  const settings = (): SettingsView => ({
+    ...saved,
+    running_gate_name: running.gate_name,
+    restart_needed:
+      saved.gate_name !== running.gate_name ||
+      saved.reentry !== running.reentry ||
+      saved.reject_unlisted !== running.reject_unlisted,
+    staff: STAFF.map((s) => ({ name: s.name, role: s.role })),
+    server: mesh ? "https://tickets.example.org" : null,
+    mesh,
+    discovery: true,
+    peers: [],
+  });
+  const manager = (): string | null =>
+    who === null ? "sign in first" : who.role !== "manager" ? "a manager may do this" : null;
   const info = (): AppInfo => ({
     needs_setup: !setUp,
-    event: setUp ? "DEMO-20261106" : null,
-    gate_name: setUp ? "Main-Entrance" : null,
-    capacity: setUp ? 200 : null,
+    event: setUp ? event : null,
+    gate_name: setUp ? running.gate_name : null,
+    capacity: setUp ? capacity : null,
     observer: false,
     signed_in: who,
     demo_pins: setUp ? STAFF.map((s) => ({ ...s })) : [],
@@ -201,6 +230,45 @@ export function mockDesk(): DeskApi {
       if (r.managerPin.length < 4) return Promise.reject("a PIN is at least four digits");
       setUp = true;
       return later(info());
+    },
+    setupFiles(r) {
+      if (r.managerPin.length < 4) return Promise.reject("a PIN is at least four digits");
+      if (!r.setup.issuer_pem.includes("PUBLIC KEY"))
+        return Promise.reject("the issuer key (a PEM public key)");
+      event = r.setup.event;
+      running = { gate_name: r.setup.gate_name, reentry: false, reject_unlisted: false };
+      saved = { ...running };
+      capacity = r.setup.capacity;
+      mesh = r.setup.identity_dir !== null;
+      STAFF.splice(0, STAFF.length, { name: r.managerName, role: "manager", pin: r.managerPin });
+      setUp = true;
+      return later(info());
+    },
+    settings: () => later(settings()),
+    updateSettings(f) {
+      const refused = manager();
+      if (refused !== null) return Promise.reject(refused);
+      saved = { gate_name: f.gateName, reentry: f.reentry, reject_unlisted: f.rejectUnlisted };
+      return later(settings());
+    },
+    putStaff(name, role, pin) {
+      const refused = manager();
+      if (refused !== null) return Promise.reject(refused);
+      if (STAFF.some((s) => s.name !== name && s.pin === pin))
+        return Promise.reject("someone else has this PIN; choose another");
+      const i = STAFF.findIndex((s) => s.name === name);
+      if (i >= 0) STAFF.splice(i, 1);
+      STAFF.push({ name, role, pin });
+      return later(settings());
+    },
+    removeStaff(name) {
+      const refused = manager();
+      if (refused !== null) return Promise.reject(refused);
+      const left = STAFF.filter((s) => s.name !== name);
+      if (!left.some((s) => s.role === "manager"))
+        return Promise.reject("keep at least one manager");
+      STAFF.splice(0, STAFF.length, ...left);
+      return later(settings());
     },
     decodeFrame: () => later([]),
     onEvent(handler) {

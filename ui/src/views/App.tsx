@@ -16,7 +16,7 @@ import { Flags } from "./Flags";
 import { Gates } from "./Gates";
 import { useNow, usePoll } from "./hooks";
 import { Scan } from "./Scan";
-import { PairForm, Setup } from "./Setup";
+import { FirstSetup, Setup } from "./Setup";
 import { SignIn } from "./SignIn";
 
 type Screen = "scan" | "gates" | "flags" | "setup";
@@ -186,12 +186,12 @@ export function App({ desk }: { desk: DeskApi }) {
   }
   if (info.needs_setup) {
     return (
-      <PairForm
+      <FirstSetup
         desk={desk}
-        onPaired={(i) => {
+        onSetUp={(i, how) => {
           setInfo(i);
           setNotice(
-            `Paired: ${i.gate_name ?? "this gate"} at ${i.event ?? "the event"}. Sign in with your manager PIN.`,
+            `${how === "paired" ? "Paired" : "Set up"}: ${i.gate_name ?? "this gate"} at ${i.event ?? "the event"}. Sign in with your manager PIN.`,
           );
         }}
       />
@@ -277,6 +277,7 @@ export function App({ desk }: { desk: DeskApi }) {
       {screen === "flags" && <Flags desk={desk} who={who} changed={flagsChanged} now={now} />}
       {screen === "setup" && (
         <Setup
+          desk={desk}
           info={info}
           who={who}
           scanners={scanners}

@@ -5,6 +5,8 @@ import { errorText } from "../logic/errors";
 import { checkPairForm } from "../logic/pairing";
 import { ROLE_LABEL } from "../logic/roles";
 import { MAX_NAME, MAX_SCANNERS } from "../logic/scanners";
+import { checkFileSetupForm } from "../logic/settings";
+import { Settings } from "./Settings";
 
 /** Joining an event with a pairing code, before anything else works. */
 export function PairForm(props: { desk: DeskApi; onPaired: (info: AppInfo) => void }) {
@@ -33,14 +35,14 @@ export function PairForm(props: { desk: DeskApi; onPaired: (info: AppInfo) => vo
   };
 
   return (
-    <main class="screen setup">
-      <h1>Set up this gate</h1>
+    <section class="card">
+      <h2>Pair with the event's server</h2>
       <p class="muted">
         The organizer gives you a pairing code for this gate. It joins the event and brings the
         ticket keys; then you choose a manager PIN for this laptop.
       </p>
       <form
-        class="card pair-form"
+        class="pair-form"
         noValidate
         onSubmit={(e) => {
           e.preventDefault();
@@ -91,12 +93,177 @@ export function PairForm(props: { desk: DeskApi; onPaired: (info: AppInfo) => vo
           </p>
         )}
       </form>
+    </section>
+  );
+}
+
+/** Before anything else works: join an event by pairing code, or from files. */
+export function FirstSetup(props: {
+  desk: DeskApi;
+  onSetUp: (info: AppInfo, how: "paired" | "files") => void;
+}) {
+  return (
+    <main class="screen setup">
+      <h1>Set up this gate</h1>
+      <p class="muted">
+        Two ways: a pairing code from the event's server, or files from the organizer.
+      </p>
+      <PairForm desk={props.desk} onPaired={(i) => props.onSetUp(i, "paired")} />
+      <FilesForm desk={props.desk} onSetUp={(i) => props.onSetUp(i, "files")} />
     </main>
+  );
+}
+
+/** Setting up an event from files an organizer handed over (no server needed). */
+export function FilesForm(props: { desk: DeskApi; onSetUp: (info: AppInfo) => void }) {
+  const [event, setEvent] = useState("");
+  const [gate, setGate] = useState("");
+  const [capacity, setCapacity] = useState("");
+  const [pem, setPem] = useState("");
+  const [identity, setIdentity] = useState("");
+  const [name, setName] = useState("");
+  const [pin, setPin] = useState("");
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  const readPem = (file: File | undefined): void => {
+    if (file === undefined) return;
+    const reader = new FileReader();
+    reader.onload = () => {
+      if (typeof reader.result === "string") {
+        setPem(reader.result);
+        setError(null);
+      }
+    };
+    reader.onerror = () => setError(`Could not read ${file.name}`);
+    reader.readAsText(file);
+  };
+
+  const submit = async (): Promise<void> => {
+    const checked = checkFileSetupForm({ event, gate, capacity, pem, identity, name, pin });
+    if ("error" in checked) {
+      setError(checked.error);
+      return;
+    }
+    setBusy(true);
+    setError(null);
+    try {
+      props.onSetUp(await props.desk.setupFiles(checked.ok));
+    } catch (e) {
+      setError(errorText(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <section class="card">
+      <h2>Set up from files</h2>
+      <p class="muted">
+        No server? The organizer hands over the event id and the ticket issuer's public key (a .pem
+        file), and for the mesh a device identity.
+      </p>
+      <form
+        class="pair-form files-form"
+        noValidate
+        onSubmit={(e) => {
+          e.preventDefault();
+          void submit();
+        }}
+      >
+        <label for="files-event">Event id</label>
+        <input
+          id="files-event"
+          type="text"
+          autoComplete="off"
+          spellcheck={false}
+          placeholder="CONCERT-20261106"
+          value={event}
+          onInput={(e) => setEvent(e.currentTarget.value)}
+        />
+        <label for="files-gate">Gate name</label>
+        <input
+          id="files-gate"
+          type="text"
+          autoComplete="off"
+          placeholder="Main-Entrance"
+          value={gate}
+          onInput={(e) => setGate(e.currentTarget.value)}
+        />
+        <label for="files-capacity">Capacity (optional)</label>
+        <input
+          id="files-capacity"
+          type="text"
+          inputMode="numeric"
+          autoComplete="off"
+          value={capacity}
+          onInput={(e) => setCapacity(e.currentTarget.value)}
+        />
+        <label for="files-pem">Issuer public key (PEM)</label>
+        <textarea
+          id="files-pem"
+          class="mono"
+          rows={5}
+          spellcheck={false}
+          placeholder={"-----BEGIN PUBLIC KEY-----\n…\n-----END PUBLIC KEY-----"}
+          value={pem}
+          onInput={(e) => setPem(e.currentTarget.value)}
+        />
+        <label for="files-pem-file">…or read it from a .pem file</label>
+        <input
+          id="files-pem-file"
+          type="file"
+          accept=".pem,application/x-pem-file,text/plain"
+          onChange={(e) => readPem(e.currentTarget.files?.[0])}
+        />
+        <label for="files-identity">Device identity directory (optional)</label>
+        <input
+          id="files-identity"
+          type="text"
+          class="mono"
+          autoComplete="off"
+          spellcheck={false}
+          placeholder="/home/gate/gatemesh-identity"
+          value={identity}
+          onInput={(e) => setIdentity(e.currentTarget.value)}
+        />
+        <p class="muted field-note">
+          The directory <span class="mono">gatemesh enroll</span> made for this laptop. It lets this
+          gate join the event's mesh and see the other gates; leave it empty to run this gate alone.
+        </p>
+        <label for="files-name">Your name</label>
+        <input
+          id="files-name"
+          type="text"
+          autoComplete="name"
+          value={name}
+          onInput={(e) => setName(e.currentTarget.value)}
+        />
+        <label for="files-pin">Manager PIN (at least four digits)</label>
+        <input
+          id="files-pin"
+          type="password"
+          inputMode="numeric"
+          autoComplete="new-password"
+          value={pin}
+          onInput={(e) => setPin(e.currentTarget.value.replace(/\D/g, ""))}
+        />
+        <button id="files-submit" type="submit" class="primary big" disabled={busy}>
+          {busy ? "Setting up…" : "Set up this gate"}
+        </button>
+        {error !== null && (
+          <p class="error" role="alert">
+            {error}
+          </p>
+        )}
+      </form>
+    </section>
   );
 }
 
 /** The set-up of a gate that has joined its event. */
 export function Setup(props: {
+  desk: DeskApi;
   info: AppInfo;
   who: StaffView | null;
   scanners: string[];
@@ -134,13 +301,7 @@ export function Setup(props: {
 
       <ScannerNames names={props.scanners} onSave={props.onScanners} />
 
-      <section class="card">
-        <h2>Entry policy</h2>
-        <p class="muted">
-          Single entry or re-entry, and what to do with valid tickets that are not on the list, are
-          set when the event is set up. Changing the policy from the app is not available yet.
-        </p>
-      </section>
+      <Settings desk={props.desk} who={props.who} />
 
       <section class="card">
         <h2>Signed in</h2>
