@@ -310,6 +310,12 @@ fn main() -> ExitCode {
             root,
             desk: RwLock::new(desk.clone()),
         })
+        // The scan screen's camera: allowed without a prompt (the app asks for nothing
+        // else, and door staff cannot answer a browser dialog mid-queue).
+        .on_permission_request(|_webview, kind| match kind {
+            tauri::webview::PermissionKind::Camera => tauri::webview::PermissionResponse::Allow,
+            _ => tauri::webview::PermissionResponse::Default,
+        })
         .setup(move |app| {
             if let Some(d) = &desk {
                 forward_events(app.handle(), d);
