@@ -53,6 +53,10 @@ pub struct Args {
     /// Requests on each ticket in `hot` mode before the clients move to the next one.
     #[arg(long, default_value_t = 40)]
     hot_group: u64,
+    /// Redemptions per request: above 1, each request is a gate's journal upload of this
+    /// many (distinct mode only), answered item by item and committed together.
+    #[arg(long, default_value_t = 1)]
+    batch: u64,
     /// Write the results as JSON here too.
     #[arg(long)]
     pub report: Option<std::path::PathBuf>,
@@ -123,6 +127,7 @@ struct Shared {
     tids: Vec<String>,
     mode: Mode,
     hot_group: u64,
+    batch: u64,
     next: AtomicU64,
     exhausted: AtomicBool,
 }
@@ -158,6 +163,11 @@ fn clip(s: &str) -> String {
 pub async fn run(args: &Args) -> Result<Value> {
     ensure!(args.clients >= 1, "--clients must be at least 1");
     ensure!(args.tickets >= 1, "--tickets must be at least 1");
+    ensure!(
+        args.batch == 1 || args.mode == Mode::Distinct,
+        "--batch (journal uploads) goes with --mode distinct"
+    );
+    ensure!((1..=10_000).contains(&args.batch), "--batch is 1 to 10000");
     ensure!(args.hot_group >= 1, "--hot-group must be at least 1");
     let base = args.url.trim_end_matches('/').to_string();
     let client = reqwest::Client::builder()
@@ -210,6 +220,7 @@ pub async fn run(args: &Args) -> Result<Value> {
         tids,
         mode: args.mode,
         hot_group: args.hot_group,
+        batch: args.batch,
         next: AtomicU64::new(0),
         exhausted: AtomicBool::new(false),
     });
@@ -330,6 +341,8 @@ pub async fn run(args: &Args) -> Result<Value> {
         "requests": requests,
         // Answered ones only: a fast failure is not throughput.
         "requests_per_s": (latencies.len() as f64 / elapsed.max(1e-9)).round(),
+        "batch": args.batch,
+        "redemptions_per_s": ((admit + duplicate + reject) as f64 / elapsed.max(1e-9)).round(),
         "latency_ms": {
             "n": latencies.len(),
             "mean": round(mean),
@@ -438,7 +451,74 @@ async fn issue(
     Ok(tids)
 }
 
+/// A client posting journals of `shared.batch` distinct tickets.
+async fn journal_loop(shared: Arc<Shared>, client: usize, deadline: Instant) -> ClientLog {
+    let mut log = ClientLog::default();
+    let scanner = format!("bench-{client}");
+    while Instant::now() < deadline {
+        let first = shared.next.fetch_add(shared.batch, Ordering::Relaxed);
+        let mut items = Vec::new();
+        for seq in first..first + shared.batch {
+            let Some(tid) = usize::try_from(seq).ok().and_then(|t| shared.tids.get(t)) else {
+                shared.exhausted.store(true, Ordering::Relaxed);
+                break;
+            };
+            items.push((
+                seq,
+                json!({
+                    "redemption_id": format!("{}-{seq}", shared.run_id),
+                    "tid": tid, "gate": "bench", "scanner": scanner, "at": shared.at,
+                }),
+            ));
+        }
+        if items.is_empty() {
+            break;
+        }
+        let body =
+            json!({ "redemptions": items.iter().map(|(_, b)| b.clone()).collect::<Vec<_>>() });
+        let t = Instant::now();
+        let answer = shared.redeem(&body).await;
+        let took = t.elapsed();
+        match answer.map(|a| a["answers"].as_array().cloned().unwrap_or_default()) {
+            Ok(answers) if answers.len() == items.len() => {
+                log.latencies.push(took);
+                for ((seq, body), answer) in items.into_iter().zip(answers) {
+                    let result = Verdict::parse(&answer)
+                        .ok_or_else(|| format!("no verdict: {}", clip(&answer.to_string())));
+                    if seq.is_multiple_of(SAMPLE_EVERY) || seq < REPLAYS as u64 {
+                        log.samples.push(Sample { seq, body, answer });
+                    }
+                    log.outcomes.push(Outcome {
+                        ticket: seq as usize,
+                        result,
+                    });
+                }
+            }
+            Ok(answers) => {
+                for (seq, _) in items {
+                    log.outcomes.push(Outcome {
+                        ticket: seq as usize,
+                        result: Err(format!("{} answers for a batch", answers.len())),
+                    });
+                }
+            }
+            Err(e) => {
+                for (seq, _) in items {
+                    log.outcomes.push(Outcome {
+                        ticket: seq as usize,
+                        result: Err(e.clone()),
+                    });
+                }
+            }
+        }
+    }
+    log
+}
+
 async fn client_loop(shared: Arc<Shared>, client: usize, deadline: Instant) -> ClientLog {
+    if shared.batch > 1 {
+        return journal_loop(shared, client, deadline).await;
+    }
     let mut log = ClientLog::default();
     let scanner = format!("bench-{client}");
     while Instant::now() < deadline {

@@ -1133,10 +1133,14 @@ pub(crate) async fn redeem(
             redemptions.iter().try_for_each(check)?;
             let metrics = s.metrics.clone();
             let answers = blocking(&s, move |st| {
-                redemptions
-                    .iter()
-                    .map(|r| timed(&metrics, &eid, r, |r| st.redeem(&eid, r, Origin::Journal)))
-                    .collect::<Result<Vec<_>, _>>()
+                let started = std::time::Instant::now();
+                let answers = st.redeem_journal(&eid, &redemptions)?;
+                // One commit for the batch: each item is counted with its share of the time.
+                let each = started.elapsed().as_secs_f64() / answers.len().max(1) as f64;
+                for (r, a) in redemptions.iter().zip(&answers) {
+                    metrics.redemption(eid.as_str(), &r.gate, verdict_name(a.verdict), each);
+                }
+                Ok(answers)
             })
             .await?;
             Ok(Json(Redeemed::Journal { answers }))
@@ -1153,18 +1157,21 @@ fn timed(
 ) -> Result<RedemptionAnswer, StoreError> {
     let started = std::time::Instant::now();
     let answer = f(r)?;
-    let verdict = match answer.verdict {
-        gatemesh_ledger::Verdict::Admit => "admit",
-        gatemesh_ledger::Verdict::Duplicate => "duplicate",
-        gatemesh_ledger::Verdict::Reject => "reject",
-    };
     metrics.redemption(
         eid.as_str(),
         &r.gate,
-        verdict,
+        verdict_name(answer.verdict),
         started.elapsed().as_secs_f64(),
     );
     Ok(answer)
+}
+
+fn verdict_name(v: gatemesh_ledger::Verdict) -> &'static str {
+    match v {
+        gatemesh_ledger::Verdict::Admit => "admit",
+        gatemesh_ledger::Verdict::Duplicate => "duplicate",
+        gatemesh_ledger::Verdict::Reject => "reject",
+    }
 }
 
 #[derive(Deserialize, ToSchema)]

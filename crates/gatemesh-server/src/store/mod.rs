@@ -241,6 +241,19 @@ pub trait Storage: Send + Sync + 'static {
         request: &RedemptionRequest,
         origin: Origin,
     ) -> Result<RedemptionAnswer, StoreError>;
+    /// A gate's journal: every item as by [`Storage::redeem`] with [`Origin::Journal`], in
+    /// order, committed together (one durable write for the batch, all or nothing; the gate
+    /// sends a failed batch again and gets the same answers).
+    fn redeem_journal(
+        &self,
+        eid: &EventId,
+        requests: &[RedemptionRequest],
+    ) -> Result<Vec<RedemptionAnswer>, StoreError> {
+        requests
+            .iter()
+            .map(|r| self.redeem(eid, r, Origin::Journal))
+            .collect()
+    }
     /// Tickets changed after `since` (all with `None`), and the cursor to ask from next.
     fn manifest(&self, eid: &EventId, since: Option<i64>)
     -> Result<(i64, Vec<Ticket>), StoreError>;

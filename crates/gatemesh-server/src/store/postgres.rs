@@ -525,30 +525,33 @@ impl Storage for Postgres {
         req: &RedemptionRequest,
         origin: Origin,
     ) -> Result<RedemptionAnswer, StoreError> {
-        let record = req.record.as_ref().map(to_json).transpose()?;
-        let journal = origin == Origin::Journal;
-        // Typed parameters: one round trip (an untyped query would prepare, execute and
-        // close: three).
-        use postgres::types::Type;
-        let row = self.conn()?.query_typed_one(
-            "SELECT gatemesh_redeem($1, $2, $3, $4, $5, $6, $7, $8)",
-            &[
-                (&req.redemption_id, Type::TEXT),
-                (&eid.as_str(), Type::TEXT),
-                (&req.tid.as_str(), Type::TEXT),
-                (&req.gate, Type::TEXT),
-                (&req.scanner, Type::TEXT),
-                (&req.at, Type::TEXT),
-                (&record, Type::TEXT),
-                (&journal, Type::BOOL),
-            ],
-        );
-        match row {
-            Ok(row) => from_json(row.get(0)),
-            Err(e) if e.code().is_some_and(|c| c.code() == "GM001") => Err(StoreError::Conflict(
-                format!("redemption {} belongs to another event", req.redemption_id),
-            )),
-            Err(e) => Err(e.into()),
+        redeem_on(&mut *self.conn()?, eid, req, origin)
+    }
+
+    fn redeem_journal(
+        &self,
+        eid: &EventId,
+        requests: &[RedemptionRequest],
+    ) -> Result<Vec<RedemptionAnswer>, StoreError> {
+        let mut conn = self.conn()?;
+        // A batch can meet a void (ticket lock, then the sequence) in the opposite order
+        // and be chosen as a deadlock's victim: it is all or nothing, so it is run again.
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut tx = conn.transaction()?;
+            let answers = requests
+                .iter()
+                .map(|r| redeem_on(&mut tx, eid, r, Origin::Journal))
+                .collect::<Result<Vec<_>, _>>();
+            let done = answers.and_then(|a| {
+                tx.commit()?;
+                Ok(a)
+            });
+            match done {
+                Err(StoreError::Postgres(e)) if attempt < 3 && retryable(&e) => continue,
+                other => return other,
+            }
         }
     }
 
@@ -861,5 +864,46 @@ fn device_from(eid: String, name: String, role: String) -> Result<Device, StoreE
         eid: EventId::new(&eid).map_err(|_| StoreError::Corrupt(format!("event id {eid:?}")))?,
         name,
         role,
+    })
+}
+
+/// One redemption through `gatemesh_redeem`, on a connection or inside a transaction.
+fn redeem_on(
+    client: &mut impl postgres::GenericClient,
+    eid: &EventId,
+    req: &RedemptionRequest,
+    origin: Origin,
+) -> Result<RedemptionAnswer, StoreError> {
+    let record = req.record.as_ref().map(to_json).transpose()?;
+    let journal = origin == Origin::Journal;
+    // Typed parameters: one round trip (an untyped query would prepare, execute and
+    // close: three).
+    use postgres::types::Type;
+    let row = client.query_typed_one(
+        "SELECT gatemesh_redeem($1, $2, $3, $4, $5, $6, $7, $8)",
+        &[
+            (&req.redemption_id, Type::TEXT),
+            (&eid.as_str(), Type::TEXT),
+            (&req.tid.as_str(), Type::TEXT),
+            (&req.gate, Type::TEXT),
+            (&req.scanner, Type::TEXT),
+            (&req.at, Type::TEXT),
+            (&record, Type::TEXT),
+            (&journal, Type::BOOL),
+        ],
+    );
+    match row {
+        Ok(row) => from_json(row.get(0)),
+        Err(e) if e.code().is_some_and(|c| c.code() == "GM001") => Err(StoreError::Conflict(
+            format!("redemption {} belongs to another event", req.redemption_id),
+        )),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn retryable(e: &postgres::Error) -> bool {
+    use postgres::error::SqlState;
+    e.code().is_some_and(|c| {
+        *c == SqlState::T_R_DEADLOCK_DETECTED || *c == SqlState::T_R_SERIALIZATION_FAILURE
     })
 }

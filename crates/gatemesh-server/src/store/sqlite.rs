@@ -294,89 +294,35 @@ impl Storage for Sqlite {
     ) -> Result<RedemptionAnswer, StoreError> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let stored: Option<(String, String)> = tx
-            .query_row(
-                "SELECT eid, answer FROM redemptions WHERE redemption_id = ?1",
-                [&req.redemption_id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?;
-        if let Some((stored_eid, answer)) = stored {
-            // A retry: the stored answer, whatever happened since.
-            if stored_eid != eid.as_str() {
-                return Err(StoreError::Conflict(format!(
-                    "redemption {} belongs to another event",
-                    req.redemption_id
-                )));
-            }
-            return from_json(&answer);
-        }
-        let status = status_of(&tx, eid, &req.tid)?;
-        let first = if status == Some(Status::Active) {
-            tx.query_row(
-                "SELECT redemption_id, gate, scanner, at, record FROM redemptions
-                 WHERE eid = ?1 AND tid = ?2 AND verdict = 'admit' AND reverted = 0
-                 ORDER BY rowid LIMIT 1",
-                [eid.as_str(), req.tid.as_str()],
-                |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, String>(3)?,
-                        r.get::<_, Option<String>>(4)?,
-                    ))
-                },
-            )
-            .optional()?
-            .map(|(redemption_id, gate, scanner, at, record)| {
-                Ok::<_, StoreError>(FirstUse {
-                    redemption_id,
-                    gate,
-                    scanner,
-                    at,
-                    record: record.as_deref().map(from_json).transpose()?,
-                })
-            })
-            .transpose()?
-        } else {
-            None
-        };
-        let facts = journal_facts(origin, req.record.as_ref());
-        let (answer, stored_verdict) = journal_answer(&facts, answer(status, first));
-        // A gate already let this holder in, and someone else was in first: staff must look.
-        let flag = origin == Origin::Journal && answer.verdict == Verdict::Duplicate;
-        if flag {
-            let seq = take_seq(&tx, 1)?;
-            tx.execute(
-                "UPDATE tickets SET flagged = 1, seq = ?3 WHERE eid = ?1 AND tid = ?2",
-                params![eid.as_str(), req.tid.as_str(), seq],
-            )?;
-        }
-        let record = req.record.as_ref().map(to_json).transpose()?;
-        tx.execute(
-            "INSERT INTO redemptions
-               (redemption_id, eid, tid, gate, scanner, at, record, journal, verdict, answer)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            params![
-                req.redemption_id,
-                eid.as_str(),
-                req.tid.as_str(),
-                req.gate,
-                req.scanner,
-                req.at,
-                record,
-                origin == Origin::Journal,
-                stored_verdict,
-                to_json(&answer)?
-            ],
-        )?;
+        let (answer, flagged) = redeem_in(&tx, eid, req, origin)?;
         tx.commit()?;
         drop(conn);
-        if flag {
+        if flagged {
             self.changes.bump();
         }
         Ok(answer)
+    }
+
+    fn redeem_journal(
+        &self,
+        eid: &EventId,
+        requests: &[RedemptionRequest],
+    ) -> Result<Vec<RedemptionAnswer>, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut answers = Vec::with_capacity(requests.len());
+        let mut any_flag = false;
+        for r in requests {
+            let (answer, flagged) = redeem_in(&tx, eid, r, Origin::Journal)?;
+            any_flag |= flagged;
+            answers.push(answer);
+        }
+        tx.commit()?;
+        drop(conn);
+        if any_flag {
+            self.changes.bump();
+        }
+        Ok(answers)
     }
 
     fn transfer(&self, old: &TicketId, new: &Ticket, actor: &str) -> Result<(), StoreError> {
@@ -760,4 +706,91 @@ fn event_from((id, name, capacity, starts_at, ends_at): EventRow) -> Result<Even
         starts_at,
         ends_at,
     })
+}
+
+/// Decides and stores one redemption inside `tx`; says whether it flagged the ticket.
+fn redeem_in(
+    tx: &rusqlite::Transaction<'_>,
+    eid: &EventId,
+    req: &RedemptionRequest,
+    origin: Origin,
+) -> Result<(RedemptionAnswer, bool), StoreError> {
+    let stored: Option<(String, String)> = tx
+        .query_row(
+            "SELECT eid, answer FROM redemptions WHERE redemption_id = ?1",
+            [&req.redemption_id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    if let Some((stored_eid, answer)) = stored {
+        // A retry: the stored answer, whatever happened since.
+        if stored_eid != eid.as_str() {
+            return Err(StoreError::Conflict(format!(
+                "redemption {} belongs to another event",
+                req.redemption_id
+            )));
+        }
+        return Ok((from_json(&answer)?, false));
+    }
+    let status = status_of(tx, eid, &req.tid)?;
+    let first = if status == Some(Status::Active) {
+        tx.query_row(
+            "SELECT redemption_id, gate, scanner, at, record FROM redemptions
+                 WHERE eid = ?1 AND tid = ?2 AND verdict = 'admit' AND reverted = 0
+                 ORDER BY rowid LIMIT 1",
+            [eid.as_str(), req.tid.as_str()],
+            |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, Option<String>>(4)?,
+                ))
+            },
+        )
+        .optional()?
+        .map(|(redemption_id, gate, scanner, at, record)| {
+            Ok::<_, StoreError>(FirstUse {
+                redemption_id,
+                gate,
+                scanner,
+                at,
+                record: record.as_deref().map(from_json).transpose()?,
+            })
+        })
+        .transpose()?
+    } else {
+        None
+    };
+    let facts = journal_facts(origin, req.record.as_ref());
+    let (answer, stored_verdict) = journal_answer(&facts, answer(status, first));
+    // A gate already let this holder in, and someone else was in first: staff must look.
+    let flag = origin == Origin::Journal && answer.verdict == Verdict::Duplicate;
+    if flag {
+        let seq = take_seq(tx, 1)?;
+        tx.execute(
+            "UPDATE tickets SET flagged = 1, seq = ?3 WHERE eid = ?1 AND tid = ?2",
+            params![eid.as_str(), req.tid.as_str(), seq],
+        )?;
+    }
+    let record = req.record.as_ref().map(to_json).transpose()?;
+    tx.execute(
+        "INSERT INTO redemptions
+               (redemption_id, eid, tid, gate, scanner, at, record, journal, verdict, answer)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        params![
+            req.redemption_id,
+            eid.as_str(),
+            req.tid.as_str(),
+            req.gate,
+            req.scanner,
+            req.at,
+            record,
+            origin == Origin::Journal,
+            stored_verdict,
+            to_json(&answer)?
+        ],
+    )?;
+    Ok((answer, flag))
 }
