@@ -103,7 +103,39 @@ async fn resolve(
         .map_err(text)
 }
 
-/// Joins an event with a pairing code; `manager_pin` becomes the first manager's PIN.
+/// Puts a newly set-up desk in place (once), its first manager being `manager_name` with
+/// `manager_pin`, and forwards its events to the window.
+async fn install<F, E>(
+    app: &tauri::AppHandle,
+    state: &State<'_, AppState>,
+    manager_name: &str,
+    manager_pin: &str,
+    set_up: impl FnOnce(Vec<StaffEntry>) -> F,
+) -> Answer<AppInfo>
+where
+    F: std::future::Future<Output = Result<Desk, E>>,
+    E: std::fmt::Display,
+{
+    if manager_pin.len() < 4 || !manager_pin.chars().all(|c| c.is_ascii_digit()) {
+        return Err("a PIN is at least four digits".into());
+    }
+    let mut slot = state.desk.write().await;
+    if slot.is_some() {
+        return Err("this app is already set up for an event".into());
+    }
+    let staff = vec![StaffEntry::new(
+        manager_name,
+        StaffRole::Manager,
+        manager_pin,
+    )];
+    let desk = Arc::new(set_up(staff).await.map_err(text)?);
+    forward_events(app, &desk);
+    let info = desk.info();
+    *slot = Some(desk);
+    Ok(info)
+}
+
+/// Joins an event with a pairing code from the server.
 #[tauri::command]
 async fn pair(
     app: tauri::AppHandle,
@@ -113,31 +145,18 @@ async fn pair(
     manager_name: String,
     manager_pin: String,
 ) -> Answer<AppInfo> {
-    if manager_pin.len() < 4 || !manager_pin.chars().all(|c| c.is_ascii_digit()) {
-        return Err("a PIN is at least four digits".into());
-    }
-    let mut slot = state.desk.write().await;
-    if slot.is_some() {
-        return Err("this app is already set up for an event".into());
-    }
-    let staff = vec![StaffEntry::new(
+    let root = state.root.clone();
+    install(
+        &app,
+        &state,
         &manager_name,
-        StaffRole::Manager,
         &manager_pin,
-    )];
-    let desk = Arc::new(
-        Desk::pair(&state.root, &server, &code, staff)
-            .await
-            .map_err(text)?,
-    );
-    forward_events(&app, &desk);
-    let info = desk.info();
-    *slot = Some(desk);
-    Ok(info)
+        |staff| async move { Desk::pair(&root, &server, &code, staff).await },
+    )
+    .await
 }
 
-/// Sets up an event from files (issuer key text, optional identity directory);
-/// `manager_pin` becomes the first manager's PIN.
+/// Sets up an event from files (issuer key text, optional identity directory).
 #[tauri::command]
 async fn setup_files(
     app: tauri::AppHandle,
@@ -146,27 +165,15 @@ async fn setup_files(
     manager_name: String,
     manager_pin: String,
 ) -> Answer<AppInfo> {
-    if manager_pin.len() < 4 || !manager_pin.chars().all(|c| c.is_ascii_digit()) {
-        return Err("a PIN is at least four digits".into());
-    }
-    let mut slot = state.desk.write().await;
-    if slot.is_some() {
-        return Err("this app is already set up for an event".into());
-    }
-    let staff = vec![StaffEntry::new(
+    let root = state.root.clone();
+    install(
+        &app,
+        &state,
         &manager_name,
-        StaffRole::Manager,
         &manager_pin,
-    )];
-    let desk = Arc::new(
-        Desk::from_files(&state.root, setup, staff)
-            .await
-            .map_err(text)?,
-    );
-    forward_events(&app, &desk);
-    let info = desk.info();
-    *slot = Some(desk);
-    Ok(info)
+        |staff| async move { Desk::from_files(&root, setup, staff).await },
+    )
+    .await
 }
 
 #[tauri::command]

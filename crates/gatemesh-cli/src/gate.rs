@@ -90,7 +90,15 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
         let paired = crate::pair::Paired::load(dir)?;
         args.event = Some(EventId::new(&paired.event)?);
         args.name = Some(paired.name);
-        args.issuers = vec![dir.join("issuer.pub.pem")];
+        args.issuers = std::fs::read_dir(dir)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("issuer") && n.ends_with(".pub.pem"))
+            })
+            .collect();
+        args.issuers.sort();
         args.identity = Some(dir.join("identity"));
         args.role = paired.role;
         args.server = Some(paired.server);

@@ -3,7 +3,6 @@
 use std::{
     path::{Path, PathBuf},
     process::ExitCode,
-    time::Duration,
 };
 
 use anyhow::{Context, Result, bail};
@@ -63,65 +62,31 @@ pub fn run(args: Args) -> Result<ExitCode> {
             args.out.display()
         );
     }
-    let server = args.server.trim_end_matches('/').to_owned();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let answer: serde_json::Value = runtime.block_on(async {
-        let response = reqwest::Client::new()
-            .post(format!("{server}/v1/pair"))
-            .timeout(Duration::from_secs(30))
-            .json(&serde_json::json!({ "code": args.code }))
-            .send()
-            .await
-            .with_context(|| format!("reaching {server}"))?;
-        let status = response.status();
-        let body: serde_json::Value = response.json().await.unwrap_or_default();
-        if !status.is_success() {
-            bail!(
-                "the server refused the code: {}",
-                body["error"]["message"].as_str().unwrap_or(status.as_str())
-            );
-        }
-        Ok(body)
-    })?;
-    let text = |v: &serde_json::Value, what: &str| -> Result<String> {
-        v.as_str()
-            .map(str::to_owned)
-            .with_context(|| format!("the server's answer lacks {what}"))
-    };
-    let identity = args.out.join("identity");
-    std::fs::create_dir_all(&identity)?;
-    use gatemesh_mesh::pki::{CA_CERT, DEVICE_CERT, DEVICE_KEY};
-    write_private(
-        &identity.join(DEVICE_KEY),
-        &text(&answer["identity"]["device_key"], "the device key")?,
-    )?;
-    std::fs::write(
-        identity.join(DEVICE_CERT),
-        text(&answer["identity"]["device_pem"], "the device certificate")?,
-    )?;
-    std::fs::write(
-        identity.join(CA_CERT),
-        text(&answer["identity"]["ca_pem"], "the CA certificate")?,
-    )?;
-    std::fs::write(
-        args.out.join("issuer.pub.pem"),
-        text(&answer["keys"][0]["pem"], "the issuer key")?,
-    )?;
+    let answer = runtime.block_on(gatemesh_node::pairing::pair(&args.server, &args.code))?;
+    gatemesh_node::pairing::write_identity(&args.out.join("identity"), &answer)?;
+    // One file a key (several while keys rotate): issuer.pub.pem, issuer-1.pub.pem, …
+    for (i, pem) in answer.issuer_pems.iter().enumerate() {
+        let name = if i == 0 {
+            "issuer.pub.pem".to_owned()
+        } else {
+            format!("issuer-{i}.pub.pem")
+        };
+        std::fs::write(args.out.join(name), pem)?;
+    }
     let paired = Paired {
-        server,
-        event: text(&answer["event"], "the event")?,
-        name: text(&answer["name"], "the device name")?,
-        role: text(&answer["role"], "the role")?,
-        token: text(&answer["token"], "the credential")?,
+        server: answer.server,
+        event: answer.event,
+        name: answer.name,
+        role: answer.role,
+        token: answer.token,
     };
     write_private(
         &args.out.join("gate.json"),
         &serde_json::to_string_pretty(&paired)?,
     )?;
-    // Check what was written loads as a device identity.
-    gatemesh_mesh::pki::Identity::load(&identity).context("loading the new identity")?;
     println!(
         "{}",
         serde_json::json!({ "event": paired.event, "name": paired.name, "role": paired.role, "dir": args.out })

@@ -580,57 +580,20 @@ impl Desk {
             staff.iter().any(|s| s.role == StaffRole::Manager),
             "set up at least one manager PIN"
         );
-        let server = server.trim_end_matches('/').to_owned();
-        let answer: serde_json::Value = reqwest::Client::new()
-            .post(format!("{server}/v1/pair"))
-            .json(&serde_json::json!({ "code": code }))
-            .send()
-            .await
-            .with_context(|| format!("reaching {server}"))?
-            .json()
-            .await?;
-        if let Some(message) = answer["error"]["message"].as_str() {
-            anyhow::bail!("the server refused the code: {message}");
-        }
-        let text = |v: &serde_json::Value, what: &str| -> Result<String> {
-            v.as_str()
-                .map(str::to_owned)
-                .with_context(|| format!("the server's answer lacks {what}"))
-        };
+        let paired = crate::pairing::pair(server, code).await?;
         let identity = root.join("identity");
-        std::fs::create_dir_all(&identity)?;
-        use gatemesh_mesh::pki::{CA_CERT, DEVICE_CERT, DEVICE_KEY};
-        write_private(
-            &identity.join(DEVICE_KEY),
-            &text(&answer["identity"]["device_key"], "the device key")?,
-        )?;
-        std::fs::write(
-            identity.join(DEVICE_CERT),
-            text(&answer["identity"]["device_pem"], "the certificate")?,
-        )?;
-        std::fs::write(
-            identity.join(CA_CERT),
-            text(&answer["identity"]["ca_pem"], "the CA")?,
-        )?;
-        let keys = answer["keys"]
-            .as_array()
-            .map(|k| {
-                k.iter()
-                    .filter_map(|k| k["pem"].as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
+        crate::pairing::write_identity(&identity, &paired)?;
         let config = DeskConfig {
-            event: text(&answer["event"], "the event")?,
-            gate_name: text(&answer["name"], "the name")?,
-            issuer_pems: keys,
+            event: paired.event,
+            gate_name: paired.name,
+            issuer_pems: paired.issuer_pems,
             capacity: None,
             identity_dir: Some(identity),
             mesh_bind: any_addr(),
             peers: Vec::new(),
             discovery: true,
-            server: Some(server),
-            server_token: Some(text(&answer["token"], "the credential")?),
+            server: Some(paired.server),
+            server_token: Some(paired.token),
             api: local_api(),
             reentry: false,
             reject_unlisted: false,
@@ -1087,7 +1050,7 @@ pub fn desk_event(e: &crate::NodeEvent) -> DeskEvent {
     }
 }
 
-fn write_private(path: &Path, text: &str) -> Result<()> {
+pub(crate) fn write_private(path: &Path, text: &str) -> Result<()> {
     use std::{io::Write, os::unix::fs::OpenOptionsExt};
     let mut f = std::fs::OpenOptions::new()
         .write(true)

@@ -22,6 +22,7 @@ pub mod desk;
 mod gate;
 mod ledger_file;
 mod manifest;
+pub mod pairing;
 mod uplink;
 
 use std::{
