@@ -1403,3 +1403,131 @@ async fn exits_and_reentries_a_gate_allowed_are_not_copies(backend: Backend) {
     assert_eq!(stats["flagged"], 1);
     s.stop().await;
 }
+
+/// Arbitrary JSON (and arbitrary bytes) posted to every endpoint that takes a body: never a
+/// 5xx, always a JSON error for a 4xx, and nothing stored.
+#[test]
+fn arbitrary_bodies_get_4xx_and_change_nothing() {
+    use proptest::prelude::*;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let s = runtime.block_on(Running::start(Backend::Sqlite));
+    let tickets = runtime.block_on(s.event_with_tickets("FUZZ", 3));
+    let tid = tickets[0]["tid"].as_str().unwrap().to_owned();
+    // What is stored, as the API shows it.
+    let snapshot = || {
+        runtime.block_on(async {
+            (
+                s.get("/v1/events").await.1,
+                s.get("/v1/events/FUZZ/manifest").await.1["tickets"].clone(),
+                s.get("/v1/events/FUZZ/stats").await.1,
+                s.get("/v1/events/FUZZ/audit").await.1,
+                s.get("/v1/events/FUZZ/gates").await.1,
+            )
+        })
+    };
+    let last = std::cell::RefCell::new(snapshot());
+    let paths = [
+        "/v1/events".to_owned(),
+        "/v1/events/FUZZ/tickets".to_owned(),
+        format!("/v1/events/FUZZ/tickets/{tid}/void"),
+        format!("/v1/events/FUZZ/tickets/{tid}/transfer"),
+        format!("/v1/events/FUZZ/tickets/{tid}/revert"),
+        "/v1/events/FUZZ/redemptions".to_owned(),
+        format!("/v1/events/FUZZ/flags/{tid}/resolve"),
+        "/v1/events/FUZZ/devices".to_owned(),
+        "/v1/events/FUZZ/heartbeat".to_owned(),
+        "/v1/pair".to_owned(),
+    ];
+    // JSON shaped like the real bodies (the keys they use, values of every type) and noise.
+    let keys = prop::sample::select(vec![
+        "id",
+        "name",
+        "count",
+        "format",
+        "seats",
+        "seat_prefix",
+        "reason",
+        "actor",
+        "holder",
+        "redemption_id",
+        "tid",
+        "gate",
+        "scanner",
+        "at",
+        "record",
+        "redemptions",
+        "action",
+        "staff",
+        "note",
+        "code",
+        "role",
+        "capacity",
+        "starts_at",
+        "x",
+    ]);
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>().prop_map(|f| json!(f)),
+        ".{0,40}".prop_map(Value::from),
+        Just(json!("2026-11-29T20:00:00Z")),
+        Just(json!(tid.clone())),
+    ];
+    let value = leaf.prop_recursive(3, 24, 6, move |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+            prop::collection::btree_map(keys.clone(), inner, 0..6).prop_map(|m| json!(m)),
+        ]
+    });
+    let body = prop_oneof![
+        3 => value.prop_map(|v| v.to_string().into_bytes()),
+        1 => prop::collection::vec(any::<u8>(), 0..200),
+    ];
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 256,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    });
+    runner
+        .run(
+            &(prop::sample::select(paths.to_vec()), body),
+            |(path, body)| {
+                let (status, answer) = runtime.block_on(async {
+                    let r = s
+                        .client
+                        .post(format!("{}{path}", s.base))
+                        .bearer_auth(TOKEN)
+                        .header("content-type", "application/json")
+                        .body(body.clone())
+                        .send()
+                        .await
+                        .unwrap();
+                    let status = r.status();
+                    (status, r.json::<Value>().await.unwrap_or(Value::Null))
+                });
+                prop_assert!(status.as_u16() < 500, "{path} {status}: {answer}");
+                let now = snapshot();
+                if status.is_client_error() {
+                    prop_assert!(
+                        answer["error"]["message"].is_string(),
+                        "{path} {status}: {answer}"
+                    );
+                    // A refused request changes nothing.
+                    prop_assert!(
+                        *last.borrow() == now,
+                        "{path} {status} changed what is stored"
+                    );
+                }
+                // A body that happened to be a valid request may change things on purpose.
+                *last.borrow_mut() = now;
+                Ok(())
+            },
+        )
+        .unwrap();
+    runtime.block_on(s.stop());
+}
