@@ -454,3 +454,108 @@ async fn a_restart_restores_the_same_node_and_ledger() {
     assert!(Node::start(config).is_err());
     gate.stop().await;
 }
+
+/// Arbitrary JSON and bytes to every gate endpoint that takes a body: never a 5xx, every
+/// refusal a JSON error, and a refused request changes nothing in the ledger.
+#[test]
+fn arbitrary_bodies_get_4xx_and_change_nothing() {
+    use proptest::prelude::*;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let issuer = Issuer::new();
+    let gate = runtime.block_on(Gate::start(
+        dir.path(),
+        "North",
+        &issuer,
+        None,
+        Policy::default(),
+    ));
+    let tid = TicketId::generate();
+    let code = issuer.ticket(&tid);
+    runtime.block_on(gate.scan(&code, "s1"));
+    // What is stored, as the API shows it.
+    let snapshot = || {
+        runtime.block_on(async {
+            let status = gate.get("/v1/status").await.1;
+            (
+                status["redemptions"].clone(),
+                status["flagged"].clone(),
+                gate.get(&format!("/v1/tickets/{tid}")).await.1,
+                gate.get("/v1/export?format=json").await.1,
+            )
+        })
+    };
+    let last = std::cell::RefCell::new(snapshot());
+    let paths = vec![
+        "/v1/scan".to_owned(),
+        format!("/v1/flags/{tid}/resolve"),
+        "/v1/import".to_owned(),
+    ];
+    let keys = prop::sample::select(vec![
+        "code",
+        "scanner",
+        "direction",
+        "action",
+        "staff",
+        "note",
+        "x",
+    ]);
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        ".{0,60}".prop_map(Value::from),
+        Just(json!("entry")),
+        Just(json!("exit")),
+        Just(json!("revert")),
+        Just(json!(code.clone())),
+    ];
+    let value = leaf.prop_recursive(3, 24, 6, move |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+            prop::collection::btree_map(keys.clone(), inner, 0..5).prop_map(|m| json!(m)),
+        ]
+    });
+    let body = prop_oneof![
+        3 => value.prop_map(|v| v.to_string().into_bytes()),
+        1 => prop::collection::vec(any::<u8>(), 0..300),
+    ];
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 256,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    });
+    runner
+        .run(&(prop::sample::select(paths), body), |(path, body)| {
+            let (status, answer) = runtime.block_on(async {
+                let r = gate
+                    .client
+                    .post(format!("{}{path}", gate.base))
+                    .header("content-type", "application/json")
+                    .body(body.clone())
+                    .send()
+                    .await
+                    .unwrap();
+                let status = r.status();
+                (status, r.json::<Value>().await.unwrap_or(Value::Null))
+            });
+            prop_assert!(status.as_u16() < 500, "{path} {status}: {answer}");
+            let now = snapshot();
+            if status.is_client_error() {
+                prop_assert!(
+                    answer["error"]["message"].is_string(),
+                    "{path} {status}: {answer}"
+                );
+                prop_assert!(*last.borrow() == now, "{path} {status} changed the ledger");
+            }
+            // A body that happened to be a valid request (a real scan) may change things.
+            *last.borrow_mut() = now;
+            Ok(())
+        })
+        .unwrap();
+    runtime.block_on(gate.stop());
+}
