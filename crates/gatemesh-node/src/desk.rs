@@ -123,7 +123,48 @@ fn local_api() -> SocketAddr {
 
 const CONFIG_FILE: &str = "app.json";
 
+/// A new set-up may be written in `root`: none is there yet, and someone can manage it.
+fn ready_for_set_up(root: &Path, staff: &[StaffEntry]) -> Result<()> {
+    anyhow::ensure!(
+        DeskConfig::load(root)?.is_none(),
+        "this app is already set up for an event"
+    );
+    anyhow::ensure!(
+        staff.iter().any(|s| s.role == StaffRole::Manager),
+        "set up at least one manager PIN"
+    );
+    Ok(())
+}
+
 impl DeskConfig {
+    /// A gate of `event` with the defaults of a real event: no mesh identity or server yet,
+    /// discovery on, the local API on a free loopback port, single entry, unlisted tickets
+    /// admitted and marked.
+    pub fn new_event(
+        event: String,
+        gate_name: String,
+        issuer_pems: Vec<String>,
+        staff: Vec<StaffEntry>,
+    ) -> Self {
+        Self {
+            event,
+            gate_name,
+            issuer_pems,
+            capacity: None,
+            identity_dir: None,
+            mesh_bind: any_addr(),
+            peers: Vec::new(),
+            discovery: true,
+            server: None,
+            server_token: None,
+            api: local_api(),
+            reentry: false,
+            reject_unlisted: false,
+            staff,
+            demo: false,
+        }
+    }
+
     pub fn load(root: &Path) -> Result<Option<Self>> {
         let path = root.join(CONFIG_FILE);
         match std::fs::read_to_string(&path) {
@@ -572,52 +613,24 @@ impl Desk {
         code: &str,
         staff: Vec<StaffEntry>,
     ) -> Result<Self> {
-        anyhow::ensure!(
-            DeskConfig::load(root)?.is_none(),
-            "this app is already set up for an event"
-        );
-        anyhow::ensure!(
-            staff.iter().any(|s| s.role == StaffRole::Manager),
-            "set up at least one manager PIN"
-        );
+        ready_for_set_up(root, &staff)?;
         let paired = crate::pairing::pair(server, code).await?;
         let identity = root.join("identity");
         crate::pairing::write_identity(&identity, &paired)?;
         let config = DeskConfig {
-            event: paired.event,
-            gate_name: paired.name,
-            issuer_pems: paired.issuer_pems,
-            capacity: None,
             identity_dir: Some(identity),
-            mesh_bind: any_addr(),
-            peers: Vec::new(),
-            discovery: true,
             server: Some(paired.server),
             server_token: Some(paired.token),
-            api: local_api(),
-            reentry: false,
-            reject_unlisted: false,
-            staff,
-            demo: false,
+            ..DeskConfig::new_event(paired.event, paired.name, paired.issuer_pems, staff)
         };
-        config.save(root)?;
-        Self::open(root)
-            .await?
-            .context("the new set-up did not take")
+        Self::install(root, config).await
     }
 
     /// Sets up an event from files an organizer handed over: the issuer's public key (PEM
     /// text) and, for the mesh, a device identity directory from `gatemesh enroll`. Discovery
     /// finds the event's other gates by mDNS.
     pub async fn from_files(root: &Path, setup: FileSetup, staff: Vec<StaffEntry>) -> Result<Self> {
-        anyhow::ensure!(
-            DeskConfig::load(root)?.is_none(),
-            "this app is already set up for an event"
-        );
-        anyhow::ensure!(
-            staff.iter().any(|s| s.role == StaffRole::Manager),
-            "set up at least one manager PIN"
-        );
+        ready_for_set_up(root, &staff)?;
         let event = EventId::new(setup.event.trim()).context("the event id")?;
         PublicKey::from_pem(&setup.issuer_pem).context("the issuer key (a PEM public key)")?;
         let identity_dir = match setup.identity_dir.as_deref().map(str::trim) {
@@ -638,22 +651,15 @@ impl Desk {
         let gate_name = setup.gate_name.trim().to_owned();
         anyhow::ensure!(!gate_name.is_empty(), "the gate needs a name");
         let config = DeskConfig {
-            event: event.to_string(),
-            gate_name,
-            issuer_pems: vec![setup.issuer_pem],
             capacity: setup.capacity,
             identity_dir,
-            mesh_bind: any_addr(),
-            peers: Vec::new(),
-            discovery: true,
-            server: None,
-            server_token: None,
-            api: local_api(),
-            reentry: false,
-            reject_unlisted: false,
-            staff,
-            demo: false,
+            ..DeskConfig::new_event(event.to_string(), gate_name, vec![setup.issuer_pem], staff)
         };
+        Self::install(root, config).await
+    }
+
+    /// Saves a new set-up and starts the gate on it.
+    async fn install(root: &Path, config: DeskConfig) -> Result<Self> {
         config.save(root)?;
         Self::open(root)
             .await?
@@ -1161,32 +1167,31 @@ pub fn set_up_demo(root: &Path) -> Result<()> {
         "Side-Door",
         30,
     )?;
-    let port = |n| -> Result<SocketAddr> {
-        let s = std::net::UdpSocket::bind(("127.0.0.1", 0))?;
-        let _ = n;
-        Ok(s.local_addr()?)
-    };
-    let (main_mesh, side_mesh) = (port(0)?, port(1)?);
+    // Two free loopback UDP ports, both held while they are chosen so they differ.
+    let (a, b) = (
+        std::net::UdpSocket::bind(("127.0.0.1", 0))?,
+        std::net::UdpSocket::bind(("127.0.0.1", 0))?,
+    );
+    let (main_mesh, side_mesh) = (a.local_addr()?, b.local_addr()?);
+    drop((a, b));
     let staff: Vec<StaffEntry> = DEMO_STAFF
         .iter()
         .map(|(name, role, pin)| StaffEntry::new(name, *role, pin))
         .collect();
+    // Loopback and static peers: the demo never starts mDNS.
     let main = DeskConfig {
-        event: event.clone(),
-        gate_name: "Main-Entrance".into(),
-        issuer_pems: vec![public.clone()],
         capacity: Some(DEMO_TICKETS as u32),
         identity_dir: Some(root.join("identity")),
         mesh_bind: main_mesh,
         peers: vec![side_mesh],
         discovery: false,
-        server: None,
-        server_token: None,
-        api: local_api(),
-        reentry: false,
-        reject_unlisted: false,
-        staff: staff.clone(),
         demo: true,
+        ..DeskConfig::new_event(
+            event.clone(),
+            "Main-Entrance".into(),
+            vec![public.clone()],
+            staff.clone(),
+        )
     };
     let side = DeskConfig {
         gate_name: "Side-Door".into(),

@@ -7,6 +7,7 @@
 //! - [`Net`]: gates on a virtual LAN — network namespaces joined by veth pairs to a bridge in
 //!   a namespace of its own — with links that can be cut. mDNS multicast stays inside.
 //! - [`pg::Database`]: a fresh PostgreSQL database on the test cluster.
+//! - [`fuzz::bodies`]: request bodies for fuzzing an HTTP API.
 
 use std::{
     io::{BufRead, BufReader},
@@ -17,6 +18,7 @@ use std::{
 
 use serde_json::Value;
 
+pub mod fuzz;
 pub mod pg;
 
 /// Polls `check` every 200 ms for up to 30 s; panics naming `what` if it never holds.

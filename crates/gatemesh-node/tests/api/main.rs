@@ -495,35 +495,23 @@ fn arbitrary_bodies_get_4xx_and_change_nothing() {
         format!("/v1/flags/{tid}/resolve"),
         "/v1/import".to_owned(),
     ];
-    let keys = prop::sample::select(vec![
-        "code",
-        "scanner",
-        "direction",
-        "action",
-        "staff",
-        "note",
-        "x",
-    ]);
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::from),
-        any::<i64>().prop_map(Value::from),
-        ".{0,60}".prop_map(Value::from),
-        Just(json!("entry")),
-        Just(json!("exit")),
-        Just(json!("revert")),
-        Just(json!(code.clone())),
-    ];
-    let value = leaf.prop_recursive(3, 24, 6, move |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
-            prop::collection::btree_map(keys.clone(), inner, 0..5).prop_map(|m| json!(m)),
-        ]
-    });
-    let body = prop_oneof![
-        3 => value.prop_map(|v| v.to_string().into_bytes()),
-        1 => prop::collection::vec(any::<u8>(), 0..300),
-    ];
+    let body = gatemesh_testkit::fuzz::bodies(
+        vec![
+            "code",
+            "scanner",
+            "direction",
+            "action",
+            "staff",
+            "note",
+            "x",
+        ],
+        vec![
+            json!("entry"),
+            json!("exit"),
+            json!("revert"),
+            json!(code.clone()),
+        ],
+    );
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
         cases: 256,
         failure_persistence: None,
