@@ -189,6 +189,22 @@ pub enum Outcome {
     },
 }
 
+/// This scanner's own entry of the ticket within the repeat window, with no exit after it:
+/// a scanner that fired twice, or a holder who held the code up again.
+fn repeat<'s>(state: &'s TicketState, policy: &Policy, scan: &Scan<'_>) -> Option<&'s Redemption> {
+    let effective: Vec<&Redemption> = state.effective().collect();
+    let i = effective.iter().rposition(|r| {
+        r.direction == Direction::Entry
+            && &r.node == scan.node
+            && r.scanner == scan.scanner
+            && scan.now_ms.saturating_sub(r.at_ms) <= policy.repeat_window_ms
+    })?;
+    let exited = effective[i + 1..]
+        .iter()
+        .any(|r| r.direction == Direction::Exit);
+    (!exited).then_some(effective[i])
+}
+
 /// Decides one scan. `state` is the ticket's history (`None` when the code did not verify or
 /// the ledger has never heard of the ticket).
 pub fn decide(
@@ -235,8 +251,22 @@ pub fn decide(
                 unlisted,
             },
         },
-        Direction::Entry => match holding {
-            None => {
+        Direction::Entry => match (repeat(state, policy, scan), holding) {
+            // The same scanner again within the window: the same green answer. Also when
+            // another gate's concurrent entry has arrived in between (the ticket is flagged
+            // then; the holder in front of this scanner was admitted a moment ago).
+            (Some(r), _) => Outcome::Answer(Answer {
+                verdict: Verdict::Admit,
+                reason: if r.unlisted {
+                    Reason::Unlisted
+                } else {
+                    Reason::Valid
+                },
+                first: None,
+                redemption_id: Some(r.id.clone()),
+                transferred_to: None,
+            }),
+            (None, None) => {
                 let reason = if unlisted {
                     Reason::Unlisted
                 } else if state.effective().any(|r| r.direction == Direction::Exit) {
@@ -250,25 +280,7 @@ pub fn decide(
                     unlisted,
                 }
             }
-            Some(r)
-                if &r.node == scan.node
-                    && r.scanner == scan.scanner
-                    && scan.now_ms.saturating_sub(r.at_ms) <= policy.repeat_window_ms =>
-            {
-                // The same scanner again within the window: the same green answer.
-                Outcome::Answer(Answer {
-                    verdict: Verdict::Admit,
-                    reason: if r.unlisted {
-                        Reason::Unlisted
-                    } else {
-                        Reason::Valid
-                    },
-                    first: None,
-                    redemption_id: Some(r.id.clone()),
-                    transferred_to: None,
-                })
-            }
-            Some(r) => Outcome::Answer(Answer {
+            (None, Some(r)) => Outcome::Answer(Answer {
                 verdict: Verdict::Duplicate,
                 reason: Reason::AlreadyAdmitted,
                 first: Some(FirstUse::from(r)),
