@@ -166,6 +166,27 @@ fn admit_then_double_fire_then_duplicate_naming_the_first_gate() {
 }
 
 #[test]
+fn a_double_fire_stays_green_when_a_concurrent_entry_arrives_in_between() {
+    // A screenshot is admitted at A and, a moment later, the original at B; A's entry
+    // reaches B between the two shots of B's double-firing scanner.
+    let (mut a, mut b) = (Gate::new("A"), Gate::new("B"));
+    let tid = TicketId::generate();
+    assert_eq!(a.scan(&tid, "a1", T0).verdict, Verdict::Admit);
+    let first = b.scan(&tid, "b1", T0 + 50);
+    assert_eq!(first.verdict, Verdict::Admit);
+    b.learn(&mut a);
+    let again = b.scan(&tid, "b1", T0 + 250);
+    assert_eq!(again.verdict, Verdict::Admit, "the same green answer");
+    assert_eq!(again.redemption_id, first.redemption_id);
+    assert_eq!(b.ledger.ticket(&tid).redemptions.len(), 2, "nothing new recorded");
+    assert_eq!(flagged(&b), vec![tid.clone()], "and the two entries are flagged");
+    // Another scanner at B is told of the first use, which is A's.
+    let dup = b.scan(&tid, "b2", T0 + 300);
+    assert_eq!(dup.verdict, Verdict::Duplicate);
+    assert_eq!(dup.first.unwrap().gate, "A");
+}
+
+#[test]
 fn an_admit_at_one_gate_is_a_duplicate_at_another_after_sync() {
     let (mut a, mut b) = (Gate::new("A"), Gate::new("B"));
     let tid = TicketId::generate();
