@@ -14,6 +14,7 @@ mod gate;
 mod issue;
 mod keygen;
 mod pair;
+mod rehearse;
 mod server;
 mod timefmt;
 mod verify;
@@ -40,6 +41,7 @@ enum Command {
     Enroll(gate::EnrollArgs),
     Server(server::Args),
     Pair(pair::Args),
+    Rehearse(rehearse::Args),
 }
 
 fn main() -> ExitCode {
@@ -57,6 +59,7 @@ fn main() -> ExitCode {
         Command::Enroll(args) => gate::enroll(args),
         Command::Server(args) => server::run(args),
         Command::Pair(args) => pair::run(args),
+        Command::Rehearse(args) => rehearse::run(args),
     };
     match result {
         Ok(code) => code,

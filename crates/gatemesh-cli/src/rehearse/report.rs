@@ -1,0 +1,547 @@
+//! The rehearsal's verdict: the invariants, checked against what every scanner was told and
+//! what the server and every gate hold at the end, and the numbers the event produced.
+
+use std::{
+    collections::{BTreeMap, HashMap, HashSet},
+    fmt::Write,
+};
+
+use anyhow::Result;
+use futures_util::{StreamExt, stream};
+use serde_json::{Value, json};
+
+use super::{At, Shared, plan::Plan, plan::Who, round, str_of};
+
+/// The published production report we measure ourselves against (SPEC: performance).
+const PUBLISHED: &str = "3,000 seats, 4 scanners, 25 minutes; scan to result 120 ms average, 180 ms p95; 500 people/hour/scanner";
+
+/// One ticket as the server holds it at the end.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Held {
+    pub entries: HashSet<String>,
+    pub flagged: bool,
+    pub standing: String,
+}
+
+/// Whether the server and every gate hold the same thing for every ticket.
+#[derive(Debug, Default)]
+pub struct Agreement {
+    pub disagreements: Vec<String>,
+    pub server: HashMap<String, Held>,
+    pub tickets: usize,
+}
+
+impl Agreement {
+    fn to_json(&self) -> Value {
+        json!({
+            "tickets_checked": self.tickets,
+            "disagreements": self.disagreements.iter().take(20).collect::<Vec<_>>(),
+            "disagreement_count": self.disagreements.len(),
+        })
+    }
+}
+
+/// Every ticket ever issued in this rehearsal (transfers included).
+fn all_tids(shared: &Shared) -> Vec<String> {
+    let mut tids: Vec<String> = shared.codes.iter().map(|(t, _)| t.clone()).collect();
+    if let Ok(m) = shared.new_codes.lock() {
+        tids.extend(m.values().map(|(t, _)| t.clone()));
+    }
+    tids
+}
+
+/// Compares the server's view of every ticket with every gate's ledger.
+pub(super) async fn agreement(
+    org: &At,
+    gates: &[At],
+    eid: &str,
+    shared: &Shared,
+) -> Result<Agreement> {
+    let mut out = Agreement::default();
+    let tids = all_tids(shared);
+    out.tickets = tids.len();
+    let fetched: Vec<(String, Result<Value>)> = stream::iter(tids.clone())
+        .map(|tid| async move {
+            let v = org.get(&format!("/v1/events/{eid}/tickets/{tid}")).await;
+            (tid, v)
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    for (tid, v) in fetched {
+        let v = v?;
+        out.server.insert(
+            tid,
+            Held {
+                entries: v["admissions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|a| str_of(&a["redemption_id"]))
+                    .collect(),
+                flagged: v["flagged"] == true,
+                standing: str_of(&v["status"]),
+            },
+        );
+    }
+    let changed: Vec<String> = out
+        .server
+        .iter()
+        .filter(|(_, h)| h.standing != "active")
+        .map(|(t, _)| t.clone())
+        .collect();
+    for (g, gate) in gates.iter().enumerate() {
+        let status = gate.get("/v1/status").await?;
+        let backlog = status["uplink"]["backlog"].as_u64().unwrap_or(u64::MAX);
+        if backlog != 0 {
+            out.disagreements
+                .push(format!("gate {g}: {backlog} redemptions not yet uploaded"));
+        }
+        let export = gate.get("/v1/export").await?;
+        let mut held: HashMap<String, Held> = HashMap::new();
+        for r in export["redemptions"].as_array().into_iter().flatten() {
+            if r["direction"] == "entry" {
+                held.entry(str_of(&r["tid"]))
+                    .or_default()
+                    .entries
+                    .insert(str_of(&r["id"]));
+            }
+        }
+        let flags = gate.get("/v1/flags").await?;
+        for f in flags["flags"].as_array().into_iter().flatten() {
+            held.entry(str_of(&f["tid"])).or_default().flagged = true;
+        }
+        for tid in &changed {
+            let t = gate.get(&format!("/v1/tickets/{tid}")).await?;
+            held.entry(tid.clone()).or_default().standing = str_of(&t["standing"]["state"]);
+        }
+        for tid in &tids {
+            let server = out.server.get(tid).cloned().unwrap_or_default();
+            let mut at_gate = held.get(tid).cloned().unwrap_or_default();
+            if at_gate.standing.is_empty() {
+                at_gate.standing = "active".into();
+            }
+            if server != at_gate {
+                out.disagreements.push(format!(
+                    "{tid}: server {} entries, flagged {}, {}; gate {g} {} entries, flagged {}, {}",
+                    server.entries.len(),
+                    server.flagged,
+                    server.standing,
+                    at_gate.entries.len(),
+                    at_gate.flagged,
+                    at_gate.standing
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Tickets admitted more than once (distinct redemptions) so far.
+pub(super) fn admitted_twice(shared: &Shared) -> Vec<String> {
+    let mut ids: HashMap<String, HashSet<String>> = HashMap::new();
+    if let Ok(scans) = shared.scans.lock() {
+        for s in scans.iter() {
+            for shot in std::iter::once(&s.first).chain(&s.second) {
+                if let (true, Some(id)) = (shot.verdict == "admit", &shot.redemption_id) {
+                    ids.entry(s.tid.clone()).or_default().insert(id.clone());
+                }
+            }
+        }
+    }
+    ids.into_iter()
+        .filter(|(_, v)| v.len() > 1)
+        .map(|(t, _)| t)
+        .collect()
+}
+
+fn percentiles(mut v: Vec<f64>) -> Value {
+    if v.is_empty() {
+        return json!({ "n": 0 });
+    }
+    v.sort_by(f64::total_cmp);
+    let at = |p: f64| v[((v.len() as f64 - 1.0) * p).round() as usize];
+    let mean = v.iter().sum::<f64>() / v.len() as f64;
+    json!({
+        "n": v.len(),
+        "mean_ms": round(mean),
+        "p50_ms": round(at(0.5)),
+        "p95_ms": round(at(0.95)),
+        "p99_ms": round(at(0.99)),
+        "max_ms": round(at(1.0)),
+    })
+}
+
+pub(super) struct Inputs<'a> {
+    pub args: Value,
+    pub plan: &'a Plan,
+    pub shared: &'a Shared,
+    pub observed: Vec<Value>,
+    pub agreement: Agreement,
+    pub stats: Value,
+    pub setup_s: f64,
+    pub played_s: f64,
+    pub converged_s: f64,
+}
+
+pub(super) fn build(i: Inputs<'_>) -> Result<Value> {
+    let shared = i.shared;
+    let gates = i.plan.gates;
+    let scans = shared
+        .scans
+        .lock()
+        .map_err(|_| anyhow::anyhow!("poisoned"))?
+        .clone();
+    let reached = shared
+        .reached
+        .lock()
+        .map_err(|_| anyhow::anyhow!("poisoned"))?
+        .clone();
+    let changed_at = shared
+        .changed_at
+        .lock()
+        .map_err(|_| anyhow::anyhow!("poisoned"))?
+        .clone();
+    let server = &i.agreement.server;
+    let flagged_everywhere = |tid: &str| {
+        server.get(tid).is_some_and(|h| h.flagged) && i.agreement.disagreements.is_empty()
+    };
+
+    // Per ticket, its presentations in the order they happened.
+    let mut by_tid: BTreeMap<&str, Vec<&super::ScanRecord>> = BTreeMap::new();
+    for s in &scans {
+        by_tid.entry(&s.tid).or_default().push(s);
+    }
+    for v in by_tid.values_mut() {
+        v.sort_by(|a, b| a.sent_s.total_cmp(&b.sent_s));
+    }
+    let legit = |w: Who| matches!(w, Who::Holder | Who::Friend | Who::NewHolder);
+    let (mut false_rejects, mut copies, mut caught, mut flagged_copies, mut missed) =
+        (Vec::new(), 0, 0, 0, Vec::new());
+    for (tid, presented) in &by_tid {
+        let mut genuine = presented.iter().filter(|s| legit(s.who));
+        if let Some(first) = genuine.next()
+            && first.first.verdict != "admit"
+        {
+            false_rejects.push(format!(
+                "{tid} ({:?} at gate {}): {} {}",
+                first.who, first.gate, first.first.verdict, first.first.reason
+            ));
+        }
+        for copy in genuine {
+            copies += 1;
+            match copy.first.verdict.as_str() {
+                "duplicate" => caught += 1,
+                "admit" if flagged_everywhere(tid) => flagged_copies += 1,
+                _ => missed.push(format!(
+                    "{tid}: copy at gate {} got {} and the ticket is not flagged everywhere",
+                    copy.gate, copy.first.verdict
+                )),
+            }
+        }
+    }
+    let unanswered = scans
+        .iter()
+        .filter(|s| s.first.verdict == "unanswered")
+        .count();
+    let double_fired: Vec<_> = scans.iter().filter(|s| s.second.is_some()).collect();
+    let double_mismatch: Vec<String> = double_fired
+        .iter()
+        .filter_map(|s| {
+            let second = s.second.as_ref()?;
+            let same = second.verdict == s.first.verdict
+                && (s.first.verdict != "admit" || second.redemption_id == s.first.redemption_id);
+            (!same).then(|| format!("{}: {} then {}", s.tid, s.first.verdict, second.verdict))
+        })
+        .collect();
+    // Every admission any scanner was told of is held by the server (and, by the agreement,
+    // by every gate).
+    let mut admitted_ids: HashMap<&str, HashSet<&str>> = HashMap::new();
+    for s in &scans {
+        for shot in std::iter::once(&s.first).chain(&s.second) {
+            if let (true, Some(id)) = (shot.verdict == "admit", &shot.redemption_id) {
+                admitted_ids.entry(&s.tid).or_default().insert(id);
+            }
+        }
+    }
+    let lost: Vec<String> = admitted_ids
+        .iter()
+        .flat_map(|(tid, ids)| {
+            ids.iter()
+                .filter(|id| !server.get(*tid).is_some_and(|h| h.entries.contains(**id)))
+                .map(move |id| format!("{tid}: {id}"))
+        })
+        .collect();
+    let server_entries: usize = server.values().map(|h| h.entries.len()).sum();
+    let gate_told: usize = admitted_ids.values().map(HashSet::len).sum();
+
+    // Refunded and transferred-away codes.
+    let (mut after_reach, mut before_reach, mut refused) = (Vec::new(), 0, 0);
+    for s in scans
+        .iter()
+        .filter(|s| matches!(s.who, Who::Refunded | Who::OldHolder))
+    {
+        let reach = reached.get(&(s.ticket, s.gate)).copied();
+        if s.first.verdict == "admit" {
+            match reach {
+                Some(r) if r < s.sent_s => after_reach.push(format!(
+                    "{} ({:?}) admitted at gate {} {:.3} s after the change reached it",
+                    s.tid,
+                    s.who,
+                    s.gate,
+                    s.sent_s - r
+                )),
+                _ => before_reach += 1,
+            }
+        } else {
+            refused += 1;
+        }
+    }
+    let push_ms: Vec<f64> = reached
+        .iter()
+        .filter_map(|((ticket, _), at)| changed_at.get(ticket).map(|c| (at - c) * 1000.0))
+        .collect();
+
+    // Latency and throughput.
+    let answered: Vec<&super::ScanRecord> = scans
+        .iter()
+        .filter(|s| s.first.verdict != "unanswered")
+        .collect();
+    let latency = percentiles(answered.iter().map(|s| s.first.latency_ms).collect());
+    let minutes = (i.plan.duration_s / 60.0).ceil() as usize;
+    let mut per_gate = Vec::new();
+    let mut series = Vec::new();
+    for g in 0..gates {
+        let mine: Vec<_> = answered.iter().filter(|s| s.gate == g).collect();
+        let mut per_minute = vec![0u64; minutes.max(1)];
+        for s in mine.iter().filter(|s| s.first.verdict == "admit") {
+            let m = ((s.event_s / 60.0) as usize).min(per_minute.len() - 1);
+            per_minute[m] += 1;
+        }
+        let count = |v: &str| mine.iter().filter(|s| s.first.verdict == v).count();
+        let admitted = count("admit");
+        per_gate.push(json!({
+            "gate": super::net::gate_name(g),
+            "admitted": admitted,
+            "duplicate": count("duplicate"),
+            "reject": count("reject"),
+            "peak_per_minute": per_minute.iter().max(),
+            "per_scanner_per_hour": round(admitted as f64 / 2.0 / (i.plan.duration_s / 3600.0)),
+            "scan_latency": percentiles(mine.iter().map(|s| s.first.latency_ms).collect()),
+            "waited_for_restart": mine.iter().filter(|s| s.waited_ms > 0.0).count(),
+        }));
+        series.push(per_minute);
+    }
+    let propagation = shared
+        .propagation
+        .lock()
+        .map_err(|_| anyhow::anyhow!("poisoned"))?
+        .clone();
+    let clean: Vec<f64> = propagation
+        .iter()
+        .filter(|p| !p.disturbed)
+        .filter_map(|p| p.ms)
+        .collect();
+    let recovering: Vec<f64> = propagation
+        .iter()
+        .filter(|p| p.disturbed)
+        .filter_map(|p| p.ms)
+        .collect();
+    let never = propagation.iter().filter(|p| p.ms.is_none()).count();
+
+    let invariants = vec![
+        inv("false_rejects", false_rejects.len(), 0, &false_rejects),
+        inv("unanswered_scans", unanswered, 0, &[]),
+        inv("lost_admissions", lost.len(), 0, &lost),
+        inv("copies_not_caught_or_flagged", missed.len(), 0, &missed),
+        inv(
+            "void_or_transferred_admitted_after_it_reached_the_gate",
+            after_reach.len(),
+            0,
+            &after_reach,
+        ),
+        inv(
+            "double_fires_answered_differently",
+            double_mismatch.len(),
+            0,
+            &double_mismatch,
+        ),
+        inv(
+            "server_and_gates_disagree",
+            i.agreement.disagreements.len(),
+            0,
+            &i.agreement.disagreements,
+        ),
+        inv(
+            "server_admissions_minus_admissions_scanners_saw",
+            server_entries.abs_diff(gate_told),
+            0,
+            &[],
+        ),
+    ];
+    let ok = invariants.iter().all(|v| v["ok"] == true);
+    let mut observed = json!({});
+    for o in i.observed {
+        if let (Some(obj), Value::Object(m)) = (observed.as_object_mut(), o) {
+            obj.extend(m);
+        }
+    }
+    let faults = shared
+        .faults
+        .lock()
+        .map_err(|_| anyhow::anyhow!("poisoned"))?
+        .clone();
+    Ok(json!({
+        "ok": ok,
+        "config": i.args,
+        "plan": i.plan,
+        "invariants": invariants,
+        "counts": {
+            "presentations": scans.len(),
+            "admitted": answered.iter().filter(|s| s.first.verdict == "admit").count(),
+            "copies": copies,
+            "copies_caught_at_the_gate": caught,
+            "copies_admitted_then_flagged": flagged_copies,
+            "double_fires": double_fired.len(),
+            "void_or_transferred_presented": refused + before_reach + after_reach.len(),
+            "void_or_transferred_refused": refused,
+            "void_or_transferred_admitted_before_it_reached_the_gate": before_reach,
+            "server": i.stats,
+        },
+        "scan_to_result": latency,
+        "per_gate": per_gate,
+        "admissions_per_minute": series,
+        "propagation": {
+            "clean": percentiles(clean),
+            "during_or_just_after_a_fault": percentiles(recovering),
+            "samples": propagation.len(),
+            "disturbed_by_a_fault": propagation.iter().filter(|p| p.disturbed).count(),
+            "not_seen_within_60_s": never,
+            "points": propagation.iter().filter_map(|p| p.ms.map(|ms| json!([round(p.event_s), ms, p.disturbed]))).collect::<Vec<_>>(),
+        },
+        "void_and_transfer_push": percentiles(push_ms),
+        "faults": faults,
+        "observed": observed,
+        "timing": {
+            "setup_s": round(i.setup_s),
+            "played_s": round(i.played_s),
+            "converged_after_s": round(i.converged_s),
+        },
+        "agreement": i.agreement.to_json(),
+        "published": PUBLISHED,
+    }))
+}
+
+fn inv(name: &str, value: usize, must: usize, examples: &[String]) -> Value {
+    json!({
+        "name": name,
+        "value": value,
+        "must_be": must,
+        "ok": value == must,
+        "examples": examples.iter().take(10).collect::<Vec<_>>(),
+    })
+}
+
+/// The report as a person reads it.
+pub(super) fn text(r: &Value) -> String {
+    let mut s = String::new();
+    let c = &r["config"];
+    let _ = writeln!(
+        s,
+        "gatemesh rehearsal: {} gates, {} attendees, {} event minutes at {}x, seed {} ({})",
+        c["gates"],
+        c["attendees"],
+        c["minutes"],
+        c["speed"],
+        c["seed"],
+        c["network"].as_str().unwrap_or_default()
+    );
+    let k = &r["counts"];
+    let _ = writeln!(
+        s,
+        "  presented {}  admitted {}  copies {} (caught at the gate {}, admitted then flagged {})  double fires {}",
+        k["presentations"],
+        k["admitted"],
+        k["copies"],
+        k["copies_caught_at_the_gate"],
+        k["copies_admitted_then_flagged"],
+        k["double_fires"]
+    );
+    let _ = writeln!(
+        s,
+        "  refunded/transferred codes presented {}: refused {}, admitted before the change reached the gate {}",
+        k["void_or_transferred_presented"],
+        k["void_or_transferred_refused"],
+        k["void_or_transferred_admitted_before_it_reached_the_gate"]
+    );
+    let l = &r["scan_to_result"];
+    let _ = writeln!(
+        s,
+        "  scan to result: mean {} ms, p95 {} ms, p99 {} ms, max {} ms (published: 120 ms mean, 180 ms p95)",
+        l["mean_ms"], l["p95_ms"], l["p99_ms"], l["max_ms"]
+    );
+    let p = &r["propagation"]["clean"];
+    let _ = writeln!(
+        s,
+        "  gate-to-gate propagation, steady: p50 {} ms, p95 {} ms, p99 {} ms, max {} ms ({} samples)",
+        p["p50_ms"], p["p95_ms"], p["p99_ms"], p["max_ms"], p["n"]
+    );
+    let p = &r["propagation"]["during_or_just_after_a_fault"];
+    let _ = writeln!(
+        s,
+        "  gate-to-gate propagation, during or < 5 s after a fault: p50 {} ms, p99 {} ms, max {} ms ({} samples; {} not seen within 60 s)",
+        p["p50_ms"], p["p99_ms"], p["max_ms"], p["n"], r["propagation"]["not_seen_within_60_s"]
+    );
+    let v = &r["void_and_transfer_push"];
+    let _ = writeln!(
+        s,
+        "  refund/transfer reaching each gate: p50 {} ms, p99 {} ms, max {} ms",
+        v["p50_ms"], v["p99_ms"], v["max_ms"]
+    );
+    let o = &r["observed"];
+    let _ = writeln!(
+        s,
+        "  uplink back: gate reconciled in {} s; LAN healed: flags everywhere in {} s; SIGKILL: back in {} s",
+        o["uplink_reconciled"]["s"], o["flagged_after_heal"]["s_per_gate"], o["kill"]["down_s"]
+    );
+    for g in r["per_gate"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            s,
+            "  {:<14} admitted {:>5}  duplicate {:>3}  reject {:>3}  peak {:>4}/min  {:>6}/h per scanner",
+            g["gate"].as_str().unwrap_or_default(),
+            g["admitted"],
+            g["duplicate"],
+            g["reject"],
+            g["peak_per_minute"],
+            g["per_scanner_per_hour"]
+        );
+    }
+    let t = &r["timing"];
+    let _ = writeln!(
+        s,
+        "  set-up {} s, played {} s, server and gates agreed {} s after the last scan",
+        t["setup_s"], t["played_s"], t["converged_after_s"]
+    );
+    for i in r["invariants"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            s,
+            "  [{}] {} = {}",
+            if i["ok"] == true { " ok " } else { "FAIL" },
+            i["name"].as_str().unwrap_or_default(),
+            i["value"]
+        );
+        for e in i["examples"].as_array().into_iter().flatten() {
+            let _ = writeln!(s, "         {}", e.as_str().unwrap_or_default());
+        }
+    }
+    let _ = writeln!(
+        s,
+        "{}",
+        if r["ok"] == true {
+            "all invariants hold"
+        } else {
+            "AN INVARIANT DOES NOT HOLD"
+        }
+    );
+    s
+}
