@@ -60,6 +60,10 @@ pub struct Args {
     /// auto: network namespaces when root, loopback otherwise.
     #[arg(long, default_value = "auto", value_parser = ["auto", "netns", "loopback"])]
     network: String,
+    /// An extra argument for every `gatemesh gate` (repeat for several), for experiments:
+    /// `--gate-arg=--repeat-window=0` makes double fires yellow, which the rehearsal catches.
+    #[arg(long = "gate-arg", value_name = "ARG", allow_hyphen_values = true)]
+    gate_args: Vec<String>,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -178,6 +182,8 @@ struct Shared {
     propagation: Mutex<Vec<Propagation>>,
     faults: Mutex<Vec<Value>>,
     epoch: AtomicU64,
+    /// Tickets staff resolved.
+    resolved: Mutex<Vec<String>>,
     /// When the last fault began or ended.
     last_fault: Mutex<Option<Instant>>,
     done: AtomicBool,
@@ -422,6 +428,7 @@ async fn rehearse(args: &Args, netns: bool, dir: &Path) -> Result<Value> {
             path_str(&dir.join(format!("gate-{i}"))),
         ];
         c.extend(lan.gate_args(i));
+        c.extend(args.gate_args.iter().cloned());
         commands.push(c);
     }
     let fleet = Arc::new(Gates {
@@ -467,6 +474,7 @@ async fn rehearse(args: &Args, netns: bool, dir: &Path) -> Result<Value> {
         faults: Mutex::default(),
         epoch: AtomicU64::new(0),
         last_fault: Mutex::new(None),
+        resolved: Mutex::default(),
         done: AtomicBool::new(false),
         side_b: Mutex::default(),
         down: Mutex::default(),
@@ -574,14 +582,38 @@ async fn rehearse(args: &Args, netns: bool, dir: &Path) -> Result<Value> {
         "rehearsal: event played in {played_s:.1} s; waiting for every gate and the server to agree"
     );
     let converge = Instant::now();
-    let agreement = loop {
-        let agreement = report::agreement(&org, &at_gate, &eid, &shared).await?;
-        if agreement.disagreements.is_empty() || converge.elapsed() > Duration::from_secs(180) {
-            break agreement;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    };
+    let agreement = converged(&org, &at_gate, &eid, &shared).await?;
     let converged_s = converge.elapsed().as_secs_f64();
+
+    // Staff resolve every flag, at the gates in turn: accept, deny, revert.
+    let flags = org.get(&format!("/v1/events/{eid}/flags")).await?;
+    let flagged: Vec<String> = flags["flags"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|f| str_of(&f["tid"]))
+        .collect();
+    let mut resolutions: HashMap<&str, usize> = HashMap::new();
+    for (k, tid) in flagged.iter().enumerate() {
+        let action = ["accept", "deny", "revert"][k % 3];
+        at_gate[k % gates]
+            .post(
+                &format!("/v1/flags/{tid}/resolve"),
+                json!({ "action": action, "staff": "Kim", "note": "rehearsal: checked at the door" }),
+            )
+            .await
+            .with_context(|| format!("resolving the flag on {tid}"))?;
+        *resolutions.entry(action).or_default() += 1;
+    }
+    if let Ok(mut r) = shared.resolved.lock() {
+        r.extend(flagged.iter().cloned());
+    }
+    let resolve = Instant::now();
+    let after_resolution = converged(&org, &at_gate, &eid, &shared).await?;
+    let resolved_s = resolve.elapsed().as_secs_f64();
+    let flags_left = org.get(&format!("/v1/events/{eid}/flags")).await?["flags"]
+        .as_array()
+        .map_or(0, Vec::len);
     shared.done.store(true, Ordering::SeqCst);
 
     let stats = org.get(&format!("/v1/events/{eid}/stats")).await?;
@@ -598,10 +630,37 @@ async fn rehearse(args: &Args, netns: bool, dir: &Path) -> Result<Value> {
         setup_s,
         played_s,
         converged_s,
+        resolution: report::Resolution {
+            flagged: flagged.len(),
+            actions: resolutions
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect(),
+            flags_left,
+            agreement: after_resolution,
+            converged_s: resolved_s,
+        },
     })?;
     drop(fleet);
     drop(server_proc);
     Ok(report)
+}
+
+/// Waits (up to 3 minutes) until the server and every gate hold the same for every ticket.
+async fn converged(
+    org: &At,
+    gates: &[At],
+    eid: &str,
+    shared: &Shared,
+) -> Result<report::Agreement> {
+    let start = Instant::now();
+    loop {
+        let agreement = report::agreement(org, gates, eid, shared).await?;
+        if agreement.disagreements.is_empty() || start.elapsed() > Duration::from_secs(180) {
+            return Ok(agreement);
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }
 
 /// The tasks that act on the plan and watch its effects.

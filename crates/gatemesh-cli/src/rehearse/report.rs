@@ -21,6 +21,8 @@ pub struct Held {
     pub entries: HashSet<String>,
     pub flagged: bool,
     pub standing: String,
+    /// Staff's last word on a flag (`accept`, `deny`, `revert`), if any.
+    pub resolution: String,
 }
 
 /// Whether the server and every gate hold the same thing for every ticket.
@@ -81,15 +83,20 @@ pub(super) async fn agreement(
                     .collect(),
                 flagged: v["flagged"] == true,
                 standing: str_of(&v["status"]),
+                resolution: str_of(&v["resolution"]["action"]),
             },
         );
     }
-    let changed: Vec<String> = out
+    // Tickets whose standing or resolutions the export does not show: read one by one.
+    let mut detailed: Vec<String> = out
         .server
         .iter()
         .filter(|(_, h)| h.standing != "active")
         .map(|(t, _)| t.clone())
         .collect();
+    if let Ok(r) = shared.resolved.lock() {
+        detailed.extend(r.iter().cloned());
+    }
     for (g, gate) in gates.iter().enumerate() {
         let status = gate.get("/v1/status").await?;
         let backlog = status["uplink"]["backlog"].as_u64().unwrap_or(u64::MAX);
@@ -111,9 +118,22 @@ pub(super) async fn agreement(
         for f in flags["flags"].as_array().into_iter().flatten() {
             held.entry(str_of(&f["tid"])).or_default().flagged = true;
         }
-        for tid in &changed {
+        for tid in &detailed {
             let t = gate.get(&format!("/v1/tickets/{tid}")).await?;
-            held.entry(tid.clone()).or_default().standing = str_of(&t["standing"]["state"]);
+            let h = held.entry(tid.clone()).or_default();
+            h.standing = str_of(&t["standing"]["state"]);
+            let resolutions = t["resolutions"].as_array().cloned().unwrap_or_default();
+            let reverted: HashSet<String> = resolutions
+                .iter()
+                .filter(|r| r["action"] == "revert")
+                .flat_map(|r| r["covers"].as_array().cloned().unwrap_or_default())
+                .map(|id| str_of(&id))
+                .collect();
+            h.entries.retain(|id| !reverted.contains(id));
+            h.resolution = resolutions
+                .last()
+                .map(|r| str_of(&r["action"]))
+                .unwrap_or_default();
         }
         for tid in &tids {
             let server = out.server.get(tid).cloned().unwrap_or_default();
@@ -123,13 +143,15 @@ pub(super) async fn agreement(
             }
             if server != at_gate {
                 out.disagreements.push(format!(
-                    "{tid}: server {} entries, flagged {}, {}; gate {g} {} entries, flagged {}, {}",
+                    "{tid}: server {} entries, flagged {}, {} {}; gate {g} {} entries, flagged {}, {} {}",
                     server.entries.len(),
                     server.flagged,
                     server.standing,
+                    server.resolution,
                     at_gate.entries.len(),
                     at_gate.flagged,
-                    at_gate.standing
+                    at_gate.standing,
+                    at_gate.resolution
                 ));
             }
         }
@@ -172,6 +194,16 @@ fn percentiles(mut v: Vec<f64>) -> Value {
     })
 }
 
+/// Staff's resolution of every flag after the event, and what followed.
+#[derive(Debug)]
+pub(super) struct Resolution {
+    pub flagged: usize,
+    pub actions: BTreeMap<String, usize>,
+    pub flags_left: usize,
+    pub agreement: Agreement,
+    pub converged_s: f64,
+}
+
 pub(super) struct Inputs<'a> {
     pub args: Value,
     pub plan: &'a Plan,
@@ -182,6 +214,7 @@ pub(super) struct Inputs<'a> {
     pub setup_s: f64,
     pub played_s: f64,
     pub converged_s: f64,
+    pub resolution: Resolution,
 }
 
 pub(super) fn build(i: Inputs<'_>) -> Result<Value> {
@@ -373,6 +406,18 @@ pub(super) fn build(i: Inputs<'_>) -> Result<Value> {
             &i.agreement.disagreements,
         ),
         inv(
+            "flags_left_after_staff_resolved_them",
+            i.resolution.flags_left,
+            0,
+            &[],
+        ),
+        inv(
+            "server_and_gates_disagree_after_staff_resolved_the_flags",
+            i.resolution.agreement.disagreements.len(),
+            0,
+            &i.resolution.agreement.disagreements,
+        ),
+        inv(
             "server_admissions_minus_admissions_scanners_saw",
             server_entries.abs_diff(gate_told),
             0,
@@ -428,6 +473,13 @@ pub(super) fn build(i: Inputs<'_>) -> Result<Value> {
             "converged_after_s": round(i.converged_s),
         },
         "agreement": i.agreement.to_json(),
+        "staff_resolution": {
+            "flagged": i.resolution.flagged,
+            "actions": i.resolution.actions,
+            "flags_left": i.resolution.flags_left,
+            "agreed_after_s": round(i.resolution.converged_s),
+            "agreement": i.resolution.agreement.to_json(),
+        },
         "published": PUBLISHED,
     }))
 }
@@ -516,6 +568,12 @@ pub(super) fn text(r: &Value) -> String {
             g["per_scanner_per_hour"]
         );
     }
+    let z = &r["staff_resolution"];
+    let _ = writeln!(
+        s,
+        "  staff resolved {} flags at the gates ({}); server and gates agreed {} s later",
+        z["flagged"], z["actions"], z["agreed_after_s"]
+    );
     let t = &r["timing"];
     let _ = writeln!(
         s,
