@@ -554,12 +554,14 @@ impl Ledger {
     }
 
     /// Takes a peer's sync message. Returns the changes that were new here, to store before
-    /// anything else is sent. A message that does not decode is refused before it touches the
-    /// document. A decodable message that the engine then rejects (or panics on), or that
-    /// turns out to carry another event's history, is an error too, but may have reached the
-    /// in-memory document: the caller drops this `Ledger` and reopens it from storage, where
-    /// nothing of it was written. Peers are authenticated members of this event's mesh, so
-    /// this is the path of a buggy peer, not of everyday traffic.
+    /// anything else is sent. A message that does not decode, or that would make planning the
+    /// next message for this peer fail (see `check_message`), is refused with
+    /// [`LedgerError::BadMessage`] before it touches the document or the peer's state. A
+    /// decodable message that the engine then rejects (or panics on), or that turns out to
+    /// carry another event's history, is an error too, but may have reached the in-memory
+    /// document: the caller drops this `Ledger` and reopens it from storage, where nothing of
+    /// it was written. Peers are authenticated members of this event's mesh, so this is the
+    /// path of a buggy peer, not of everyday traffic.
     pub fn receive_sync(
         &mut self,
         peer: &mut PeerSync,
@@ -567,12 +569,13 @@ impl Ledger {
     ) -> Result<Vec<StoredChange>, LedgerError> {
         use automerge::sync::{Message, SyncDoc};
         if bytes.len() > MAX_SYNC_MESSAGE {
-            return Err(LedgerError::Corrupt(format!(
+            return Err(LedgerError::BadMessage(format!(
                 "a sync message of {} bytes",
                 bytes.len()
             )));
         }
-        let message = Message::decode(bytes).map_err(|e| LedgerError::Corrupt(e.to_string()))?;
+        let message = Message::decode(bytes).map_err(|e| LedgerError::BadMessage(e.to_string()))?;
+        check_message(&message)?;
         let before = self.doc.get_heads();
         let event = self.event.clone();
         // automerge 0.12 can panic on crafted changes; if it does, this replica's document
@@ -604,6 +607,70 @@ impl Ledger {
         self.refresh(touched);
         Ok(new)
     }
+}
+
+/// Most probes a peer's bloom filter may ask for; automerge uses 7.
+const MAX_BLOOM_PROBES: u32 = 64;
+
+/// Refuses what automerge 0.12 decodes but later trusts when it plans the next message for
+/// this peer (`generate_sync_message`, outside any guard, on the gate's writer thread):
+/// - a hash listed twice in `need` makes it panic (`MissingOps`), and heads out of order
+///   come back as the last-sync hashes of our reply, whose encoder asserts they are sorted;
+///   automerge itself always sends heads, needs and last-sync hashes sorted and unique, so
+///   anything else is refused;
+/// - a bloom filter with entries but no bits divides by zero on every probe;
+/// - a bloom filter's probe count is trusted as is: `u32::MAX` probes allocate 16 GiB and
+///   loop for minutes per hash.
+fn check_message(message: &automerge::sync::Message) -> Result<(), LedgerError> {
+    let ascending = |hashes: &[ChangeHash]| hashes.windows(2).all(|w| w[0] < w[1]);
+    if !ascending(&message.heads)
+        || !ascending(&message.need)
+        || message.have.iter().any(|h| !ascending(&h.last_sync))
+    {
+        return Err(LedgerError::BadMessage(
+            "hashes repeated or out of order".into(),
+        ));
+    }
+    for have in &message.have {
+        check_bloom(&have.bloom.to_bytes())?;
+    }
+    Ok(())
+}
+
+/// `bytes` as `BloomFilter::to_bytes` writes them: nothing for an empty filter (never
+/// probed), else entries, bits per entry and probes (LEB128), then the bits.
+fn check_bloom(mut bytes: &[u8]) -> Result<(), LedgerError> {
+    if bytes.is_empty() {
+        return Ok(());
+    }
+    let mut read = || -> Result<u64, LedgerError> {
+        let mut value: u64 = 0;
+        for shift in (0..64).step_by(7) {
+            let (&byte, rest) = bytes
+                .split_first()
+                .ok_or_else(|| LedgerError::BadMessage("a truncated bloom filter".into()))?;
+            bytes = rest;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err(LedgerError::BadMessage(
+            "a bloom filter's number overflows".into(),
+        ))
+    };
+    let (_entries, _bits_per_entry, probes) = (read()?, read()?, read()?);
+    if probes > u64::from(MAX_BLOOM_PROBES) {
+        return Err(LedgerError::BadMessage(format!(
+            "a bloom filter with {probes} probes"
+        )));
+    }
+    if bytes.is_empty() {
+        return Err(LedgerError::BadMessage(
+            "a bloom filter with entries but no bits".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Tickets whose records changed between two sets of heads.

@@ -1,6 +1,8 @@
 //! The ledger across nodes and restarts: decisions, flags after a partition, resolutions,
 //! idempotent merges, durable storage, refusal of foreign data.
 
+mod sync_fuzz;
+
 use gatemesh_ledger::{
     Action, Answer, Direction, Durability, EntryPolicy, Ledger, LedgerError, Listing, NodeId,
     Outcome, Policy, Reason, Redemption, RedemptionId, Resolution, ResolutionId, Scan, Standing,
@@ -178,8 +180,16 @@ fn a_double_fire_stays_green_when_a_concurrent_entry_arrives_in_between() {
     let again = b.scan(&tid, "b1", T0 + 250);
     assert_eq!(again.verdict, Verdict::Admit, "the same green answer");
     assert_eq!(again.redemption_id, first.redemption_id);
-    assert_eq!(b.ledger.ticket(&tid).redemptions.len(), 2, "nothing new recorded");
-    assert_eq!(flagged(&b), vec![tid.clone()], "and the two entries are flagged");
+    assert_eq!(
+        b.ledger.ticket(&tid).redemptions.len(),
+        2,
+        "nothing new recorded"
+    );
+    assert_eq!(
+        flagged(&b),
+        vec![tid.clone()],
+        "and the two entries are flagged"
+    );
     // Another scanner at B is told of the first use, which is A's.
     let dup = b.scan(&tid, "b2", T0 + 300);
     assert_eq!(dup.verdict, Verdict::Duplicate);
