@@ -109,3 +109,103 @@ impl PeerId {
         found.ok_or_else(|| invalid!("no gatemesh:// URI in SAN"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! A peer's identity comes from its certificate's SAN URI, read in the TLS handshake:
+    //! any URI and any certificate bytes give an identity that names itself exactly, or an
+    //! error, never a panic.
+
+    use std::sync::LazyLock;
+
+    use proptest::{prelude::*, sample::Index, test_runner::FileFailurePersistence};
+
+    use super::*;
+    use crate::pki::{MeshCa, ca_cert_from_pem, create_ca};
+
+    /// A real device certificate (DER), made once.
+    static CERT: LazyLock<Vec<u8>> = LazyLock::new(|| {
+        let pem = create_ca("ROCK-2026", 30).unwrap();
+        let ca = MeshCa::from_pem(&pem.cert_pem, &pem.key_pem).unwrap();
+        let id = PeerId::new("ROCK-2026", Role::Gate, "gate-a");
+        let device = ca.enroll(&id, 30).unwrap();
+        ca_cert_from_pem(&device.cert_pem).unwrap().to_vec()
+    });
+
+    fn uris() -> impl Strategy<Value = String> {
+        let label = prop_oneof!["[A-Za-z0-9._-]{0,70}", ".{0,10}", Just(String::new())];
+        let role = prop_oneof![
+            Just("gate".to_owned()),
+            Just("observer".to_owned()),
+            ".{0,8}"
+        ];
+        prop_oneof![
+            ".{0,100}",
+            (label.clone(), role, label, prop::option::of("/.{0,8}")).prop_map(
+                |(event, role, name, extra)| {
+                    format!(
+                        "gatemesh://{event}/{role}/{name}{}",
+                        extra.unwrap_or_default()
+                    )
+                }
+            ),
+        ]
+    }
+
+    fn certificates() -> impl Strategy<Value = Vec<u8>> {
+        let edit = prop_oneof![
+            (any::<Index>(), any::<u8>()).prop_map(|(i, b)| (i, Some(b))),
+            any::<Index>().prop_map(|i| (i, None)),
+        ];
+        prop_oneof![
+            1 => prop::collection::vec(any::<u8>(), 0..600),
+            // The real certificate with bytes changed, or cut short at the first `None`.
+            3 => prop::collection::vec(edit, 1..4).prop_map(|edits| {
+                let mut der = CERT.clone();
+                for (i, byte) in edits {
+                    let at = i.index(der.len());
+                    match byte {
+                        Some(b) => der[at] = b,
+                        None => der.truncate(at),
+                    }
+                    if der.is_empty() {
+                        break;
+                    }
+                }
+                der
+            }),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 512,
+            failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
+                "proptest-regressions",
+            ))),
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn a_uri_is_taken_only_as_exactly_what_it_names(uri in uris()) {
+            if let Ok(id) = PeerId::parse_uri(&uri) {
+                prop_assert!(id.validate().is_ok());
+                prop_assert_eq!(id.uri(), uri);
+            }
+        }
+
+        #[test]
+        fn any_certificate_bytes_give_a_valid_identity_or_an_error(der in certificates()) {
+            if let Ok(id) = PeerId::from_cert(&CertificateDer::from(der)) {
+                prop_assert!(id.validate().is_ok());
+                prop_assert_eq!(PeerId::parse_uri(&id.uri()).unwrap(), id);
+            }
+        }
+    }
+
+    #[test]
+    fn the_real_certificate_names_its_device() {
+        let id = PeerId::from_cert(&CertificateDer::from(CERT.clone())).unwrap();
+        assert_eq!(id, PeerId::new("ROCK-2026", Role::Gate, "gate-a"));
+    }
+}

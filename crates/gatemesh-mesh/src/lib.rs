@@ -43,6 +43,8 @@ pub enum MeshError {
     Write(#[from] quinn::WriteError),
     #[error("receiving: {0}")]
     Read(#[from] quinn::ReadExactError),
+    #[error("framing: {0}")]
+    Frame(#[from] net::FrameError),
     #[error("stream: {0}")]
     Stream(#[from] quinn::ClosedStream),
     #[error("I/O: {0}")]

@@ -247,6 +247,158 @@ async fn a_peer_sending_garbage_is_dropped_and_the_others_keep_syncing() {
     }
 }
 
+/// A sync message as automerge encodes it (version 1), hashes as given.
+fn sync_message(heads: &[[u8; 32]], need: &[[u8; 32]], blooms: &[&[u8]]) -> Vec<u8> {
+    let mut out = vec![0x42];
+    for hashes in [heads, need] {
+        out.push(hashes.len() as u8);
+        hashes.iter().for_each(|h| out.extend(h));
+    }
+    out.push(blooms.len() as u8);
+    for bloom in blooms {
+        out.push(0); // no last-sync hashes
+        out.push(bloom.len() as u8);
+        out.extend(*bloom);
+    }
+    out.push(0); // no changes
+    out
+}
+
+/// A properly enrolled peer sends arbitrary streams on its sync stream: noise, real sync
+/// messages with bytes changed, messages that once crashed the gate's writer thread, broken
+/// and oversized length prefixes. A's ledger stays exactly as it was, and A keeps scanning
+/// and syncing with B. 32 cases, each on a fresh connection.
+#[test]
+fn a_peer_sending_arbitrary_streams_changes_nothing_and_the_gate_stays_up() {
+    use gatemesh_ledger::{Ledger, NodeId, PeerSync, genesis};
+    use gatemesh_mesh::net::{MAX_FRAME, dial, mesh_endpoint};
+    use proptest::{
+        prelude::*,
+        sample::Index,
+        test_runner::{FileFailurePersistence, TestRunner},
+    };
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let w = World::new();
+    let (a, a_addr) = rt.block_on(w.gate("gate-a", "ca", &[]));
+    let (b, _) = rt.block_on(w.gate("gate-b", "ca", &[a_addr]));
+    let tid = TicketId::generate();
+    rt.block_on(async {
+        b.scan(&w.code(&tid), "b1", Direction::Entry).await.unwrap();
+        eventually("A knows B's admit", || knows(&a, &tid, "gate-b")).await;
+    });
+    let ledger_of = |n: &Node| {
+        rt.block_on(async {
+            let (redemptions, audit) = n.records().await.unwrap();
+            let flags: Vec<TicketId> = n.flags().await.unwrap().into_iter().map(|f| f.0).collect();
+            (redemptions, audit, flags)
+        })
+    };
+    let before = ledger_of(&a);
+
+    let root = w.dir.path();
+    pki::enroll_into(
+        &root.join("ca"),
+        &root.join("id-broken"),
+        Role::Gate,
+        "gate-broken",
+        30,
+    )
+    .unwrap();
+    let broken = pki::Identity::load(&root.join("id-broken")).unwrap();
+    let ep = rt
+        .block_on(async {
+            mesh_endpoint(&broken.trust, &broken.creds, "127.0.0.1:0".parse().unwrap())
+        })
+        .unwrap();
+
+    // The first message of an empty gate of this event, and messages built on its genesis.
+    let event = EventId::new(EVENT).unwrap();
+    let mut empty = Ledger::open(&event, NodeId::random(), &genesis(&event), None, []).unwrap();
+    let hello = empty.sync_message(&mut PeerSync::default()).unwrap();
+    let g = empty.heads()[0].0;
+    let crafted = vec![
+        sync_message(&[g], &[g, g], &[]),       // a change asked for twice
+        sync_message(&[g], &[], &[&[1, 0, 1]]), // a bloom filter without bits
+        sync_message(&[g], &[], &[&[1, 10, 0xff, 0xff, 0xff, 0xff, 0x0f, 0, 0]]), // 2^32-1 probes
+    ];
+    let payload = prop_oneof![
+        prop::collection::vec(any::<u8>(), 0..200),
+        Just(hello.clone()),
+        prop::collection::vec((any::<Index>(), any::<u8>()), 1..4).prop_map(move |edits| {
+            let mut m = hello.clone();
+            for (i, byte) in edits {
+                let at = i.index(m.len());
+                m[at] = byte;
+            }
+            m
+        }),
+        prop::sample::select(crafted),
+    ];
+    let frame = payload.prop_map(|p| {
+        let mut f = (p.len() as u32).to_be_bytes().to_vec();
+        f.extend(p);
+        f
+    });
+    let tail = prop_oneof![
+        Just(Vec::new()),
+        prop::collection::vec(any::<u8>(), 1..4), // a header cut short
+        ((MAX_FRAME as u32 + 1)..=u32::MAX).prop_map(|len| len.to_be_bytes().to_vec()),
+        (1..100u32, prop::collection::vec(any::<u8>(), 0..50)).prop_map(|(len, part)| {
+            let mut f = (len + part.len() as u32).to_be_bytes().to_vec();
+            f.extend(part); // a frame cut short
+            f
+        }),
+    ];
+    let streams = (prop::collection::vec(frame, 0..4), tail).prop_map(|(frames, tail)| {
+        let mut s: Vec<u8> = frames.concat();
+        s.extend(tail);
+        s
+    });
+
+    let mut runner = TestRunner::new(ProptestConfig {
+        cases: 32,
+        source_file: Some(file!()),
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
+            "proptest-regressions",
+        ))),
+        ..ProptestConfig::default()
+    });
+    runner
+        .run(&streams, |stream| {
+            rt.block_on(async {
+                let (conn, _) = dial(&ep, a_addr, EVENT).await.unwrap();
+                let (mut send, _recv) = conn.open_bi().await.unwrap();
+                let _ = send.write_all(&stream).await;
+                let _ = send.finish();
+                // A drops the peer, or has nothing to say about a stream that just ended.
+                let _ = tokio::time::timeout(Duration::from_millis(300), conn.closed()).await;
+                conn.close(0u32.into(), b"done");
+            });
+            prop_assert_eq!(ledger_of(&a), before.clone());
+            Ok(())
+        })
+        .unwrap();
+
+    rt.block_on(async {
+        let tid = TicketId::generate();
+        b.scan(&w.code(&tid), "b1", Direction::Entry).await.unwrap();
+        eventually("A still hears from B", || knows(&a, &tid, "gate-b")).await;
+        let tid = TicketId::generate();
+        let admit = a.scan(&w.code(&tid), "a1", Direction::Entry).await.unwrap();
+        assert_eq!(admit.verdict, Verdict::Admit);
+        eventually("B still hears from A", || knows(&b, &tid, "gate-a")).await;
+        ep.close(0u32.into(), b"bye");
+        for n in [a, b] {
+            n.shutdown().await;
+        }
+    });
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gate_restarted_mid_sync_converges() {
     let w = World::new();
