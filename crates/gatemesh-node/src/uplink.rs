@@ -57,7 +57,9 @@ pub struct UplinkStatus {
     pub streaming: bool,
     /// Position in the server's change sequence this gate has applied.
     pub cursor: Option<i64>,
-    /// Redemptions in the ledger the server has not acknowledged yet.
+    /// Redemptions in the ledger the server has not acknowledged yet, as of the last look
+    /// (a few times a second at most); at least 1 while the ledger has changed since, so 0
+    /// always means everything is uploaded.
     pub backlog: usize,
     /// Redemptions the server acknowledged since start.
     pub uploaded: u64,
@@ -178,6 +180,7 @@ impl Node {
             token: config.token,
             acks,
             sent: Arc::new(sent),
+            last_scan: Duration::ZERO,
         };
         tokio::spawn(up.run());
         Ok(())
@@ -220,6 +223,13 @@ async fn pause(stop: &mut watch::Receiver<bool>, delay: Duration) -> bool {
         () = tokio::time::sleep(delay) => true,
         _ = stop.wait_for(|s| *s) => false,
     }
+}
+
+/// The least time between two looks for unsent redemptions once all were sent: 250 ms, or
+/// twenty times what the last look took, so the looks never take more than 5% of the writer
+/// thread however large the ledger grows.
+fn upload_pace(last_scan: Duration) -> Duration {
+    (last_scan * 20).clamp(Duration::from_millis(250), Duration::from_secs(10))
 }
 
 fn next_backoff(b: Duration) -> Duration {
@@ -437,6 +447,8 @@ struct Up {
     token: String,
     acks: Acks,
     sent: Arc<HashSet<String>>,
+    /// How long the last look for unsent redemptions held the writer thread.
+    last_scan: Duration,
 }
 
 #[derive(Debug, Deserialize)]
@@ -515,12 +527,23 @@ impl Up {
             match self.once().await {
                 // More to send: straight on.
                 Ok(true) => backoff = Duration::from_millis(500),
-                // All sent: wait for the ledger to change.
+                // All sent: wait for the ledger to change, and not sooner than the pace
+                // allows. Looking for what is unsent reads the whole ledger on the writer
+                // thread (the one that decides scans and applies peers' changes); at a busy
+                // gate the ledger changes many times a second, and a look per change would
+                // keep that thread busy and hold the mesh back. Uploads are not the
+                // real-time path (the mesh is), so they go in batches a few times a second.
                 Ok(false) => {
                     backoff = Duration::from_millis(500);
+                    let pace = upload_pace(self.last_scan);
                     tokio::select! {
                         r = changed.changed() => if r.is_err() { return },
                         _ = stop.wait_for(|s| *s) => return,
+                    }
+                    // Until the next look, "nothing to upload" would be a stale promise.
+                    self.uplink.update(|s| s.backlog = s.backlog.max(1));
+                    if !pause(&mut stop, pace).await {
+                        return;
                     }
                 }
                 Err(e) => {
@@ -618,6 +641,7 @@ impl Up {
     /// Sends one batch of redemptions; says whether more is waiting.
     async fn redemptions(&mut self) -> anyhow::Result<bool> {
         let sent = self.sent.clone();
+        let asked = std::time::Instant::now();
         let (batch, total) = self
             .node
             .ask(|reply| Command::Unsent {
@@ -626,6 +650,7 @@ impl Up {
                 reply,
             })
             .await?;
+        self.last_scan = asked.elapsed();
         self.uplink.update(|s| s.backlog = total);
         if batch.is_empty() {
             return Ok(false);
