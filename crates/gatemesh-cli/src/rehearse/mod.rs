@@ -126,6 +126,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
 }
 
+/// Propagation samples measured at once, at most.
+const MAX_PROBING: u64 = 3;
+/// How often a propagation probe asks a gate.
+const PROBE_EVERY: Duration = Duration::from_millis(10);
+
 /// How long after a fault propagation samples count as recovery rather than steady state.
 const RECOVERY: Duration = Duration::from_secs(5);
 
@@ -192,6 +197,8 @@ struct Shared {
     down: Mutex<Vec<usize>>,
     admitted: AtomicU64,
     sample_every: u64,
+    /// Propagation samples being measured now (each polls the other gates).
+    probing: AtomicU64,
 }
 
 impl Shared {
@@ -479,7 +486,8 @@ async fn rehearse(args: &Args, netns: bool, dir: &Path) -> Result<Value> {
         side_b: Mutex::default(),
         down: Mutex::default(),
         admitted: AtomicU64::new(0),
-        sample_every: (attendees as u64 / 300).max(1),
+        sample_every: (attendees as u64 / 600).max(1),
+        probing: AtomicU64::new(0),
     });
     let watch = Watch {
         shared: shared.clone(),
@@ -693,7 +701,10 @@ impl Watch {
         };
         if first.verdict == "admit" {
             let n = self.shared.admitted.fetch_add(1, Ordering::Relaxed);
+            // A few samples at a time: the probes read through each gate's writer thread,
+            // and more of them would slow the very sync they measure.
             if n.is_multiple_of(self.shared.sample_every)
+                && self.shared.probing.load(Ordering::SeqCst) < MAX_PROBING
                 && let Some(id) = &first.redemption_id
             {
                 self.propagation(scan.gate, &tid, id, event_s).await;
@@ -743,6 +754,7 @@ impl Watch {
             .ok()
             .and_then(|l| *l)
             .is_some_and(|at| at.elapsed() < RECOVERY);
+        self.shared.probing.fetch_add(1, Ordering::SeqCst);
         let mut probes = Vec::new();
         for to in 0..self.gates.len() {
             if to == from || !self.shared.connected(from, to) {
@@ -765,7 +777,7 @@ impl Watch {
                         ms = Some(start.elapsed().as_secs_f64() * 1000.0);
                         break;
                     }
-                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    tokio::time::sleep(PROBE_EVERY).await;
                 }
                 let disturbed = recovering || shared.epoch.load(Ordering::SeqCst) != epoch;
                 Propagation {
@@ -784,6 +796,7 @@ impl Watch {
                     all.push(p);
                 }
             }
+            shared.probing.fetch_sub(1, Ordering::SeqCst);
         });
     }
 
