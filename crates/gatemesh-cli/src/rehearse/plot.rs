@@ -12,7 +12,7 @@ const W: f64 = 960.0;
 const PANEL_H: f64 = 260.0;
 const LEFT: f64 = 70.0;
 const RIGHT: f64 = 150.0;
-const TOP: f64 = 40.0;
+const TOP: f64 = 62.0;
 const GAP: f64 = 70.0;
 const COLORS: [&str; 8] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
@@ -45,7 +45,13 @@ pub fn svg(r: &Value) -> String {
 
     // Fault windows, on both panels.
     let f = &r["plan"]["faults"];
-    let window = |s: &mut String, from: f64, to: f64, color: &str, label: &str, top: f64| {
+    let window = |s: &mut String,
+                  from: f64,
+                  to: f64,
+                  color: &str,
+                  label: &str,
+                  top: f64,
+                  line: f64| {
         let (x0, x1) = (x(from / 60.0), x(to / 60.0));
         let _ = writeln!(
             s,
@@ -56,25 +62,18 @@ pub fn svg(r: &Value) -> String {
             s,
             r#"<text x="{:.1}" y="{:.1}" fill="{color}" font-size="11">{}</text>"#,
             x0 + 3.0,
-            top + 12.0,
+            top + 12.0 + 14.0 * line,
             esc(label)
         );
     };
     let panels = [TOP, TOP + PANEL_H + GAP];
-    for (k, top) in panels.iter().enumerate() {
+    for top in &panels {
         if let (Some(a), Some(b)) = (f["uplink_down"][0].as_f64(), f["uplink_down"][1].as_f64()) {
             let label = format!("uplink lost (gate {})", f["uplink_gate"]);
-            window(&mut s, a, b, "#ff7f0e", &label, *top);
+            window(&mut s, a, b, "#ff7f0e", &label, *top, 0.0);
         }
         if let (Some(a), Some(b)) = (f["partition"][0].as_f64(), f["partition"][1].as_f64()) {
-            window(
-                &mut s,
-                a,
-                b,
-                "#555555",
-                "LAN partition",
-                top + 14.0 * (k as f64 + 1.0),
-            );
+            window(&mut s, a, b, "#555555", "LAN partition", *top, 1.0);
         }
         if let Some(at) = f["kill_at"].as_f64() {
             let xk = x(at / 60.0);
