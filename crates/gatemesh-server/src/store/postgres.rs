@@ -135,6 +135,31 @@ BEGIN
     RETURN v_answer;
 END
 $$;
+
+-- Many online redemptions in one round trip and one transaction (the server gathers the
+-- requests that arrive while the previous gathering is at the database). Tickets are taken in
+-- one order by every gathering, so two of them never deadlock on each other. A redemption id
+-- that belongs to another event answers NULL (the caller reports the conflict).
+CREATE OR REPLACE FUNCTION gatemesh_redeem_many(
+    p_rid TEXT[], p_eid TEXT[], p_tid TEXT[], p_gate TEXT[], p_scanner TEXT[], p_at TEXT[],
+    p_record TEXT[])
+    RETURNS TEXT[]
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_out TEXT[] := array_fill(NULL::TEXT, ARRAY[cardinality(p_rid)]);
+    v_eid TEXT;
+    i BIGINT;
+BEGIN
+    FOR i IN SELECT o FROM unnest(p_tid) WITH ORDINALITY AS t(tid, o) ORDER BY tid, o LOOP
+        SELECT eid INTO v_eid FROM redemptions WHERE redemption_id = p_rid[i];
+        IF NOT FOUND OR v_eid = p_eid[i] THEN
+            v_out[i] := gatemesh_redeem(p_rid[i], p_eid[i], p_tid[i], p_gate[i], p_scanner[i],
+                                        p_at[i], p_record[i], FALSE);
+        END IF;
+    END LOOP;
+    RETURN v_out;
+END
+$$;
 "#;
 
 type Pool = r2d2::Pool<PostgresConnectionManager<NoTls>>;
@@ -144,12 +169,28 @@ pub struct Postgres {
     /// Always `Some` until dropped.
     pool: Option<Pool>,
     changes: Arc<Changes>,
+    /// Online redemptions on their way to the gatherers (`None` once closing).
+    gather: Option<std::sync::mpsc::Sender<Job>>,
 }
+
+/// One online redemption waiting to be gathered, and where its answer goes.
+struct Job {
+    eid: EventId,
+    req: RedemptionRequest,
+    reply: std::sync::mpsc::SyncSender<Result<RedemptionAnswer, StoreError>>,
+}
+
+/// Threads that gather online redemptions: each takes every request waiting (up to
+/// [`GATHER_MAX`]) and runs them in one round trip and one transaction.
+const GATHERERS: usize = 2;
+const GATHER_MAX: usize = 128;
 
 impl Drop for Postgres {
     fn drop(&mut self) {
         // Closing a connection blocks on its runtime, which panics on an async thread (the
         // last server handle often goes away on one): close them on a plain thread.
+        // The gatherers end when their queue closes, dropping their pool handles.
+        self.gather.take();
         if let Some(pool) = self.pool.take() {
             let _ = std::thread::Builder::new()
                 .name("pg-close".into())
@@ -196,9 +237,19 @@ impl Postgres {
         migrate(&mut *pool.get()?)?;
         let changes = Arc::new(Changes::new());
         listen(config, changes.clone())?;
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let rx = Arc::new(std::sync::Mutex::new(rx));
+        for n in 0..GATHERERS {
+            let (pool, rx) = (pool.clone(), rx.clone());
+            std::thread::Builder::new()
+                .name(format!("pg-gather-{n}"))
+                .spawn(move || gatherer(&pool, &rx))
+                .map_err(|e| StoreError::Conflict(format!("starting a gatherer: {e}")))?;
+        }
         Ok(Self {
             pool: Some(pool),
             changes,
+            gather: Some(tx),
         })
     }
 
@@ -525,6 +576,21 @@ impl Storage for Postgres {
         req: &RedemptionRequest,
         origin: Origin,
     ) -> Result<RedemptionAnswer, StoreError> {
+        if origin == Origin::Online
+            && let Some(gather) = &self.gather
+        {
+            let (reply, answer) = std::sync::mpsc::sync_channel(1);
+            let job = Job {
+                eid: eid.clone(),
+                req: req.clone(),
+                reply,
+            };
+            if gather.send(job).is_ok() {
+                return answer.recv().unwrap_or_else(|_| {
+                    Err(StoreError::Conflict("the storage is closing".into()))
+                });
+            }
+        }
         redeem_on(&mut *self.conn()?, eid, req, origin)
     }
 
@@ -899,6 +965,93 @@ fn redeem_on(
         )),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Takes the jobs waiting (blocking for the first), runs them together, answers each; until
+/// the queue closes.
+fn gatherer(pool: &Pool, rx: &std::sync::Mutex<std::sync::mpsc::Receiver<Job>>) {
+    loop {
+        let jobs = {
+            let Ok(rx) = rx.lock() else { return };
+            let Ok(first) = rx.recv() else { return };
+            let mut jobs = vec![first];
+            while jobs.len() < GATHER_MAX {
+                match rx.try_recv() {
+                    Ok(job) => jobs.push(job),
+                    Err(_) => break,
+                }
+            }
+            jobs
+        };
+        let answers = match pool.get() {
+            Ok(mut conn) => match redeem_many(&mut conn, &jobs) {
+                Ok(answers) => answers,
+                // A deadlock with a void or a journal, a lost connection, an id raced in by
+                // another event: each request alone, so only its own error reaches it.
+                Err(_) => jobs
+                    .iter()
+                    .map(|j| redeem_on(&mut *conn, &j.eid, &j.req, Origin::Online))
+                    .collect(),
+            },
+            // No connection now: each request tries for one of its own, as alone.
+            Err(_) => jobs
+                .iter()
+                .map(|j| {
+                    let mut conn = pool.get()?;
+                    redeem_on(&mut *conn, &j.eid, &j.req, Origin::Online)
+                })
+                .collect(),
+        };
+        for (job, answer) in jobs.into_iter().zip(answers) {
+            let _ = job.reply.send(answer);
+        }
+    }
+}
+
+/// Many online redemptions in one call of `gatemesh_redeem_many`, answers in their order.
+fn redeem_many(
+    client: &mut postgres::Client,
+    jobs: &[Job],
+) -> Result<Vec<Result<RedemptionAnswer, StoreError>>, StoreError> {
+    use postgres::types::Type;
+    let col = |f: &dyn Fn(&Job) -> String| jobs.iter().map(f).collect::<Vec<String>>();
+    let rids = col(&|j| j.req.redemption_id.clone());
+    let eids = col(&|j| j.eid.as_str().to_owned());
+    let tids = col(&|j| j.req.tid.as_str().to_owned());
+    let gates = col(&|j| j.req.gate.clone());
+    let scanners = col(&|j| j.req.scanner.clone());
+    let ats = col(&|j| j.req.at.clone());
+    let records = jobs
+        .iter()
+        .map(|j| j.req.record.as_ref().map(to_json).transpose())
+        .collect::<Result<Vec<Option<String>>, _>>()?;
+    let row = client.query_typed_one(
+        "SELECT gatemesh_redeem_many($1, $2, $3, $4, $5, $6, $7)",
+        &[
+            (&rids, Type::TEXT_ARRAY),
+            (&eids, Type::TEXT_ARRAY),
+            (&tids, Type::TEXT_ARRAY),
+            (&gates, Type::TEXT_ARRAY),
+            (&scanners, Type::TEXT_ARRAY),
+            (&ats, Type::TEXT_ARRAY),
+            (&records, Type::TEXT_ARRAY),
+        ],
+    )?;
+    let answers: Vec<Option<String>> = row.get(0);
+    if answers.len() != jobs.len() {
+        return Err(StoreError::Conflict("gathered answers do not match".into()));
+    }
+    Ok(answers
+        .into_iter()
+        .zip(jobs)
+        .map(|(a, j)| match a {
+            Some(text) => from_json(&text),
+            None => Err(StoreError::Conflict(format!(
+                "redemption {} belongs to another event",
+                j.req.redemption_id
+            ))),
+        })
+        .collect())
 }
 
 fn retryable(e: &postgres::Error) -> bool {

@@ -46,6 +46,7 @@ on_both_backends!(
     issued_tickets_verify_and_ids_never_repeat,
     redemption_is_idempotent_and_names_the_first_use,
     forty_gates_racing_on_one_ticket_get_exactly_one_admit,
+    concurrent_redemptions_are_each_answered_as_if_alone,
     a_void_rejects_and_appears_in_the_manifest_delta,
     bad_input_gets_4xx_never_5xx,
     transfers_chain_and_reverts_are_audited,
@@ -458,6 +459,76 @@ async fn forty_gates_racing_on_one_ticket_get_exactly_one_admit(backend: Backend
         "{verdicts:?}"
     );
     assert_eq!(verdicts.iter().filter(|v| *v == "duplicate").count(), 39);
+    s.stop().await;
+}
+
+/// Many requests at once (on PostgreSQL the server gathers them into one call): distinct
+/// tickets, one id retried five times at once, four racing on a ticket, and an id another
+/// event already holds — each answered as it would be alone, the stray one refused alone.
+async fn concurrent_redemptions_are_each_answered_as_if_alone(backend: Backend) {
+    let s = Running::start(backend).await;
+    let tickets = s.event_with_tickets("GATHER", 22).await;
+    let other = s.event_with_tickets("ELSEWHERE", 1).await;
+    let (status, _) = s
+        .post(
+            "/v1/events/ELSEWHERE/redemptions",
+            redemption("taken", &other[0]["tid"], "North"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let mut bodies = Vec::new();
+    for t in &tickets[..20] {
+        let tid = t["tid"].as_str().unwrap();
+        bodies.push(redemption(&format!("d-{tid}"), &t["tid"], "North"));
+    }
+    for _ in 0..5 {
+        bodies.push(redemption("same", &tickets[20]["tid"], "South"));
+    }
+    for i in 0..4 {
+        bodies.push(redemption(
+            &format!("race-{i}"),
+            &tickets[21]["tid"],
+            "East",
+        ));
+    }
+    bodies.push(redemption("taken", &tickets[0]["tid"], "North"));
+    let mut tasks = Vec::new();
+    for body in bodies {
+        let (client, base) = (s.client.clone(), s.base.clone());
+        tasks.push(tokio::spawn(async move {
+            let r = client
+                .post(format!("{base}/v1/events/GATHER/redemptions"))
+                .bearer_auth(TOKEN)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            (r.status(), r.json::<Value>().await.unwrap())
+        }));
+    }
+    let mut answers = Vec::new();
+    for t in tasks {
+        answers.push(t.await.unwrap());
+    }
+    let (distinct, rest) = answers.split_at(20);
+    let (same, rest) = rest.split_at(5);
+    let (race, stray) = rest.split_at(4);
+    for (status, a) in distinct {
+        assert_eq!(
+            (*status, a["verdict"].as_str()),
+            (StatusCode::OK, Some("admit")),
+            "{a}"
+        );
+    }
+    assert!(same.iter().all(|a| a == &same[0]), "{same:?}");
+    assert_eq!(same[0].1["verdict"], "admit");
+    let admits = race.iter().filter(|(_, a)| a["verdict"] == "admit").count();
+    assert_eq!(admits, 1, "{race:?}");
+    assert_eq!(stray[0].0, StatusCode::CONFLICT, "{:?}", stray[0]);
+    let (_, stats) = s.get("/v1/events/GATHER/stats").await;
+    assert_eq!(stats["admitted"], 22, "{stats}");
+    let (_, elsewhere) = s.get("/v1/events/ELSEWHERE/stats").await;
+    assert_eq!(elsewhere["admitted"], 1, "{elsewhere}");
     s.stop().await;
 }
 
