@@ -60,6 +60,11 @@ pub struct Args {
     /// auto: network namespaces when root, loopback otherwise.
     #[arg(long, default_value = "auto", value_parser = ["auto", "netns", "loopback"])]
     network: String,
+    /// The server's database (`postgres://…`; default: SQLite in its data directory). A
+    /// PostgreSQL cluster on this machine's loopback is out of the namespaces' reach, so this
+    /// plays on loopback.
+    #[arg(long, value_name = "URL")]
+    db: Option<String>,
     /// An extra argument for every `gatemesh gate` (repeat for several), for experiments:
     /// `--gate-arg=--repeat-window=0` makes double fires yellow, which the rehearsal catches.
     #[arg(long = "gate-arg", value_name = "ARG", allow_hyphen_values = true)]
@@ -81,10 +86,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 net::namespaces_available(),
                 "--network netns needs root and iproute2"
             );
+            anyhow::ensure!(
+                args.db.is_none(),
+                "--db plays on loopback: the server's namespace cannot reach a database on this machine's loopback"
+            );
             true
         }
         "loopback" => false,
-        _ => net::namespaces_available(),
+        _ => args.db.is_none() && net::namespaces_available(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -376,6 +385,9 @@ async fn rehearse(args: &Args, netns: bool, dir: &Path) -> Result<Value> {
         .arg(dir.join("server"))
         .args(["--listen", &lan.server_listen().to_string()])
         .env_remove("GATEMESH_ADMIN_TOKEN");
+    if let Some(db) = &args.db {
+        cmd.args(["--db", db]);
+    }
     let log = dir.join("server.log");
     let (child, _) = tokio::task::spawn_blocking(move || spawn_ready(cmd, &log)).await??;
     server_proc.0.insert("server".into(), child);
@@ -629,6 +641,7 @@ async fn rehearse(args: &Args, netns: bool, dir: &Path) -> Result<Value> {
         args: json!({
             "gates": gates, "attendees": attendees, "seed": args.seed, "speed": args.speed,
             "minutes": args.minutes, "network": lan.mode(),
+            "database": if args.db.is_some() { "postgresql" } else { "sqlite" },
         }),
         plan: &plan,
         shared: &shared,

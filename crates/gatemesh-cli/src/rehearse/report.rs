@@ -500,13 +500,14 @@ pub(super) fn text(r: &Value) -> String {
     let c = &r["config"];
     let _ = writeln!(
         s,
-        "gatemesh rehearsal: {} gates, {} attendees, {} event minutes at {}x, seed {} ({})",
+        "gatemesh rehearsal: {} gates, {} attendees, {} event minutes at {}x, seed {} ({}; server on {})",
         c["gates"],
         c["attendees"],
         c["minutes"],
         c["speed"],
         c["seed"],
-        c["network"].as_str().unwrap_or_default()
+        c["network"].as_str().unwrap_or_default(),
+        c["database"].as_str().unwrap_or_default()
     );
     let k = &r["counts"];
     let _ = writeln!(

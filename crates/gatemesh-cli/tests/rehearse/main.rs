@@ -149,6 +149,39 @@ fn the_rehearsal_on_loopback_through_relays() {
     assert_full_rehearsal(code, &r, &text);
 }
 
+/// The same with the server on PostgreSQL (the test cluster the test command starts), where
+/// online redemptions are gathered into shared transactions.
+#[test]
+fn the_rehearsal_with_the_server_on_postgresql() {
+    let db = gatemesh_testkit::pg::Database::fresh();
+    let dir = tempfile::tempdir().unwrap();
+    let (code, r, text) = rehearse(
+        dir.path(),
+        &[
+            "--db",
+            &db.url,
+            "--gates",
+            "3",
+            "--attendees",
+            "500",
+            "--minutes",
+            "10",
+            "--speed",
+            "20",
+            "--seed",
+            "7",
+        ],
+    );
+    assert_eq!(r["config"]["database"], "postgresql");
+    assert!(
+        r["config"]["network"]
+            .as_str()
+            .unwrap()
+            .starts_with("loopback")
+    );
+    assert_full_rehearsal(code, &r, &text);
+}
+
 #[test]
 fn a_gate_that_answers_a_double_fire_with_yellow_fails_the_rehearsal() {
     let dir = tempfile::tempdir().unwrap();
