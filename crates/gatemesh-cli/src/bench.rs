@@ -115,7 +115,7 @@ pub(crate) fn percentile(sorted: &[Duration], p: f64) -> f64 {
     sorted[i].as_secs_f64() * 1000.0
 }
 
-fn summary(mut lat: Vec<Duration>) -> serde_json::Value {
+pub(crate) fn summary(mut lat: Vec<Duration>) -> serde_json::Value {
     lat.sort();
     let mean =
         lat.iter().map(Duration::as_secs_f64).sum::<f64>() / lat.len().max(1) as f64 * 1000.0;

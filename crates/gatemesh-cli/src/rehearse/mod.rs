@@ -241,9 +241,7 @@ impl Shared {
     }
 }
 
-pub(crate) fn round(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
-}
+pub(crate) use crate::bench::round;
 
 /// An HTTP client acting from one place (each namespace needs its own connection pool:
 /// `127.0.0.1:7070` is a different gate in each).

@@ -177,21 +177,13 @@ pub(super) fn admitted_twice(shared: &Shared) -> Vec<String> {
         .collect()
 }
 
-fn percentiles(mut v: Vec<f64>) -> Value {
-    if v.is_empty() {
-        return json!({ "n": 0 });
-    }
-    v.sort_by(f64::total_cmp);
-    let at = |p: f64| v[((v.len() as f64 - 1.0) * p).round() as usize];
-    let mean = v.iter().sum::<f64>() / v.len() as f64;
-    json!({
-        "n": v.len(),
-        "mean_ms": round(mean),
-        "p50_ms": round(at(0.5)),
-        "p95_ms": round(at(0.95)),
-        "p99_ms": round(at(0.99)),
-        "max_ms": round(at(1.0)),
-    })
+/// Count, mean and percentiles of milliseconds, as every gatemesh bench reports them.
+fn percentiles(ms: Vec<f64>) -> Value {
+    crate::bench::summary(
+        ms.into_iter()
+            .map(|m| std::time::Duration::from_secs_f64(m.max(0.0) / 1000.0))
+            .collect(),
+    )
 }
 
 /// Staff's resolution of every flag after the event, and what followed.
