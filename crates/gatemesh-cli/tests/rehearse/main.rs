@@ -82,25 +82,29 @@ fn assert_full_rehearsal(code: i32, r: &Value, text: &str) {
     assert!(n(r, "/counts/admitted") >= 400, "{text}");
 }
 
+/// A short event: 3 gates, 500 attendees, 10 minutes at 20x (30 s), plus `extra`.
+fn short(dir: &Path, seed: &str, extra: &[&str]) -> (i32, Value, String) {
+    let mut args = vec![
+        "--gates",
+        "3",
+        "--attendees",
+        "500",
+        "--minutes",
+        "10",
+        "--speed",
+        "20",
+        "--seed",
+        seed,
+    ];
+    args.extend_from_slice(extra);
+    rehearse(dir, &args)
+}
+
 #[test]
 fn a_short_rehearsal_holds_every_invariant() {
     let dir = tempfile::tempdir().unwrap();
     // Namespaces with mDNS as root, loopback otherwise (the command decides, as for a user).
-    let (code, r, text) = rehearse(
-        dir.path(),
-        &[
-            "--gates",
-            "3",
-            "--attendees",
-            "500",
-            "--minutes",
-            "10",
-            "--speed",
-            "20",
-            "--seed",
-            "5",
-        ],
-    );
+    let (code, r, text) = short(dir.path(), "5", &[]);
     assert_full_rehearsal(code, &r, &text);
     let svg = std::fs::read_to_string(dir.path().join("report.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("South-Gate"));
@@ -123,23 +127,7 @@ fn the_default_rehearsal_passes() {
 #[test]
 fn the_rehearsal_on_loopback_through_relays() {
     let dir = tempfile::tempdir().unwrap();
-    let (code, r, text) = rehearse(
-        dir.path(),
-        &[
-            "--network",
-            "loopback",
-            "--gates",
-            "3",
-            "--attendees",
-            "500",
-            "--minutes",
-            "10",
-            "--speed",
-            "20",
-            "--seed",
-            "6",
-        ],
-    );
+    let (code, r, text) = short(dir.path(), "6", &["--network", "loopback"]);
     assert!(
         r["config"]["network"]
             .as_str()
@@ -155,23 +143,7 @@ fn the_rehearsal_on_loopback_through_relays() {
 fn the_rehearsal_with_the_server_on_postgresql() {
     let db = gatemesh_testkit::pg::Database::fresh();
     let dir = tempfile::tempdir().unwrap();
-    let (code, r, text) = rehearse(
-        dir.path(),
-        &[
-            "--db",
-            &db.url,
-            "--gates",
-            "3",
-            "--attendees",
-            "500",
-            "--minutes",
-            "10",
-            "--speed",
-            "20",
-            "--seed",
-            "7",
-        ],
-    );
+    let (code, r, text) = short(dir.path(), "7", &["--db", &db.url]);
     assert_eq!(r["config"]["database"], "postgresql");
     assert!(
         r["config"]["network"]
