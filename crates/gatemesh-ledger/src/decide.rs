@@ -192,17 +192,18 @@ pub enum Outcome {
 /// This scanner's own entry of the ticket within the repeat window, with no exit after it:
 /// a scanner that fired twice, or a holder who held the code up again.
 fn repeat<'s>(state: &'s TicketState, policy: &Policy, scan: &Scan<'_>) -> Option<&'s Redemption> {
-    let effective: Vec<&Redemption> = state.effective().collect();
-    let i = effective.iter().rposition(|r| {
-        r.direction == Direction::Entry
-            && &r.node == scan.node
-            && r.scanner == scan.scanner
-            && scan.now_ms.saturating_sub(r.at_ms) <= policy.repeat_window_ms
-    })?;
-    let exited = effective[i + 1..]
-        .iter()
-        .any(|r| r.direction == Direction::Exit);
-    (!exited).then_some(effective[i])
+    // One pass, in HLC order: the latest own entry in the window, forgotten at any exit after.
+    state.effective().fold(None, |own, r| match r.direction {
+        Direction::Exit => None,
+        Direction::Entry
+            if &r.node == scan.node
+                && r.scanner == scan.scanner
+                && scan.now_ms.saturating_sub(r.at_ms) <= policy.repeat_window_ms =>
+        {
+            Some(r)
+        }
+        Direction::Entry => own,
+    })
 }
 
 /// Decides one scan. `state` is the ticket's history (`None` when the code did not verify or

@@ -39,6 +39,21 @@ impl World {
         self.issuer.sign(&claims, Format::Gm1).unwrap()
     }
 
+    /// A properly enrolled device whose software has gone wrong: only its identity, for a
+    /// hand-made QUIC endpoint that sends what the test wants.
+    fn broken_identity(&self) -> pki::Identity {
+        let root = self.dir.path();
+        pki::enroll_into(
+            &root.join("ca"),
+            &root.join("id-broken"),
+            Role::Gate,
+            "gate-broken",
+            30,
+        )
+        .unwrap();
+        pki::Identity::load(&root.join("id-broken")).unwrap()
+    }
+
     async fn gate(&self, name: &str, ca: &str, peers: &[SocketAddr]) -> (Node, SocketAddr) {
         self.device(name, ca, Role::Gate, peers).await
     }
@@ -200,17 +215,7 @@ async fn a_peer_sending_garbage_is_dropped_and_the_others_keep_syncing() {
     let (b, _) = w.gate("gate-b", "ca", &[a_addr]).await;
     eventually("A and B are connected", || async { a.peers().len() == 1 }).await;
 
-    // A properly enrolled device whose software has gone wrong.
-    let root = w.dir.path();
-    pki::enroll_into(
-        &root.join("ca"),
-        &root.join("id-broken"),
-        Role::Gate,
-        "gate-broken",
-        30,
-    )
-    .unwrap();
-    let broken = pki::Identity::load(&root.join("id-broken")).unwrap();
+    let broken = w.broken_identity();
     let ep = gatemesh_mesh::net::mesh_endpoint(
         &broken.trust,
         &broken.creds,
@@ -300,16 +305,7 @@ fn a_peer_sending_arbitrary_streams_changes_nothing_and_the_gate_stays_up() {
     };
     let before = ledger_of(&a);
 
-    let root = w.dir.path();
-    pki::enroll_into(
-        &root.join("ca"),
-        &root.join("id-broken"),
-        Role::Gate,
-        "gate-broken",
-        30,
-    )
-    .unwrap();
-    let broken = pki::Identity::load(&root.join("id-broken")).unwrap();
+    let broken = w.broken_identity();
     let ep = rt
         .block_on(async {
             mesh_endpoint(&broken.trust, &broken.creds, "127.0.0.1:0".parse().unwrap())
