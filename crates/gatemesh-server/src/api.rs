@@ -484,15 +484,22 @@ fn ticket_id(raw: &str) -> Result<TicketId, ApiError> {
     TicketId::new(raw).map_err(|e| bad(e.to_string()))
 }
 
-pub(crate) async fn known_event(s: &Server, eid: &EventId) -> Result<Event, ApiError> {
+pub(crate) async fn known_event(s: &Server, eid: &EventId) -> Result<(), ApiError> {
+    if s.known_events.read().is_ok_and(|known| known.contains(eid)) {
+        return Ok(());
+    }
     let id = eid.clone();
-    blocking(s, move |st| st.event(&id)).await?.ok_or_else(|| {
-        err(
+    if blocking(s, move |st| st.event(&id)).await?.is_none() {
+        return Err(err(
             StatusCode::NOT_FOUND,
             "not_found",
             format!("no event {eid}"),
-        )
-    })
+        ));
+    }
+    if let Ok(mut known) = s.known_events.write() {
+        known.insert(eid.clone());
+    }
+    Ok(())
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -1117,11 +1124,23 @@ pub(crate) async fn redeem(
     match body {
         RedeemBody::One(r) => {
             check(&r)?;
-            let metrics = s.metrics.clone();
-            let answer = blocking(&s, move |st| {
-                timed(&metrics, &eid, &r, |r| st.redeem(&eid, r, Origin::Online))
-            })
-            .await?;
+            let started = std::time::Instant::now();
+            let answer = match s.store.submit_online(&eid, &r) {
+                // Gathered by the storage: nothing blocks while it is at the database.
+                Some(answer) => answer.await.unwrap_or_else(|_| {
+                    Err(StoreError::Conflict("the storage is closing".into()))
+                })?,
+                None => {
+                    let (eid, r) = (eid.clone(), r.clone());
+                    blocking(&s, move |st| st.redeem(&eid, &r, Origin::Online)).await?
+                }
+            };
+            s.metrics.redemption(
+                eid.as_str(),
+                &r.gate,
+                verdict_name(answer.verdict),
+                started.elapsed().as_secs_f64(),
+            );
             Ok(Json(Redeemed::One(answer)))
         }
         RedeemBody::Journal { redemptions } => {
@@ -1146,24 +1165,6 @@ pub(crate) async fn redeem(
             Ok(Json(Redeemed::Journal { answers }))
         }
     }
-}
-
-/// One redemption through storage, counted and timed for `/metrics`.
-fn timed(
-    metrics: &crate::metrics::Metrics,
-    eid: &EventId,
-    r: &RedemptionRequest,
-    f: impl FnOnce(&RedemptionRequest) -> Result<RedemptionAnswer, StoreError>,
-) -> Result<RedemptionAnswer, StoreError> {
-    let started = std::time::Instant::now();
-    let answer = f(r)?;
-    metrics.redemption(
-        eid.as_str(),
-        &r.gate,
-        verdict_name(answer.verdict),
-        started.elapsed().as_secs_f64(),
-    );
-    Ok(answer)
 }
 
 fn verdict_name(v: gatemesh_ledger::Verdict) -> &'static str {

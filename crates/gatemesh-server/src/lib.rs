@@ -37,6 +37,10 @@ pub struct Server {
     pub(crate) metrics: Arc<metrics::Metrics>,
     pub(crate) pair_guard: Arc<devices::PairGuard>,
     pub(crate) credentials: Arc<devices::CredentialCache>,
+    /// Events known to exist. Events are never deleted or changed, so once seen an event is
+    /// known for good; one not found is asked again (another instance may create it).
+    pub(crate) known_events:
+        Arc<std::sync::RwLock<std::collections::HashSet<gatemesh_ticket::EventId>>>,
 }
 
 impl std::fmt::Debug for Server {
@@ -171,6 +175,7 @@ impl Server {
                 metrics: Arc::new(metrics::Metrics::new()),
                 pair_guard: Arc::default(),
                 credentials: Arc::default(),
+                known_events: Arc::default(),
             },
             new_admin_token,
         })

@@ -46,6 +46,13 @@ impl Database {
     }
 }
 
+impl Database {
+    /// Runs SQL on this database (one or more statements), as its owner.
+    pub fn execute(&self, sql: &str) -> Result<(), String> {
+        run(&self.url, sql)
+    }
+}
+
 impl Drop for Database {
     fn drop(&mut self) {
         let _ = run(

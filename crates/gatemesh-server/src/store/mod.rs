@@ -221,6 +221,10 @@ pub struct AuditLine {
 
 /// What the server keeps. Implementations make `redeem` atomic and idempotent and call
 /// [`Changes::bump`] (or have it called) after every committed ticket change.
+/// Where the answer to a submitted online redemption arrives (see
+/// [`Storage::submit_online`]); closed without an answer when the storage closes.
+pub type Submitted = tokio::sync::oneshot::Receiver<Result<RedemptionAnswer, StoreError>>;
+
 pub trait Storage: Send + Sync + 'static {
     fn create_event(&self, event: &Event) -> Result<(), StoreError>;
     fn events(&self) -> Result<Vec<Event>, StoreError>;
@@ -241,6 +245,12 @@ pub trait Storage: Send + Sync + 'static {
         request: &RedemptionRequest,
         origin: Origin,
     ) -> Result<RedemptionAnswer, StoreError>;
+    /// An online redemption handed to a storage that gathers them itself (PostgreSQL): the
+    /// answer arrives on the returned channel, and no thread waits for it meanwhile. `None`
+    /// when this storage answers in [`Storage::redeem`] alone.
+    fn submit_online(&self, _eid: &EventId, _request: &RedemptionRequest) -> Option<Submitted> {
+        None
+    }
     /// A gate's journal: every item as by [`Storage::redeem`] with [`Origin::Journal`], in
     /// order, committed together (one durable write for the batch, all or nothing; the gate
     /// sends a failed batch again and gets the same answers).

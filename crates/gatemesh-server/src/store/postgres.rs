@@ -17,8 +17,8 @@ use r2d2_postgres::PostgresConnectionManager;
 
 use super::{
     AuditLine, Changes, Counts, Device, Event, FirstUse, GateView, Origin, RedemptionAnswer,
-    RedemptionRequest, ServerResolution, Status, Storage, StoreError, Ticket, from_json, join_ids,
-    now, refuse_inactive, split_ids, ticket_parts, to_json,
+    RedemptionRequest, ServerResolution, Status, Storage, StoreError, Submitted, Ticket, from_json,
+    join_ids, now, refuse_inactive, split_ids, ticket_parts, to_json,
 };
 
 /// Bumped when the layout changes; kept in `gatemesh_meta`.
@@ -177,13 +177,15 @@ pub struct Postgres {
 struct Job {
     eid: EventId,
     req: RedemptionRequest,
-    reply: std::sync::mpsc::SyncSender<Result<RedemptionAnswer, StoreError>>,
+    reply: tokio::sync::oneshot::Sender<Result<RedemptionAnswer, StoreError>>,
 }
 
 /// Threads that gather online redemptions: each takes every request waiting (up to
 /// [`GATHER_MAX`]) and runs them in one round trip and one transaction.
 const GATHERERS: usize = 2;
 const GATHER_MAX: usize = 128;
+/// The gatherers' connections' `application_name`.
+const GATHERER_NAME: &str = "gatemesh-gather";
 
 impl Drop for Postgres {
     fn drop(&mut self) {
@@ -236,14 +238,17 @@ impl Postgres {
             .build(manager)?;
         migrate(&mut *pool.get()?)?;
         let changes = Arc::new(Changes::new());
-        listen(config, changes.clone())?;
+        listen(config.clone(), changes.clone())?;
         let (tx, rx) = std::sync::mpsc::channel::<Job>();
         let rx = Arc::new(std::sync::Mutex::new(rx));
+        // Named, so an operator sees them in `pg_stat_activity`.
+        let mut own = config.clone();
+        own.application_name(GATHERER_NAME);
         for n in 0..GATHERERS {
-            let (pool, rx) = (pool.clone(), rx.clone());
+            let (config, pool, rx) = (own.clone(), pool.clone(), rx.clone());
             std::thread::Builder::new()
                 .name(format!("pg-gather-{n}"))
-                .spawn(move || gatherer(&pool, &rx))
+                .spawn(move || gatherer(&config, &pool, &rx))
                 .map_err(|e| StoreError::Conflict(format!("starting a gatherer: {e}")))?;
         }
         Ok(Self {
@@ -577,21 +582,24 @@ impl Storage for Postgres {
         origin: Origin,
     ) -> Result<RedemptionAnswer, StoreError> {
         if origin == Origin::Online
-            && let Some(gather) = &self.gather
+            && let Some(answer) = self.submit_online(eid, req)
         {
-            let (reply, answer) = std::sync::mpsc::sync_channel(1);
-            let job = Job {
-                eid: eid.clone(),
-                req: req.clone(),
-                reply,
-            };
-            if gather.send(job).is_ok() {
-                return answer.recv().unwrap_or_else(|_| {
-                    Err(StoreError::Conflict("the storage is closing".into()))
-                });
-            }
+            return answer
+                .blocking_recv()
+                .unwrap_or_else(|_| Err(StoreError::Conflict("the storage is closing".into())));
         }
         redeem_on(&mut *self.conn()?, eid, req, origin)
+    }
+
+    fn submit_online(&self, eid: &EventId, req: &RedemptionRequest) -> Option<Submitted> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let job = Job {
+            eid: eid.clone(),
+            req: req.clone(),
+            reply,
+        };
+        self.gather.as_ref()?.send(job).ok()?;
+        Some(answer)
     }
 
     fn redeem_journal(
@@ -968,8 +976,15 @@ fn redeem_on(
 }
 
 /// Takes the jobs waiting (blocking for the first), runs them together, answers each; until
-/// the queue closes.
-fn gatherer(pool: &Pool, rx: &std::sync::Mutex<std::sync::mpsc::Receiver<Job>>) {
+/// the queue closes. Each gatherer keeps a connection of its own (no pool checkout, and so no
+/// test query, per gathering) and connects again when the database closed it.
+fn gatherer(
+    config: &postgres::Config,
+    pool: &Pool,
+    rx: &std::sync::Mutex<std::sync::mpsc::Receiver<Job>>,
+) {
+    // Connected before the first request, so it waits for no handshake.
+    let mut own = config.connect(NoTls).ok();
     loop {
         let jobs = {
             let Ok(rx) = rx.lock() else { return };
@@ -983,24 +998,24 @@ fn gatherer(pool: &Pool, rx: &std::sync::Mutex<std::sync::mpsc::Receiver<Job>>) 
             }
             jobs
         };
-        let answers = match pool.get() {
-            Ok(mut conn) => match redeem_many(&mut conn, &jobs) {
-                Ok(answers) => answers,
-                // A deadlock with a void or a journal, a lost connection, an id raced in by
-                // another event: each request alone, so only its own error reaches it.
-                Err(_) => jobs
-                    .iter()
-                    .map(|j| redeem_on(&mut *conn, &j.eid, &j.req, Origin::Online))
-                    .collect(),
-            },
-            // No connection now: each request tries for one of its own, as alone.
-            Err(_) => jobs
-                .iter()
-                .map(|j| {
-                    let mut conn = pool.get()?;
-                    redeem_on(&mut *conn, &j.eid, &j.req, Origin::Online)
-                })
-                .collect(),
+        if own.as_ref().is_none_or(postgres::Client::is_closed) {
+            own = config.connect(NoTls).ok();
+        }
+        let gathered = own.as_mut().map(|conn| redeem_many(conn, &jobs));
+        let answers = match gathered {
+            Some(Ok(answers)) => answers,
+            // A deadlock with a void or a journal, a lost connection, an id raced in by
+            // another event, no connection now: each request alone on a pooled (tested)
+            // connection, so only its own error reaches it.
+            _ => {
+                own.take_if(|c| c.is_closed());
+                jobs.iter()
+                    .map(|j| {
+                        let mut conn = pool.get()?;
+                        redeem_on(&mut *conn, &j.eid, &j.req, Origin::Online)
+                    })
+                    .collect()
+            }
         };
         for (job, answer) in jobs.into_iter().zip(answers) {
             let _ = job.reply.send(answer);

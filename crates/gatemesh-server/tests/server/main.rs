@@ -57,6 +57,67 @@ on_both_backends!(
     metrics_count_redemptions_by_gate_and_verdict,
 );
 
+/// The server's gatherers keep PostgreSQL connections of their own. When the database ends
+/// them (a restart, a failover, an administrator), the redemptions in flight are still
+/// answered, alone, and the next ones are gathered again on new connections.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn redemptions_outlive_the_database_closing_the_gatherers_connections() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::new(Backend::Postgres);
+    let s = Running::on(dir.path(), &db).await;
+    let tickets = s.event_with_tickets("CUT", 12).await;
+    let path = "/v1/events/CUT/redemptions";
+    let (status, first) = s
+        .post(path, redemption("cut-0", &tickets[0]["tid"], "North"))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(first["verdict"], "admit");
+    // Fails when no gatherer connection is there to end, so the test cannot pass vacuously.
+    let end_gatherers = "DO $$ BEGIN
+        IF (SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+             WHERE application_name = 'gatemesh-gather' AND datname = current_database()) = 0
+        THEN RAISE EXCEPTION 'no gatherer connection to end'; END IF; END $$";
+    let pg = db._pg.as_ref().unwrap();
+    pg.execute(end_gatherers).unwrap();
+
+    // Ten at once on the ended connections: each answered as it would be alone.
+    let mut tasks = Vec::new();
+    for (i, t) in tickets[1..11].iter().enumerate() {
+        let (client, base, tid) = (s.client.clone(), s.base.clone(), t["tid"].clone());
+        tasks.push(tokio::spawn(async move {
+            let r = client
+                .post(format!("{base}/v1/events/CUT/redemptions"))
+                .bearer_auth(TOKEN)
+                .json(&redemption(&format!("cut-{}", i + 1), &tid, "South"))
+                .send()
+                .await
+                .unwrap();
+            (r.status(), r.json::<Value>().await.unwrap())
+        }));
+    }
+    for t in tasks {
+        let (status, answer) = t.await.unwrap();
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        assert_eq!(answer["verdict"], "admit", "{answer}");
+    }
+    // What was stored before the cut is still the answer, and still the first use.
+    let (_, again) = s
+        .post(path, redemption("cut-0", &tickets[0]["tid"], "North"))
+        .await;
+    assert_eq!(again, first);
+    let (_, copy) = s
+        .post(path, redemption("copy", &tickets[0]["tid"], "East"))
+        .await;
+    assert_eq!(copy["verdict"], "duplicate");
+    assert_eq!(copy["first"]["redemption_id"], "cut-0");
+    // The gatherers connected again.
+    let (status, _) = s
+        .post(path, redemption("cut-11", &tickets[11]["tid"], "North"))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    pg.execute(end_gatherers).unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_instances_on_one_postgres_act_as_one() {
     let dir = tempfile::tempdir().unwrap();
