@@ -7,9 +7,13 @@
 #      `gatemesh bench server`, both modes;
 #   3. the same on PostgreSQL (`--db postgres://…`, a fresh database per run); a build
 #      without PostgreSQL storage says so, and that part is skipped.
+# The two runs the target compares (pgbench prepared, gatemesh on PostgreSQL) alternate for
+# ROUNDS rounds per mode, so a machine that slows down or speeds up meanwhile weighs on both;
+# each is reported by its median round (all rounds' rates kept in the reports).
 # Writes docs/bench-server-*.json and prints a summary with the ratio gatemesh / raw.
 # Everything it starts is stopped on exit; a PostgreSQL it found running is left running.
-# Usage: scripts/bench-server.sh   (env: CLIENTS=16 DURATION=10 HOT_GROUP=40 TICKETS=60000)
+# Usage: scripts/bench-server.sh   (env: CLIENTS=16 DURATION=10 HOT_GROUP=40 TICKETS=100000
+#                                   ROUNDS=3)
 set -euo pipefail
 export LC_ALL=C
 cd "$(dirname "$0")/.."
@@ -17,9 +21,10 @@ source scripts/env.sh
 
 clients=${CLIENTS:-16}
 secs=${DURATION:-10}
+rounds=${ROUNDS:-3}
 group=${HOT_GROUP:-40}
 # Enough for a distinct run not to run out before DURATION (it stops early and says so).
-distinct_tickets=${TICKETS:-60000}
+distinct_tickets=${TICKETS:-100000}
 hot_tickets=${HOT_TICKETS:-5000}
 raw_tickets=${RAW_TICKETS:-1000000}
 threads=$(nproc)
@@ -78,7 +83,7 @@ pg_version=$(psql "$raw_url" -Atc 'SHOW server_version')
 sync_commit=$(psql "$raw_url" -Atc 'SHOW synchronous_commit')
 echo '[]' >"$work/raw.json"
 raw_run() {
-  local mode=$1 proto=$2 vars log="$work/pgb-$1-$2"
+  local mode=$1 proto=$2 round=$3 vars log="$work/pgb-$1-$2-$3"
   if [[ $mode == distinct ]]; then
     vars=(-D hot=0 -D "clients=$clients" -D n=0)
   else
@@ -107,13 +112,13 @@ raw_run() {
   else
     [[ $redemptions == "$txns" && $used == "$tickets_hit" ]] || ok=false
   fi
-  jq --arg mode "$mode" --arg proto "$proto" --argjson tps "${tps:-0}" \
+  jq --arg mode "$mode" --arg proto "$proto" --argjson round "$round" --argjson tps "${tps:-0}" \
     --argjson txns "${txns:-0}" --argjson failed "${failed:-0}" \
     --argjson p50 "$(pct "$log.lat" 0.50)" --argjson p90 "$(pct "$log.lat" 0.90)" \
     --argjson p99 "$(pct "$log.lat" 0.99)" --argjson max "$(pct "$log.lat" 1)" \
     --argjson redemptions "$redemptions" --argjson used "$used" --argjson hit "$tickets_hit" \
     --argjson ok "$ok" \
-    '. + [{mode: $mode, protocol: $proto, tps: ($tps | round), transactions: $txns,
+    '. + [{mode: $mode, protocol: $proto, round: $round, tps: ($tps | round), transactions: $txns,
            failed: $failed, latency_ms: {p50: $p50, p90: $p90, p99: $p99, max: $max},
            checks: {ok: $ok, redemptions: $redemptions, tickets_used: $used,
                     tickets_asked: $hit}}]' \
@@ -123,16 +128,17 @@ raw_run() {
     exit 1
   }
 }
-for mode in distinct hot; do
-  for proto in prepared simple; do raw_run "$mode" "$proto"; done
-done
-jq --arg v "$pg_version" --arg sc "$sync_commit" --argjson clients "$clients" \
-  --argjson threads "$threads" --argjson secs "$secs" --argjson group "$group" \
-  --argjson tickets "$raw_tickets" --argjson cores "$(nproc)" \
-  '{tool: "pgbench -n (no vacuum), tools/pgbench/redeem.sql", postgres: $v,
-    synchronous_commit: $sc, clients: $clients, threads: $threads, duration_s: $secs,
+# The simple protocol once per mode; the prepared one alternates with gatemesh below.
+for mode in distinct hot; do raw_run "$mode" simple 1; done
+write_raw() {
+  jq --arg v "$pg_version" --arg sc "$sync_commit" --argjson clients "$clients" \
+    --argjson threads "$threads" --argjson secs "$secs" --argjson group "$group" \
+    --argjson tickets "$raw_tickets" --argjson cores "$(nproc)" --argjson rounds "$rounds" \
+    '{tool: "pgbench -n (no vacuum), tools/pgbench/redeem.sql", postgres: $v,
+    synchronous_commit: $sc, clients: $clients, threads: $threads, duration_s: $secs, rounds: $rounds,
     hot_group: $group, tickets: $tickets, machine: {cores: $cores}, runs: .}' \
-  "$work/raw.json" >docs/bench-server-pgbench.json
+    "$work/raw.json" >docs/bench-server-pgbench.json
+}
 
 # ---- 2 and 3. gatemesh server -------------------------------------------------------------
 GATEMESH_ADMIN_TOKEN="bench-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
@@ -165,12 +171,12 @@ stop_server() {
   server_pid=
 }
 gm_bench() {
-  local store=$1 mode=$2 tickets=$3
+  local store=$1 mode=$2 tickets=$3 report=${4:-docs/bench-server-$1-$2.json}
   echo "gatemesh server on $store: $mode…" >&2
   "$gm" bench server --url "http://$api" --clients "$clients" --tickets "$tickets" \
     --duration-secs "$secs" --mode "$mode" --hot-group "$group" \
-    --report "docs/bench-server-$store-$mode.json" >/dev/null
-  if [[ $(jq -r .stopped_by "docs/bench-server-$store-$mode.json") == tickets ]]; then
+    --report "$report" >/dev/null
+  if [[ $(jq -r .stopped_by "$report") == tickets ]]; then
     echo "  note: the $mode run used up its $tickets tickets before $secs s (raise TICKETS)" >&2
   fi
 }
@@ -185,33 +191,50 @@ for mode in distinct hot; do
   stop_server
 done
 
-pg_stores=()
+# PostgreSQL: ROUNDS rounds of pgbench prepared then gatemesh, per mode; each series is
+# reported by its median round.
+pg_stores=(postgres)
 for mode in distinct hot; do
-  new_db "srv_$mode"
-  if ! start_server "postgres-$mode" --db "$db_url"; then
-    if grep -q "not built yet" "$work/postgres-$mode.err"; then
-      echo "gatemesh server on PostgreSQL: skipped ($(head -n 1 "$work/postgres-$mode.err"))" >&2
-      break
+  for round in $(seq "$rounds"); do
+    raw_run "$mode" prepared "$round"
+    new_db "srv_${mode}_$round"
+    if ! start_server "postgres-$mode-$round" --db "$db_url"; then
+      if grep -q "not built yet" "$work/postgres-$mode-$round.err"; then
+        echo "gatemesh server on PostgreSQL: skipped ($(head -n 1 "$work/postgres-$mode-$round.err"))" >&2
+        pg_stores=()
+        continue
+      fi
+      cat "$work/postgres-$mode-$round.err" >&2
+      exit 1
     fi
-    cat "$work/postgres-$mode.err" >&2
-    exit 1
+    gm_bench postgres "$mode" "$(tickets_for "$mode")" "$work/postgres-$mode-$round.json"
+    stop_server
+  done
+  if ((${#pg_stores[@]})); then
+    # The median round's report, with every round's rate beside it.
+    jq -s 'sort_by(.requests_per_s) as $r
+      | $r[(($r | length) / 2 | floor)] + {rounds: [.[] | .requests_per_s]}' \
+      "$work/postgres-$mode-"*.json >"docs/bench-server-postgres-$mode.json"
   fi
-  gm_bench postgres "$mode" "$(tickets_for "$mode")"
-  stop_server
-  pg_stores=(postgres)
 done
+write_raw
 
 # ---- summary ------------------------------------------------------------------------------
-raw_tps() { jq -r --arg m "$1" --arg p "$2" '.runs[] | select(.mode == $m and .protocol == $p) | .tps' docs/bench-server-pgbench.json; }
+# A series' median round.
+raw_tps() {
+  jq -r --arg m "$1" --arg p "$2" '[.runs[] | select(.mode == $m and .protocol == $p) | .tps]
+    | sort | .[(length / 2 | floor)]' docs/bench-server-pgbench.json
+}
 echo
 echo "PostgreSQL $pg_version (synchronous_commit=$sync_commit), $clients clients, $secs s, $(nproc) cores, loopback"
+echo "pgbench prepared and gatemesh on PostgreSQL: median of $rounds alternating rounds"
 row() { printf '%-9s %-24s %8s %8s %8s %8s %8s %14s\n' "$@"; }
 row mode run "per s" "p50 ms" "p90 ms" "p99 ms" "max ms" "/ raw prepared"
 for mode in distinct hot; do
   prep=$(raw_tps "$mode" prepared)
   for proto in prepared simple; do
-    jq -r --arg m "$mode" --arg p "$proto" --argjson base "$prep" '.runs[]
-      | select(.mode == $m and .protocol == $p)
+    jq -r --arg m "$mode" --arg p "$proto" --argjson base "$prep" '[.runs[]
+      | select(.mode == $m and .protocol == $p)] | sort_by(.tps) | .[(length / 2 | floor)]
       | [$m, "pgbench -M \($p)", .tps, .latency_ms.p50, .latency_ms.p90, .latency_ms.p99,
          .latency_ms.max, (.tps / $base)] | @tsv' docs/bench-server-pgbench.json
   done | while IFS=$'\t' read -r m r n p50 p90 p99 max ratio; do

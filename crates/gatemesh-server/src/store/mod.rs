@@ -12,6 +12,7 @@
 //! concurrent requests for one ticket are serialised and exactly one of them admits; the
 //! answer is stored under the redemption id, so a retry gets the same answer back.
 
+mod gather;
 mod postgres;
 mod sqlite;
 

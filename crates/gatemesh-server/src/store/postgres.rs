@@ -18,6 +18,7 @@ use r2d2_postgres::PostgresConnectionManager;
 use super::{
     AuditLine, Changes, Counts, Device, Event, FirstUse, GateView, Origin, RedemptionAnswer,
     RedemptionRequest, ServerResolution, Status, Storage, StoreError, Submitted, Ticket, from_json,
+    gather::{self, Job, Queue, Waiting},
     join_ids, now, refuse_inactive, split_ids, ticket_parts, to_json,
 };
 
@@ -170,20 +171,12 @@ pub struct Postgres {
     pool: Option<Pool>,
     changes: Arc<Changes>,
     /// Online redemptions on their way to the gatherers (`None` once closing).
-    gather: Option<std::sync::mpsc::Sender<Job>>,
+    gather: Option<Queue>,
 }
 
-/// One online redemption waiting to be gathered, and where its answer goes.
-struct Job {
-    eid: EventId,
-    req: RedemptionRequest,
-    reply: tokio::sync::oneshot::Sender<Result<RedemptionAnswer, StoreError>>,
-}
-
-/// Threads that gather online redemptions: each takes every request waiting (up to
-/// [`GATHER_MAX`]) and runs them in one round trip and one transaction.
+/// Threads that gather online redemptions (see [`super::gather`]); two, so one gathers while
+/// the other waits for the database.
 const GATHERERS: usize = 2;
-const GATHER_MAX: usize = 128;
 /// The gatherers' connections' `application_name`.
 const GATHERER_NAME: &str = "gatemesh-gather";
 
@@ -239,8 +232,7 @@ impl Postgres {
         migrate(&mut *pool.get()?)?;
         let changes = Arc::new(Changes::new());
         listen(config.clone(), changes.clone())?;
-        let (tx, rx) = std::sync::mpsc::channel::<Job>();
-        let rx = Arc::new(std::sync::Mutex::new(rx));
+        let (tx, rx) = gather::queue();
         // Named, so an operator sees them in `pg_stat_activity`.
         let mut own = config.clone();
         own.application_name(GATHERER_NAME);
@@ -584,22 +576,13 @@ impl Storage for Postgres {
         if origin == Origin::Online
             && let Some(answer) = self.submit_online(eid, req)
         {
-            return answer
-                .blocking_recv()
-                .unwrap_or_else(|_| Err(StoreError::Conflict("the storage is closing".into())));
+            return gather::wait(answer);
         }
         redeem_on(&mut *self.conn()?, eid, req, origin)
     }
 
     fn submit_online(&self, eid: &EventId, req: &RedemptionRequest) -> Option<Submitted> {
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        let job = Job {
-            eid: eid.clone(),
-            req: req.clone(),
-            reply,
-        };
-        self.gather.as_ref()?.send(job).ok()?;
-        Some(answer)
+        gather::submit(self.gather.as_ref(), eid, req)
     }
 
     fn redeem_journal(
@@ -978,26 +961,10 @@ fn redeem_on(
 /// Takes the jobs waiting (blocking for the first), runs them together, answers each; until
 /// the queue closes. Each gatherer keeps a connection of its own (no pool checkout, and so no
 /// test query, per gathering) and connects again when the database closed it.
-fn gatherer(
-    config: &postgres::Config,
-    pool: &Pool,
-    rx: &std::sync::Mutex<std::sync::mpsc::Receiver<Job>>,
-) {
+fn gatherer(config: &postgres::Config, pool: &Pool, waiting: &Waiting) {
     // Connected before the first request, so it waits for no handshake.
     let mut own = config.connect(NoTls).ok();
-    loop {
-        let jobs = {
-            let Ok(rx) = rx.lock() else { return };
-            let Ok(first) = rx.recv() else { return };
-            let mut jobs = vec![first];
-            while jobs.len() < GATHER_MAX {
-                match rx.try_recv() {
-                    Ok(job) => jobs.push(job),
-                    Err(_) => break,
-                }
-            }
-            jobs
-        };
+    while let Some(jobs) = gather::take_waiting(waiting) {
         if own.as_ref().is_none_or(postgres::Client::is_closed) {
             own = config.connect(NoTls).ok();
         }
@@ -1017,9 +984,7 @@ fn gatherer(
                     .collect()
             }
         };
-        for (job, answer) in jobs.into_iter().zip(answers) {
-            let _ = job.reply.send(answer);
-        }
+        gather::answer(jobs, answers);
     }
 }
 

@@ -1,7 +1,12 @@
 //! SQLite storage: one file, zero set-up. One connection behind a mutex; every write is an
-//! immediate transaction, so SQLite's writer lock serialises them.
+//! immediate transaction, so SQLite's writer lock serialises them. Online redemptions are
+//! gathered (see [`super::gather`]): one thread stores every request waiting in one
+//! transaction, each in a savepoint of its own, so they share one durable write.
 
-use std::{path::Path, sync::Mutex};
+use std::{
+    path::Path,
+    sync::{Arc, Mutex},
+};
 
 use gatemesh_ledger::{Action, Verdict};
 use gatemesh_ticket::{EventId, TicketId};
@@ -9,7 +14,9 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::{
     AuditLine, Changes, Counts, Device, Event, FirstUse, GateView, Origin, RedemptionAnswer,
-    RedemptionRequest, ServerResolution, Status, Storage, StoreError, Ticket, answer, from_json,
+    RedemptionRequest, ServerResolution, Status, Storage, StoreError, Submitted, Ticket, answer,
+    from_json,
+    gather::{self, Job, Queue, Waiting},
     join_ids, journal_answer, journal_facts, now, refuse_inactive, split_ids, ticket_parts,
     to_json,
 };
@@ -20,8 +27,10 @@ const SCHEMA_VERSION: i64 = 2;
 /// SQLite storage: one file, zero set-up.
 #[derive(Debug)]
 pub struct Sqlite {
-    conn: Mutex<Connection>,
-    changes: Changes,
+    conn: Arc<Mutex<Connection>>,
+    changes: Arc<Changes>,
+    /// Online redemptions on their way to the gatherer (`None` when it could not start).
+    gather: Option<Queue>,
 }
 
 impl Sqlite {
@@ -75,18 +84,25 @@ impl Sqlite {
                  actor TEXT NOT NULL, action TEXT NOT NULL, reason TEXT NOT NULL, at TEXT NOT NULL);",
         )?;
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+        let conn = Arc::new(Mutex::new(conn));
+        let changes = Arc::new(Changes::new());
+        let (tx, rx) = gather::queue();
+        let gatherer = {
+            let (conn, changes) = (conn.clone(), changes.clone());
+            std::thread::Builder::new()
+                .name("sqlite-gather".into())
+                .spawn(move || gatherer(&conn, &changes, &rx))
+        };
         Ok(Self {
-            conn: Mutex::new(conn),
-            changes: Changes::new(),
+            conn,
+            changes,
+            // Without the thread every redemption is stored alone, as before gathering.
+            gather: gatherer.is_ok().then_some(tx),
         })
     }
 
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
-        // A panic while holding the lock leaves SQLite consistent (transactions roll back),
-        // so a poisoned lock is still safe to use.
-        self.conn
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.conn)
     }
 
     /// Runs `f` in an immediate transaction that changes tickets, commits, then tells
@@ -105,8 +121,81 @@ impl Sqlite {
     }
 }
 
+fn lock(conn: &Mutex<Connection>) -> std::sync::MutexGuard<'_, Connection> {
+    // A panic while holding the lock leaves SQLite consistent (transactions roll back), so a
+    // poisoned lock is still safe to use.
+    conn.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Stores every request waiting in one transaction, until the queue closes.
+fn gatherer(conn: &Mutex<Connection>, changes: &Changes, waiting: &Waiting) {
+    while let Some(jobs) = gather::take_waiting(waiting) {
+        let mut conn = lock(conn);
+        let (answers, flagged) = match redeem_gathered(&mut conn, &jobs) {
+            Ok(done) => done,
+            // The transaction failed as a whole (a full disk, say): each request alone, so
+            // each gets its own answer or error.
+            Err(_) => {
+                let mut flagged = false;
+                let answers = jobs
+                    .iter()
+                    .map(|j| {
+                        let (answer, f) = redeem_alone(&mut conn, &j.eid, &j.req, Origin::Online)?;
+                        flagged |= f;
+                        Ok(answer)
+                    })
+                    .collect();
+                (answers, flagged)
+            }
+        };
+        drop(conn);
+        if flagged {
+            changes.bump();
+        }
+        gather::answer(jobs, answers);
+    }
+}
+
+type Answers = Vec<Result<RedemptionAnswer, StoreError>>;
+
+/// Every job in one transaction, each in a savepoint: a request refused (an id another event
+/// holds) leaves nothing behind and the others stand.
+fn redeem_gathered(conn: &mut Connection, jobs: &[Job]) -> Result<(Answers, bool), StoreError> {
+    let mut tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut answers = Vec::with_capacity(jobs.len());
+    let mut flagged = false;
+    for job in jobs {
+        let one = tx.savepoint()?;
+        match redeem_in(&one, &job.eid, &job.req, Origin::Online) {
+            Ok((answer, f)) => {
+                one.commit()?;
+                flagged |= f;
+                answers.push(Ok(answer));
+            }
+            // Dropping the savepoint rolls it back.
+            Err(e) => answers.push(Err(e)),
+        }
+    }
+    tx.commit()?;
+    Ok((answers, flagged))
+}
+
+/// One request in a transaction of its own.
+fn redeem_alone(
+    conn: &mut Connection,
+    eid: &EventId,
+    req: &RedemptionRequest,
+    origin: Origin,
+) -> Result<(RedemptionAnswer, bool), StoreError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let done = redeem_in(&tx, eid, req, origin)?;
+    tx.commit()?;
+    Ok(done)
+}
+
 /// Takes `n` values of the change sequence; returns the first.
-fn take_seq(tx: &rusqlite::Transaction<'_>, n: usize) -> rusqlite::Result<i64> {
+fn take_seq(tx: &Connection, n: usize) -> rusqlite::Result<i64> {
     let last: i64 = tx.query_row(
         "UPDATE seq SET value = value + ?1 WHERE id = 1 RETURNING value",
         [n as i64],
@@ -292,15 +381,20 @@ impl Storage for Sqlite {
         req: &RedemptionRequest,
         origin: Origin,
     ) -> Result<RedemptionAnswer, StoreError> {
-        let mut conn = self.conn();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let (answer, flagged) = redeem_in(&tx, eid, req, origin)?;
-        tx.commit()?;
-        drop(conn);
+        if origin == Origin::Online
+            && let Some(answer) = self.submit_online(eid, req)
+        {
+            return gather::wait(answer);
+        }
+        let (answer, flagged) = redeem_alone(&mut self.conn(), eid, req, origin)?;
         if flagged {
             self.changes.bump();
         }
         Ok(answer)
+    }
+
+    fn submit_online(&self, eid: &EventId, req: &RedemptionRequest) -> Option<Submitted> {
+        gather::submit(self.gather.as_ref(), eid, req)
     }
 
     fn redeem_journal(
@@ -710,7 +804,7 @@ fn event_from((id, name, capacity, starts_at, ends_at): EventRow) -> Result<Even
 
 /// Decides and stores one redemption inside `tx`; says whether it flagged the ticket.
 fn redeem_in(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Connection,
     eid: &EventId,
     req: &RedemptionRequest,
     origin: Origin,
