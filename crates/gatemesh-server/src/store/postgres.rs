@@ -75,7 +75,25 @@ DECLARE
     v_first JSON;
     v_seq BIGINT;
 BEGIN
-    SELECT status INTO v_status FROM tickets WHERE eid = p_eid AND tid = p_tid FOR UPDATE;
+    IF NOT p_journal THEN
+        -- An online request for a ticket already entered on is a duplicate whatever happens
+        -- meanwhile, so it takes no lock: the scans of a widely shared copy do not queue
+        -- behind each other. (A journal duplicate flags the ticket, which needs the lock.)
+        SELECT status INTO v_status FROM tickets WHERE eid = p_eid AND tid = p_tid;
+        IF v_status = 'active' THEN
+            SELECT json_build_object('redemption_id', redemption_id, 'gate', gate,
+                                     'scanner', scanner, 'at', at, 'record', record::json)
+              INTO v_first
+              FROM redemptions
+             WHERE eid = p_eid AND tid = p_tid AND verdict = 'admit' AND NOT reverted
+             ORDER BY n LIMIT 1;
+        END IF;
+    END IF;
+    IF v_first IS NULL THEN
+        -- Whether this one admits: decided under the ticket's lock, on what the previous
+        -- holder committed.
+        SELECT status INTO v_status FROM tickets WHERE eid = p_eid AND tid = p_tid FOR UPDATE;
+    END IF;
     SELECT eid, answer INTO v_eid, v_answer FROM redemptions WHERE redemption_id = p_rid;
     IF FOUND THEN
         IF v_eid <> p_eid THEN
@@ -94,12 +112,14 @@ BEGIN
     ELSIF v_status = 'transferred' THEN
         v_verdict := 'reject'; v_reason := 'transferred';
     ELSE
-        SELECT json_build_object('redemption_id', redemption_id, 'gate', gate,
-                                 'scanner', scanner, 'at', at, 'record', record::json)
-          INTO v_first
-          FROM redemptions
-         WHERE eid = p_eid AND tid = p_tid AND verdict = 'admit' AND NOT reverted
-         ORDER BY n LIMIT 1;
+        IF v_first IS NULL THEN
+            SELECT json_build_object('redemption_id', redemption_id, 'gate', gate,
+                                     'scanner', scanner, 'at', at, 'record', record::json)
+              INTO v_first
+              FROM redemptions
+             WHERE eid = p_eid AND tid = p_tid AND verdict = 'admit' AND NOT reverted
+             ORDER BY n LIMIT 1;
+        END IF;
         IF v_first IS NULL THEN
             v_verdict := 'admit'; v_reason := 'valid';
         ELSIF p_journal AND p_record IS NOT NULL
