@@ -287,6 +287,30 @@ async fn bench_gate(args: &GateArgs) -> Result<serde_json::Value> {
     .await?;
     let dup_rate = done as f64 / took.as_secs_f64();
 
+    // What a dashboard refresh costs the writer thread (scans wait behind it): the entry
+    // tally the desk reads, against reading every record as the desk used to.
+    eprintln!("a dashboard refresh at this ledger size…");
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let mut tally = Vec::new();
+    for _ in 0..20 {
+        let t = Instant::now();
+        let a = node.activity(now_ms - 29 * 60_000, 60_000, 30).await?;
+        tally.push(t.elapsed());
+        anyhow::ensure!(
+            a.tickets_entered >= args.redeemed,
+            "the tally missed entries"
+        );
+    }
+    let mut full_read = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let (all, _) = node.records().await?;
+        full_read.push(t.elapsed());
+        anyhow::ensure!(all.len() >= args.redeemed, "the read missed records");
+    }
+
     eprintln!("the same through the HTTP API…");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
@@ -350,6 +374,7 @@ async fn bench_gate(args: &GateArgs) -> Result<serde_json::Value> {
         "node_admit_latency": summary(admits),
         "node_duplicate_latency": summary(dups),
         "node_duplicate_scans_per_s": dup_rate.round(),
+        "dashboard_refresh": { "entry_tally": summary(tally), "reading_every_record": summary(full_read) },
         "http_admit_latency": summary(http_admits),
         "http_duplicate_scans_per_s": http_rate.round(),
         "cold_start_ms": start_ms,

@@ -27,6 +27,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use crate::{
     model::{AuditEntry, HlcClock, NodeId, Redemption, RedemptionId, Resolution, Status},
     state::TicketState,
+    tally::EntryTally,
 };
 
 const GENESIS_ACTOR: &[u8; 16] = b"gatemesh-genesis";
@@ -107,6 +108,8 @@ pub struct Ledger {
     node: NodeId,
     clock: HlcClock,
     flagged: BTreeSet<TicketId>,
+    /// Entry scans per gate, kept with the flags (see [`Ledger::entry_tally`]).
+    entries: EntryTally,
 }
 
 /// Runs `f` on the document, turning a panic inside automerge (which crafted input can
@@ -228,6 +231,7 @@ impl Ledger {
             clock: HlcClock::new(node.clone()),
             node,
             flagged: BTreeSet::new(),
+            entries: EntryTally::default(),
         };
         let all: HashSet<TicketId> = ledger.all_tickets();
         ledger.refresh(all);
@@ -260,10 +264,12 @@ impl Ledger {
         out
     }
 
-    /// Re-derives the flag set for `tickets` and moves the clock past their records.
+    /// Re-derives the flag set and the entry tally for `tickets` and moves the clock past
+    /// their records.
     fn refresh(&mut self, tickets: impl IntoIterator<Item = TicketId>) {
         for tid in tickets {
             let state = self.ticket(&tid);
+            self.entries.set(&tid, &state.redemptions);
             for r in &state.redemptions {
                 self.clock.observe(&r.hlc);
             }
@@ -307,6 +313,12 @@ impl Ledger {
             resolutions,
             status,
         }
+    }
+
+    /// Entry scans per gate, as every record this ledger holds says (kept current as
+    /// records arrive, so reading it costs no document access).
+    pub fn entry_tally(&self) -> &EntryTally {
+        &self.entries
     }
 
     /// Tickets currently flagged, in ticket-id order.

@@ -27,6 +27,7 @@ mod doc;
 mod model;
 mod state;
 mod store;
+mod tally;
 
 pub use decide::{
     Answer, EntryPolicy, FirstUse, Listing, Outcome, Policy, Reason, Scan, UnlistedPolicy, Verdict,
@@ -39,3 +40,4 @@ pub use model::{
 };
 pub use state::TicketState;
 pub use store::{Durability, Store, StoreError, Stored};
+pub use tally::{Activity, EntryTally, GateActivity};

@@ -871,32 +871,21 @@ impl Desk {
 
     pub async fn status(&self) -> Result<StatusView, DeskError> {
         let snap = self.node.snapshot().await?;
-        let (redemptions, _) = self.node.records().await?;
-        let peers = self.node.peers();
-        let uplink = self.node.uplink_status();
         let now = crate::gate::now_ms();
         let minute = 60_000;
         let this_minute = now - now.rem_euclid(minute);
         let first_minute = this_minute - 29 * minute;
-        let mut per_gate: BTreeMap<String, (u32, Vec<u32>, i64)> = BTreeMap::new();
-        let mut inside = std::collections::HashSet::new();
-        for r in &redemptions {
-            if r.direction != Direction::Entry {
-                continue;
-            }
-            inside.insert(r.tid.clone());
-            let e = per_gate
-                .entry(r.gate.clone())
-                .or_insert_with(|| (0, vec![0; 30], 0));
-            e.0 += 1;
-            e.2 = e.2.max(r.at_ms);
-            if r.at_ms >= first_minute && r.at_ms < this_minute + minute {
-                let i = ((r.at_ms - first_minute) / minute) as usize;
-                if let Some(slot) = e.1.get_mut(i) {
-                    *slot += 1;
-                }
-            }
-        }
+        let activity = self.node.activity(first_minute, minute, 30).await?;
+        let peers = self.node.peers();
+        let uplink = self.node.uplink_status();
+        let per_gate: BTreeMap<String, (u32, Vec<u32>, i64)> = activity
+            .gates
+            .into_iter()
+            .map(|g| {
+                let admitted = u32::try_from(g.entries).unwrap_or(u32::MAX);
+                (g.gate, (admitted, g.per_minute, g.last_ms))
+            })
+            .collect();
         let peer_by_name: HashMap<&str, &gatemesh_mesh::session::PeerStatus> =
             peers.iter().map(|p| (p.name.as_str(), p)).collect();
         let mut names: Vec<String> = per_gate.keys().cloned().collect();
@@ -951,7 +940,7 @@ impl Desk {
             event: self.started.event.clone(),
             gate_name: self.started.gate_name.clone(),
             capacity: self.started.capacity,
-            admitted_total: inside.len() as u32,
+            admitted_total: u32::try_from(activity.tickets_entered).unwrap_or(u32::MAX),
             flagged: snap.flagged as u32,
             gates,
             minute_ms: this_minute,
@@ -960,7 +949,7 @@ impl Desk {
 
     pub async fn flags(&self) -> Result<FlagsView, DeskError> {
         let open_flags = self.node.flags().await?;
-        let (_, audit) = self.node.records().await?;
+        let audit = self.node.audit().await?;
         let audit_of = |tid: &str| -> Vec<AuditView> {
             audit
                 .iter()

@@ -103,6 +103,17 @@ pub(crate) enum Command {
     Records {
         reply: Reply<(Vec<Redemption>, Vec<AuditEntry>)>,
     },
+    /// Entries per gate over `minutes` windows of `minute_ms` from `first_ms`, from the
+    /// ledger's tally (no document read).
+    Activity {
+        first_ms: i64,
+        minute_ms: i64,
+        minutes: usize,
+        reply: Reply<gatemesh_ledger::Activity>,
+    },
+    Audit {
+        reply: Reply<Vec<AuditEntry>>,
+    },
     ExportLedger {
         reply: Reply<Vec<u8>>,
     },
@@ -385,6 +396,19 @@ impl Writer {
             Command::Records { reply } => {
                 defer(reply, Ok((self.ledger.redemptions(), self.ledger.audit())))
             }
+            Command::Activity {
+                first_ms,
+                minute_ms,
+                minutes,
+                reply,
+            } => {
+                let activity = self
+                    .ledger
+                    .entry_tally()
+                    .activity(first_ms, minute_ms, minutes);
+                defer(reply, Ok(activity))
+            }
+            Command::Audit { reply } => defer(reply, Ok(self.ledger.audit())),
             Command::ExportLedger { reply } => defer(reply, Ok(self.ledger.save())),
             Command::Import { bytes, reply } => {
                 let before: std::collections::BTreeSet<TicketId> =

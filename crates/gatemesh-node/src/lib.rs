@@ -329,8 +329,32 @@ impl Node {
         self.ask(|reply| gate::Command::Snapshot { reply }).await
     }
 
+    /// Every redemption and audit line. Reads and parses the whole ledger on the writer
+    /// thread: for exports and tools, not for screens that refresh.
     pub async fn records(&self) -> Result<(Vec<Redemption>, Vec<AuditEntry>), NodeError> {
         self.ask(|reply| gate::Command::Records { reply }).await
+    }
+
+    /// Entries per gate over `minutes` windows of `minute_ms` from `first_ms`, and how many
+    /// tickets have an entry: from the ledger's running tally, cheap at any ledger size.
+    pub async fn activity(
+        &self,
+        first_ms: i64,
+        minute_ms: i64,
+        minutes: usize,
+    ) -> Result<gatemesh_ledger::Activity, NodeError> {
+        self.ask(|reply| gate::Command::Activity {
+            first_ms,
+            minute_ms,
+            minutes,
+            reply,
+        })
+        .await
+    }
+
+    /// The audit trail, oldest first.
+    pub async fn audit(&self) -> Result<Vec<AuditEntry>, NodeError> {
+        self.ask(|reply| gate::Command::Audit { reply }).await
     }
 
     /// The whole ledger as a saved document (for `gatemesh export`).

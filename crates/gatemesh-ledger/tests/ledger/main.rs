@@ -635,3 +635,87 @@ fn garbage_sync_messages_are_refused_and_change_nothing() {
     let _ = a.ledger.receive_sync(&mut state, &hello);
     assert_eq!(a.ledger.save(), before);
 }
+
+const MINUTE: i64 = 60_000;
+
+/// What a dashboard counts by reading every redemption, over 30 minutes from `first_ms`.
+fn counted_by_reading(l: &Ledger, first_ms: i64) -> gatemesh_ledger::Activity {
+    let mut gates = std::collections::BTreeMap::<String, gatemesh_ledger::GateActivity>::new();
+    let mut entered = std::collections::HashSet::new();
+    for r in l.redemptions() {
+        if r.direction != Direction::Entry {
+            continue;
+        }
+        entered.insert(r.tid.clone());
+        let g = gates
+            .entry(r.gate.clone())
+            .or_insert_with(|| gatemesh_ledger::GateActivity {
+                gate: r.gate.clone(),
+                entries: 0,
+                last_ms: 0,
+                per_minute: vec![0; 30],
+            });
+        g.entries += 1;
+        g.last_ms = g.last_ms.max(r.at_ms);
+        if (first_ms..first_ms + 30 * MINUTE).contains(&r.at_ms) {
+            g.per_minute[((r.at_ms - first_ms) / MINUTE) as usize] += 1;
+        }
+    }
+    gatemesh_ledger::Activity {
+        gates: gates.into_values().collect(),
+        tickets_entered: entered.len(),
+    }
+}
+
+#[test]
+fn the_entry_tally_is_what_reading_every_redemption_counts() {
+    let t0 = 1_795_000_000_000;
+    let (mut a, mut b) = (ledger(), ledger());
+    let record = |l: &mut Ledger, tid: &TicketId, gate: &str, direction, at_ms| {
+        let mut r = redemption(l, tid, at_ms);
+        r.gate = gate.into();
+        r.direction = direction;
+        l.record_redemption(&r).unwrap();
+    };
+    let tickets: Vec<TicketId> = (0..60).map(|_| TicketId::generate()).collect();
+    for (i, tid) in tickets.iter().enumerate() {
+        // Spread over 17 minutes, some before the window and some after it.
+        let at = t0 + (i as i64 - 5) * 17_000;
+        let gate = if i % 3 == 0 { "North" } else { "South" };
+        record(&mut a, tid, gate, Direction::Entry, at);
+        if i % 5 == 0 {
+            // A copy at another gate on the other side of a partition: flagged after sync.
+            record(&mut b, tid, "East", Direction::Entry, at + 1);
+        }
+        if i % 7 == 0 {
+            record(&mut a, tid, gate, Direction::Exit, at + 30_000);
+            record(&mut a, tid, gate, Direction::Entry, at + 45 * MINUTE);
+        }
+    }
+    for l in [&a, &b] {
+        assert_eq!(
+            l.entry_tally().activity(t0, MINUTE, 30),
+            counted_by_reading(l, t0)
+        );
+    }
+    sync_pair(&mut a, &mut b);
+    assert!(a.flagged().count() > 0, "the copies are flagged");
+    for l in [&a, &b] {
+        let activity = l.entry_tally().activity(t0, MINUTE, 30);
+        assert_eq!(activity, counted_by_reading(l, t0));
+        assert_eq!(activity.tickets_entered, 60);
+        assert_eq!(activity.gates.len(), 3, "North, South and East");
+    }
+    assert_eq!(a.entry_tally(), b.entry_tally());
+    // Reopened from its saved document, the ledger counts the same.
+    let saved = a.save();
+    let reopened = Ledger::open(
+        &event(),
+        NodeId::random(),
+        &genesis(&event()),
+        Some(&saved),
+        [],
+    )
+    .unwrap();
+    assert_eq!(reopened.entry_tally(), a.entry_tally());
+}

@@ -88,6 +88,11 @@ async fn the_demo_sets_itself_up_and_staff_roles_hold() {
                 "one holder inside after the revert"
             );
             assert_eq!(main.per_minute.len(), 30);
+            assert_eq!(
+                main.per_minute.iter().sum::<u32>(),
+                2,
+                "both entries fall in the last 30 minutes"
+            );
             break;
         }
         assert!(
