@@ -110,7 +110,17 @@ pub struct Ledger {
     flagged: BTreeSet<TicketId>,
     /// Entry scans per gate, kept with the flags (see [`Ledger::entry_tally`]).
     entries: EntryTally,
+    /// Every redemption this ledger holds, in the order it learned of them (see
+    /// [`Ledger::arrivals`]), and their ids.
+    arrivals: Vec<(TicketId, RedemptionId)>,
+    arrived: HashSet<RedemptionId>,
+    /// Names this value of the ledger: positions in `arrivals` mean nothing to another.
+    epoch: u64,
 }
+
+/// Every ledger value gets its own epoch, so a position kept from one (a reloaded ledger
+/// learns its records in another order) is never used with another.
+static EPOCHS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// Runs `f` on the document, turning a panic inside automerge (which crafted input can
 /// cause) into an error.
@@ -232,6 +242,9 @@ impl Ledger {
             node,
             flagged: BTreeSet::new(),
             entries: EntryTally::default(),
+            arrivals: Vec::new(),
+            arrived: HashSet::new(),
+            epoch: EPOCHS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         };
         let all: HashSet<TicketId> = ledger.all_tickets();
         ledger.refresh(all);
@@ -270,6 +283,11 @@ impl Ledger {
         for tid in tickets {
             let state = self.ticket(&tid);
             self.entries.set(&tid, &state.redemptions);
+            for r in &state.redemptions {
+                if self.arrived.insert(r.id.clone()) {
+                    self.arrivals.push((tid.clone(), r.id.clone()));
+                }
+            }
             for r in &state.redemptions {
                 self.clock.observe(&r.hlc);
             }
@@ -442,24 +460,6 @@ impl Ledger {
         self.doc.length(&self.roots.redemptions)
     }
 
-    /// The first `limit` redemptions whose id passes `keep`, in ticket order. `keep` sees
-    /// every id (so it can count); it filters on the key, so redemptions left out cost no
-    /// parsing.
-    pub fn redemptions_where(
-        &self,
-        mut keep: impl FnMut(&str) -> bool,
-        limit: usize,
-    ) -> Vec<Redemption> {
-        let mut out = Vec::new();
-        for item in self.doc.map_range(&self.roots.redemptions, ..) {
-            let kept = item.key.split_once(',').is_some_and(|(_, id)| keep(id));
-            if kept && out.len() < limit {
-                out.extend(text(&item.value).and_then(parse::<Redemption>));
-            }
-        }
-        out
-    }
-
     /// Every resolution that passes `keep`, in ticket order.
     pub fn resolutions_where(&self, mut keep: impl FnMut(&Resolution) -> bool) -> Vec<Resolution> {
         self.doc
@@ -467,6 +467,27 @@ impl Ledger {
             .filter_map(|item| text(&item.value).and_then(parse::<Resolution>))
             .filter(|r| keep(r))
             .collect()
+    }
+
+    /// The redemptions this ledger holds, by ticket and id, in the order it learned of them
+    /// (on open, in no particular order), from position `from` on. Positions hold for this
+    /// ledger value, named by [`Ledger::epoch`]: a reader keeps how far it got and reads
+    /// only what arrived since, however large the ledger.
+    pub fn arrivals(&self, from: usize) -> &[(TicketId, RedemptionId)] {
+        self.arrivals.get(from..).unwrap_or_default()
+    }
+
+    /// Names this ledger value (see [`Ledger::arrivals`]); never the same for two.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// One redemption, by ticket and id.
+    pub fn redemption(&self, tid: &TicketId, id: &RedemptionId) -> Option<Redemption> {
+        match self.doc.get(&self.roots.redemptions, format!("{tid},{id}")) {
+            Ok(Some((value, _))) => value.as_str().and_then(parse),
+            _ => None,
+        }
     }
 
     /// Whether a redemption with this id is recorded for `tid`.

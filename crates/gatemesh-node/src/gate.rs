@@ -127,12 +127,13 @@ pub(crate) enum Command {
     PeerLag {
         reply: Reply<std::collections::HashMap<String, Option<usize>>>,
     },
-    /// The uplink asks for redemptions it has not sent yet (ids not in `sent`).
-    /// Replies with up to `limit` of them and how many there are in all.
+    /// The uplink asks for redemptions it has not sent yet (ids not in `sent`), looking
+    /// from `from` (where its last look found the first unsent one) on.
     Unsent {
         sent: std::sync::Arc<HashSet<String>>,
+        from: UnsentCursor,
         limit: usize,
-        reply: Reply<(Vec<Redemption>, usize)>,
+        reply: Reply<Unsent>,
     },
     /// Resolutions made by staff on the mesh that the uplink has not sent yet.
     UnsentResolutions {
@@ -179,6 +180,25 @@ pub struct ServerUpdate {
     /// Redemptions the server knows of (another gate's admission of a ticket this gate also
     /// admitted); written into the ledger, where concurrent admissions become flags.
     pub learned: Vec<Redemption>,
+}
+
+/// Where the uplink's next look for unsent redemptions starts: a position in the ledger's
+/// arrivals (see [`gatemesh_ledger::Ledger::arrivals`]) and the ledger value it belongs to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct UnsentCursor {
+    epoch: u64,
+    position: usize,
+}
+
+/// What a look for unsent redemptions found.
+#[derive(Debug)]
+pub(crate) struct Unsent {
+    /// The first `limit` of them.
+    pub redemptions: Vec<Redemption>,
+    /// How many there are in all.
+    pub total: usize,
+    /// Where the next look starts: the first unsent one (everything before it was sent).
+    pub next: UnsentCursor,
 }
 
 /// A reply held back until the batch's changes are on disk.
@@ -431,18 +451,12 @@ impl Writer {
                 defer(reply, result)
             }
             Command::Sync(request) => self.sync(request, changes, events),
-            Command::Unsent { sent, limit, reply } => {
-                let mut total = 0;
-                let unsent = self.ledger.redemptions_where(
-                    |id| {
-                        let new = !sent.contains(id);
-                        total += usize::from(new);
-                        new
-                    },
-                    limit,
-                );
-                defer(reply, Ok((unsent, total)))
-            }
+            Command::Unsent {
+                sent,
+                from,
+                limit,
+                reply,
+            } => defer(reply, Ok(self.unsent(&sent, from, limit))),
             Command::UnsentResolutions { sent, reply } => {
                 let unsent = self
                     .ledger
@@ -462,6 +476,41 @@ impl Writer {
                 defer(reply, Ok(lag))
             }
             Command::Shutdown => Box::new(|_| {}),
+        }
+    }
+
+    /// Redemptions whose ids are not in `sent`, looking only at what arrived from `from` on:
+    /// the cost follows the backlog and the news, not the ledger's size (a whole-ledger look
+    /// took 23 ms at 50,000 redemptions, on the thread that decides scans). A cursor from
+    /// another ledger value (a reload) starts over.
+    fn unsent(&self, sent: &HashSet<String>, from: UnsentCursor, limit: usize) -> Unsent {
+        let epoch = self.ledger.epoch();
+        let start = if from.epoch == epoch {
+            from.position
+        } else {
+            0
+        };
+        let mut first_unsent = None;
+        let mut total = 0;
+        let mut redemptions = Vec::new();
+        let arrivals = self.ledger.arrivals(start);
+        for (i, (tid, id)) in arrivals.iter().enumerate() {
+            if sent.contains(id.as_str()) {
+                continue;
+            }
+            first_unsent.get_or_insert(start + i);
+            total += 1;
+            if redemptions.len() < limit {
+                redemptions.extend(self.ledger.redemption(tid, id));
+            }
+        }
+        Unsent {
+            redemptions,
+            total,
+            next: UnsentCursor {
+                epoch,
+                position: first_unsent.unwrap_or(start + arrivals.len()),
+            },
         }
     }
 

@@ -31,7 +31,7 @@ use tokio::sync::watch;
 
 use crate::{
     Node, NodeError,
-    gate::{Command, ServerDecision, ServerTicket, ServerUpdate, now_ms},
+    gate::{Command, ServerDecision, ServerTicket, ServerUpdate, UnsentCursor, now_ms},
 };
 
 /// Most redemptions in one journal upload.
@@ -181,6 +181,7 @@ impl Node {
             acks,
             sent: Arc::new(sent),
             last_scan: Duration::ZERO,
+            unsent_from: UnsentCursor::default(),
         };
         tokio::spawn(up.run());
         Ok(())
@@ -227,7 +228,8 @@ async fn pause(stop: &mut watch::Receiver<bool>, delay: Duration) -> bool {
 
 /// The least time between two looks for unsent redemptions once all were sent: 250 ms, or
 /// twenty times what the last look took, so the looks never take more than 5% of the writer
-/// thread however large the ledger grows.
+/// thread (a look costs the backlog and the news since the last one, so this is a guard for
+/// a large backlog).
 fn upload_pace(last_scan: Duration) -> Duration {
     (last_scan * 20).clamp(Duration::from_millis(250), Duration::from_secs(10))
 }
@@ -449,6 +451,8 @@ struct Up {
     sent: Arc<HashSet<String>>,
     /// How long the last look for unsent redemptions held the writer thread.
     last_scan: Duration,
+    /// Where the next look for unsent redemptions starts.
+    unsent_from: UnsentCursor,
 }
 
 #[derive(Debug, Deserialize)]
@@ -528,11 +532,11 @@ impl Up {
                 // More to send: straight on.
                 Ok(true) => backoff = Duration::from_millis(500),
                 // All sent: wait for the ledger to change, and not sooner than the pace
-                // allows. Looking for what is unsent reads the whole ledger on the writer
-                // thread (the one that decides scans and applies peers' changes); at a busy
-                // gate the ledger changes many times a second, and a look per change would
-                // keep that thread busy and hold the mesh back. Uploads are not the
-                // real-time path (the mesh is), so they go in batches a few times a second.
+                // allows. A look reads only what arrived since the last one, but it runs
+                // on the writer thread (the one that decides scans and applies peers'
+                // changes), and at a busy gate the ledger changes many times a second.
+                // Uploads are not the real-time path (the mesh is), so they go in batches a
+                // few times a second rather than one request per scan.
                 Ok(false) => {
                     backoff = Duration::from_millis(500);
                     let pace = upload_pace(self.last_scan);
@@ -575,17 +579,18 @@ impl Up {
             if !woke {
                 return false;
             }
-            let sent = self.sent.clone();
-            if let Ok((_, total)) = self
+            let (sent, from) = (self.sent.clone(), self.unsent_from);
+            if let Ok(found) = self
                 .node
                 .ask(|reply| Command::Unsent {
                     sent,
+                    from,
                     limit: 0,
                     reply,
                 })
                 .await
             {
-                self.uplink.update(|s| s.backlog = total);
+                self.uplink.update(|s| s.backlog = found.total);
             }
             if !pause(stop, Duration::from_secs(1)).await {
                 return false;
@@ -640,17 +645,20 @@ impl Up {
 
     /// Sends one batch of redemptions; says whether more is waiting.
     async fn redemptions(&mut self) -> anyhow::Result<bool> {
-        let sent = self.sent.clone();
+        let (sent, from) = (self.sent.clone(), self.unsent_from);
         let asked = std::time::Instant::now();
-        let (batch, total) = self
+        let found = self
             .node
             .ask(|reply| Command::Unsent {
                 sent,
+                from,
                 limit: BATCH,
                 reply,
             })
             .await?;
         self.last_scan = asked.elapsed();
+        self.unsent_from = found.next;
+        let (batch, total) = (found.redemptions, found.total);
         self.uplink.update(|s| s.backlog = total);
         if batch.is_empty() {
             return Ok(false);

@@ -719,3 +719,51 @@ fn the_entry_tally_is_what_reading_every_redemption_counts() {
     .unwrap();
     assert_eq!(reopened.entry_tally(), a.entry_tally());
 }
+
+#[test]
+fn arrivals_list_every_redemption_once_in_the_order_learned() {
+    let (mut a, mut b) = (ledger(), ledger());
+    let (t1, t2, t3) = (
+        TicketId::generate(),
+        TicketId::generate(),
+        TicketId::generate(),
+    );
+    let ra = redemption(&mut a, &t1, T0);
+    a.record_redemption(&ra).unwrap();
+    let ra2 = redemption(&mut a, &t2, T0 + 1);
+    a.record_redemption(&ra2).unwrap();
+    let rb = redemption(&mut b, &t3, T0 + 2);
+    b.record_redemption(&rb).unwrap();
+    let ids = |l: &Ledger, from| -> Vec<RedemptionId> {
+        l.arrivals(from).iter().map(|(_, id)| id.clone()).collect()
+    };
+    assert_eq!(ids(&a, 0), vec![ra.id.clone(), ra2.id.clone()]);
+    // Learned from a peer: after what it already had, each once however often it is synced.
+    sync_pair(&mut a, &mut b);
+    sync_pair(&mut a, &mut b);
+    assert_eq!(
+        ids(&a, 0),
+        vec![ra.id.clone(), ra2.id.clone(), rb.id.clone()]
+    );
+    assert_eq!(ids(&a, 2), vec![rb.id.clone()]);
+    assert!(a.arrivals(3).is_empty() && a.arrivals(99).is_empty());
+    let (tid, id) = &a.arrivals(2)[0];
+    assert_eq!(a.redemption(tid, id).as_ref(), Some(&rb));
+    assert_eq!(a.redemption(&t1, id), None, "another ticket's key");
+    // A reopened ledger is another value: positions from the old one do not apply.
+    let saved = a.save();
+    let reopened = Ledger::open(
+        &event(),
+        NodeId::random(),
+        &genesis(&event()),
+        Some(&saved),
+        [],
+    )
+    .unwrap();
+    assert_ne!(reopened.epoch(), a.epoch());
+    let mut all = ids(&reopened, 0);
+    all.sort();
+    let mut expected = vec![ra.id, ra2.id, rb.id];
+    expected.sort();
+    assert_eq!(all, expected);
+}
