@@ -638,6 +638,19 @@ fn garbage_sync_messages_are_refused_and_change_nothing() {
 
 const MINUTE: i64 = 60_000;
 
+/// The same ledger opened again from its saved document, as another node would.
+fn reopened(l: &mut Ledger) -> Ledger {
+    let saved = l.save();
+    Ledger::open(
+        &event(),
+        NodeId::random(),
+        &genesis(&event()),
+        Some(&saved),
+        [],
+    )
+    .unwrap()
+}
+
 /// What a dashboard counts by reading every redemption, over 30 minutes from `first_ms`.
 fn counted_by_reading(l: &Ledger, first_ms: i64) -> gatemesh_ledger::Activity {
     let mut gates = std::collections::BTreeMap::<String, gatemesh_ledger::GateActivity>::new();
@@ -708,15 +721,7 @@ fn the_entry_tally_is_what_reading_every_redemption_counts() {
     }
     assert_eq!(a.entry_tally(), b.entry_tally());
     // Reopened from its saved document, the ledger counts the same.
-    let saved = a.save();
-    let reopened = Ledger::open(
-        &event(),
-        NodeId::random(),
-        &genesis(&event()),
-        Some(&saved),
-        [],
-    )
-    .unwrap();
+    let reopened = reopened(&mut a);
     assert_eq!(reopened.entry_tally(), a.entry_tally());
 }
 
@@ -751,15 +756,7 @@ fn arrivals_list_every_redemption_once_in_the_order_learned() {
     assert_eq!(a.redemption(tid, id).as_ref(), Some(&rb));
     assert_eq!(a.redemption(&t1, id), None, "another ticket's key");
     // A reopened ledger is another value: positions from the old one do not apply.
-    let saved = a.save();
-    let reopened = Ledger::open(
-        &event(),
-        NodeId::random(),
-        &genesis(&event()),
-        Some(&saved),
-        [],
-    )
-    .unwrap();
+    let reopened = reopened(&mut a);
     assert_ne!(reopened.epoch(), a.epoch());
     let mut all = ids(&reopened, 0);
     all.sort();

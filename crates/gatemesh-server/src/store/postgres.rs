@@ -75,11 +75,18 @@ DECLARE
     v_first JSON;
     v_seq BIGINT;
 BEGIN
-    IF NOT p_journal THEN
-        -- An online request for a ticket already entered on is a duplicate whatever happens
-        -- meanwhile, so it takes no lock: the scans of a widely shared copy do not queue
-        -- behind each other. (A journal duplicate flags the ticket, which needs the lock.)
-        SELECT status INTO v_status FROM tickets WHERE eid = p_eid AND tid = p_tid;
+    -- An online request for a ticket already entered on is a duplicate whatever happens
+    -- meanwhile, so the first pass takes no lock: the scans of a widely shared copy do not
+    -- queue behind each other. Whether a request admits is decided on the second pass, under
+    -- the ticket's lock, on what the previous holder committed. A journal item always
+    -- locks (a duplicate there flags the ticket).
+    FOR v_pass IN 1..2 LOOP
+        IF p_journal OR v_pass = 2 THEN
+            SELECT status INTO v_status FROM tickets WHERE eid = p_eid AND tid = p_tid FOR UPDATE;
+        ELSE
+            SELECT status INTO v_status FROM tickets WHERE eid = p_eid AND tid = p_tid;
+        END IF;
+        v_first := NULL;
         IF v_status = 'active' THEN
             SELECT json_build_object('redemption_id', redemption_id, 'gate', gate,
                                      'scanner', scanner, 'at', at, 'record', record::json)
@@ -88,12 +95,8 @@ BEGIN
              WHERE eid = p_eid AND tid = p_tid AND verdict = 'admit' AND NOT reverted
              ORDER BY n LIMIT 1;
         END IF;
-    END IF;
-    IF v_first IS NULL THEN
-        -- Whether this one admits: decided under the ticket's lock, on what the previous
-        -- holder committed.
-        SELECT status INTO v_status FROM tickets WHERE eid = p_eid AND tid = p_tid FOR UPDATE;
-    END IF;
+        EXIT WHEN p_journal OR v_first IS NOT NULL;
+    END LOOP;
     SELECT eid, answer INTO v_eid, v_answer FROM redemptions WHERE redemption_id = p_rid;
     IF FOUND THEN
         IF v_eid <> p_eid THEN
@@ -104,7 +107,7 @@ BEGIN
     END IF;
     IF p_journal AND p_record IS NOT NULL AND (p_record::json ->> 'direction') = 'exit' THEN
         -- An exit scan (re-entry events): recorded, but no admission.
-        v_verdict := 'exit'; v_reason := 'exit';
+        v_verdict := 'exit'; v_reason := 'exit'; v_first := NULL;
     ELSIF v_status IS NULL THEN
         v_verdict := 'reject'; v_reason := 'unknown_ticket';
     ELSIF v_status = 'void' THEN
@@ -112,14 +115,6 @@ BEGIN
     ELSIF v_status = 'transferred' THEN
         v_verdict := 'reject'; v_reason := 'transferred';
     ELSE
-        IF v_first IS NULL THEN
-            SELECT json_build_object('redemption_id', redemption_id, 'gate', gate,
-                                     'scanner', scanner, 'at', at, 'record', record::json)
-              INTO v_first
-              FROM redemptions
-             WHERE eid = p_eid AND tid = p_tid AND verdict = 'admit' AND NOT reverted
-             ORDER BY n LIMIT 1;
-        END IF;
         IF v_first IS NULL THEN
             v_verdict := 'admit'; v_reason := 'valid';
         ELSIF p_journal AND p_record IS NOT NULL
