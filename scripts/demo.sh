@@ -48,5 +48,8 @@ curl -s "$api/v1/status" | sed 's/.*"peers":\[\([^]]*\)\].*/  \1/'
 echo
 kill "$pid"
 wait "$pid" 2>/dev/null || true
+# exec skips the EXIT trap: stop the virtual screen first.
+cleanup
+trap - EXIT
 echo
 exec scripts/demo-headless.sh
