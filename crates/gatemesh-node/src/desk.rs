@@ -14,7 +14,7 @@
 //!   show.
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::HashMap,
     net::SocketAddr,
     path::{Path, PathBuf},
     sync::Mutex,
@@ -878,17 +878,15 @@ impl Desk {
         let activity = self.node.activity(first_minute, minute, 30).await?;
         let peers = self.node.peers();
         let uplink = self.node.uplink_status();
-        let per_gate: BTreeMap<String, (u32, Vec<u32>, i64)> = activity
+        // By name, as the tally lists them.
+        let by_gate: HashMap<&str, &gatemesh_ledger::GateActivity> = activity
             .gates
-            .into_iter()
-            .map(|g| {
-                let admitted = u32::try_from(g.entries).unwrap_or(u32::MAX);
-                (g.gate, (admitted, g.per_minute, g.last_ms))
-            })
+            .iter()
+            .map(|g| (g.gate.as_str(), g))
             .collect();
         let peer_by_name: HashMap<&str, &gatemesh_mesh::session::PeerStatus> =
             peers.iter().map(|p| (p.name.as_str(), p)).collect();
-        let mut names: Vec<String> = per_gate.keys().cloned().collect();
+        let mut names: Vec<String> = activity.gates.iter().map(|g| g.gate.clone()).collect();
         for n in peers
             .iter()
             .map(|p| p.name.clone())
@@ -901,8 +899,10 @@ impl Desk {
         let gates = names
             .into_iter()
             .map(|name| {
-                let (admitted, per_minute, last) =
-                    per_gate.get(&name).cloned().unwrap_or((0, vec![0; 30], 0));
+                let seen = by_gate.get(name.as_str());
+                let admitted = seen.map_or(0, |g| u32::try_from(g.entries).unwrap_or(u32::MAX));
+                let per_minute = seen.map_or_else(|| vec![0; 30], |g| g.per_minute.clone());
+                let last = seen.map_or(0, |g| g.last_ms);
                 let this_gate = name == self.started.gate_name;
                 let peer = peer_by_name.get(name.as_str());
                 let online = this_gate || peer.is_some_and(|p| p.connected);

@@ -69,10 +69,3 @@ pub(crate) fn answer(
         let _ = job.reply.send(answer);
     }
 }
-
-/// The answer a synchronous caller waits for.
-pub(crate) fn wait(answer: Submitted) -> Result<RedemptionAnswer, StoreError> {
-    answer
-        .blocking_recv()
-        .unwrap_or_else(|_| Err(StoreError::Conflict("the storage is closing".into())))
-}

@@ -240,6 +240,8 @@ pub trait Storage: Send + Sync + 'static {
         actor: &str,
         reason: &str,
     ) -> Result<Ticket, StoreError>;
+    /// One redemption in a transaction of its own. Online requests normally go through
+    /// [`Storage::submit_online`], which gathers them; this is the path when it cannot.
     fn redeem(
         &self,
         eid: &EventId,

@@ -588,11 +588,6 @@ impl Storage for Postgres {
         req: &RedemptionRequest,
         origin: Origin,
     ) -> Result<RedemptionAnswer, StoreError> {
-        if origin == Origin::Online
-            && let Some(answer) = self.submit_online(eid, req)
-        {
-            return gather::wait(answer);
-        }
         redeem_on(&mut *self.conn()?, eid, req, origin)
     }
 

@@ -28,7 +28,7 @@ const SCHEMA_VERSION: i64 = 2;
 #[derive(Debug)]
 pub struct Sqlite {
     conn: Arc<Mutex<Connection>>,
-    changes: Arc<Changes>,
+    changes: Changes,
     /// Online redemptions on their way to the gatherer (`None` when it could not start).
     gather: Option<Queue>,
 }
@@ -85,17 +85,16 @@ impl Sqlite {
         )?;
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
         let conn = Arc::new(Mutex::new(conn));
-        let changes = Arc::new(Changes::new());
         let (tx, rx) = gather::queue();
         let gatherer = {
-            let (conn, changes) = (conn.clone(), changes.clone());
+            let conn = conn.clone();
             std::thread::Builder::new()
                 .name("sqlite-gather".into())
-                .spawn(move || gatherer(&conn, &changes, &rx))
+                .spawn(move || gatherer(&conn, &rx))
         };
         Ok(Self {
             conn,
-            changes,
+            changes: Changes::new(),
             // Without the thread every redemption is stored alone, as before gathering.
             gather: gatherer.is_ok().then_some(tx),
         })
@@ -128,49 +127,36 @@ fn lock(conn: &Mutex<Connection>) -> std::sync::MutexGuard<'_, Connection> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Stores every request waiting in one transaction, until the queue closes.
-fn gatherer(conn: &Mutex<Connection>, changes: &Changes, waiting: &Waiting) {
+/// Stores every request waiting in one transaction, until the queue closes. (Online
+/// redemptions never flag a ticket, so no change-feed listener needs telling.)
+fn gatherer(conn: &Mutex<Connection>, waiting: &Waiting) {
     while let Some(jobs) = gather::take_waiting(waiting) {
         let mut conn = lock(conn);
-        let (answers, flagged) = match redeem_gathered(&mut conn, &jobs) {
-            Ok(done) => done,
+        let answers = redeem_gathered(&mut conn, &jobs).unwrap_or_else(|_| {
             // The transaction failed as a whole (a full disk, say): each request alone, so
             // each gets its own answer or error.
-            Err(_) => {
-                let mut flagged = false;
-                let answers = jobs
-                    .iter()
-                    .map(|j| {
-                        let (answer, f) = redeem_alone(&mut conn, &j.eid, &j.req, Origin::Online)?;
-                        flagged |= f;
-                        Ok(answer)
-                    })
-                    .collect();
-                (answers, flagged)
-            }
-        };
+            jobs.iter()
+                .map(|j| redeem_alone(&mut conn, &j.eid, &j.req, Origin::Online).map(|(a, _)| a))
+                .collect()
+        });
         drop(conn);
-        if flagged {
-            changes.bump();
-        }
         gather::answer(jobs, answers);
     }
 }
 
-type Answers = Vec<Result<RedemptionAnswer, StoreError>>;
-
 /// Every job in one transaction, each in a savepoint: a request refused (an id another event
 /// holds) leaves nothing behind and the others stand.
-fn redeem_gathered(conn: &mut Connection, jobs: &[Job]) -> Result<(Answers, bool), StoreError> {
+fn redeem_gathered(
+    conn: &mut Connection,
+    jobs: &[Job],
+) -> Result<Vec<Result<RedemptionAnswer, StoreError>>, StoreError> {
     let mut tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let mut answers = Vec::with_capacity(jobs.len());
-    let mut flagged = false;
     for job in jobs {
         let one = tx.savepoint()?;
         match redeem_in(&one, &job.eid, &job.req, Origin::Online) {
-            Ok((answer, f)) => {
+            Ok((answer, _)) => {
                 one.commit()?;
-                flagged |= f;
                 answers.push(Ok(answer));
             }
             // Dropping the savepoint rolls it back.
@@ -178,7 +164,7 @@ fn redeem_gathered(conn: &mut Connection, jobs: &[Job]) -> Result<(Answers, bool
         }
     }
     tx.commit()?;
-    Ok((answers, flagged))
+    Ok(answers)
 }
 
 /// One request in a transaction of its own.
@@ -381,11 +367,6 @@ impl Storage for Sqlite {
         req: &RedemptionRequest,
         origin: Origin,
     ) -> Result<RedemptionAnswer, StoreError> {
-        if origin == Origin::Online
-            && let Some(answer) = self.submit_online(eid, req)
-        {
-            return gather::wait(answer);
-        }
         let (answer, flagged) = redeem_alone(&mut self.conn(), eid, req, origin)?;
         if flagged {
             self.changes.bump();
