@@ -4,6 +4,7 @@ use anyhow::{Context, Result};
 use gatemesh_ledger::{Durability, EntryPolicy, Policy, UnlistedPolicy};
 use gatemesh_node::{Config, Manifest, Node};
 use gatemesh_ticket::EventId;
+use gatemesh_wire::Role;
 
 use crate::verify::load_keyring;
 
@@ -67,8 +68,8 @@ pub struct Args {
     discovery: String,
     /// What this device is: a gate admits; an observer (a manager's laptop) watches every
     /// gate and resolves flags but admits no one. Must match the role its certificate names.
-    #[arg(long, default_value = "gate", value_parser = ["gate", "observer"])]
-    role: String,
+    #[arg(long, default_value = "gate")]
+    role: Role,
     /// Announce and browse only on this interface; repeat for several.
     #[arg(
         long = "mdns-interface",
@@ -87,9 +88,9 @@ pub struct Args {
 
 pub fn run(mut args: Args) -> Result<ExitCode> {
     if let Some(dir) = &args.paired {
-        let paired = crate::pair::Paired::load(dir)?;
-        args.event = Some(EventId::new(&paired.event)?);
-        args.name = Some(paired.name);
+        let paired = gatemesh_node::pairing::GateFile::load(dir)?;
+        args.event = Some(paired.event);
+        args.name = Some(paired.name.to_string());
         args.issuers = std::fs::read_dir(dir)?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| {
@@ -140,10 +141,10 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
                 let identity = gatemesh_mesh::pki::Identity::load(dir)
                     .with_context(|| format!("loading the device identity in {}", dir.display()))?;
                 anyhow::ensure!(
-                    identity.peer.role.as_str() == args.role,
+                    identity.peer.role == args.role,
                     "the identity in {} is enrolled as {}, not {} (enroll it again with --role {})",
                     dir.display(),
-                    identity.peer.role.as_str(),
+                    identity.peer.role,
                     args.role,
                     args.role
                 );
@@ -255,8 +256,9 @@ pub struct EnrollArgs {
     /// Device name (1-63 characters of A-Z a-z 0-9 . _ -).
     #[arg(long)]
     name: String,
-    #[arg(long, default_value = "gate", value_parser = ["gate", "observer"])]
-    role: String,
+    /// `gate` or `observer`.
+    #[arg(long, default_value = "gate")]
+    role: Role,
     #[arg(long)]
     out: PathBuf,
     #[arg(long, default_value_t = 30)]
@@ -264,13 +266,7 @@ pub struct EnrollArgs {
 }
 
 pub fn enroll(args: EnrollArgs) -> Result<ExitCode> {
-    use gatemesh_mesh::identity::Role;
-    let role = if args.role == "observer" {
-        Role::Observer
-    } else {
-        Role::Gate
-    };
-    let id = gatemesh_mesh::pki::enroll_into(&args.ca, &args.out, role, &args.name, args.days)
+    let id = gatemesh_mesh::pki::enroll_into(&args.ca, &args.out, args.role, &args.name, args.days)
         .with_context(|| format!("enrolling {} into {}", args.name, args.out.display()))?;
     println!(
         "enrolled {} as {} for {} in {}",

@@ -3,74 +3,13 @@
 //! record (the caller makes it durable before answering).
 
 use gatemesh_ticket::{TicketId, Verified, VerifyError};
+pub use gatemesh_wire::{Reason, Verdict};
 use serde::{Deserialize, Serialize};
 
 use crate::{
     model::{Direction, NodeId, Redemption, RedemptionId, Standing},
     state::TicketState,
 };
-
-/// Green, yellow, red.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    Admit,
-    Duplicate,
-    Reject,
-}
-
-/// Why, for every verdict. Stable names on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Reason {
-    // admit
-    /// A first entry.
-    Valid,
-    /// Admitted although the manifest does not list the ticket (policy `admit_and_mark`).
-    Unlisted,
-    /// Back in after an exit scan (re-entry policy).
-    Reentry,
-    /// An exit scan (re-entry policy): the holder may come back.
-    Exit,
-    // duplicate
-    /// Already inside: another use of the same ticket.
-    AlreadyAdmitted,
-    // reject, from the ticket itself
-    Unreadable,
-    BadSignature,
-    UnknownKey,
-    WrongEvent,
-    Expired,
-    NotYetValid,
-    // reject, from the ledger
-    /// Refunded or annulled.
-    Void,
-    /// Replaced by another ticket (see `transferred_to`).
-    Transferred,
-    /// Not in the manifest, and the event refuses unlisted tickets.
-    UnknownTicket,
-    /// Staff denied it after a flag.
-    Denied,
-    /// An exit scan for a ticket that is not inside.
-    NotInside,
-    /// An exit scan where the event allows a single entry only.
-    ExitNotAllowed,
-}
-
-impl From<gatemesh_ticket::Reason> for Reason {
-    fn from(r: gatemesh_ticket::Reason) -> Self {
-        use gatemesh_ticket::Reason as T;
-        match r {
-            T::BadSignature => Self::BadSignature,
-            T::UnknownKey => Self::UnknownKey,
-            T::WrongEvent => Self::WrongEvent,
-            T::Expired => Self::Expired,
-            T::NotYetValid => Self::NotYetValid,
-            _ => Self::Unreadable,
-        }
-    }
-}
 
 /// Entry rules of an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

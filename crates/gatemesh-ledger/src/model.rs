@@ -1,68 +1,9 @@
 //! What the ledger records. Every record is one JSON string under a flat key in one of the
 //! document's root maps (see `doc.rs` for why flat, and why one scalar per record).
 
-use std::fmt;
-
 use gatemesh_ticket::TicketId;
-use rand_core::{OsRng, RngCore};
+pub use gatemesh_wire::{Action, Direction, NodeId, RedemptionId, ResolutionId, Standing};
 use serde::{Deserialize, Serialize};
-
-/// Makes 128 random bits into 26 lower-case base32 characters.
-fn random_id() -> String {
-    const ALPHABET: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
-    let mut bytes = [0u8; 16];
-    OsRng.fill_bytes(&mut bytes);
-    let value = u128::from_be_bytes(bytes);
-    (0..26)
-        .map(|i| ALPHABET[((value >> (5 * (25 - i))) & 0x1f) as usize] as char)
-        .collect()
-}
-
-macro_rules! id_type {
-    ($(#[$doc:meta])* $name:ident) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-        #[serde(transparent)]
-        pub struct $name(String);
-
-        impl $name {
-            pub fn random() -> Self {
-                Self(random_id())
-            }
-
-            /// Accepts 1-64 characters of `A-Z a-z 0-9 . _ -`: ids travel in keys, URLs and logs.
-            pub fn parse(s: &str) -> Option<Self> {
-                let ok = (1..=64).contains(&s.len())
-                    && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-                ok.then(|| Self(s.to_owned()))
-            }
-
-            pub fn as_str(&self) -> &str {
-                &self.0
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
-    };
-}
-
-id_type!(
-    /// A node (gate or observer) of the event, stable across restarts.
-    NodeId
-);
-id_type!(
-    /// A redemption, unique across every node and the server: 128 random bits, so no
-    /// coordination and no counter that a crash could roll back.
-    RedemptionId
-);
-id_type!(
-    /// A staff resolution of a flagged ticket.
-    ResolutionId
-);
 
 /// A hybrid logical clock reading: wall time in milliseconds, a counter for events in the
 /// same millisecond (or when the wall clock stepped back), and the node as tie-break. Orders
@@ -116,16 +57,6 @@ impl HlcClock {
     }
 }
 
-/// Which way a holder passed the scanner.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    #[default]
-    Entry,
-    /// Only under the re-entry policy: the holder left and may come back in.
-    Exit,
-}
-
 /// One use of a ticket at a gate.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Redemption {
@@ -148,28 +79,6 @@ pub struct Redemption {
     pub unlisted: bool,
 }
 
-/// What staff decided about a flagged ticket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Action {
-    /// Same person: the admission stands and the flag is cleared.
-    Accept,
-    /// A second person: the ticket is refused (`denied`) from now on.
-    Deny,
-    /// Undo the redemptions: the ticket counts as unused again.
-    Revert,
-}
-
-impl Action {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Accept => "accept",
-            Self::Deny => "deny",
-            Self::Revert => "revert",
-        }
-    }
-}
-
 /// A staff resolution, itself a replicated and audited entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resolution {
@@ -187,21 +96,6 @@ pub struct Resolution {
     /// back up).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub from_server: bool,
-}
-
-/// A ticket's standing as the issuer or server last said.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum Standing {
-    Active,
-    /// Refunded or annulled.
-    Void {
-        reason: String,
-    },
-    /// Replaced by another ticket; the holder must show the new one.
-    Transferred {
-        to: TicketId,
-    },
 }
 
 /// A status entry; the latest by HLC wins.

@@ -6,42 +6,14 @@ use x509_parser::prelude::{FromDer, GeneralName, X509Certificate};
 
 pub const URI_PREFIX: &str = "gatemesh://";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    Gate,
-    Observer,
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Gate => "gate",
-            Role::Observer => "observer",
-        }
-    }
-    pub fn parse(s: &str) -> Result<Self> {
-        match s {
-            "gate" => Ok(Role::Gate),
-            "observer" => Ok(Role::Observer),
-            _ => Err(invalid!("unknown role {s:?}")),
-        }
-    }
-}
+/// What a device is: the wire's one role vocabulary.
+pub use gatemesh_wire::Role;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeerId {
     pub event: String,
     pub role: Role,
     pub name: String,
-}
-
-/// Event ids and device names: 1..=63 characters of `A-Z a-z 0-9 . _ -`, so the URI is
-/// unambiguous.
-fn valid_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
 }
 
 impl PeerId {
@@ -54,9 +26,12 @@ impl PeerId {
     }
 
     pub fn validate(&self) -> Result<()> {
-        if !valid_label(&self.event) || !valid_label(&self.name) {
+        // The same rules as everywhere else: the event id's and the device name's own.
+        if gatemesh_ticket::EventId::new(self.event.as_str()).is_err()
+            || gatemesh_wire::DeviceName::parse(&self.name).is_none()
+        {
             return Err(invalid!(
-                "event id and device name must be 1-63 characters of A-Z a-z 0-9 . _ -"
+                "an event id is 1-64 and a device name 1-63 characters of A-Z a-z 0-9 . _ -"
             ));
         }
         Ok(())
@@ -81,7 +56,8 @@ impl PeerId {
         else {
             return Err(invalid!("malformed gatemesh URI {uri:?}"));
         };
-        let id = PeerId::new(event, Role::parse(role)?, name);
+        let role: Role = role.parse().map_err(|e| invalid!("{e}"))?;
+        let id = PeerId::new(event, role, name);
         id.validate()?;
         Ok(id)
     }

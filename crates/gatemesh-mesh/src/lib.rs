@@ -1,5 +1,6 @@
 //! The gates' LAN mesh.
 //!
+//! - Secrets on disk ([`fs`]): every key and credential gatemesh keeps is written owner-only.
 //! - Enrollment ([`pki`]): the event's mesh CA (P-256) signs one certificate per device,
 //!   naming event, role and device in a SAN URI `gatemesh://EVENT/ROLE/NAME`.
 //! - Transport ([`net`]): QUIC (quinn) with mutual TLS (rustls, ring): both sides check that
@@ -13,6 +14,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod discovery;
+pub mod fs;
 pub mod identity;
 pub mod net;
 pub mod pki;

@@ -166,17 +166,7 @@ pub const CA_EVENT: &str = "event";
 pub const DEVICE_CERT: &str = "device.pem";
 pub const DEVICE_KEY: &str = "device.key";
 
-fn create_new(path: &std::path::Path, mode: u32, text: &str) -> Result<()> {
-    use std::{io::Write, os::unix::fs::OpenOptionsExt};
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(path)?;
-    f.write_all(text.as_bytes())?;
-    f.sync_all()?;
-    Ok(())
-}
+use crate::fs::{PRIVATE, PUBLIC, create_new};
 
 /// Creates the event's mesh CA in `dir` (`ca.pem`, `ca.key` readable by its owner only,
 /// `event`). Never overwrites an existing CA.
@@ -184,9 +174,9 @@ pub fn write_new_ca(dir: &std::path::Path, event: &str, valid_days: i64) -> Resu
     crate::identity::PeerId::new(event, crate::identity::Role::Gate, "ca").validate()?;
     std::fs::create_dir_all(dir)?;
     let ca = create_ca(event, valid_days)?;
-    create_new(&dir.join(CA_KEY), 0o600, &ca.key_pem)?;
-    create_new(&dir.join(CA_CERT), 0o644, &ca.cert_pem)?;
-    create_new(&dir.join(CA_EVENT), 0o644, event)?;
+    create_new(&dir.join(CA_KEY), PRIVATE, &ca.key_pem)?;
+    create_new(&dir.join(CA_CERT), PUBLIC, &ca.cert_pem)?;
+    create_new(&dir.join(CA_EVENT), PUBLIC, event)?;
     Ok(())
 }
 
@@ -205,9 +195,9 @@ pub fn enroll_into(
     let id = crate::identity::PeerId::new(event.trim(), role, name);
     let device = ca.enroll(&id, valid_days)?;
     std::fs::create_dir_all(out_dir)?;
-    create_new(&out_dir.join(DEVICE_KEY), 0o600, &device.key_pem)?;
-    create_new(&out_dir.join(DEVICE_CERT), 0o644, &device.cert_pem)?;
-    create_new(&out_dir.join(CA_CERT), 0o644, &cert_pem)?;
+    create_new(&out_dir.join(DEVICE_KEY), PRIVATE, &device.key_pem)?;
+    create_new(&out_dir.join(DEVICE_CERT), PUBLIC, &device.cert_pem)?;
+    create_new(&out_dir.join(CA_CERT), PUBLIC, &cert_pem)?;
     Ok(id)
 }
 

@@ -84,7 +84,7 @@ impl SyncPort {
 #[derive(Debug, Clone, Serialize)]
 pub struct PeerStatus {
     pub name: String,
-    pub role: String,
+    pub role: crate::identity::Role,
     pub address: String,
     pub connected: bool,
     pub rtt_ms: Option<f64>,
@@ -330,7 +330,7 @@ async fn serve(
 ) {
     let status = PeerStatus {
         name: peer.name.clone(),
-        role: peer.role.as_str().into(),
+        role: peer.role,
         address: conn.remote_address().to_string(),
         connected: true,
         rtt_ms: None,

@@ -22,6 +22,7 @@ use axum::{
 use futures_util::{Stream, StreamExt, stream};
 use gatemesh_ledger::{Action, Direction, Reason, RedemptionId, Verdict};
 use gatemesh_ticket::TicketId;
+use gatemesh_wire::{ErrorBody, Role, time::format_ms};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use serde_json::json;
 use tokio::sync::{broadcast, watch};
@@ -51,8 +52,7 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({ "error": { "code": self.code, "message": self.message } });
-        (self.status, Json(body)).into_response()
+        (self.status, Json(ErrorBody::new(self.code, self.message))).into_response()
     }
 }
 
@@ -110,16 +110,6 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
 
 fn tid(raw: &str) -> Result<TicketId, ApiError> {
     TicketId::new(raw).map_err(|e| ApiError::bad_request(e.to_string()))
-}
-
-pub(crate) fn rfc3339(ms: i64) -> String {
-    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
-        .ok()
-        .and_then(|t| {
-            t.format(&time::format_description::well_known::Rfc3339)
-                .ok()
-        })
-        .unwrap_or_default()
 }
 
 #[derive(Clone)]
@@ -218,7 +208,7 @@ impl From<ScanResult> for ScanResponse {
             }),
             first: r.first.map(|f| FirstDto {
                 ago_s: (r.at_ms - f.at_ms).max(0) / 1000,
-                at: rfc3339(f.at_ms),
+                at: format_ms(f.at_ms),
                 gate: f.gate,
                 scanner: f.scanner,
                 node: f.node.to_string(),
@@ -226,7 +216,7 @@ impl From<ScanResult> for ScanResponse {
             }),
             redemption_id: r.redemption_id,
             transferred_to: r.transferred_to,
-            at: rfc3339(r.at_ms),
+            at: format_ms(r.at_ms),
         }
     }
 }
@@ -270,7 +260,7 @@ async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
         .map(|(p, behind)| {
             json!({
                 "name": p.name, "role": p.role, "address": p.address, "connected": p.connected,
-                "rtt_ms": p.rtt_ms, "last_sync": p.last_sync_ms.map(rfc3339), "behind": behind,
+                "rtt_ms": p.rtt_ms, "last_sync": p.last_sync_ms.map(format_ms), "behind": behind,
                 "messages": p.messages, "bytes_sent": p.bytes_sent, "bytes_received": p.bytes_received,
             })
         })
@@ -279,7 +269,7 @@ async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
         "node_id": info.node_id,
         "name": info.name,
         "event": info.event,
-        "role": if s.node.is_observer() { "observer" } else { "gate" },
+        "role": if s.node.is_observer() { Role::Observer } else { Role::Gate },
         "counts": snap.counts,
         "redemptions": snap.redemptions,
         "flagged": snap.flagged,
@@ -403,7 +393,7 @@ async fn export(
                     "redemption".into(),
                     r.id.to_string(),
                     r.tid.to_string(),
-                    rfc3339(r.at_ms),
+                    format_ms(r.at_ms),
                     r.node.to_string(),
                     r.gate,
                     r.scanner,
@@ -422,7 +412,7 @@ async fn export(
                     "audit".into(),
                     String::new(),
                     a.tid.map(|t| t.to_string()).unwrap_or_default(),
-                    rfc3339(a.at_ms),
+                    format_ms(a.at_ms),
                     a.node.to_string(),
                     String::new(),
                     String::new(),

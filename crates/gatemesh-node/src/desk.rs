@@ -179,17 +179,9 @@ impl DeskConfig {
 
     /// Writes the set-up (readable by its owner only: it holds the server credential).
     pub fn save(&self, root: &Path) -> Result<()> {
-        use std::{io::Write, os::unix::fs::OpenOptionsExt};
         std::fs::create_dir_all(root)?;
         let aside = root.join(format!("{CONFIG_FILE}.new"));
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&aside)?;
-        f.write_all(serde_json::to_string_pretty(self)?.as_bytes())?;
-        f.sync_all()?;
+        write_private(&aside, &serde_json::to_string_pretty(self)?)?;
         std::fs::rename(&aside, root.join(CONFIG_FILE))?;
         Ok(())
     }
@@ -616,12 +608,19 @@ impl Desk {
         ready_for_set_up(root, &staff)?;
         let paired = crate::pairing::pair(server, code).await?;
         let identity = root.join("identity");
-        crate::pairing::write_identity(&identity, &paired)?;
+        crate::pairing::write_identity(&identity, &paired.answer.identity)?;
+        let issuer_pems = paired.issuer_pems();
+        let answer = paired.answer;
         let config = DeskConfig {
             identity_dir: Some(identity),
             server: Some(paired.server),
-            server_token: Some(paired.token),
-            ..DeskConfig::new_event(paired.event, paired.name, paired.issuer_pems, staff)
+            server_token: Some(answer.token),
+            ..DeskConfig::new_event(
+                answer.event.to_string(),
+                answer.name.to_string(),
+                issuer_pems,
+                staff,
+            )
         };
         Self::install(root, config).await
     }
@@ -1045,19 +1044,7 @@ pub fn desk_event(e: &crate::NodeEvent) -> DeskEvent {
     }
 }
 
-pub(crate) fn write_private(path: &Path, text: &str) -> Result<()> {
-    use std::{io::Write, os::unix::fs::OpenOptionsExt};
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| format!("creating {}", path.display()))?;
-    f.write_all(text.as_bytes())?;
-    f.sync_all()?;
-    Ok(())
-}
+use gatemesh_mesh::fs::write_private;
 
 // ---------------------------------------------------------------------------------------
 // The demo event.

@@ -40,12 +40,7 @@ pub struct ScanResult {
 }
 
 /// Counts by verdict since the node started.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Counts {
-    pub admit: u64,
-    pub duplicate: u64,
-    pub reject: u64,
-}
+pub use gatemesh_wire::VerdictCounts as Counts;
 
 /// What the node knows about itself.
 #[derive(Debug, Clone, Serialize)]
@@ -406,7 +401,7 @@ impl Writer {
             }
             Command::Snapshot { reply } => {
                 let snapshot = Snapshot {
-                    counts: self.counts.clone(),
+                    counts: self.counts,
                     redemptions: self.ledger.redemption_count(),
                     flagged: self.ledger.flagged().count(),
                     manifest_tickets: self.manifest.as_ref().map(HashSet::len),

@@ -188,6 +188,13 @@ impl Node {
     /// Opens the gate's data directory (creating it on first start), restores its ledger
     /// exactly as it was, applies the manifest and starts the writer thread.
     pub fn start(config: Config) -> anyhow::Result<Self> {
+        // Every redemption carries the name, and the server takes only what keeps the rule:
+        // a gate must not start under a name its uplink could never send.
+        anyhow::ensure!(
+            gatemesh_wire::Label::parse(&config.name).is_some(),
+            "the gate's name must be 1-64 bytes of printable text, not {:?}",
+            config.name
+        );
         let lock = lock_data_dir(&config.data_dir)?;
         let (store, ledger) = open_ledger(&config.data_dir, &config.event, config.durability)?;
         let uncompacted = store.pending_changes()?;
@@ -274,9 +281,9 @@ impl Node {
                     .into(),
             ));
         }
-        if scanner.is_empty() || scanner.len() > 64 || scanner.chars().any(char::is_control) {
+        if gatemesh_wire::Label::parse(scanner).is_none() {
             return Err(NodeError::BadInput(
-                "scanner must be 1-64 printable characters".into(),
+                "scanner must be 1-64 bytes of printable text".into(),
             ));
         }
         let now_s = gate::now_ms() / 1000;
@@ -306,13 +313,17 @@ impl Node {
         staff: &str,
         note: &str,
     ) -> Result<Resolution, NodeError> {
-        if staff.trim().is_empty() || staff.len() > 64 {
+        // The wire's rules: what staff decide here reaches the server as it is.
+        if gatemesh_wire::Label::parse(staff.trim()).is_none() {
             return Err(NodeError::BadInput(
-                "staff must name who decides (1-64 characters)".into(),
+                "staff must name who decides (1-64 bytes of printable text)".into(),
             ));
         }
-        if note.len() > 1000 {
-            return Err(NodeError::BadInput("a note is at most 1000 bytes".into()));
+        if gatemesh_wire::Note::parse(note).is_none() {
+            return Err(NodeError::BadInput(format!(
+                "a note is at most {} bytes of text",
+                gatemesh_wire::Note::MAX
+            )));
         }
         let (staff, note) = (staff.trim().to_owned(), note.to_owned());
         self.ask(|reply| gate::Command::Resolve {

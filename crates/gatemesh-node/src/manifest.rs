@@ -1,6 +1,8 @@
 //! The event's ticket list, when the gate is given one: which tickets exist and which are
 //! void or transferred. Two file forms: the `tickets.csv` that `gatemesh issue` writes, and
-//! the JSON manifest the server serves (`{"tickets":[{"tid","seat","status","to"?}]}`).
+//! the JSON manifest the server serves (`gatemesh-wire`'s `Manifest`; `status` may be left
+//! out for active tickets). A file is the operator's own: any entry it cannot take fails the
+//! load with the ticket named, rather than being skipped.
 
 use std::{
     collections::{BTreeMap, HashSet},
@@ -10,7 +12,6 @@ use std::{
 use anyhow::{Context, Result, bail};
 use gatemesh_ledger::Standing;
 use gatemesh_ticket::TicketId;
-use serde::Deserialize;
 
 /// Largest manifest file read: about 1.5 million tickets as JSON.
 const MAX_BYTES: u64 = 256 * 1024 * 1024;
@@ -20,22 +21,6 @@ pub struct Manifest {
     pub listed: HashSet<TicketId>,
     /// Tickets whose standing is not plain active.
     pub standings: BTreeMap<TicketId, Standing>,
-}
-
-#[derive(Deserialize)]
-struct JsonManifest {
-    tickets: Vec<JsonTicket>,
-}
-
-#[derive(Deserialize)]
-struct JsonTicket {
-    tid: TicketId,
-    #[serde(default)]
-    status: Option<String>,
-    #[serde(default)]
-    to: Option<TicketId>,
-    #[serde(default)]
-    reason: Option<String>,
 }
 
 impl Manifest {
@@ -61,23 +46,14 @@ impl Manifest {
     }
 
     pub fn from_json(text: &str) -> Result<Self> {
-        let parsed: JsonManifest = serde_json::from_str(text)?;
+        let parsed: gatemesh_wire::Manifest = serde_json::from_str(text)?;
         let mut m = Self::default();
         for t in parsed.tickets {
-            let standing = match t.status.as_deref() {
-                None | Some("active") => None,
-                Some("void") => Some(Standing::Void {
-                    reason: t.reason.unwrap_or_default(),
-                }),
-                Some("transferred") => Some(Standing::Transferred {
-                    to: t.to.with_context(|| {
-                        format!("ticket {} is transferred but names no new ticket", t.tid)
-                    })?,
-                }),
-                Some(other) => bail!("ticket {} has unknown status {other:?}", t.tid),
-            };
-            if let Some(s) = standing {
-                m.standings.insert(t.tid.clone(), s);
+            match t.standing()? {
+                Standing::Active => {}
+                standing => {
+                    m.standings.insert(t.tid.clone(), standing);
+                }
             }
             m.listed.insert(t.tid);
         }

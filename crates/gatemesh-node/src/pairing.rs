@@ -1,86 +1,130 @@
-//! Spending a pairing code at the server: what a gate receives (its mesh identity, the
-//! issuer keys, its uplink credential) and how its identity is kept on disk. Shared by
-//! `gatemesh pair` and the desktop app's set-up.
+//! Spending a pairing code at the server (`POST /v1/pair`): what a gate receives (its mesh
+//! identity, the issuer keys, its uplink credential, all as `gatemesh-wire`'s [`Paired`]),
+//! and how it is kept on disk. Shared by `gatemesh pair` and the desktop app's set-up.
 
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use gatemesh_ticket::EventId;
+pub use gatemesh_wire::Paired;
+use gatemesh_wire::{DeviceName, ErrorBody, MeshIdentity, PairRequest, Role};
+use serde::{Deserialize, Serialize};
 
-/// What the server gave for a pairing code.
+/// A spent pairing code: the server's answer and where the server is.
 #[derive(Debug, Clone)]
-pub struct Paired {
+pub struct Pairing {
+    /// The server's base URL, as the gate will reach it.
     pub server: String,
-    pub event: String,
-    pub name: String,
-    /// `gate` or `observer`.
-    pub role: String,
-    /// The device's credential for the uplink.
-    pub token: String,
-    /// Issuer public keys (SPKI PEM).
-    pub issuer_pems: Vec<String>,
-    pub device_key_pem: String,
-    pub device_cert_pem: String,
-    pub ca_pem: String,
+    /// What the server gave.
+    pub answer: Paired,
+}
+
+impl Pairing {
+    /// The issuer keys, SPKI PEM.
+    pub fn issuer_pems(&self) -> Vec<String> {
+        self.answer.keys.iter().map(|k| k.pem.clone()).collect()
+    }
+
+    /// What the gate keeps of it besides its identity and keys.
+    pub fn gate_file(&self) -> GateFile {
+        GateFile {
+            server: self.server.clone(),
+            event: self.answer.event.clone(),
+            name: self.answer.name.clone(),
+            role: self.answer.role,
+            token: self.answer.token.clone(),
+        }
+    }
 }
 
 /// Spends `code` at `server` (`POST /v1/pair`).
-pub async fn pair(server: &str, code: &str) -> Result<Paired> {
+pub async fn pair(server: &str, code: &str) -> Result<Pairing> {
     let server = server.trim_end_matches('/').to_owned();
     let response = reqwest::Client::new()
         .post(format!("{server}/v1/pair"))
         .timeout(std::time::Duration::from_secs(30))
-        .json(&serde_json::json!({ "code": code }))
+        .json(&PairRequest {
+            code: code.to_owned(),
+        })
         .send()
         .await
         .with_context(|| format!("reaching {server}"))?;
     let status = response.status();
-    let answer: serde_json::Value = response.json().await.unwrap_or_default();
     if !status.is_success() {
-        anyhow::bail!(
-            "the server refused the code: {}",
-            answer["error"]["message"]
-                .as_str()
-                .unwrap_or(status.as_str())
-        );
+        let why = response
+            .json::<ErrorBody>()
+            .await
+            .map_or_else(|_| status.to_string(), |b| b.error.message);
+        anyhow::bail!("the server refused the code: {why}");
     }
-    let text = |v: &serde_json::Value, what: &str| -> Result<String> {
-        v.as_str()
-            .map(str::to_owned)
-            .with_context(|| format!("the server's answer lacks {what}"))
-    };
-    let issuer_pems: Vec<String> = answer["keys"]
-        .as_array()
-        .map(|k| {
-            k.iter()
-                .filter_map(|k| k["pem"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
+    let answer: Paired = response
+        .json()
+        .await
+        .context("the server's answer is not a pairing")?;
     anyhow::ensure!(
-        !issuer_pems.is_empty(),
+        !answer.keys.is_empty(),
         "the server's answer lacks the issuer keys"
     );
-    Ok(Paired {
-        event: text(&answer["event"], "the event")?,
-        name: text(&answer["name"], "the device name")?,
-        role: text(&answer["role"], "the role")?,
-        token: text(&answer["token"], "the credential")?,
-        issuer_pems,
-        device_key_pem: text(&answer["identity"]["device_key"], "the device key")?,
-        device_cert_pem: text(&answer["identity"]["device_pem"], "the certificate")?,
-        ca_pem: text(&answer["identity"]["ca_pem"], "the CA certificate")?,
-        server,
-    })
+    Ok(Pairing { server, answer })
 }
 
 /// Writes the device identity into `dir` (the layout `gatemesh enroll` makes; the key
 /// readable by its owner only) and checks that it loads.
-pub fn write_identity(dir: &Path, paired: &Paired) -> Result<()> {
+pub fn write_identity(dir: &Path, identity: &MeshIdentity) -> Result<()> {
     use gatemesh_mesh::pki::{CA_CERT, DEVICE_CERT, DEVICE_KEY};
     std::fs::create_dir_all(dir)?;
-    crate::desk::write_private(&dir.join(DEVICE_KEY), &paired.device_key_pem)?;
-    std::fs::write(dir.join(DEVICE_CERT), &paired.device_cert_pem)?;
-    std::fs::write(dir.join(CA_CERT), &paired.ca_pem)?;
+    gatemesh_mesh::fs::write_private(&dir.join(DEVICE_KEY), &identity.device_key)?;
+    std::fs::write(dir.join(DEVICE_CERT), &identity.device_pem)?;
+    std::fs::write(dir.join(CA_CERT), &identity.ca_pem)?;
     gatemesh_mesh::pki::Identity::load(dir).context("loading the new identity")?;
     Ok(())
+}
+
+/// What `gatemesh pair` keeps beside the identity and the keys (`gate.json`, readable by its
+/// owner only): where the server is, who this gate is, and its credential.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct GateFile {
+    /// The server's base URL.
+    pub server: String,
+    /// The gate's event.
+    pub event: EventId,
+    /// The gate's device name.
+    pub name: DeviceName,
+    /// What it is.
+    pub role: Role,
+    /// Its uplink credential.
+    pub token: String,
+}
+
+impl std::fmt::Debug for GateFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GateFile")
+            .field("server", &self.server)
+            .field("event", &self.event)
+            .field("name", &self.name)
+            .field("role", &self.role)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GateFile {
+    /// Its name in a paired directory.
+    pub const NAME: &str = "gate.json";
+
+    /// Reads `dir/gate.json`.
+    pub fn load(dir: &Path) -> Result<Self> {
+        let path = dir.join(Self::NAME);
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {} (made by `gatemesh pair`)", path.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("reading {}", path.display()))
+    }
+
+    /// Writes `dir/gate.json`, which must not exist yet.
+    pub fn create(&self, dir: &Path) -> Result<()> {
+        gatemesh_mesh::fs::create_private(
+            &dir.join(Self::NAME),
+            &serde_json::to_string_pretty(self)?,
+        )?;
+        Ok(())
+    }
 }

@@ -14,6 +14,12 @@
 //!
 //! What the server acknowledged is kept in `uplink.sqlite` in the data directory, so a
 //! restarted gate does not send everything again (and if it did, nothing would count twice).
+//!
+//! Every body is a `gatemesh-wire` type, the same the server writes. An item the gate cannot
+//! take (a manifest entry or an answer it cannot read) or cannot send (a record the server
+//! would refuse) is skipped, logged and counted in [`UplinkStatus::skipped`] (the status
+//! endpoint, the heartbeat and so the server's `/metrics`), never retried forever: one odd
+//! item must not stall the uplink for everything after it.
 
 use std::{
     collections::HashSet,
@@ -23,10 +29,14 @@ use std::{
 };
 
 use futures_util::StreamExt;
-use gatemesh_ledger::{Hlc, NodeId, Redemption, RedemptionId, Standing};
+use gatemesh_ledger::{Hlc, NodeId, Redemption, Resolution};
 use gatemesh_ticket::TicketId;
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+pub use gatemesh_wire::UplinkStatus;
+use gatemesh_wire::{
+    Admission, ErrorBody, Heartbeat, Journal, JournalAnswers, Label, Lenient, Manifest,
+    ManifestEntry, PeerReport, RedemptionRequest, ResolveRequest, Role, Skipped, Timestamp,
+    Verdict, WireError, change,
+};
 use tokio::sync::watch;
 
 use crate::{
@@ -53,29 +63,6 @@ pub struct UplinkConfig {
     pub token: String,
 }
 
-/// What the uplink is doing, for the status endpoint and the dashboard.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct UplinkStatus {
-    pub server: String,
-    /// The change stream is connected.
-    pub streaming: bool,
-    /// Position in the server's change sequence this gate has applied.
-    pub cursor: Option<i64>,
-    /// Redemptions in the ledger the server has not acknowledged yet, as of the last look
-    /// (a few times a second at most); at least 1 while the ledger has changed since, so 0
-    /// always means everything is uploaded.
-    pub backlog: usize,
-    /// Redemptions the server acknowledged since start.
-    pub uploaded: u64,
-    /// Redemptions the server told this gate about (written into the ledger).
-    pub learned: u64,
-    /// Last successful exchange with the server (ms since 1970).
-    pub last_contact_ms: Option<i64>,
-    /// Last heartbeat the server took.
-    pub last_heartbeat_ms: Option<i64>,
-    pub last_error: Option<String>,
-}
-
 pub(crate) struct Uplink {
     pub status: Mutex<UplinkStatus>,
     pub stop: watch::Sender<bool>,
@@ -92,6 +79,16 @@ impl Uplink {
         tracing::warn!("uplink: {e:#}");
         let text = format!("{e:#}");
         self.update(|s| s.last_error = Some(text));
+    }
+
+    /// An item skipped (see the module docs): logged and counted.
+    fn skipped(&self, what: &str, why: &dyn std::fmt::Display) {
+        let text = format!("{what}: {why}");
+        tracing::warn!("uplink skipped {text}");
+        self.update(|s| {
+            s.skipped += 1;
+            s.last_skipped = Some(text);
+        });
     }
 
     fn contact(&self) {
@@ -192,21 +189,35 @@ impl Node {
     }
 
     /// What a heartbeat tells the server: who this is, its counts, peers and uplink.
-    async fn heartbeat_body(&self) -> Result<Value, NodeError> {
+    async fn heartbeat_body(&self) -> Result<Heartbeat, NodeError> {
         let snap = self.snapshot().await?;
-        let peers: Vec<Value> = self
+        let peers = self
             .peers()
             .into_iter()
-            .map(|p| json!({ "name": p.name, "role": p.role, "connected": p.connected, "rtt_ms": p.rtt_ms }))
+            .map(|p| PeerReport {
+                name: p.name,
+                role: Some(p.role),
+                connected: p.connected,
+                rtt_ms: p.rtt_ms,
+            })
             .collect();
-        Ok(json!({
-            "name": self.info().name, "node_id": self.info().node_id,
-            "role": if self.is_observer() { "observer" } else { "gate" },
-            "version": env!("CARGO_PKG_VERSION"),
-            "counts": snap.counts, "redemptions": snap.redemptions, "flagged": snap.flagged,
-            "manifest_tickets": snap.manifest_tickets, "peers": peers,
-            "uplink": self.uplink_status(),
-        }))
+        let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+        Ok(Heartbeat {
+            name: Label::parse(&self.info().name),
+            node_id: Some(self.info().node_id.clone()),
+            role: Some(if self.is_observer() {
+                Role::Observer
+            } else {
+                Role::Gate
+            }),
+            version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+            counts: snap.counts,
+            redemptions: count(snap.redemptions),
+            flagged: count(snap.flagged),
+            manifest_tickets: snap.manifest_tickets.map(count),
+            peers,
+            uplink: self.uplink_status(),
+        })
     }
 
     /// The uplink's state, when it runs.
@@ -242,84 +253,50 @@ fn next_backoff(b: Duration) -> Duration {
     (b * 2).min(MAX_BACKOFF)
 }
 
-/// A ticket in the server's manifest or change stream.
-#[derive(Debug, Deserialize)]
-struct WireTicket {
-    tid: TicketId,
-    status: String,
-    #[serde(default)]
-    to: Option<TicketId>,
-    #[serde(default)]
-    reason: Option<String>,
-    #[serde(default)]
-    reverted: Vec<String>,
-    #[serde(default)]
-    admissions: Vec<WireFirst>,
-    #[serde(default)]
-    resolution: Option<WireResolution>,
-}
-
-#[derive(Debug, Deserialize)]
-struct WireResolution {
-    action: gatemesh_ledger::Action,
-    staff: String,
-    note: String,
-    covers: Vec<String>,
-}
-
-#[derive(Debug, Deserialize)]
-struct WireManifest {
-    cursor: i64,
-    tickets: Vec<WireTicket>,
-}
-
-fn server_ticket(t: WireTicket) -> anyhow::Result<ServerTicket> {
-    let standing = match (t.status.as_str(), t.to) {
-        ("active", _) => Standing::Active,
-        ("void", _) => Standing::Void {
-            reason: t.reason.unwrap_or_else(|| "voided at the server".into()),
-        },
-        ("transferred", Some(to)) => Standing::Transferred { to },
-        (other, _) => anyhow::bail!("the server sent ticket {} as {other:?}", t.tid),
-    };
-    let ids = |list: &[String]| {
-        list.iter()
-            .map(|id| {
-                RedemptionId::parse(id)
-                    .ok_or_else(|| anyhow::anyhow!("the server sent a bad redemption id {id:?}"))
-            })
-            .collect::<anyhow::Result<Vec<_>>>()
-    };
-    let reverted = ids(&t.reverted)?;
-    let resolution = match t.resolution {
-        Some(r) => Some(ServerDecision {
-            action: r.action,
-            staff: r.staff,
-            note: r.note,
-            covers: ids(&r.covers)?,
-        }),
-        None => None,
-    };
-    let admissions = t
-        .admissions
-        .into_iter()
-        .filter_map(|a| learned(&t.tid, a))
-        .collect();
+/// A manifest entry as the ledger takes it; its admissions that cannot be read as ledger
+/// records are reported in `skipped`.
+fn server_ticket(t: ManifestEntry, skipped: &mut Vec<Skipped>) -> Result<ServerTicket, WireError> {
+    let standing = t.standing()?;
+    let resolution = t.resolution.map(|r| ServerDecision {
+        action: r.action,
+        staff: r.staff.to_string(),
+        note: r.note.to_string(),
+        covers: r.covers,
+    });
+    let mut admissions = Vec::with_capacity(t.admissions.len());
+    for a in t.admissions {
+        match learned(&t.tid, a) {
+            Ok(r) => admissions.push(r),
+            Err(error) => skipped.push(Skipped {
+                tid: Some(t.tid.to_string()),
+                error,
+            }),
+        }
+    }
     Ok(ServerTicket {
         tid: t.tid,
         standing,
-        reverted,
+        reverted: t.reverted,
         admissions,
         resolution,
     })
 }
 
-fn update_from(manifest: WireManifest, full: bool) -> anyhow::Result<(i64, ServerUpdate)> {
-    let tickets = manifest
-        .tickets
-        .into_iter()
-        .map(server_ticket)
-        .collect::<anyhow::Result<_>>()?;
+/// A manifest (or a delta) read leniently, as news for the ledger; every entry or admission
+/// it could not take is reported to `uplink`.
+fn update_from(body: &[u8], full: bool, uplink: &Uplink) -> anyhow::Result<(i64, ServerUpdate)> {
+    let (manifest, mut skipped) = Manifest::read_lenient(body)?;
+    let mut tickets = Vec::with_capacity(manifest.tickets.len());
+    for entry in manifest.tickets {
+        let tid = entry.tid.to_string();
+        match server_ticket(entry, &mut skipped) {
+            Ok(t) => tickets.push(t),
+            Err(e) => uplink.skipped(&format!("ticket {tid} of the manifest"), &e),
+        }
+    }
+    for s in &skipped {
+        uplink.skipped("a manifest entry", s);
+    }
     Ok((
         manifest.cursor,
         ServerUpdate {
@@ -377,8 +354,8 @@ impl Down {
                 .send()
                 .await?
                 .error_for_status()?;
-            let manifest: WireManifest = response.json().await?;
-            let (at, update) = update_from(manifest, true)?;
+            let body = response.bytes().await?;
+            let (at, update) = update_from(&body, true, &self.uplink)?;
             self.node.apply_server_news(update).await?;
             *cursor = Some(at);
             self.uplink.update(|s| s.cursor = Some(at));
@@ -410,9 +387,8 @@ impl Down {
                 let block: String = buffer.drain(..end + 2).collect();
                 let (kind, data) = sse_fields(&block);
                 match kind.as_str() {
-                    "tickets" => {
-                        let manifest: WireManifest = serde_json::from_str(&data)?;
-                        let (at, update) = update_from(manifest, false)?;
+                    change::TICKETS => {
+                        let (at, update) = update_from(data.as_bytes(), false, &self.uplink)?;
                         if !update.tickets.is_empty() {
                             self.node.apply_server_news(update).await?;
                         }
@@ -420,7 +396,7 @@ impl Down {
                         self.uplink.update(|s| s.cursor = Some(at));
                         self.uplink.contact();
                     }
-                    "error" => anyhow::bail!("the server: {data}"),
+                    change::ERROR => anyhow::bail!("the server: {data}"),
                     // Keep-alive comments and unknown events.
                     _ => {}
                 }
@@ -459,58 +435,30 @@ struct Up {
     unsent_from: UnsentCursor,
 }
 
-#[derive(Debug, Deserialize)]
-struct WireFirst {
-    redemption_id: String,
-    gate: String,
-    scanner: String,
-    at: String,
-    #[serde(default)]
-    record: Option<Value>,
-}
-
-#[derive(Debug, Deserialize)]
-struct WireAnswer {
-    verdict: String,
-    #[serde(default)]
-    first: Option<WireFirst>,
-}
-
-#[derive(Debug, Deserialize)]
-struct WireAnswers {
-    answers: Vec<WireAnswer>,
-}
-
-fn rfc3339(ms: i64) -> String {
-    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
-        .ok()
-        .and_then(|t| {
-            t.format(&time::format_description::well_known::Rfc3339)
-                .ok()
-        })
-        .unwrap_or_else(|| "1970-01-01T00:00:00Z".into())
-}
-
 /// The redemption the server holds as the first admission, as a ledger record: the gate's
-/// own record when the server has it, else one made from what the server knows.
-fn learned(tid: &TicketId, first: WireFirst) -> Option<Redemption> {
+/// own record when the server has it, else one made from what the server knows. Says why
+/// when it cannot be taken.
+fn learned(tid: &TicketId, first: Admission) -> Result<Redemption, String> {
     if let Some(record) = first.record {
-        return serde_json::from_value::<Redemption>(record)
-            .ok()
-            .filter(|r| &r.tid == tid && r.id.as_str() == first.redemption_id);
+        let r = serde_json::from_value::<Redemption>(record)
+            .map_err(|e| format!("the record of admission {}: {e}", first.redemption_id))?;
+        if &r.tid != tid || r.id != first.redemption_id {
+            return Err(format!(
+                "the record of admission {} is about another redemption",
+                first.redemption_id
+            ));
+        }
+        return Ok(r);
     }
-    let at_ms =
-        time::OffsetDateTime::parse(&first.at, &time::format_description::well_known::Rfc3339)
-            .ok()
-            .map(|t| (t.unix_timestamp_nanos() / 1_000_000) as i64)?;
-    let node = NodeId::parse("server")?;
-    Some(Redemption {
-        id: RedemptionId::parse(&first.redemption_id)?,
+    let node = NodeId::parse("server").ok_or("the server's node id")?;
+    let at_ms = first.at.ms();
+    Ok(Redemption {
+        id: first.redemption_id,
         tid: tid.clone(),
         direction: gatemesh_ledger::Direction::Entry,
         node: node.clone(),
-        gate: first.gate,
-        scanner: first.scanner,
+        gate: first.gate.to_string(),
+        scanner: first.scanner.to_string(),
         at_ms,
         hlc: Hlc {
             wall_ms: at_ms,
@@ -519,6 +467,29 @@ fn learned(tid: &TicketId, first: WireFirst) -> Option<Redemption> {
         },
         seen: Vec::new(),
         unlisted: false,
+    })
+}
+
+/// A ledger redemption as a journal item, when the server would take it.
+fn journal_item(r: &Redemption) -> Result<RedemptionRequest, WireError> {
+    let item = RedemptionRequest {
+        redemption_id: r.id.clone(),
+        tid: r.tid.clone(),
+        gate: r.gate.parse()?,
+        scanner: r.scanner.parse()?,
+        at: Timestamp::from_ms(r.at_ms),
+        record: Some(serde_json::to_value(r).map_err(|e| WireError::Inconsistent(e.to_string()))?),
+    };
+    item.check()?;
+    Ok(item)
+}
+
+/// A staff resolution as the server takes it, when it would.
+fn resolve_request(r: &Resolution) -> Result<ResolveRequest, WireError> {
+    Ok(ResolveRequest {
+        action: r.action,
+        staff: r.staff.parse()?,
+        note: r.note.parse()?,
     })
 }
 
@@ -622,23 +593,37 @@ impl Up {
             .ask(|reply| Command::UnsentResolutions { sent, reply })
             .await?;
         for r in unsent {
-            let response = self
-                .client
-                .post(format!("{}/flags/{}/resolve", self.base, r.tid))
-                .bearer_auth(&self.token)
-                .timeout(Duration::from_secs(30))
-                .json(&json!({ "action": r.action, "staff": r.staff, "note": r.note }))
-                .send()
-                .await?;
-            let status = response.status();
-            anyhow::ensure!(
-                status.is_success()
-                    || status == reqwest::StatusCode::CONFLICT
-                    || status == reqwest::StatusCode::NOT_FOUND,
-                "the server refused resolution {} of ticket {}: {status}",
-                r.id,
-                r.tid
-            );
+            let what = format!("resolution {} of ticket {}", r.id, r.tid);
+            match resolve_request(&r) {
+                Ok(body) => {
+                    let response = self
+                        .client
+                        .post(format!("{}/flags/{}/resolve", self.base, r.tid))
+                        .bearer_auth(&self.token)
+                        .timeout(Duration::from_secs(30))
+                        .json(&body)
+                        .send()
+                        .await?;
+                    let status = response.status();
+                    if status == reqwest::StatusCode::BAD_REQUEST {
+                        // The server cannot take it (its rules are the wire's, so this gate
+                        // could not either): sending it again would fail again.
+                        let why = response
+                            .json::<ErrorBody>()
+                            .await
+                            .map_or_else(|_| status.to_string(), |b| b.error.message);
+                        self.uplink.skipped(&what, &why);
+                    } else {
+                        anyhow::ensure!(
+                            status.is_success()
+                                || status == reqwest::StatusCode::CONFLICT
+                                || status == reqwest::StatusCode::NOT_FOUND,
+                            "the server refused {what}: {status}"
+                        );
+                    }
+                }
+                Err(e) => self.uplink.skipped(&what, &e),
+            }
             let id = r.id.to_string();
             self.acks.add(std::slice::from_ref(&id))?;
             Arc::make_mut(&mut self.sent).insert(id);
@@ -667,41 +652,61 @@ impl Up {
         if batch.is_empty() {
             return Ok(false);
         }
-        let items: Vec<Value> = batch
-            .iter()
-            .map(|r| {
-                json!({
-                    "redemption_id": r.id, "tid": r.tid, "gate": r.gate, "scanner": r.scanner,
-                    "at": rfc3339(r.at_ms), "record": r,
-                })
-            })
-            .collect();
-        let response = self
-            .client
-            .post(format!("{}/redemptions", self.base))
-            .bearer_auth(&self.token)
-            .timeout(Duration::from_secs(60))
-            .json(&json!({ "redemptions": items }))
-            .send()
-            .await?
-            .error_for_status()?;
-        let answers: WireAnswers = response.json().await?;
-        anyhow::ensure!(
-            answers.answers.len() == batch.len(),
-            "the server answered {} of {} redemptions",
-            answers.answers.len(),
-            batch.len()
-        );
-        let mut learned_now = Vec::new();
-        for (r, answer) in batch.iter().zip(answers.answers) {
-            if answer.verdict == "duplicate"
-                && let Some(first) = answer.first
-                && first.redemption_id != r.id.as_str()
-                && let Some(first) = learned(&r.tid, first)
-            {
-                learned_now.push(first);
+        // What the server would refuse is skipped here, so it cannot fail the batch.
+        let mut items = Vec::with_capacity(batch.len());
+        let mut sending = Vec::with_capacity(batch.len());
+        for r in &batch {
+            match journal_item(r) {
+                Ok(item) => {
+                    items.push(item);
+                    sending.push(r);
+                }
+                Err(e) => self
+                    .uplink
+                    .skipped(&format!("redemption {} of ticket {}", r.id, r.tid), &e),
             }
         }
+        let mut learned_now = Vec::new();
+        if !items.is_empty() {
+            let response = self
+                .client
+                .post(format!("{}/redemptions", self.base))
+                .bearer_auth(&self.token)
+                .timeout(Duration::from_secs(60))
+                .json(&Journal { redemptions: items })
+                .send()
+                .await?
+                .error_for_status()?;
+            let answers = JournalAnswers::read_lenient(&response.bytes().await?)?;
+            anyhow::ensure!(
+                answers.len() == sending.len(),
+                "the server answered {} of {} redemptions",
+                answers.len(),
+                sending.len()
+            );
+            for (r, answer) in sending.iter().zip(answers) {
+                let answer = match answer {
+                    Lenient::Read(a) => a,
+                    Lenient::Skipped(s) => {
+                        let what = format!("the server's answer to redemption {}", r.id);
+                        self.uplink.skipped(&what, &s);
+                        continue;
+                    }
+                };
+                if answer.verdict != Verdict::Duplicate {
+                    continue;
+                }
+                if let Some(first) = answer.first
+                    && first.redemption_id != r.id
+                {
+                    match learned(&r.tid, first) {
+                        Ok(first) => learned_now.push(first),
+                        Err(e) => self.uplink.skipped(&format!("ticket {}", r.tid), &e),
+                    }
+                }
+            }
+        }
+        // Sent or skipped, each is done with.
         let mut done: Vec<String> = batch.iter().map(|r| r.id.to_string()).collect();
         done.extend(learned_now.iter().map(|r| r.id.to_string()));
         let n_learned = learned_now.len() as u64;
@@ -715,7 +720,7 @@ impl Up {
         }
         self.acks.add(&done)?;
         Arc::make_mut(&mut self.sent).extend(done);
-        let n = batch.len() as u64;
+        let n = sending.len() as u64;
         self.uplink.update(|s| {
             s.uploaded += n;
             s.learned += n_learned;

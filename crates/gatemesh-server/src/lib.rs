@@ -13,7 +13,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod api;
-mod devices;
+
 mod metrics;
 pub mod openapi;
 pub mod store;
@@ -35,8 +35,8 @@ pub struct Server {
     /// The data directory (issuer key, admin token, the events' mesh CAs).
     pub(crate) data: Arc<std::path::PathBuf>,
     pub(crate) metrics: Arc<metrics::Metrics>,
-    pub(crate) pair_guard: Arc<devices::PairGuard>,
-    pub(crate) credentials: Arc<devices::CredentialCache>,
+    pub(crate) pair_guard: Arc<api::devices::PairGuard>,
+    pub(crate) credentials: Arc<api::devices::CredentialCache>,
     /// Events known to exist. Events are never deleted or changed, so once seen an event is
     /// known for good; one not found is asked again (another instance may create it).
     pub(crate) known_events:

@@ -1,6 +1,7 @@
 //! `GET /metrics`: Prometheus text. Scans by verdict and gate and the redemption latency are
-//! counted by this process (sum them across instances); the upload backlog is each gate's
-//! own figure from its last heartbeat, read from the database at scrape time.
+//! counted by this process (sum them across instances); the upload backlog and the items a
+//! gate skipped are each gate's own figures from its last heartbeat, read from the database
+//! at scrape time.
 
 use prometheus_client::{
     encoding::EncodeLabelSet,
@@ -31,7 +32,18 @@ pub(crate) struct Metrics {
     scans: Family<ScanLabels, Counter>,
     latency: Histogram,
     backlog: Family<GateLabels, Gauge>,
+    skipped: Family<GateLabels, Gauge>,
     last_seen: Family<GateLabels, Gauge>,
+}
+
+/// One gate's figures from its last heartbeat.
+#[derive(Debug, Clone)]
+pub(crate) struct GateReport {
+    pub event: String,
+    pub gate: String,
+    pub backlog: Option<usize>,
+    pub skipped: Option<u64>,
+    pub last_seen_ms: Option<i64>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -62,6 +74,13 @@ impl Metrics {
             "Redemptions a gate holds that the server has not acknowledged (its last heartbeat)",
             backlog.clone(),
         );
+        let skipped = Family::<GateLabels, Gauge>::default();
+        registry.register(
+            "gate_skipped_items",
+            "Items a gate's uplink could not take or send since it started: manifest entries \
+             and answers it cannot read, records the server would refuse (its last heartbeat)",
+            skipped.clone(),
+        );
         let last_seen = Family::<GateLabels, Gauge>::default();
         registry.register(
             "gate_last_seen_seconds",
@@ -73,6 +92,7 @@ impl Metrics {
             scans,
             latency,
             backlog,
+            skipped,
             last_seen,
         }
     }
@@ -89,18 +109,23 @@ impl Metrics {
     }
 
     /// The text exposition, with the gates' figures as given.
-    pub fn render(&self, gates: &[(String, String, Option<i64>, Option<i64>)]) -> String {
+    pub fn render(&self, gates: &[GateReport]) -> String {
         self.backlog.clear();
+        self.skipped.clear();
         self.last_seen.clear();
-        for (event, gate, backlog, seen_ms) in gates {
+        for g in gates {
             let labels = GateLabels {
-                event: event.clone(),
-                gate: gate.clone(),
+                event: g.event.clone(),
+                gate: g.gate.clone(),
             };
-            if let Some(b) = backlog {
-                self.backlog.get_or_create(&labels).set(*b);
+            let gauge = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+            if let Some(b) = g.backlog {
+                self.backlog.get_or_create(&labels).set(gauge(b as u64));
             }
-            if let Some(ms) = seen_ms {
+            if let Some(n) = g.skipped {
+                self.skipped.get_or_create(&labels).set(gauge(n));
+            }
+            if let Some(ms) = g.last_seen_ms {
                 self.last_seen.get_or_create(&labels).set(ms / 1000);
             }
         }

@@ -1,9 +1,11 @@
 //! The server's OpenAPI 3 document, generated from the handlers' `#[utoipa::path]`
 //! annotations and served at `GET /v1/openapi.json`.
 //!
-//! The names of enums that live in other crates (ticket formats, verdicts, reasons, staff
-//! actions) are mirrored here for the schema only; the tests below pin each mirror to the
-//! real enum's serde names.
+//! The gate-facing bodies and the shared vocabulary come with their schemas from
+//! `gatemesh-wire` (its `openapi` feature). Ticket formats live in `gatemesh-ticket`, which
+//! knows nothing of HTTP, so their names are mirrored here for the schema only; a test pins
+//! the mirror to the real enum's serde names, and another the document's reasons to the
+//! wire's list.
 
 use utoipa::{
     Modify, OpenApi, ToSchema,
@@ -13,7 +15,7 @@ use utoipa::{
     },
 };
 
-use crate::{api, devices};
+use crate::api::{self, devices, events, flags, manifest, redemptions, tickets};
 
 /// The document: every endpoint of [`api::router`], its schemas and its security schemes.
 #[derive(Debug, OpenApi)]
@@ -29,25 +31,25 @@ use crate::{api, devices};
         api::keys,
         api::openapi_json,
         devices::pair,
-        api::create_event,
-        api::list_events,
-        api::issue,
-        api::get_ticket,
-        api::void,
-        api::transfer,
-        api::revert,
-        api::chain,
-        api::audit,
-        api::stats,
+        events::create,
+        events::list,
+        tickets::issue,
+        tickets::get,
+        tickets::void,
+        tickets::transfer,
+        tickets::revert,
+        tickets::chain,
+        events::audit,
+        events::stats,
         devices::create,
         devices::gates,
         api::metrics,
-        api::manifest,
-        api::changes,
-        api::redeem,
+        manifest::manifest,
+        manifest::changes,
+        redemptions::redeem,
         devices::heartbeat,
-        api::flags,
-        api::resolve,
+        flags::list,
+        flags::resolve,
     ),
     modifiers(&SecuritySchemes, &CommonErrors),
     tags(
@@ -155,57 +157,11 @@ pub(crate) enum FormatName {
     Gm1,
 }
 
-/// Green, yellow, red.
-#[derive(Debug, ToSchema)]
-#[schema(as = Verdict, rename_all = "snake_case")]
-#[allow(dead_code)]
-pub(crate) enum VerdictName {
-    Admit,
-    Duplicate,
-    Reject,
-}
-
-/// Why, for every verdict (the ledger's reason names; the server itself answers `valid`,
-/// `already_admitted`, `unknown_ticket`, `void` and `transferred`).
-#[derive(Debug, ToSchema)]
-#[schema(as = Reason, rename_all = "snake_case")]
-#[allow(dead_code)]
-pub(crate) enum ReasonName {
-    Valid,
-    Unlisted,
-    Reentry,
-    Exit,
-    AlreadyAdmitted,
-    Unreadable,
-    BadSignature,
-    UnknownKey,
-    WrongEvent,
-    Expired,
-    NotYetValid,
-    Void,
-    Transferred,
-    UnknownTicket,
-    Denied,
-    NotInside,
-    ExitNotAllowed,
-}
-
-/// Staff's decision on a flagged ticket: `accept` (same person), `deny` (refused from now
-/// on) or `revert` (its admissions are undone).
-#[derive(Debug, ToSchema)]
-#[schema(as = Action, rename_all = "snake_case")]
-#[allow(dead_code)]
-pub(crate) enum ActionName {
-    Accept,
-    Deny,
-    Revert,
-}
-
 #[cfg(test)]
 mod tests {
-    use gatemesh_ledger::{Action, Reason, Verdict};
     use gatemesh_ticket::Format;
-    use serde_json::{Value, json};
+    use gatemesh_wire::{Action, Reason, Role, TicketStatus, Verdict};
+    use serde_json::Value;
 
     use super::*;
 
@@ -228,59 +184,32 @@ mod tests {
             .to_owned()
     }
 
-    // Exhaustive matches: a variant added to one of these enums does not compile here until
-    // its mirror has it too.
+    // An exhaustive match: a format added does not compile here until its mirror has it.
     #[test]
-    fn mirrored_enums_match_the_real_ones() {
+    fn the_format_mirror_matches_the_real_enum() {
         let format = |f: Format| match f {
             Format::Jwt | Format::Gm1 => wire(f),
         };
         assert_eq!(names("Format"), [format(Format::Jwt), format(Format::Gm1)]);
-        let verdict = |v: Verdict| match v {
-            Verdict::Admit | Verdict::Duplicate | Verdict::Reject => wire(v),
-        };
-        assert_eq!(
-            names("Verdict"),
-            [
-                verdict(Verdict::Admit),
-                verdict(Verdict::Duplicate),
-                verdict(Verdict::Reject)
-            ]
-        );
-        let action = |a: Action| match a {
-            Action::Accept | Action::Deny | Action::Revert => wire(a),
-        };
-        assert_eq!(
-            names("Action"),
-            [
-                action(Action::Accept),
-                action(Action::Deny),
-                action(Action::Revert)
-            ]
-        );
     }
 
-    // `Reason` is `#[non_exhaustive]`, so no match can prove the list complete from here:
-    // every documented name is a real reason, and every reason the server answers with is
-    // documented.
+    // The vocabulary's schemas are derived from the wire's own enums: the document lists
+    // exactly the wire's names.
     #[test]
-    fn documented_reasons_are_real_reasons() {
-        let documented = names("Reason");
-        for name in &documented {
-            let r: Reason = serde_json::from_value(json!(name))
-                .unwrap_or_else(|e| panic!("{name} is not a reason: {e}"));
-            assert_eq!(&wire(r), name);
-        }
-        let answered = [
-            Reason::Valid,
-            Reason::AlreadyAdmitted,
-            Reason::UnknownTicket,
-            Reason::Void,
-            Reason::Transferred,
+    fn the_vocabulary_is_the_wires() {
+        let reasons: Vec<String> = Reason::ALL.map(wire).to_vec();
+        assert_eq!(names("Reason"), reasons);
+        let verdicts = [Verdict::Admit, Verdict::Duplicate, Verdict::Reject].map(wire);
+        assert_eq!(names("Verdict"), verdicts);
+        let actions = [Action::Accept, Action::Deny, Action::Revert].map(wire);
+        assert_eq!(names("Action"), actions);
+        assert_eq!(names("Role"), [Role::Gate, Role::Observer].map(wire));
+        let statuses = [
+            TicketStatus::Active,
+            TicketStatus::Void,
+            TicketStatus::Transferred,
         ];
-        for r in answered {
-            assert!(documented.contains(&wire(r)), "{r:?}");
-        }
+        assert_eq!(names("TicketStatus"), statuses.map(wire));
     }
 
     // Open operations are tagged `open` and need nothing; every other one names only the

@@ -18,12 +18,12 @@ mod sqlite;
 
 pub use self::{postgres::Postgres, sqlite::Sqlite};
 
-use gatemesh_ledger::{Reason, Verdict};
 use gatemesh_ticket::{EventId, Format, TicketId};
+pub use gatemesh_wire::{
+    Admission, Heartbeat, RedemptionAnswer, RedemptionRequest, ServerResolution, TicketStatus,
+};
+use gatemesh_wire::{DeviceName, Reason, RedemptionId, Role, Verdict};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
-
-use crate::openapi::{ActionName, ReasonName, VerdictName};
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -44,9 +44,8 @@ pub enum StoreError {
     Corrupt(String),
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Event {
-    #[schema(value_type = String, example = "ROCK-2026")]
     pub id: EventId,
     pub name: String,
     pub capacity: Option<u32>,
@@ -56,34 +55,6 @@ pub struct Event {
     pub ends_at: Option<String>,
 }
 
-/// A ticket's standing at the server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    Active,
-    Void,
-    Transferred,
-}
-
-impl Status {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Self::Active => "active",
-            Self::Void => "void",
-            Self::Transferred => "transferred",
-        }
-    }
-
-    pub(crate) fn parse(s: &str) -> Result<Self, StoreError> {
-        match s {
-            "active" => Ok(Self::Active),
-            "void" => Ok(Self::Void),
-            "transferred" => Ok(Self::Transferred),
-            other => Err(StoreError::Corrupt(format!("ticket status {other:?}"))),
-        }
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ticket {
     pub tid: TicketId,
@@ -91,7 +62,7 @@ pub struct Ticket {
     pub seat: Option<String>,
     pub format: Format,
     pub code: String,
-    pub status: Status,
+    pub status: TicketStatus,
     pub transferred_to: Option<TicketId>,
     /// The ticket this one replaced, for a transfer chain.
     pub transferred_from: Option<TicketId>,
@@ -99,7 +70,7 @@ pub struct Ticket {
     /// Why it was voided, when it was.
     pub void_reason: Option<String>,
     /// Redemptions of this ticket that staff reverted (oldest first).
-    pub reverted: Vec<String>,
+    pub reverted: Vec<RedemptionId>,
     /// Gates' journals hold more than one admission of it: staff must look.
     pub flagged: bool,
     /// Staff's latest decision on a flag.
@@ -108,42 +79,28 @@ pub struct Ticket {
     pub seq: i64,
 }
 
-/// Staff's decision on a flagged ticket, taken at the server.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct ServerResolution {
-    #[schema(value_type = ActionName)]
-    pub action: gatemesh_ledger::Action,
-    pub staff: String,
-    pub note: String,
-    /// The admissions (redemption ids) the decision is about.
-    pub covers: Vec<String>,
-    /// RFC 3339.
-    pub at: String,
-}
-
 /// A device the server knows: a gate or an observer of one event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Device {
     pub eid: EventId,
-    pub name: String,
-    /// `gate` or `observer`.
-    pub role: String,
+    pub name: DeviceName,
+    pub role: Role,
 }
 
 /// A device as a manager sees it: when it last reported, and what.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GateView {
-    pub name: String,
-    pub role: String,
+    pub name: DeviceName,
+    pub role: Role,
     /// It holds a credential (paired); devices that report with the organizer's token do not.
     pub paired: bool,
     pub last_seen_ms: Option<i64>,
-    /// Its last heartbeat, as it sent it.
-    pub heartbeat: Option<serde_json::Value>,
+    /// Its last heartbeat.
+    pub heartbeat: Option<Heartbeat>,
 }
 
 /// What happened at an event, in numbers.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
     pub tickets: i64,
     pub void: i64,
@@ -167,51 +124,8 @@ pub enum Origin {
     Journal,
 }
 
-/// A gate's claim that it admitted (or tried to admit) a ticket.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RedemptionRequest {
-    /// The gate's id for this redemption (1-128 printable characters); a retry repeats it.
-    pub redemption_id: String,
-    #[schema(value_type = String)]
-    pub tid: TicketId,
-    pub gate: String,
-    pub scanner: String,
-    /// When the gate scanned, RFC 3339.
-    pub at: String,
-    /// The gate ledger's own record of this redemption, kept verbatim so other gates can be
-    /// told about it exactly as the first gate wrote it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
-    pub record: Option<serde_json::Value>,
-}
-
-/// An admission that counts: who let the holder in, where and when.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct FirstUse {
-    pub redemption_id: String,
-    pub gate: String,
-    pub scanner: String,
-    pub at: String,
-    /// The gate ledger's record of it, when a gate's journal reported it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
-    pub record: Option<serde_json::Value>,
-}
-
-/// The server's answer; stored with the request, so a retry gets exactly this back.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct RedemptionAnswer {
-    #[schema(value_type = VerdictName)]
-    pub verdict: Verdict,
-    #[schema(value_type = ReasonName)]
-    pub reason: Reason,
-    /// For a `duplicate`: the admission that counts.
-    pub first: Option<FirstUse>,
-}
-
 /// Who did what to which ticket, when and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditLine {
     pub tid: Option<String>,
     pub actor: String,
@@ -285,7 +199,7 @@ pub trait Storage: Send + Sync + 'static {
     fn audit(&self, eid: &EventId) -> Result<Vec<AuditLine>, StoreError>;
     /// The admissions of a ticket that still count (first one first): online admits and
     /// every admission a gate's journal reported.
-    fn admissions(&self, eid: &EventId, tid: &TicketId) -> Result<Vec<FirstUse>, StoreError>;
+    fn admissions(&self, eid: &EventId, tid: &TicketId) -> Result<Vec<Admission>, StoreError>;
     /// Tickets flagged and not yet resolved.
     fn flags(&self, eid: &EventId) -> Result<Vec<Ticket>, StoreError>;
     /// Records staff's decision on a flagged ticket: `accept` clears the flag, `deny` voids
@@ -344,14 +258,12 @@ impl Changes {
 }
 
 pub(crate) fn now() -> String {
-    time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
+    gatemesh_wire::time::now()
 }
 
 /// The answer to a redemption of a ticket in `status`, given the first admission that still
 /// counts (if any). Both backends decide through this one function.
-pub(crate) fn answer(status: Option<Status>, first: Option<FirstUse>) -> RedemptionAnswer {
+pub(crate) fn answer(status: Option<TicketStatus>, first: Option<Admission>) -> RedemptionAnswer {
     let reject = |reason| RedemptionAnswer {
         verdict: Verdict::Reject,
         reason,
@@ -359,9 +271,9 @@ pub(crate) fn answer(status: Option<Status>, first: Option<FirstUse>) -> Redempt
     };
     match status {
         None => reject(Reason::UnknownTicket),
-        Some(Status::Void) => reject(Reason::Void),
-        Some(Status::Transferred) => reject(Reason::Transferred),
-        Some(Status::Active) => match first {
+        Some(TicketStatus::Void) => reject(Reason::Void),
+        Some(TicketStatus::Transferred) => reject(Reason::Transferred),
+        Some(TicketStatus::Active) => match first {
             None => RedemptionAnswer {
                 verdict: Verdict::Admit,
                 reason: Reason::Valid,
@@ -380,21 +292,23 @@ pub(crate) fn answer(status: Option<Status>, first: Option<FirstUse>) -> Redempt
 /// the redemptions its gate already knew of when it admitted (its record's `seen`).
 pub(crate) struct JournalFacts {
     pub exit: bool,
-    pub seen: Vec<String>,
+    pub seen: Vec<RedemptionId>,
 }
 
 pub(crate) fn journal_facts(origin: Origin, record: Option<&serde_json::Value>) -> JournalFacts {
-    let record = record.filter(|_| origin == Origin::Journal);
-    JournalFacts {
-        exit: record.is_some_and(|r| r["direction"] == "exit"),
-        seen: record
-            .and_then(|r| r["seen"].as_array())
-            .map(|s| {
-                s.iter()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default(),
+    // The API checked that a record is a gate ledger's redemption before it got here.
+    let record = record
+        .filter(|_| origin == Origin::Journal)
+        .and_then(|r| serde_json::from_value::<gatemesh_ledger::Redemption>(r.clone()).ok());
+    match record {
+        Some(r) => JournalFacts {
+            exit: r.direction == gatemesh_wire::Direction::Exit,
+            seen: r.seen,
+        },
+        None => JournalFacts {
+            exit: false,
+            seen: Vec::new(),
+        },
     }
 }
 
@@ -429,24 +343,19 @@ pub(crate) fn journal_answer(
         }
         first => {
             let answer = RedemptionAnswer { first, ..base };
-            let v = verdict_str(answer.verdict);
+            let v = answer.verdict.as_str();
             (answer, v)
         }
     }
 }
 
-pub(crate) fn verdict_str(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Admit => "admit",
-        Verdict::Duplicate => "duplicate",
-        Verdict::Reject => "reject",
-    }
-}
-
-pub(crate) fn refuse_inactive(tid: &TicketId, status: Option<Status>) -> Result<(), StoreError> {
+pub(crate) fn refuse_inactive(
+    tid: &TicketId,
+    status: Option<TicketStatus>,
+) -> Result<(), StoreError> {
     match status {
         None => Err(StoreError::NotFound(format!("ticket {tid}"))),
-        Some(Status::Active) => Ok(()),
+        Some(TicketStatus::Active) => Ok(()),
         Some(other) => Err(StoreError::Conflict(format!(
             "ticket {tid} is {}",
             other.as_str()
@@ -455,12 +364,50 @@ pub(crate) fn refuse_inactive(tid: &TicketId, status: Option<Status>) -> Result<
 }
 
 /// Reverted redemption ids are kept space-separated in one column.
-pub(crate) fn join_ids(ids: &[String]) -> String {
-    ids.join(" ")
+pub(crate) fn join_ids(ids: &[RedemptionId]) -> String {
+    ids.iter()
+        .map(RedemptionId::as_str)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
-pub(crate) fn split_ids(s: &str) -> Vec<String> {
-    s.split_ascii_whitespace().map(str::to_owned).collect()
+pub(crate) fn split_ids(s: &str) -> Result<Vec<RedemptionId>, StoreError> {
+    s.split_ascii_whitespace()
+        .map(|id| parse(id, "redemption id"))
+        .collect()
+}
+
+/// A value read back from the database, parsed by its own rule; a value that breaks it is
+/// `Corrupt` (the API refuses such values on the way in).
+pub(crate) fn parse<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, StoreError> {
+    text.parse()
+        .map_err(|_| StoreError::Corrupt(format!("{what} {text:?}")))
+}
+
+/// An admission from its columns (the same in both databases).
+pub(crate) fn admission(
+    redemption_id: &str,
+    gate: &str,
+    scanner: &str,
+    at: &str,
+    record: Option<&str>,
+) -> Result<Admission, StoreError> {
+    Ok(Admission {
+        redemption_id: parse(redemption_id, "redemption id")?,
+        gate: parse(gate, "gate name")?,
+        scanner: parse(scanner, "scanner name")?,
+        at: parse(at, "time")?,
+        record: record.map(from_json).transpose()?,
+    })
+}
+
+/// A device from its columns.
+pub(crate) fn device(eid: &str, name: &str, role: &str) -> Result<Device, StoreError> {
+    Ok(Device {
+        eid: parse(eid, "event id")?,
+        name: parse(name, "device name")?,
+        role: parse(role, "role")?,
+    })
 }
 
 pub(crate) fn to_json<T: Serialize>(v: &T) -> Result<String, StoreError> {
@@ -476,12 +423,12 @@ pub(crate) fn ticket_parts(
     eid: String,
     format: String,
     status: String,
-) -> Result<(TicketId, EventId, Format, Status), StoreError> {
+) -> Result<(TicketId, EventId, Format, TicketStatus), StoreError> {
     let bad = |what: &str, v: &str| StoreError::Corrupt(format!("{what} {v:?}"));
     Ok((
         TicketId::new(&tid).map_err(|_| bad("ticket id", &tid))?,
         EventId::new(&eid).map_err(|_| bad("event id", &eid))?,
         format.parse().map_err(|_| bad("format", &format))?,
-        Status::parse(&status)?,
+        parse(&status, "ticket status")?,
     ))
 }

@@ -10,16 +10,17 @@
 use std::{sync::Arc, time::Duration};
 
 use fallible_iterator::FallibleIterator;
-use gatemesh_ledger::Action;
 use gatemesh_ticket::{EventId, TicketId};
+use gatemesh_wire::Action;
 use postgres::{NoTls, Row, Transaction};
 use r2d2_postgres::PostgresConnectionManager;
 
 use super::{
-    AuditLine, Changes, Counts, Device, Event, FirstUse, GateView, Origin, RedemptionAnswer,
-    RedemptionRequest, ServerResolution, Status, Storage, StoreError, Submitted, Ticket, from_json,
+    Admission, AuditLine, Changes, Counts, Device, Event, GateView, Origin, RedemptionAnswer,
+    RedemptionRequest, ServerResolution, Storage, StoreError, Submitted, Ticket, TicketStatus,
+    admission, device, from_json,
     gather::{self, Job, Queue, Waiting},
-    join_ids, now, refuse_inactive, split_ids, ticket_parts, to_json,
+    join_ids, now, parse, refuse_inactive, split_ids, ticket_parts, to_json,
 };
 
 /// Bumped when the layout changes; kept in `gatemesh_meta`.
@@ -379,7 +380,7 @@ fn ticket_from(r: &Row) -> Result<Ticket, StoreError> {
         transferred_from: id(r.get(7)),
         holder: r.get(8),
         void_reason: r.get(9),
-        reverted: split_ids(r.get(10)),
+        reverted: split_ids(r.get(10))?,
         flagged: r.get(11),
         resolution: r.get::<_, Option<&str>>(12).map(from_json).transpose()?,
         seq: r.get(13),
@@ -416,12 +417,12 @@ fn lock_status(
     tx: &mut Transaction<'_>,
     eid: &EventId,
     tid: &TicketId,
-) -> Result<Option<Status>, StoreError> {
+) -> Result<Option<TicketStatus>, StoreError> {
     tx.query_opt(
         "SELECT status FROM tickets WHERE eid = $1 AND tid = $2 FOR UPDATE",
         &[&eid.as_str(), &tid.as_str()],
     )?
-    .map(|r| Status::parse(r.get(0)))
+    .map(|r| parse(r.get(0), "ticket status"))
     .transpose()
 }
 
@@ -696,7 +697,9 @@ impl Storage for Postgres {
             let mut reverted = read_ticket(tx, eid, tid)?
                 .map(|t| t.reverted)
                 .unwrap_or_default();
-            reverted.extend(ids.iter().cloned());
+            for id in &ids {
+                reverted.push(parse(id, "redemption id")?);
+            }
             tx.execute(
                 "UPDATE tickets SET reverted = $3, seq = $4 WHERE eid = $1 AND tid = $2",
                 &[&eid.as_str(), &tid.as_str(), &join_ids(&reverted), &seq],
@@ -724,7 +727,7 @@ impl Storage for Postgres {
             .collect())
     }
 
-    fn admissions(&self, eid: &EventId, tid: &TicketId) -> Result<Vec<FirstUse>, StoreError> {
+    fn admissions(&self, eid: &EventId, tid: &TicketId) -> Result<Vec<Admission>, StoreError> {
         self.conn()?
             .query(
                 "SELECT redemption_id, gate, scanner, at, record FROM redemptions
@@ -734,13 +737,7 @@ impl Storage for Postgres {
             )?
             .iter()
             .map(|r| {
-                Ok(FirstUse {
-                    redemption_id: r.get(0),
-                    gate: r.get(1),
-                    scanner: r.get(2),
-                    at: r.get(3),
-                    record: r.get::<_, Option<&str>>(4).map(from_json).transpose()?,
-                })
+                admission(r.get(0), r.get(1), r.get(2), r.get(3), r.get(4))
             })
             .collect()
     }
@@ -784,7 +781,7 @@ impl Storage for Postgres {
             match resolution.action {
                 Action::Accept => {}
                 Action::Deny => {
-                    if ticket.status == Status::Active {
+                    if ticket.status == TicketStatus::Active {
                         tx.execute(
                             "UPDATE tickets SET status = 'void', void_reason = $3
                              WHERE eid = $1 AND tid = $2",
@@ -820,9 +817,9 @@ impl Storage for Postgres {
                 tx,
                 eid,
                 tid,
-                &resolution.staff,
+                resolution.staff.as_str(),
                 &format!("resolve:{}", resolution.action.as_str()),
-                &resolution.note,
+                resolution.note.as_str(),
             )?;
             read_ticket(tx, eid, tid)?.ok_or_else(|| StoreError::NotFound(format!("ticket {tid}")))
         })
@@ -860,7 +857,13 @@ impl Storage for Postgres {
             "INSERT INTO devices (eid, name, role, code_hash, code_expires_ms)
              VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (eid, name) DO UPDATE SET role = $3, code_hash = $4, code_expires_ms = $5",
-            &[&d.eid.as_str(), &d.name, &d.role, &code_hash, &expires_ms],
+            &[
+                &d.eid.as_str(),
+                &d.name.as_str(),
+                &d.role.as_str(),
+                &code_hash,
+                &expires_ms,
+            ],
         )?;
         Ok(())
     }
@@ -878,7 +881,7 @@ impl Storage for Postgres {
                  RETURNING eid, name, role",
                 &[&code_hash, &token_hash, &now_ms],
             )?
-            .map(|r| device_from(r.get(0), r.get(1), r.get(2)))
+            .map(|r| device(r.get(0), r.get(1), r.get(2)))
             .transpose()
     }
 
@@ -888,7 +891,7 @@ impl Storage for Postgres {
                 "SELECT eid, name, role FROM devices WHERE token_hash = $1",
                 &[&token_hash],
             )?
-            .map(|r| device_from(r.get(0), r.get(1), r.get(2)))
+            .map(|r| device(r.get(0), r.get(1), r.get(2)))
             .transpose()
     }
 
@@ -896,7 +899,7 @@ impl Storage for Postgres {
         self.conn()?.execute(
             "INSERT INTO devices (eid, name, role, last_seen_ms, heartbeat) VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (eid, name) DO UPDATE SET last_seen_ms = $4, heartbeat = $5",
-            &[&d.eid.as_str(), &d.name, &d.role, &now_ms, &payload],
+            &[&d.eid.as_str(), &d.name.as_str(), &d.role.as_str(), &now_ms, &payload],
         )?;
         Ok(())
     }
@@ -911,8 +914,8 @@ impl Storage for Postgres {
             .iter()
             .map(|r| {
                 Ok(GateView {
-                    name: r.get(0),
-                    role: r.get(1),
+                    name: parse(r.get(0), "device name")?,
+                    role: parse(r.get(1), "role")?,
                     paired: r.get(2),
                     last_seen_ms: r.get(3),
                     heartbeat: r.get::<_, Option<&str>>(4).map(from_json).transpose()?,
@@ -924,14 +927,6 @@ impl Storage for Postgres {
     fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.changes.subscribe()
     }
-}
-
-fn device_from(eid: String, name: String, role: String) -> Result<Device, StoreError> {
-    Ok(Device {
-        eid: EventId::new(&eid).map_err(|_| StoreError::Corrupt(format!("event id {eid:?}")))?,
-        name,
-        role,
-    })
 }
 
 /// One redemption through `gatemesh_redeem`, on a connection or inside a transaction.
@@ -949,12 +944,12 @@ fn redeem_on(
     let row = client.query_typed_one(
         "SELECT gatemesh_redeem($1, $2, $3, $4, $5, $6, $7, $8)",
         &[
-            (&req.redemption_id, Type::TEXT),
+            (&req.redemption_id.as_str(), Type::TEXT),
             (&eid.as_str(), Type::TEXT),
             (&req.tid.as_str(), Type::TEXT),
-            (&req.gate, Type::TEXT),
-            (&req.scanner, Type::TEXT),
-            (&req.at, Type::TEXT),
+            (&req.gate.as_str(), Type::TEXT),
+            (&req.scanner.as_str(), Type::TEXT),
+            (&req.at.to_string(), Type::TEXT),
             (&record, Type::TEXT),
             (&journal, Type::BOOL),
         ],
@@ -1005,12 +1000,12 @@ fn redeem_many(
 ) -> Result<Vec<Result<RedemptionAnswer, StoreError>>, StoreError> {
     use postgres::types::Type;
     let col = |f: &dyn Fn(&Job) -> String| jobs.iter().map(f).collect::<Vec<String>>();
-    let rids = col(&|j| j.req.redemption_id.clone());
+    let rids = col(&|j| j.req.redemption_id.to_string());
     let eids = col(&|j| j.eid.as_str().to_owned());
     let tids = col(&|j| j.req.tid.as_str().to_owned());
-    let gates = col(&|j| j.req.gate.clone());
-    let scanners = col(&|j| j.req.scanner.clone());
-    let ats = col(&|j| j.req.at.clone());
+    let gates = col(&|j| j.req.gate.to_string());
+    let scanners = col(&|j| j.req.scanner.to_string());
+    let ats = col(&|j| j.req.at.to_string());
     let records = jobs
         .iter()
         .map(|j| j.req.record.as_ref().map(to_json).transpose())

@@ -8,16 +8,16 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use gatemesh_ledger::{Action, Verdict};
 use gatemesh_ticket::{EventId, TicketId};
+use gatemesh_wire::{Action, RedemptionId, Verdict};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::{
-    AuditLine, Changes, Counts, Device, Event, FirstUse, GateView, Origin, RedemptionAnswer,
-    RedemptionRequest, ServerResolution, Status, Storage, StoreError, Submitted, Ticket, answer,
-    from_json,
+    Admission, AuditLine, Changes, Counts, Device, Event, GateView, Origin, RedemptionAnswer,
+    RedemptionRequest, ServerResolution, Storage, StoreError, Submitted, Ticket, TicketStatus,
+    admission, answer, device, from_json,
     gather::{self, Job, Queue, Waiting},
-    join_ids, journal_answer, journal_facts, now, refuse_inactive, split_ids, ticket_parts,
+    join_ids, journal_answer, journal_facts, now, parse, refuse_inactive, split_ids, ticket_parts,
     to_json,
 };
 
@@ -259,7 +259,7 @@ fn ticket_from(row: TicketRow) -> Result<Ticket, StoreError> {
         transferred_from: id(from),
         holder,
         void_reason,
-        reverted: split_ids(&reverted),
+        reverted: split_ids(&reverted)?,
         flagged,
         resolution: resolution.as_deref().map(from_json).transpose()?,
         seq,
@@ -285,14 +285,14 @@ fn status_of(
     conn: &Connection,
     eid: &EventId,
     tid: &TicketId,
-) -> Result<Option<Status>, StoreError> {
+) -> Result<Option<TicketStatus>, StoreError> {
     conn.query_row(
         "SELECT status FROM tickets WHERE eid = ?1 AND tid = ?2",
         [eid.as_str(), tid.as_str()],
         |r| r.get::<_, String>(0),
     )
     .optional()?
-    .map(|s| Status::parse(&s))
+    .map(|s| parse(&s, "ticket status"))
     .transpose()
 }
 
@@ -423,14 +423,15 @@ impl Storage for Sqlite {
         reason: &str,
     ) -> Result<usize, StoreError> {
         self.write(|tx| {
-            let ids: Vec<String> = {
+            let ids: Vec<RedemptionId> = {
                 let mut stmt = tx.prepare(
                     "SELECT redemption_id FROM redemptions
                      WHERE eid = ?1 AND tid = ?2 AND reverted = 0 AND (verdict = 'admit' OR (journal = 1 AND verdict <> 'exit'))
                      ORDER BY rowid",
                 )?;
-                let rows = stmt.query_map([eid.as_str(), tid.as_str()], |r| r.get(0))?;
-                rows.collect::<Result<_, _>>()?
+                let rows = stmt.query_map([eid.as_str(), tid.as_str()], |r| r.get::<_, String>(0))?;
+                let ids = rows.collect::<Result<Vec<_>, _>>()?;
+                ids.iter().map(|id| parse(id, "redemption id")).collect::<Result<_, _>>()?
             };
             if ids.is_empty() {
                 return Err(StoreError::Conflict(format!(
@@ -500,7 +501,7 @@ impl Storage for Sqlite {
         Ok((cursor, tickets))
     }
 
-    fn admissions(&self, eid: &EventId, tid: &TicketId) -> Result<Vec<FirstUse>, StoreError> {
+    fn admissions(&self, eid: &EventId, tid: &TicketId) -> Result<Vec<Admission>, StoreError> {
         admissions(&self.conn(), eid, tid)
     }
 
@@ -537,7 +538,7 @@ impl Storage for Sqlite {
             match resolution.action {
                 Action::Accept => {}
                 Action::Deny => {
-                    if ticket.status == Status::Active {
+                    if ticket.status == TicketStatus::Active {
                         tx.execute(
                             "UPDATE tickets SET status = 'void', void_reason = ?3 WHERE eid = ?1 AND tid = ?2",
                             params![eid.as_str(), tid.as_str(), format!("denied: {}", resolution.note)],
@@ -564,9 +565,9 @@ impl Storage for Sqlite {
                 tx,
                 eid,
                 tid,
-                &resolution.staff,
+                resolution.staff.as_str(),
                 &format!("resolve:{}", resolution.action.as_str()),
-                &resolution.note,
+                resolution.note.as_str(),
             )?;
             read_ticket(tx, eid, tid)?.ok_or_else(|| StoreError::NotFound(format!("ticket {tid}")))
         })
@@ -611,7 +612,13 @@ impl Storage for Sqlite {
             "INSERT INTO devices (eid, name, role, code_hash, code_expires_ms)
              VALUES (?1, ?2, ?3, ?4, ?5)
              ON CONFLICT (eid, name) DO UPDATE SET role = ?3, code_hash = ?4, code_expires_ms = ?5",
-            params![d.eid.as_str(), d.name, d.role, code_hash, expires_ms],
+            params![
+                d.eid.as_str(),
+                d.name.as_str(),
+                d.role.as_str(),
+                code_hash,
+                expires_ms
+            ],
         )?;
         Ok(())
     }
@@ -628,10 +635,16 @@ impl Storage for Sqlite {
                  WHERE code_hash = ?1 AND code_expires_ms >= ?3
                  RETURNING eid, name, role",
                 params![code_hash, token_hash, now_ms],
-                |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?)),
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                    ))
+                },
             )
             .optional()?
-            .map(device_from)
+            .map(|(eid, name, role)| device(&eid, &name, &role))
             .transpose()
     }
 
@@ -640,10 +653,16 @@ impl Storage for Sqlite {
             .query_row(
                 "SELECT eid, name, role FROM devices WHERE token_hash = ?1",
                 [token_hash],
-                |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?)),
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                    ))
+                },
             )
             .optional()?
-            .map(device_from)
+            .map(|(eid, name, role)| device(&eid, &name, &role))
             .transpose()
     }
 
@@ -651,7 +670,7 @@ impl Storage for Sqlite {
         self.conn().execute(
             "INSERT INTO devices (eid, name, role, last_seen_ms, heartbeat) VALUES (?1, ?2, ?3, ?4, ?5)
              ON CONFLICT (eid, name) DO UPDATE SET last_seen_ms = ?4, heartbeat = ?5",
-            params![d.eid.as_str(), d.name, d.role, now_ms, payload],
+            params![d.eid.as_str(), d.name.as_str(), d.role.as_str(), now_ms, payload],
         )?;
         Ok(())
     }
@@ -671,8 +690,8 @@ impl Storage for Sqlite {
         rows.into_iter()
             .map(|(name, role, paired, last_seen_ms, heartbeat)| {
                 Ok(GateView {
-                    name,
-                    role,
+                    name: parse(&name, "device name")?,
+                    role: parse(&role, "role")?,
                     paired,
                     last_seen_ms,
                     heartbeat: heartbeat.as_deref().map(from_json).transpose()?,
@@ -686,19 +705,11 @@ impl Storage for Sqlite {
     }
 }
 
-fn device_from((eid, name, role): (String, String, String)) -> Result<Device, StoreError> {
-    Ok(Device {
-        eid: EventId::new(&eid).map_err(|_| StoreError::Corrupt(format!("event id {eid:?}")))?,
-        name,
-        role,
-    })
-}
-
 fn admissions(
     conn: &Connection,
     eid: &EventId,
     tid: &TicketId,
-) -> Result<Vec<FirstUse>, StoreError> {
+) -> Result<Vec<Admission>, StoreError> {
     let mut stmt = conn.prepare_cached(
         "SELECT redemption_id, gate, scanner, at, record FROM redemptions
          WHERE eid = ?1 AND tid = ?2 AND reverted = 0 AND (verdict = 'admit' OR (journal = 1 AND verdict <> 'exit'))
@@ -709,15 +720,9 @@ fn admissions(
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
         })?
         .collect::<Result<_, _>>()?;
-    rows.into_iter()
+    rows.iter()
         .map(|(redemption_id, gate, scanner, at, record)| {
-            Ok(FirstUse {
-                redemption_id,
-                gate,
-                scanner,
-                at,
-                record: record.as_deref().map(from_json).transpose()?,
-            })
+            admission(redemption_id, gate, scanner, at, record.as_deref())
         })
         .collect()
 }
@@ -793,7 +798,7 @@ fn redeem_in(
     let stored: Option<(String, String)> = tx
         .query_row(
             "SELECT eid, answer FROM redemptions WHERE redemption_id = ?1",
-            [&req.redemption_id],
+            [req.redemption_id.as_str()],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .optional()?;
@@ -808,7 +813,7 @@ fn redeem_in(
         return Ok((from_json(&answer)?, false));
     }
     let status = status_of(tx, eid, &req.tid)?;
-    let first = if status == Some(Status::Active) {
+    let first = if status == Some(TicketStatus::Active) {
         tx.query_row(
             "SELECT redemption_id, gate, scanner, at, record FROM redemptions
                  WHERE eid = ?1 AND tid = ?2 AND verdict = 'admit' AND reverted = 0
@@ -826,13 +831,7 @@ fn redeem_in(
         )
         .optional()?
         .map(|(redemption_id, gate, scanner, at, record)| {
-            Ok::<_, StoreError>(FirstUse {
-                redemption_id,
-                gate,
-                scanner,
-                at,
-                record: record.as_deref().map(from_json).transpose()?,
-            })
+            admission(&redemption_id, &gate, &scanner, &at, record.as_deref())
         })
         .transpose()?
     } else {
@@ -855,12 +854,12 @@ fn redeem_in(
                (redemption_id, eid, tid, gate, scanner, at, record, journal, verdict, answer)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
         params![
-            req.redemption_id,
+            req.redemption_id.as_str(),
             eid.as_str(),
             req.tid.as_str(),
-            req.gate,
-            req.scanner,
-            req.at,
+            req.gate.as_str(),
+            req.scanner.as_str(),
+            req.at.to_string(),
             record,
             origin == Origin::Journal,
             stored_verdict,

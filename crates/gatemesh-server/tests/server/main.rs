@@ -1205,7 +1205,8 @@ async fn the_openapi_document_is_the_api() {
         .post("/v1/pair", open, json!({ "code": code["code"] }), 200)
         .await;
     let device = paired["token"].as_str();
-    let beat = json!({ "uplink": { "backlog": 2 }, "peers": 1 });
+    let beat =
+        json!({ "uplink": { "backlog": 2 }, "peers": [{ "name": "South-1", "connected": true }] });
     doc.post("/v1/events/DOC/heartbeat", device, beat, 200)
         .await;
     doc.get("/v1/events/DOC2/manifest", device, 403).await;

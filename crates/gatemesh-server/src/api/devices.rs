@@ -22,19 +22,17 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use gatemesh_ticket::EventId;
-use rand_core::{OsRng, RngCore};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use sha2::{Digest, Sha256};
-use utoipa::ToSchema;
-
-use crate::{
-    Server,
-    api::{
-        ApiError, Body, Caller, ErrorBody, IssuerKey, bad, blocking, err, event_id, known_event,
-    },
-    store::Device,
+use gatemesh_wire::{
+    DeviceName, GateStatus, Gates, Heartbeat, HeartbeatAck, MeshIdentity, NewDevice, PairRequest,
+    Paired, PairingCode, Role, Timestamp,
 };
+use rand_core::{OsRng, RngCore};
+use sha2::{Digest, Sha256};
+
+use super::{
+    ApiError, Body, EID, ErrorBody, auth::Caller, bad, blocking, err, event_id, known_event,
+};
+use crate::{Server, store::Device};
 
 /// How long a pairing code is good for.
 pub const CODE_LIFETIME: Duration = Duration::from_secs(15 * 60);
@@ -163,59 +161,13 @@ fn mesh_ca(data: &Path, eid: &EventId) -> anyhow::Result<std::path::PathBuf> {
     Ok(dir)
 }
 
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct NewDevice {
-    /// 1-63 characters of A-Z a-z 0-9 . _ -
-    #[schema(example = "North-1")]
-    name: String,
-    /// `gate` (admits) or `observer` (watches, admits no one).
-    #[serde(default = "gate_role")]
-    #[schema(value_type = Role, default = "gate")]
-    role: String,
-}
-
-/// What a device is.
-#[derive(Debug, ToSchema)]
-#[schema(rename_all = "snake_case")]
-#[allow(dead_code)]
-pub(crate) enum Role {
-    Gate,
-    Observer,
-}
-
-/// A device's pairing code: good once, until `expires_at`.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct PairingCode {
-    #[schema(value_type = String)]
-    event: EventId,
-    name: String,
-    #[schema(value_type = Role)]
-    role: String,
-    /// Ten characters shown as `XXXXX-XXXXX`; case, dashes and spaces do not matter.
-    #[schema(example = "7K2QM-X9D4R")]
-    code: String,
-    /// RFC 3339.
-    expires_at: String,
-}
-
-fn gate_role() -> String {
-    "gate".into()
-}
-
-fn valid_name(s: &str) -> bool {
-    (1..=63).contains(&s.len())
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-}
-
 /// Registers a device.
 ///
 /// Returns its pairing code, good once for 15 minutes. Asking again for the same name issues
 /// a new code (a replaced laptop).
 #[utoipa::path(
     post, path = "/v1/events/{eid}/devices", tag = "organizer", operation_id = "create_device",
-    params(("eid" = String, Path, description = crate::api::EID)),
+    params(("eid" = String, Path, description = EID)),
     request_body = NewDevice,
     responses(
         (status = 201, description = "The pairing code", body = PairingCode),
@@ -231,12 +183,6 @@ pub(crate) async fn create(
     Body(req): Body<NewDevice>,
 ) -> Result<Response, ApiError> {
     let eid = event_id(&eid)?;
-    if !valid_name(&req.name) {
-        return Err(bad("a device name is 1-63 characters of A-Z a-z 0-9 . _ -"));
-    }
-    if !matches!(req.role.as_str(), "gate" | "observer") {
-        return Err(bad("role is gate or observer"));
-    }
     known_event(&s, &eid).await?;
     let code = random_code();
     let expires_ms = now_ms() + CODE_LIFETIME.as_millis() as i64;
@@ -255,45 +201,10 @@ pub(crate) async fn create(
             name: device.name,
             role: device.role,
             code,
-            expires_at: crate::api::rfc3339_ms(expires_ms),
+            expires_at: Timestamp::from_ms(expires_ms),
         }),
     )
         .into_response())
-}
-
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct PairRequest {
-    /// As typed: case, dashes and spaces do not matter; O, I and L read as 0, 1 and 1.
-    #[schema(example = "7K2QM-X9D4R")]
-    code: String,
-}
-
-/// Everything a paired device needs.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct Paired {
-    #[schema(value_type = String)]
-    event: EventId,
-    name: String,
-    #[schema(value_type = Role)]
-    role: String,
-    /// The device's credential for the gate endpoints (the `device` bearer scheme). Shown
-    /// once: the server keeps only its hash.
-    token: String,
-    /// The issuer keys that sign the event's tickets.
-    keys: Vec<IssuerKey>,
-    identity: MeshIdentity,
-}
-
-/// The device's mesh identity under the event's mesh CA.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct MeshIdentity {
-    /// The device certificate, PEM.
-    device_pem: String,
-    /// Its private key, PEM.
-    device_key: String,
-    /// The event's mesh CA certificate, PEM.
-    ca_pem: String,
 }
 
 /// Pairs a device.
@@ -340,11 +251,7 @@ pub(crate) async fn pair(
             "no such pairing code, or it expired or was used: ask for a new one",
         ));
     };
-    let role = if device.role == "observer" {
-        gatemesh_mesh::identity::Role::Observer
-    } else {
-        gatemesh_mesh::identity::Role::Gate
-    };
+    let role = device.role;
     let data = s.data.clone();
     let (eid, name) = (device.eid.clone(), device.name.clone());
     let identity = tokio::task::spawn_blocking(move || -> anyhow::Result<MeshIdentity> {
@@ -354,7 +261,7 @@ pub(crate) async fn pair(
             &read(gatemesh_mesh::pki::CA_CERT)?,
             &read(gatemesh_mesh::pki::CA_KEY)?,
         )?;
-        let id = gatemesh_mesh::identity::PeerId::new(eid.as_str(), role, &name);
+        let id = gatemesh_mesh::identity::PeerId::new(eid.as_str(), role, name.as_str());
         let pem = ca.enroll(&id, DEVICE_CERT_DAYS)?;
         Ok(MeshIdentity {
             device_pem: pem.cert_pem,
@@ -377,31 +284,9 @@ pub(crate) async fn pair(
         name: device.name,
         role: device.role,
         token,
-        keys: crate::api::issuer_keys(&s),
+        keys: super::issuer_keys(&s),
         identity,
     }))
-}
-
-/// A gate's report: any JSON object, kept as sent. The server reads `uplink.backlog` for
-/// `/metrics`; `name` and `role` only when it comes with the organizer's token.
-#[derive(Debug, ToSchema)]
-#[allow(dead_code)]
-pub(crate) struct Heartbeat {
-    /// The reporting device (with the organizer's token only: a device's credential names
-    /// it).
-    name: Option<String>,
-    #[schema(value_type = Option<Role>)]
-    role: Option<String>,
-    /// The gate's uplink: `backlog` is how many redemptions wait for upload.
-    #[schema(value_type = Option<Object>)]
-    uplink: Option<Value>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct HeartbeatAck {
-    ok: bool,
-    /// RFC 3339: the gate may compare its clock.
-    server_time: String,
 }
 
 /// A gate's heartbeat.
@@ -410,7 +295,7 @@ pub(crate) struct HeartbeatAck {
 /// with the organizer's token and a `name`).
 #[utoipa::path(
     post, path = "/v1/events/{eid}/heartbeat", tag = "gate",
-    params(("eid" = String, Path, description = crate::api::EID)),
+    params(("eid" = String, Path, description = EID)),
     request_body = Heartbeat,
     responses(
         (status = 200, description = "Kept", body = HeartbeatAck),
@@ -426,72 +311,47 @@ pub(crate) async fn heartbeat(
     State(s): State<Server>,
     caller: axum::Extension<Caller>,
     UrlPath(eid): UrlPath<String>,
-    Body(body): Body<Value>,
+    Body(body): Body<Heartbeat>,
 ) -> Result<Json<HeartbeatAck>, ApiError> {
     let eid = event_id(&eid)?;
-    if !body.is_object() {
-        return Err(bad("a heartbeat is a JSON object"));
-    }
     let device = match &caller.0 {
         Caller::Device(d) => d.clone(),
         Caller::Admin => {
-            let name = body["name"].as_str().unwrap_or_default();
-            if !valid_name(name) {
+            let Some(name) = body
+                .name
+                .as_ref()
+                .and_then(|n| DeviceName::parse(n.as_str()))
+            else {
                 return Err(bad(
-                    "a heartbeat sent with the organizer's token names its device (name)",
+                    "a heartbeat sent with the organizer's token names its device (name: 1-63 \
+                     characters of A-Z a-z 0-9 . _ -)",
                 ));
-            }
-            let role = match body["role"].as_str() {
-                Some("observer") => "observer",
-                _ => "gate",
             };
             Device {
                 eid: eid.clone(),
-                name: name.to_owned(),
-                role: role.to_owned(),
+                name,
+                role: body.role.unwrap_or(Role::Gate),
             }
         }
     };
     known_event(&s, &eid).await?;
-    let payload = body.to_string();
+    let payload = serde_json::to_string(&body).map_err(|e| bad(e.to_string()))?;
     blocking(&s, move |st| st.heartbeat(&device, &payload, now_ms())).await?;
     Ok(Json(HeartbeatAck {
         ok: true,
-        server_time: crate::api::rfc3339_ms(now_ms()),
+        server_time: Timestamp::now(),
     }))
 }
 
 /// A gate that has not reported for this long shows as offline.
 pub const OFFLINE_AFTER_MS: i64 = 30_000;
 
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct Gates {
-    gates: Vec<GateStatus>,
-}
-
-/// A device as a manager sees it.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct GateStatus {
-    name: String,
-    #[schema(value_type = Role)]
-    role: String,
-    /// It holds a credential; devices that report with the organizer's token do not.
-    paired: bool,
-    /// It reported within the last 30 s.
-    online: bool,
-    /// RFC 3339; null before its first heartbeat.
-    last_seen: Option<String>,
-    /// Its last heartbeat, as sent.
-    #[schema(value_type = Option<Object>)]
-    heartbeat: Option<Value>,
-}
-
 /// Every device of the event.
 ///
 /// Online or not, each with its last heartbeat.
 #[utoipa::path(
     get, path = "/v1/events/{eid}/gates", tag = "organizer", operation_id = "list_gates",
-    params(("eid" = String, Path, description = crate::api::EID)),
+    params(("eid" = String, Path, description = EID)),
     responses(
         (status = 200, description = "The devices", body = Gates),
         (status = 400, description = "Bad id", body = ErrorBody),
@@ -512,7 +372,7 @@ pub(crate) async fn gates(
         .into_iter()
         .map(|g| GateStatus {
             online: g.last_seen_ms.is_some_and(|t| now - t < OFFLINE_AFTER_MS),
-            last_seen: g.last_seen_ms.map(crate::api::rfc3339_ms),
+            last_seen: g.last_seen_ms.map(Timestamp::from_ms),
             name: g.name,
             role: g.role,
             paired: g.paired,

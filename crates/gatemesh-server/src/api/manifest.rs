@@ -1,0 +1,243 @@
+//! The manifest, whole or as a delta since a cursor, and the same as a live change stream:
+//! the server's word on each ticket, for gates to take into their ledgers.
+
+use axum::{
+    Json,
+    extract::{Path, Query, State},
+    http::HeaderMap,
+    response::{IntoResponse, Response},
+};
+use gatemesh_ticket::EventId;
+use gatemesh_wire::{Admission, Manifest, ManifestEntry, change};
+use serde::Deserialize;
+use utoipa::{IntoParams, ToSchema};
+
+use super::{ApiError, EID, ErrorBody, bad, blocking, event_id, known_event};
+use crate::{
+    Server,
+    store::{StoreError, Ticket},
+};
+
+#[derive(Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct ManifestQuery {
+    /// A cursor from an earlier answer: only the tickets changed after it.
+    #[serde(default)]
+    since: Option<i64>,
+}
+
+/// The manifest whole, or as a delta since a cursor.
+#[utoipa::path(
+    get, path = "/v1/events/{eid}/manifest", tag = "gate",
+    params(("eid" = String, Path, description = EID), ManifestQuery),
+    responses(
+        (status = 200, description = "The manifest or the delta", body = Manifest),
+        (status = 400, description = "Bad cursor", body = ErrorBody),
+        (status = 401, description = "No credential", body = ErrorBody),
+        (status = 403, description = "A device of another event", body = ErrorBody),
+        (status = 404, description = "No such event", body = ErrorBody),
+    ),
+    security(("admin" = []), ("device" = [])),
+)]
+pub(crate) async fn manifest(
+    State(s): State<Server>,
+    Path(eid): Path<String>,
+    query: Result<Query<ManifestQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Manifest>, ApiError> {
+    let Query(q) = query.map_err(|e| bad(e.body_text()))?;
+    let eid = event_id(&eid)?;
+    known_event(&s, &eid).await?;
+    let (cursor, tickets) = blocking(&s, move |st| manifest_read(st, &eid, q.since)).await?;
+    let tickets = tickets.iter().map(|(t, a)| manifest_entry(t, a)).collect();
+    Ok(Json(Manifest { cursor, tickets }))
+}
+
+/// A ticket and, when it is flagged or resolved, the admissions involved.
+type WithAdmissions = (Ticket, Vec<Admission>);
+
+/// The manifest (or a delta), with the admissions of every flagged or resolved ticket, so
+/// gates can write them into their ledgers.
+pub(crate) fn manifest_read(
+    st: &dyn crate::store::Storage,
+    eid: &EventId,
+    since: Option<i64>,
+) -> Result<(i64, Vec<WithAdmissions>), StoreError> {
+    let (cursor, tickets) = st.manifest(eid, since)?;
+    let with = tickets
+        .into_iter()
+        .map(|t| {
+            let admissions = if t.flagged || t.resolution.is_some() {
+                st.admissions(eid, &t.tid)?
+            } else {
+                Vec::new()
+            };
+            Ok((t, admissions))
+        })
+        .collect::<Result<_, StoreError>>()?;
+    Ok((cursor, with))
+}
+
+fn manifest_entry(t: &Ticket, admissions: &[Admission]) -> ManifestEntry {
+    ManifestEntry {
+        tid: t.tid.clone(),
+        seat: t.seat.clone(),
+        status: t.status,
+        to: t.transferred_to.clone(),
+        reason: t.void_reason.clone(),
+        reverted: t.reverted.clone(),
+        flagged: t.flagged,
+        resolution: t.resolution.clone(),
+        admissions: admissions.to_vec(),
+    }
+}
+
+/// Most tickets in one change-stream event (a stream from the start sends the whole
+/// manifest in pieces of this size, each with a cursor to resume from).
+const CHANGES_CHUNK: usize = 2000;
+
+/// One event of the change stream, as `text/event-stream` carries it.
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)]
+pub(crate) struct ChangeEvent {
+    /// `tickets`; or `error` when the database failed (its data is text, and the client
+    /// reconnects from its last cursor).
+    #[schema(value_type = ChangeEventKind)]
+    event: String,
+    /// The event's cursor (`tickets` only): reconnect with it as `Last-Event-ID`.
+    id: Option<String>,
+    /// A `tickets` event's data: a manifest delta, JSON on one line.
+    data: Manifest,
+}
+
+#[derive(Debug, ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)]
+pub(crate) enum ChangeEventKind {
+    Tickets,
+    Error,
+}
+
+/// The manifest as a live stream.
+///
+/// Server-sent events: what changed after `since` (or after the `Last-Event-ID`), then every
+/// change as it commits, each event with its cursor as id. A stream from the start sends the
+/// whole manifest in pieces of 2,000 tickets.
+#[utoipa::path(
+    get, path = "/v1/events/{eid}/changes", tag = "gate", operation_id = "manifest_changes",
+    params(
+        ("eid" = String, Path, description = EID),
+        ManifestQuery,
+        ("Last-Event-ID" = Option<i64>, Header,
+            description = "The last cursor seen; resumes after it (wins over `since`)"),
+    ),
+    responses(
+        (status = 200, description = "A stream of `tickets` events (a keep-alive comment \
+            every 15 s)", content_type = "text/event-stream", body = ChangeEvent),
+        (status = 400, description = "Bad cursor", body = ErrorBody),
+        (status = 401, description = "No credential", body = ErrorBody),
+        (status = 403, description = "A device of another event", body = ErrorBody),
+        (status = 404, description = "No such event", body = ErrorBody),
+    ),
+    security(("admin" = []), ("device" = [])),
+)]
+pub(crate) async fn changes(
+    State(s): State<Server>,
+    Path(eid): Path<String>,
+    headers: HeaderMap,
+    query: Result<Query<ManifestQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+    let Query(q) = query.map_err(|e| bad(e.body_text()))?;
+    let eid = event_id(&eid)?;
+    known_event(&s, &eid).await?;
+    let resume = match headers.get("last-event-id") {
+        Some(v) => Some(
+            v.to_str()
+                .ok()
+                .and_then(|v| v.parse::<i64>().ok())
+                .ok_or_else(|| bad("Last-Event-ID is a cursor"))?,
+        ),
+        None => None,
+    };
+    let since = resume.or(q.since).unwrap_or(0);
+    let mut wake = s.store.changes();
+    let mut stopping = s.stopping.subscribe();
+    let (tx, rx) = tokio::sync::mpsc::channel::<SseEvent>(4);
+    tokio::spawn(async move {
+        let mut cursor = since;
+        let mut first = true;
+        loop {
+            wake.mark_unchanged();
+            let e = eid.clone();
+            let read = blocking(&s, move |st| manifest_read(st, &e, Some(cursor))).await;
+            let Ok((now, tickets)) = read else {
+                // The database is away: tell the client, which reconnects from its cursor.
+                let _ = tx
+                    .send(
+                        SseEvent::default()
+                            .event(change::ERROR)
+                            .data("the database failed"),
+                    )
+                    .await;
+                return;
+            };
+            let chunks: Vec<&[WithAdmissions]> = tickets.chunks(CHANGES_CHUNK).collect();
+            for (i, chunk) in chunks.iter().enumerate() {
+                let id = if i + 1 == chunks.len() {
+                    now
+                } else {
+                    chunk.last().map_or(now, |(t, _)| t.seq)
+                };
+                let tickets = chunk.iter().map(|(t, a)| manifest_entry(t, a)).collect();
+                let Some(event) = tickets_event(Manifest {
+                    cursor: id,
+                    tickets,
+                }) else {
+                    return;
+                };
+                if tx.send(event).await.is_err() {
+                    return;
+                }
+            }
+            if tickets.is_empty() && first {
+                // Live from here: the client learns the cursor even when nothing changed.
+                let Some(event) = tickets_event(Manifest {
+                    cursor: now,
+                    tickets: Vec::new(),
+                }) else {
+                    return;
+                };
+                if tx.send(event).await.is_err() {
+                    return;
+                }
+            }
+            first = false;
+            cursor = now;
+            tokio::select! {
+                changed = wake.changed() => if changed.is_err() { return },
+                _ = stopping.wait_for(|stop| *stop) => return,
+                () = tx.closed() => return,
+            }
+        }
+    });
+    let events = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|e| (Ok::<_, std::convert::Infallible>(e), rx))
+    });
+    Ok(Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(std::time::Duration::from_secs(15)))
+        .into_response())
+}
+
+/// A `tickets` event of the change stream: the delta as JSON, its cursor as id.
+fn tickets_event(delta: Manifest) -> Option<axum::response::sse::Event> {
+    let id = delta.cursor.to_string();
+    axum::response::sse::Event::default()
+        .event(change::TICKETS)
+        .id(id)
+        .json_data(delta)
+        .map_err(|e| tracing::error!("a change event: {e}"))
+        .ok()
+}

@@ -1,0 +1,114 @@
+//! Redemptions: one scanner asking before it lets someone in (gathered with others into one
+//! transaction), or a gate's journal of admissions it already made.
+
+use axum::{
+    Json,
+    extract::{Path, State},
+    http::StatusCode,
+};
+use gatemesh_wire::{JournalAnswers, RedeemBody, Redeemed, RedemptionRequest, Role};
+
+use super::{
+    ApiError, Body, EID, ErrorBody, MAX_JOURNAL, auth::Caller, bad, blocking, err, event_id,
+    known_event,
+};
+use crate::{
+    Server,
+    store::{Origin, StoreError},
+};
+
+/// What the body's types cannot say (the wire's own check, which gates run before they
+/// send), and that a record is a gate ledger's redemption: other gates will write it into
+/// their ledgers as it is.
+fn check(r: &RedemptionRequest) -> Result<(), ApiError> {
+    r.check().map_err(|e| bad(e.to_string()))?;
+    if let Some(record) = &r.record
+        && serde_json::from_value::<gatemesh_ledger::Redemption>(record.clone()).is_err()
+    {
+        return Err(bad("record is not a gate ledger's redemption"));
+    }
+    Ok(())
+}
+
+/// Redeems a ticket, or takes a gate's journal.
+///
+/// Atomic and idempotent: concurrent requests for one ticket get exactly one `admit`, and a
+/// repeated `redemption_id` gets the stored answer back. A second admission of a ticket in
+/// gates' journals flags it for staff.
+#[utoipa::path(
+    post, path = "/v1/events/{eid}/redemptions", tag = "gate", operation_id = "redeem",
+    params(("eid" = String, Path, description = EID)),
+    request_body = RedeemBody,
+    responses(
+        (status = 200, description = "The answer, or one answer per journal item in order",
+            body = Redeemed),
+        (status = 400, description = "Bad input; nothing of the upload is stored",
+            body = ErrorBody),
+        (status = 401, description = "No credential", body = ErrorBody),
+        (status = 403, description = "A device of another event, or an observer",
+            body = ErrorBody),
+        (status = 404, description = "No such event", body = ErrorBody),
+        (status = 413, description = "Over 8 MiB", body = ErrorBody),
+    ),
+    security(("admin" = []), ("device" = [])),
+)]
+pub(crate) async fn redeem(
+    State(s): State<Server>,
+    caller: axum::Extension<Caller>,
+    Path(eid): Path<String>,
+    Body(body): Body<RedeemBody>,
+) -> Result<Json<Redeemed>, ApiError> {
+    let eid = event_id(&eid)?;
+    if matches!(&caller.0, Caller::Device(d) if d.role == Role::Observer) {
+        return Err(err(
+            StatusCode::FORBIDDEN,
+            "observer",
+            "an observer admits no one",
+        ));
+    }
+    known_event(&s, &eid).await?;
+    match body {
+        RedeemBody::One(r) => {
+            check(&r)?;
+            let started = std::time::Instant::now();
+            let answer = match s.store.submit_online(&eid, &r) {
+                // Gathered by the storage: nothing blocks while it is at the database.
+                Some(answer) => answer.await.unwrap_or_else(|_| {
+                    Err(StoreError::Conflict("the storage is closing".into()))
+                })?,
+                None => {
+                    let (eid, r) = (eid.clone(), r.clone());
+                    blocking(&s, move |st| st.redeem(&eid, &r, Origin::Online)).await?
+                }
+            };
+            s.metrics.redemption(
+                eid.as_str(),
+                r.gate.as_str(),
+                answer.verdict.as_str(),
+                started.elapsed().as_secs_f64(),
+            );
+            Ok(Json(Redeemed::One(answer)))
+        }
+        RedeemBody::Journal(gatemesh_wire::Journal { redemptions }) => {
+            if redemptions.len() > MAX_JOURNAL {
+                return Err(bad(format!(
+                    "a journal upload holds at most {MAX_JOURNAL} redemptions"
+                )));
+            }
+            redemptions.iter().try_for_each(check)?;
+            let metrics = s.metrics.clone();
+            let answers = blocking(&s, move |st| {
+                let started = std::time::Instant::now();
+                let answers = st.redeem_journal(&eid, &redemptions)?;
+                // One commit for the batch: each item is counted with its share of the time.
+                let each = started.elapsed().as_secs_f64() / answers.len().max(1) as f64;
+                for (r, a) in redemptions.iter().zip(&answers) {
+                    metrics.redemption(eid.as_str(), r.gate.as_str(), a.verdict.as_str(), each);
+                }
+                Ok(answers)
+            })
+            .await?;
+            Ok(Json(Redeemed::Journal(JournalAnswers { answers })))
+        }
+    }
+}
