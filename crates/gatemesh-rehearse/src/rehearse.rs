@@ -2,17 +2,20 @@
 //! and N `gatemesh gate` processes paired with it — with the faults a venue has, then
 //! checked end to end.
 //!
-//! - [`plan`] draws the event from a seed (arrivals, copies, refunds, transfers, faults);
-//! - [`net`] places the processes (network namespaces when root, loopback otherwise) and
+//! - `plan` draws the event from a seed (arrivals, copies, refunds, transfers, faults);
+//! - `net` places the processes (network namespaces when root, loopback otherwise) and
 //!   makes partitions and lost uplinks;
 //! - this module plays the plan in scaled time and watches what happens;
-//! - [`report`] checks the invariants and writes the report, [`plot`] the chart.
+//! - `report` checks the invariants and writes the report, `plot` the chart.
+//!
+//! [`Rehearsal::prepare`] checks the options and picks the network and the directory;
+//! [`Rehearsal::play`] returns the report ([`text`] for a person, [`svg`] for the chart).
 
 use std::{
     collections::HashMap,
     io::{BufRead, BufReader},
     path::{Path, PathBuf},
-    process::{ExitCode, Stdio},
+    process::Stdio,
     sync::{
         Arc, Mutex,
         atomic::{AtomicBool, AtomicU64, Ordering},
@@ -29,109 +32,115 @@ mod plan;
 mod plot;
 mod report;
 
+pub use plot::svg;
+pub use report::text;
+
 use net::{Children, Lan, Place};
 use plan::{Scan, What, Who};
 
 /// Play a whole event against a server and N gates, with faults, and check it end to end.
-#[derive(Debug, clap::Args)]
-pub struct Args {
+#[derive(Debug, Clone, clap::Args)]
+pub struct Options {
     /// Gates (entrances), each a `gatemesh gate` process paired with the server.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(2..=16))]
-    gates: u16,
+    pub gates: u16,
     /// Tickets issued; nearly every holder comes.
     #[arg(long, default_value_t = 3000, value_parser = clap::value_parser!(u32).range(100..=200_000))]
-    attendees: u32,
+    pub attendees: u32,
     /// The same seed plays the same event.
     #[arg(long, default_value_t = 1)]
-    seed: u64,
+    pub seed: u64,
     /// How many times faster than real time the event is played (1: real time).
     #[arg(long, default_value_t = 15.0)]
-    speed: f64,
+    pub speed: f64,
     /// Length of the entry window in event minutes.
     #[arg(long, default_value_t = 25.0)]
-    minutes: f64,
+    pub minutes: f64,
     /// Write the report as JSON here, and the chart next to it (same name, `.svg`).
     #[arg(long)]
-    report: Option<PathBuf>,
+    pub report: Option<PathBuf>,
     /// Keep the server's and gates' data and logs in this directory (a temporary one,
     /// removed at the end, otherwise).
     #[arg(long)]
-    dir: Option<PathBuf>,
+    pub dir: Option<PathBuf>,
     /// auto: network namespaces when root, loopback otherwise.
     #[arg(long, default_value = "auto", value_parser = ["auto", "netns", "loopback"])]
-    network: String,
+    pub network: String,
     /// The server's database (`postgres://…`; default: SQLite in its data directory). A
     /// PostgreSQL cluster on this machine's loopback is out of the namespaces' reach, so this
     /// plays on loopback.
     #[arg(long, value_name = "URL")]
-    db: Option<String>,
+    pub db: Option<String>,
     /// An extra argument for every `gatemesh gate` (repeat for several), for experiments:
     /// `--gate-arg=--repeat-window=0` makes double fires yellow, which the rehearsal catches.
     #[arg(long = "gate-arg", value_name = "ARG", allow_hyphen_values = true)]
-    gate_args: Vec<String>,
+    pub gate_args: Vec<String>,
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
-    anyhow::ensure!(
-        args.speed.is_finite() && args.speed > 0.0,
-        "--speed must be a positive number"
-    );
-    anyhow::ensure!(
-        args.minutes.is_finite() && args.minutes >= 1.0,
-        "--minutes must be at least 1"
-    );
-    let netns = match args.network.as_str() {
-        "netns" => {
-            anyhow::ensure!(
-                net::namespaces_available(),
-                "--network netns needs root and iproute2"
-            );
-            anyhow::ensure!(
-                args.db.is_none(),
-                "--db plays on loopback: the server's namespace cannot reach a database on this machine's loopback"
-            );
-            true
-        }
-        "loopback" => false,
-        _ => args.db.is_none() && net::namespaces_available(),
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    let temp;
-    let dir = match &args.dir {
-        Some(d) => {
-            std::fs::create_dir_all(d)?;
-            d.clone()
-        }
-        None => {
-            temp = tempfile::tempdir()?;
-            temp.path().to_owned()
-        }
-    };
-    let outcome = runtime.block_on(async {
-        tokio::select! {
-            r = rehearse(&args, netns, &dir) => r,
-            _ = tokio::signal::ctrl_c() => Err(anyhow!("interrupted")),
-        }
-    });
-    // Everything the rehearsal started is stopped by now (drop order inside `rehearse`).
-    runtime.shutdown_timeout(Duration::from_secs(5));
-    let report = outcome?;
-    print!("{}", report::text(&report));
-    if let Some(path) = &args.report {
-        std::fs::write(path, serde_json::to_string_pretty(&report)?)
-            .with_context(|| format!("writing {}", path.display()))?;
-        let svg = path.with_extension("svg");
-        std::fs::write(&svg, plot::svg(&report))
-            .with_context(|| format!("writing {}", svg.display()))?;
-        eprintln!("report: {} and {}", path.display(), svg.display());
+/// A rehearsal ready to play: options checked, network and directory chosen.
+#[derive(Debug)]
+pub struct Rehearsal {
+    options: Options,
+    netns: bool,
+    dir: PathBuf,
+    /// The temporary directory when none was given; removed on drop.
+    _temp: Option<tempfile::TempDir>,
+    /// The `gatemesh` binary the server and the gates run.
+    bin: PathBuf,
+}
+
+impl Rehearsal {
+    /// Checks `options`, picks namespaces or loopback and makes the directory; `gatemesh` is
+    /// the binary to play with.
+    pub fn prepare(options: &Options, gatemesh: PathBuf) -> Result<Self> {
+        let args = options;
+        anyhow::ensure!(
+            args.speed.is_finite() && args.speed > 0.0,
+            "--speed must be a positive number"
+        );
+        anyhow::ensure!(
+            args.minutes.is_finite() && args.minutes >= 1.0,
+            "--minutes must be at least 1"
+        );
+        let netns = match args.network.as_str() {
+            "netns" => {
+                anyhow::ensure!(
+                    net::namespaces_available(),
+                    "--network netns needs root and iproute2"
+                );
+                anyhow::ensure!(
+                    args.db.is_none(),
+                    "--db plays on loopback: the server's namespace cannot reach a database on this machine's loopback"
+                );
+                true
+            }
+            "loopback" => false,
+            _ => args.db.is_none() && net::namespaces_available(),
+        };
+        let (dir, temp) = match &args.dir {
+            Some(d) => {
+                std::fs::create_dir_all(d)?;
+                (d.clone(), None)
+            }
+            None => {
+                let temp = tempfile::tempdir()?;
+                (temp.path().to_owned(), Some(temp))
+            }
+        };
+        Ok(Self {
+            options: options.clone(),
+            netns,
+            dir,
+            _temp: temp,
+            bin: gatemesh,
+        })
     }
-    if report["ok"] == Value::Bool(true) {
-        Ok(ExitCode::SUCCESS)
-    } else {
-        eprintln!("error: an invariant does not hold (see \"invariants\" in the report)");
-        Ok(ExitCode::FAILURE)
+
+    /// Sets the venue up, plays the event, lets staff resolve the flags and checks it all;
+    /// the report says whether every invariant held (`ok`). Everything it started is stopped
+    /// when it returns, or when the future is dropped.
+    pub async fn play(&self) -> Result<Value> {
+        rehearse(&self.options, self.netns, &self.dir, &self.bin).await
     }
 }
 
@@ -177,7 +186,7 @@ pub struct Propagation {
     pub event_s: f64,
     /// `None`: not seen within the limit.
     pub ms: Option<f64>,
-    /// A fault began or ended while it was measured, or less than [`RECOVERY`] before.
+    /// A fault began or ended while it was measured, or less than `RECOVERY` before.
     pub disturbed: bool,
 }
 
@@ -241,7 +250,7 @@ impl Shared {
     }
 }
 
-pub(crate) use crate::bench::round;
+pub(crate) use crate::stats::round;
 
 /// An HTTP client acting from one place (each namespace needs its own connection pool:
 /// `127.0.0.1:7070` is a different gate in each).
@@ -361,9 +370,9 @@ impl Gates {
     }
 }
 
-async fn rehearse(args: &Args, netns: bool, dir: &Path) -> Result<Value> {
+async fn rehearse(args: &Options, netns: bool, dir: &Path, bin: &Path) -> Result<Value> {
     let (gates, attendees) = (usize::from(args.gates), args.attendees as usize);
-    let bin = std::env::current_exe()?;
+    let bin = bin.to_owned();
     let plan = plan::draw(gates, attendees, args.minutes * 60.0, args.seed);
     let lan = Arc::new(Lan::new(gates, netns).await?);
     eprintln!(

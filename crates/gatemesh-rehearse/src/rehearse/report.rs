@@ -179,7 +179,7 @@ pub(super) fn admitted_twice(shared: &Shared) -> Vec<String> {
 
 /// Count, mean and percentiles of milliseconds, as every gatemesh bench reports them.
 fn percentiles(ms: Vec<f64>) -> Value {
-    crate::bench::summary(
+    crate::stats::summary(
         ms.into_iter()
             .map(|m| std::time::Duration::from_secs_f64(m.max(0.0) / 1000.0))
             .collect(),
@@ -487,7 +487,7 @@ fn inv(name: &str, value: usize, must: usize, examples: &[String]) -> Value {
 }
 
 /// The report as a person reads it.
-pub(super) fn text(r: &Value) -> String {
+pub fn text(r: &Value) -> String {
     let mut s = String::new();
     let c = &r["config"];
     let _ = writeln!(
