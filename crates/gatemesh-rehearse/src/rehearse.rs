@@ -105,7 +105,7 @@ impl Rehearsal {
         let netns = match args.network.as_str() {
             "netns" => {
                 anyhow::ensure!(
-                    net::namespaces_available(),
+                    gatemesh_netns::available(),
                     "--network netns needs root and iproute2"
                 );
                 anyhow::ensure!(
@@ -115,7 +115,7 @@ impl Rehearsal {
                 true
             }
             "loopback" => false,
-            _ => args.db.is_none() && net::namespaces_available(),
+            _ => args.db.is_none() && gatemesh_netns::available(),
         };
         let (dir, temp) = match &args.dir {
             Some(d) => {
