@@ -13,7 +13,6 @@
 //! mDNS never runs in the machine's own namespace.
 
 use std::{
-    collections::HashMap,
     net::SocketAddr,
     path::Path,
     process::Command,
@@ -463,17 +462,4 @@ pub fn gate_name(i: usize) -> String {
     NAMES
         .get(i)
         .map_or_else(|| format!("Gate-{}", i + 1), |n| (*n).to_owned())
-}
-
-/// Keeps the processes a rehearsal starts, and kills them (SIGKILL) when dropped.
-#[derive(Debug, Default)]
-pub struct Children(pub HashMap<String, std::process::Child>);
-
-impl Drop for Children {
-    fn drop(&mut self) {
-        for c in self.0.values_mut() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
 }

@@ -10,7 +10,12 @@ use anyhow::Result;
 use futures_util::{StreamExt, stream};
 use serde_json::{Value, json};
 
-use super::{At, Shared, plan::Plan, plan::Who, round, str_of};
+use super::{
+    At,
+    plan::{Plan, Who},
+    round, str_of,
+    watch::{ScanRecord, Shared},
+};
 
 /// The published production report we measure ourselves against (SPEC: performance).
 const PUBLISHED: &str = "3,000 seats, 4 scanners, 25 minutes; scan to result 120 ms average, 180 ms p95; 500 people/hour/scanner";
@@ -233,7 +238,7 @@ pub(super) fn build(i: Inputs<'_>) -> Result<Value> {
     };
 
     // Per ticket, its presentations in the order they happened.
-    let mut by_tid: BTreeMap<&str, Vec<&super::ScanRecord>> = BTreeMap::new();
+    let mut by_tid: BTreeMap<&str, Vec<&ScanRecord>> = BTreeMap::new();
     for s in &scans {
         by_tid.entry(&s.tid).or_default().push(s);
     }
@@ -328,7 +333,7 @@ pub(super) fn build(i: Inputs<'_>) -> Result<Value> {
         .collect();
 
     // Latency and throughput.
-    let answered: Vec<&super::ScanRecord> = scans
+    let answered: Vec<&ScanRecord> = scans
         .iter()
         .filter(|s| s.first.verdict != "unanswered")
         .collect();
