@@ -7,8 +7,6 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
-mod bench_server;
-mod bench_uplink;
 mod decode;
 mod gate;
 mod issue;
@@ -36,12 +34,12 @@ enum Command {
     Gate(Box<gate::Args>),
     Export(gate::ExportArgs),
     Import(gate::ImportArgs),
-    Bench(bench::Args),
+    Bench(gatemesh_rehearse::bench::Args),
     MeshCa(gate::MeshCaArgs),
     Enroll(gate::EnrollArgs),
     Server(server::Args),
     Pair(pair::Args),
-    Rehearse(rehearse::Args),
+    Rehearse(gatemesh_rehearse::rehearse::Options),
 }
 
 fn main() -> ExitCode {

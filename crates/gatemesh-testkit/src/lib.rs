@@ -16,6 +16,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use gatemesh_netns::Namespace;
 use serde_json::Value;
 
 pub mod fuzz;
@@ -129,47 +130,27 @@ pub fn spawn_ready(mut command: Command) -> (Child, Value) {
     (child, ready)
 }
 
-fn quiet(args: &[&str]) -> bool {
-    Command::new(args[0])
-        .args(&args[1..])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-fn must(args: &[&str]) {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .expect("ip runs");
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// A virtual LAN: one hub namespace holding a bridge (multicast snooping off), and one
-/// namespace per host with `eth0` at 10.77.0.(i+1)/24. Everything made is deleted on drop,
+/// namespace per host with `eth0` at 10.77.0.(i+1)/24, built from `gatemesh-netns` (the
+/// rehearsal's namespaces come from there too). Everything made is deleted on drop,
 /// processes started through it are killed first, also when a test fails.
 #[derive(Debug)]
 pub struct Net {
-    hub: String,
-    hosts: Vec<String>,
     children: Vec<Child>,
+    // Hosts before the hub: fields drop in this order.
+    hosts: Vec<Namespace>,
+    hub: Namespace,
+}
+
+fn must<T>(step: Result<T, gatemesh_netns::Error>) -> T {
+    step.unwrap_or_else(|e| panic!("{e}"))
 }
 
 impl Net {
     /// `n` hosts; with `multicast`, each gets a `224.0.0.0/4` route so mDNS works. `None`,
     /// with a message, where namespaces cannot be made (not root, no iproute2).
     pub fn new(n: usize, multicast: bool) -> Option<Self> {
-        let uid = Command::new("id")
-            .arg("-u")
-            .output()
-            .ok()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
-        if uid.as_deref() != Some("0") || !quiet(&["ip", "-V"]) {
+        if !gatemesh_netns::available() {
             eprintln!(
                 "SKIPPED: network-namespace tests need root and iproute2 (the README test command runs as root)"
             );
@@ -180,61 +161,19 @@ impl Net {
         let prefix = format!("gmt{}x{k}", std::process::id());
         // Built into `net` step by step, so a failure half-way still cleans up on drop.
         let mut net = Self {
-            hub: format!("{prefix}hub"),
-            hosts: Vec::new(),
             children: Vec::new(),
+            hosts: Vec::new(),
+            hub: must(Namespace::create(format!("{prefix}hub"))),
         };
-        let hub = net.hub.clone();
-        must(&["ip", "netns", "add", &hub]);
-        must(&["ip", "-n", &hub, "link", "set", "lo", "up"]);
-        must(&[
-            "ip",
-            "-n",
-            &hub,
-            "link",
-            "add",
-            "br0",
-            "type",
-            "bridge",
-            "mcast_snooping",
-            "0",
-        ]);
-        must(&["ip", "-n", &hub, "link", "set", "br0", "up"]);
+        must(net.hub.add_bridge("br0"));
         for i in 0..n {
-            let ns = format!("{prefix}h{i}");
-            net.hosts.push(ns.clone());
-            must(&["ip", "netns", "add", &ns]);
-            let port = format!("hv{i}");
-            must(&[
-                "ip", "-n", &hub, "link", "add", &port, "type", "veth", "peer", "name", "eth0",
-                "netns", &ns,
-            ]);
-            must(&[
-                "ip", "-n", &hub, "link", "set", &port, "master", "br0", "up",
-            ]);
-            must(&[
-                "ip",
-                "-n",
-                &ns,
-                "addr",
-                "add",
-                &format!("{}/24", net.ip(i)),
-                "dev",
-                "eth0",
-            ]);
-            must(&["ip", "-n", &ns, "link", "set", "eth0", "up"]);
-            must(&["ip", "-n", &ns, "link", "set", "lo", "up"]);
+            net.hosts
+                .push(must(Namespace::create(format!("{prefix}h{i}"))));
+            let host = &net.hosts[i];
+            let cidr = format!("{}/24", net.ip(i));
+            must(net.hub.plug(&format!("hv{i}"), "br0", host, "eth0", &cidr));
             if multicast {
-                must(&[
-                    "ip",
-                    "-n",
-                    &ns,
-                    "route",
-                    "add",
-                    "224.0.0.0/4",
-                    "dev",
-                    "eth0",
-                ]);
+                must(host.route_multicast("eth0"));
             }
         }
         Some(net)
@@ -246,22 +185,12 @@ impl Net {
 
     /// Cuts (`up = false`) or restores host `i`'s cable.
     pub fn link(&self, i: usize, up: bool) {
-        must(&[
-            "ip",
-            "-n",
-            &self.hub,
-            "link",
-            "set",
-            &format!("hv{i}"),
-            if up { "up" } else { "down" },
-        ]);
+        must(self.hub.set_link(&format!("hv{i}"), up));
     }
 
     /// A command that runs `program` inside host `i`.
     pub fn command(&self, i: usize, program: &Path) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &self.hosts[i]]).arg(program);
-        c
+        self.hosts[i].command(program)
     }
 
     /// Starts a gatemesh service inside the network (see [`spawn_ready`]); returns its ready
@@ -281,19 +210,8 @@ impl Net {
 
     /// An HTTP request made from inside host `i` (with curl), answered as JSON.
     pub fn http(&self, i: usize, method: &str, url: &str, body: Option<Value>) -> Value {
-        let mut cmd = Command::new("ip");
-        cmd.args([
-            "netns",
-            "exec",
-            &self.hosts[i],
-            "curl",
-            "-s",
-            "--max-time",
-            "10",
-            "-X",
-            method,
-            url,
-        ]);
+        let mut cmd = self.hosts[i].command("curl");
+        cmd.args(["-s", "--max-time", "10", "-X", method, url]);
         if let Some(b) = body {
             cmd.args(["-H", "content-type: application/json", "-d", &b.to_string()]);
         }
@@ -304,12 +222,10 @@ impl Net {
 
 impl Drop for Net {
     fn drop(&mut self) {
+        // The processes go first; the namespaces (hosts, then the hub) when the fields drop.
         for c in &mut self.children {
             let _ = c.kill();
             let _ = c.wait();
-        }
-        for ns in self.hosts.iter().chain([&self.hub]) {
-            quiet(&["ip", "netns", "del", ns]);
         }
     }
 }

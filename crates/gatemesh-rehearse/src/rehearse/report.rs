@@ -10,7 +10,12 @@ use anyhow::Result;
 use futures_util::{StreamExt, stream};
 use serde_json::{Value, json};
 
-use super::{At, Shared, plan::Plan, plan::Who, round, str_of};
+use super::{
+    At,
+    plan::{Plan, Who},
+    round, str_of,
+    watch::{Propagation, ScanRecord, Shared},
+};
 
 /// The published production report we measure ourselves against (SPEC: performance).
 const PUBLISHED: &str = "3,000 seats, 4 scanners, 25 minutes; scan to result 120 ms average, 180 ms p95; 500 people/hour/scanner";
@@ -161,25 +166,32 @@ pub(super) async fn agreement(
 
 /// Tickets admitted more than once (distinct redemptions) so far.
 pub(super) fn admitted_twice(shared: &Shared) -> Vec<String> {
-    let mut ids: HashMap<String, HashSet<String>> = HashMap::new();
-    if let Ok(scans) = shared.scans.lock() {
-        for s in scans.iter() {
-            for shot in std::iter::once(&s.first).chain(&s.second) {
-                if let (true, Some(id)) = (shot.verdict == "admit", &shot.redemption_id) {
-                    ids.entry(s.tid.clone()).or_default().insert(id.clone());
-                }
+    let Ok(scans) = shared.scans.lock() else {
+        return Vec::new();
+    };
+    admissions_told(&scans)
+        .into_iter()
+        .filter(|(_, ids)| ids.len() > 1)
+        .map(|(tid, _)| tid.to_owned())
+        .collect()
+}
+
+/// Per ticket, every admission (redemption id) a scanner was told of.
+fn admissions_told(scans: &[ScanRecord]) -> HashMap<&str, HashSet<&str>> {
+    let mut ids: HashMap<&str, HashSet<&str>> = HashMap::new();
+    for s in scans {
+        for shot in std::iter::once(&s.first).chain(&s.second) {
+            if let (true, Some(id)) = (shot.verdict == "admit", &shot.redemption_id) {
+                ids.entry(&s.tid).or_default().insert(id);
             }
         }
     }
-    ids.into_iter()
-        .filter(|(_, v)| v.len() > 1)
-        .map(|(t, _)| t)
-        .collect()
+    ids
 }
 
 /// Count, mean and percentiles of milliseconds, as every gatemesh bench reports them.
 fn percentiles(ms: Vec<f64>) -> Value {
-    crate::bench::summary(
+    crate::stats::summary(
         ms.into_iter()
             .map(|m| std::time::Duration::from_secs_f64(m.max(0.0) / 1000.0))
             .collect(),
@@ -209,213 +221,28 @@ pub(super) struct Inputs<'a> {
     pub resolution: Resolution,
 }
 
+/// The report: the invariants, then the numbers.
 pub(super) fn build(i: Inputs<'_>) -> Result<Value> {
     let shared = i.shared;
-    let gates = i.plan.gates;
-    let scans = shared
-        .scans
-        .lock()
-        .map_err(|_| anyhow::anyhow!("poisoned"))?
-        .clone();
-    let reached = shared
-        .reached
-        .lock()
-        .map_err(|_| anyhow::anyhow!("poisoned"))?
-        .clone();
-    let changed_at = shared
-        .changed_at
-        .lock()
-        .map_err(|_| anyhow::anyhow!("poisoned"))?
-        .clone();
-    let server = &i.agreement.server;
-    let flagged_everywhere = |tid: &str| {
-        server.get(tid).is_some_and(|h| h.flagged) && i.agreement.disagreements.is_empty()
-    };
-
-    // Per ticket, its presentations in the order they happened.
-    let mut by_tid: BTreeMap<&str, Vec<&super::ScanRecord>> = BTreeMap::new();
-    for s in &scans {
-        by_tid.entry(&s.tid).or_default().push(s);
-    }
-    for v in by_tid.values_mut() {
-        v.sort_by(|a, b| a.sent_s.total_cmp(&b.sent_s));
-    }
-    let legit = |w: Who| matches!(w, Who::Holder | Who::Friend | Who::NewHolder);
-    let (mut false_rejects, mut copies, mut caught, mut flagged_copies, mut missed) =
-        (Vec::new(), 0, 0, 0, Vec::new());
-    for (tid, presented) in &by_tid {
-        let mut genuine = presented.iter().filter(|s| legit(s.who));
-        if let Some(first) = genuine.next()
-            && first.first.verdict != "admit"
-        {
-            false_rejects.push(format!(
-                "{tid} ({:?} at gate {}): {} {}",
-                first.who, first.gate, first.first.verdict, first.first.reason
-            ));
-        }
-        for copy in genuine {
-            copies += 1;
-            match copy.first.verdict.as_str() {
-                "duplicate" => caught += 1,
-                "admit" if flagged_everywhere(tid) => flagged_copies += 1,
-                _ => missed.push(format!(
-                    "{tid}: copy at gate {} got {} and the ticket is not flagged everywhere",
-                    copy.gate, copy.first.verdict
-                )),
-            }
-        }
-    }
-    let unanswered = scans
-        .iter()
-        .filter(|s| s.first.verdict == "unanswered")
-        .count();
-    let double_fired: Vec<_> = scans.iter().filter(|s| s.second.is_some()).collect();
-    let double_mismatch: Vec<String> = double_fired
-        .iter()
-        .filter_map(|s| {
-            let second = s.second.as_ref()?;
-            let same = second.verdict == s.first.verdict
-                && (s.first.verdict != "admit" || second.redemption_id == s.first.redemption_id);
-            (!same).then(|| format!("{}: {} then {}", s.tid, s.first.verdict, second.verdict))
-        })
-        .collect();
-    // Every admission any scanner was told of is held by the server (and, by the agreement,
-    // by every gate).
-    let mut admitted_ids: HashMap<&str, HashSet<&str>> = HashMap::new();
-    for s in &scans {
-        for shot in std::iter::once(&s.first).chain(&s.second) {
-            if let (true, Some(id)) = (shot.verdict == "admit", &shot.redemption_id) {
-                admitted_ids.entry(&s.tid).or_default().insert(id);
-            }
-        }
-    }
-    let lost: Vec<String> = admitted_ids
-        .iter()
-        .flat_map(|(tid, ids)| {
-            ids.iter()
-                .filter(|id| !server.get(*tid).is_some_and(|h| h.entries.contains(**id)))
-                .map(move |id| format!("{tid}: {id}"))
-        })
-        .collect();
-    let server_entries: usize = server.values().map(|h| h.entries.len()).sum();
-    let gate_told: usize = admitted_ids.values().map(HashSet::len).sum();
-
-    // Refunded and transferred-away codes.
-    let (mut after_reach, mut before_reach, mut refused) = (Vec::new(), 0, 0);
-    for s in scans
-        .iter()
-        .filter(|s| matches!(s.who, Who::Refunded | Who::OldHolder))
-    {
-        let reach = reached.get(&(s.ticket, s.gate)).copied();
-        if s.first.verdict == "admit" {
-            match reach {
-                Some(r) if r < s.sent_s => after_reach.push(format!(
-                    "{} ({:?}) admitted at gate {} {:.3} s after the change reached it",
-                    s.tid,
-                    s.who,
-                    s.gate,
-                    s.sent_s - r
-                )),
-                _ => before_reach += 1,
-            }
-        } else {
-            refused += 1;
-        }
-    }
+    let scans = snapshot(&shared.scans)?;
+    let reached = snapshot(&shared.reached)?;
+    let changed_at = snapshot(&shared.changed_at)?;
+    let findings = Findings::of(&scans, &reached, &i.agreement);
     let push_ms: Vec<f64> = reached
         .iter()
         .filter_map(|((ticket, _), at)| changed_at.get(ticket).map(|c| (at - c) * 1000.0))
         .collect();
 
     // Latency and throughput.
-    let answered: Vec<&super::ScanRecord> = scans
+    let answered: Vec<&ScanRecord> = scans
         .iter()
         .filter(|s| s.first.verdict != "unanswered")
         .collect();
     let latency = percentiles(answered.iter().map(|s| s.first.latency_ms).collect());
-    let minutes = (i.plan.duration_s / 60.0).ceil() as usize;
-    let mut per_gate = Vec::new();
-    let mut series = Vec::new();
-    for g in 0..gates {
-        let mine: Vec<_> = answered.iter().filter(|s| s.gate == g).collect();
-        let mut per_minute = vec![0u64; minutes.max(1)];
-        for s in mine.iter().filter(|s| s.first.verdict == "admit") {
-            let m = ((s.event_s / 60.0) as usize).min(per_minute.len() - 1);
-            per_minute[m] += 1;
-        }
-        let count = |v: &str| mine.iter().filter(|s| s.first.verdict == v).count();
-        let admitted = count("admit");
-        per_gate.push(json!({
-            "gate": super::net::gate_name(g),
-            "admitted": admitted,
-            "duplicate": count("duplicate"),
-            "reject": count("reject"),
-            "peak_per_minute": per_minute.iter().max(),
-            "per_scanner_per_hour": round(admitted as f64 / 2.0 / (i.plan.duration_s / 3600.0)),
-            "scan_latency": percentiles(mine.iter().map(|s| s.first.latency_ms).collect()),
-            "waited_for_restart": mine.iter().filter(|s| s.waited_ms > 0.0).count(),
-        }));
-        series.push(per_minute);
-    }
-    let propagation = shared
-        .propagation
-        .lock()
-        .map_err(|_| anyhow::anyhow!("poisoned"))?
-        .clone();
-    let clean: Vec<f64> = propagation
-        .iter()
-        .filter(|p| !p.disturbed)
-        .filter_map(|p| p.ms)
-        .collect();
-    let recovering: Vec<f64> = propagation
-        .iter()
-        .filter(|p| p.disturbed)
-        .filter_map(|p| p.ms)
-        .collect();
-    let never = propagation.iter().filter(|p| p.ms.is_none()).count();
+    let (per_gate, series) = per_gate(&answered, i.plan);
+    let propagation = snapshot(&shared.propagation)?;
 
-    let invariants = vec![
-        inv("false_rejects", false_rejects.len(), 0, &false_rejects),
-        inv("unanswered_scans", unanswered, 0, &[]),
-        inv("lost_admissions", lost.len(), 0, &lost),
-        inv("copies_not_caught_or_flagged", missed.len(), 0, &missed),
-        inv(
-            "void_or_transferred_admitted_after_it_reached_the_gate",
-            after_reach.len(),
-            0,
-            &after_reach,
-        ),
-        inv(
-            "double_fires_answered_differently",
-            double_mismatch.len(),
-            0,
-            &double_mismatch,
-        ),
-        inv(
-            "server_and_gates_disagree",
-            i.agreement.disagreements.len(),
-            0,
-            &i.agreement.disagreements,
-        ),
-        inv(
-            "flags_left_after_staff_resolved_them",
-            i.resolution.flags_left,
-            0,
-            &[],
-        ),
-        inv(
-            "server_and_gates_disagree_after_staff_resolved_the_flags",
-            i.resolution.agreement.disagreements.len(),
-            0,
-            &i.resolution.agreement.disagreements,
-        ),
-        inv(
-            "server_admissions_minus_admissions_scanners_saw",
-            server_entries.abs_diff(gate_told),
-            0,
-            &[],
-        ),
-    ];
+    let invariants = findings.invariants(&i.agreement, &i.resolution);
     let ok = invariants.iter().all(|v| v["ok"] == true);
     let mut observed = json!({});
     for o in i.observed {
@@ -423,11 +250,8 @@ pub(super) fn build(i: Inputs<'_>) -> Result<Value> {
             obj.extend(m);
         }
     }
-    let faults = shared
-        .faults
-        .lock()
-        .map_err(|_| anyhow::anyhow!("poisoned"))?
-        .clone();
+    let faults = snapshot(&shared.faults)?;
+    let (copies, changed) = (&findings.copies, &findings.changed);
     Ok(json!({
         "ok": ok,
         "config": i.args,
@@ -436,26 +260,19 @@ pub(super) fn build(i: Inputs<'_>) -> Result<Value> {
         "counts": {
             "presentations": scans.len(),
             "admitted": answered.iter().filter(|s| s.first.verdict == "admit").count(),
-            "copies": copies,
-            "copies_caught_at_the_gate": caught,
-            "copies_admitted_then_flagged": flagged_copies,
-            "double_fires": double_fired.len(),
-            "void_or_transferred_presented": refused + before_reach + after_reach.len(),
-            "void_or_transferred_refused": refused,
-            "void_or_transferred_admitted_before_it_reached_the_gate": before_reach,
+            "copies": copies.copies,
+            "copies_caught_at_the_gate": copies.caught,
+            "copies_admitted_then_flagged": copies.flagged,
+            "double_fires": findings.double_fires,
+            "void_or_transferred_presented": changed.refused + changed.before_reach + changed.after_reach.len(),
+            "void_or_transferred_refused": changed.refused,
+            "void_or_transferred_admitted_before_it_reached_the_gate": changed.before_reach,
             "server": i.stats,
         },
         "scan_to_result": latency,
         "per_gate": per_gate,
         "admissions_per_minute": series,
-        "propagation": {
-            "clean": percentiles(clean),
-            "during_or_just_after_a_fault": percentiles(recovering),
-            "samples": propagation.len(),
-            "disturbed_by_a_fault": propagation.iter().filter(|p| p.disturbed).count(),
-            "not_seen_within_60_s": never,
-            "points": propagation.iter().filter_map(|p| p.ms.map(|ms| json!([round(p.event_s), ms, p.disturbed]))).collect::<Vec<_>>(),
-        },
+        "propagation": propagation_summary(&propagation),
         "void_and_transfer_push": percentiles(push_ms),
         "faults": faults,
         "observed": observed,
@@ -476,6 +293,300 @@ pub(super) fn build(i: Inputs<'_>) -> Result<Value> {
     }))
 }
 
+/// A copy of what a mutex holds now.
+fn snapshot<T: Clone>(m: &std::sync::Mutex<T>) -> Result<T> {
+    Ok(m.lock().map_err(|_| anyhow::anyhow!("poisoned"))?.clone())
+}
+
+/// What every scanner was told, held against what the server holds at the end.
+struct Findings {
+    copies: Copies,
+    unanswered: usize,
+    double_fires: usize,
+    /// Double fires whose second shot got another answer than the first.
+    double_mismatch: Vec<String>,
+    admissions: Admissions,
+    changed: Changed,
+}
+
+/// The codes of tickets presented by people entitled to them (holders, friends with a
+/// screenshot, new holders after a transfer).
+struct Copies {
+    /// The first genuine presentation of a ticket was not admitted.
+    false_rejects: Vec<String>,
+    /// Presentations after the first.
+    copies: usize,
+    caught: usize,
+    /// Admitted, and the ticket ends flagged everywhere.
+    flagged: usize,
+    /// Neither caught nor flagged.
+    missed: Vec<String>,
+}
+
+/// Admissions scanners were told of, against the ones the server holds.
+struct Admissions {
+    /// Told of, and not held by the server.
+    lost: Vec<String>,
+    server_entries: usize,
+    told: usize,
+}
+
+/// Refunded and transferred-away codes presented at a gate.
+struct Changed {
+    /// Admitted although the change had reached that gate: a broken promise.
+    after_reach: Vec<String>,
+    /// Admitted before the change reached the gate (offline is offline).
+    before_reach: usize,
+    refused: usize,
+}
+
+impl Findings {
+    fn of(
+        scans: &[ScanRecord],
+        reached: &HashMap<(usize, usize), f64>,
+        agreement: &Agreement,
+    ) -> Self {
+        let double_fired: Vec<_> = scans.iter().filter(|s| s.second.is_some()).collect();
+        let double_mismatch: Vec<String> = double_fired
+            .iter()
+            .filter_map(|s| {
+                let second = s.second.as_ref()?;
+                let same = second.verdict == s.first.verdict
+                    && (s.first.verdict != "admit"
+                        || second.redemption_id == s.first.redemption_id);
+                (!same).then(|| format!("{}: {} then {}", s.tid, s.first.verdict, second.verdict))
+            })
+            .collect();
+        Self {
+            copies: Copies::of(scans, agreement),
+            unanswered: scans
+                .iter()
+                .filter(|s| s.first.verdict == "unanswered")
+                .count(),
+            double_fires: double_fired.len(),
+            double_mismatch,
+            admissions: Admissions::of(scans, &agreement.server),
+            changed: Changed::of(scans, reached),
+        }
+    }
+
+    fn invariants(&self, agreement: &Agreement, resolution: &Resolution) -> Vec<Value> {
+        let (copies, changed, admissions) = (&self.copies, &self.changed, &self.admissions);
+        vec![
+            inv(
+                "false_rejects",
+                copies.false_rejects.len(),
+                0,
+                &copies.false_rejects,
+            ),
+            inv("unanswered_scans", self.unanswered, 0, &[]),
+            inv(
+                "lost_admissions",
+                admissions.lost.len(),
+                0,
+                &admissions.lost,
+            ),
+            inv(
+                "copies_not_caught_or_flagged",
+                copies.missed.len(),
+                0,
+                &copies.missed,
+            ),
+            inv(
+                "void_or_transferred_admitted_after_it_reached_the_gate",
+                changed.after_reach.len(),
+                0,
+                &changed.after_reach,
+            ),
+            inv(
+                "double_fires_answered_differently",
+                self.double_mismatch.len(),
+                0,
+                &self.double_mismatch,
+            ),
+            inv(
+                "server_and_gates_disagree",
+                agreement.disagreements.len(),
+                0,
+                &agreement.disagreements,
+            ),
+            inv(
+                "flags_left_after_staff_resolved_them",
+                resolution.flags_left,
+                0,
+                &[],
+            ),
+            inv(
+                "server_and_gates_disagree_after_staff_resolved_the_flags",
+                resolution.agreement.disagreements.len(),
+                0,
+                &resolution.agreement.disagreements,
+            ),
+            inv(
+                "server_admissions_minus_admissions_scanners_saw",
+                admissions.server_entries.abs_diff(admissions.told),
+                0,
+                &[],
+            ),
+        ]
+    }
+}
+
+impl Copies {
+    /// Per ticket, its genuine presentations in the order they happened: the first must be
+    /// admitted, each later one caught at the gate or admitted and then flagged everywhere.
+    fn of(scans: &[ScanRecord], agreement: &Agreement) -> Self {
+        let flagged_everywhere = |tid: &str| {
+            agreement.server.get(tid).is_some_and(|h| h.flagged)
+                && agreement.disagreements.is_empty()
+        };
+        let mut by_tid: BTreeMap<&str, Vec<&ScanRecord>> = BTreeMap::new();
+        for s in scans {
+            by_tid.entry(&s.tid).or_default().push(s);
+        }
+        for v in by_tid.values_mut() {
+            v.sort_by(|a, b| a.sent_s.total_cmp(&b.sent_s));
+        }
+        let legit = |w: Who| matches!(w, Who::Holder | Who::Friend | Who::NewHolder);
+        let mut out = Self {
+            false_rejects: Vec::new(),
+            copies: 0,
+            caught: 0,
+            flagged: 0,
+            missed: Vec::new(),
+        };
+        for (tid, presented) in &by_tid {
+            let mut genuine = presented.iter().filter(|s| legit(s.who));
+            if let Some(first) = genuine.next()
+                && first.first.verdict != "admit"
+            {
+                out.false_rejects.push(format!(
+                    "{tid} ({:?} at gate {}): {} {}",
+                    first.who, first.gate, first.first.verdict, first.first.reason
+                ));
+            }
+            for copy in genuine {
+                out.copies += 1;
+                match copy.first.verdict.as_str() {
+                    "duplicate" => out.caught += 1,
+                    "admit" if flagged_everywhere(tid) => out.flagged += 1,
+                    _ => out.missed.push(format!(
+                        "{tid}: copy at gate {} got {} and the ticket is not flagged everywhere",
+                        copy.gate, copy.first.verdict
+                    )),
+                }
+            }
+        }
+        out
+    }
+}
+
+impl Admissions {
+    /// Every admission any scanner was told of is held by the server (and, by the
+    /// agreement, by every gate).
+    fn of(scans: &[ScanRecord], server: &HashMap<String, Held>) -> Self {
+        let told = admissions_told(scans);
+        let lost: Vec<String> = told
+            .iter()
+            .flat_map(|(tid, ids)| {
+                ids.iter()
+                    .filter(|id| !server.get(*tid).is_some_and(|h| h.entries.contains(**id)))
+                    .map(move |id| format!("{tid}: {id}"))
+            })
+            .collect();
+        Self {
+            lost,
+            server_entries: server.values().map(|h| h.entries.len()).sum(),
+            told: told.values().map(HashSet::len).sum(),
+        }
+    }
+}
+
+impl Changed {
+    /// A refunded or transferred-away code admitted after the change reached that gate is
+    /// a broken promise; before, it is what offline means.
+    fn of(scans: &[ScanRecord], reached: &HashMap<(usize, usize), f64>) -> Self {
+        let mut out = Self {
+            after_reach: Vec::new(),
+            before_reach: 0,
+            refused: 0,
+        };
+        for s in scans
+            .iter()
+            .filter(|s| matches!(s.who, Who::Refunded | Who::OldHolder))
+        {
+            let reach = reached.get(&(s.ticket, s.gate)).copied();
+            if s.first.verdict == "admit" {
+                match reach {
+                    Some(r) if r < s.sent_s => out.after_reach.push(format!(
+                        "{} ({:?}) admitted at gate {} {:.3} s after the change reached it",
+                        s.tid,
+                        s.who,
+                        s.gate,
+                        s.sent_s - r
+                    )),
+                    _ => out.before_reach += 1,
+                }
+            } else {
+                out.refused += 1;
+            }
+        }
+        out
+    }
+}
+
+/// Each gate's numbers, and its admissions per event minute (the chart's series).
+fn per_gate(answered: &[&ScanRecord], plan: &Plan) -> (Vec<Value>, Vec<Vec<u64>>) {
+    let minutes = (plan.duration_s / 60.0).ceil() as usize;
+    let mut per_gate = Vec::new();
+    let mut series = Vec::new();
+    for g in 0..plan.gates {
+        let mine: Vec<_> = answered.iter().filter(|s| s.gate == g).collect();
+        let mut per_minute = vec![0u64; minutes.max(1)];
+        for s in mine.iter().filter(|s| s.first.verdict == "admit") {
+            let m = ((s.event_s / 60.0) as usize).min(per_minute.len() - 1);
+            per_minute[m] += 1;
+        }
+        let count = |v: &str| mine.iter().filter(|s| s.first.verdict == v).count();
+        let admitted = count("admit");
+        per_gate.push(json!({
+            "gate": super::net::gate_name(g),
+            "admitted": admitted,
+            "duplicate": count("duplicate"),
+            "reject": count("reject"),
+            "peak_per_minute": per_minute.iter().max(),
+            "per_scanner_per_hour": round(admitted as f64 / 2.0 / (plan.duration_s / 3600.0)),
+            "scan_latency": percentiles(mine.iter().map(|s| s.first.latency_ms).collect()),
+            "waited_for_restart": mine.iter().filter(|s| s.waited_ms > 0.0).count(),
+        }));
+        series.push(per_minute);
+    }
+    (per_gate, series)
+}
+
+/// Gate-to-gate propagation: steady state apart from the samples a fault disturbed.
+fn propagation_summary(propagation: &[Propagation]) -> Value {
+    let clean: Vec<f64> = propagation
+        .iter()
+        .filter(|p| !p.disturbed)
+        .filter_map(|p| p.ms)
+        .collect();
+    let recovering: Vec<f64> = propagation
+        .iter()
+        .filter(|p| p.disturbed)
+        .filter_map(|p| p.ms)
+        .collect();
+    let never = propagation.iter().filter(|p| p.ms.is_none()).count();
+    json!({
+        "clean": percentiles(clean),
+        "during_or_just_after_a_fault": percentiles(recovering),
+        "samples": propagation.len(),
+        "disturbed_by_a_fault": propagation.iter().filter(|p| p.disturbed).count(),
+        "not_seen_within_60_s": never,
+        "points": propagation.iter().filter_map(|p| p.ms.map(|ms| json!([round(p.event_s), ms, p.disturbed]))).collect::<Vec<_>>(),
+    })
+}
+
 fn inv(name: &str, value: usize, must: usize, examples: &[String]) -> Value {
     json!({
         "name": name,
@@ -487,7 +598,7 @@ fn inv(name: &str, value: usize, must: usize, examples: &[String]) -> Value {
 }
 
 /// The report as a person reads it.
-pub(super) fn text(r: &Value) -> String {
+pub fn text(r: &Value) -> String {
     let mut s = String::new();
     let c = &r["config"];
     let _ = writeln!(
@@ -596,3 +707,6 @@ pub(super) fn text(r: &Value) -> String {
     );
     s
 }
+
+#[cfg(test)]
+mod tests;

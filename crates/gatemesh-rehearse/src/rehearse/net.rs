@@ -13,15 +13,14 @@
 //! mDNS never runs in the machine's own namespace.
 
 use std::{
-    collections::HashMap,
     net::SocketAddr,
-    os::fd::AsFd,
     path::Path,
-    process::{Command, Stdio},
+    process::Command,
     sync::{Arc, Mutex},
 };
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
+use gatemesh_netns::{Namespace, NsId};
 use tokio::{
     net::{TcpListener, TcpStream, UdpSocket},
     runtime::{Handle, Runtime},
@@ -59,12 +58,14 @@ enum Kind {
     Loopback(Loopback),
 }
 
+/// Fields drop in this order: hosts (gates, then the server), then the hub.
 struct Netns {
-    hub: String,
-    server: String,
-    hosts: Vec<String>,
-    /// One runtime per namespace: gates first, the server's last.
+    /// One runtime per namespace: gates first, the server's last (as in `hosts`).
     runtimes: Vec<Runtime>,
+    hosts: Vec<Namespace>,
+    /// The switches: `br0` and `br1` for the venue LAN (side A and side B of a partition),
+    /// `brw` for the "internet" between the gates and the server.
+    hub: Namespace,
 }
 
 struct Loopback {
@@ -80,66 +81,34 @@ struct Loopback {
     stop: watch::Sender<bool>,
 }
 
-fn ip(args: &[&str]) -> Result<()> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .context("running ip (iproute2)")?;
-    if !out.status.success() {
-        bail!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(())
-}
-
-/// Whether namespaces can be made here: root, and iproute2 present.
-pub fn namespaces_available() -> bool {
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    root && Command::new("ip")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// A runtime whose every thread lives in the namespace `ns`.
-fn runtime_in(ns: &str) -> Result<Runtime> {
-    let path = Path::new("/var/run/netns").join(ns);
-    let file = Arc::new(
-        std::fs::File::open(&path).with_context(|| format!("opening {}", path.display()))?,
-    );
+/// A runtime whose every thread lives in the namespace `ns`. Built here rather than by the
+/// binary: its threads must enter `ns` as they start.
+fn runtime_in(ns: &Namespace) -> Result<Runtime> {
+    let handle = ns.handle()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .max_blocking_threads(2)
         .enable_all()
-        .thread_name(format!("ns-{ns}"))
+        .thread_name(format!("ns-{}", ns.name()))
         .on_thread_start(move || {
-            if let Err(e) = nix::sched::setns(file.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET) {
+            if let Err(e) = handle.enter() {
                 // A thread left in the machine's namespace would send the rehearsal's
                 // traffic where it must not go.
-                eprintln!("error: entering a network namespace: {e}");
+                eprintln!("error: {:#}", anyhow::Error::from(e));
                 std::process::abort();
             }
         })
         .build()?;
     // Proof that the threads are where they should be (a plain channel: this runs inside
     // the main runtime, which must not block on another).
-    let want = std::fs::metadata(&path)?;
+    let want = ns.id()?;
     let (tx, rx) = std::sync::mpsc::channel();
     runtime.spawn(async move {
-        let _ = tx.send(std::fs::metadata("/proc/thread-self/ns/net"));
+        let _ = tx.send(NsId::of_current_thread());
     });
     let got = rx.recv_timeout(std::time::Duration::from_secs(10))??;
-    use std::os::unix::fs::MetadataExt;
-    if (want.dev(), want.ino()) != (got.dev(), got.ino()) {
-        bail!("the runtime for {ns} is not inside it");
+    if want != got {
+        bail!("the runtime for {} is not inside it", ns.name());
     }
     Ok(runtime)
 }
@@ -164,10 +133,9 @@ impl Lan {
             let mut lan = Self {
                 gates,
                 kind: Kind::Netns(Netns {
-                    hub: format!("{prefix}hub"),
-                    server: format!("{prefix}srv"),
-                    hosts: Vec::new(),
                     runtimes: Vec::new(),
+                    hosts: Vec::new(),
+                    hub: Namespace::create(format!("{prefix}hub"))?,
                 }),
             };
             // Built inside `lan`, so a failure half-way still cleans up on drop.
@@ -225,13 +193,11 @@ impl Lan {
     pub fn command(&self, place: Place, program: &Path) -> Command {
         match &self.kind {
             Kind::Netns(n) => {
-                let ns = match place {
-                    Place::Server => &n.server,
-                    Place::Gate(i) => &n.hosts[i],
+                let i = match place {
+                    Place::Server => self.gates,
+                    Place::Gate(i) => i,
                 };
-                let mut c = Command::new("ip");
-                c.args(["netns", "exec", ns]).arg(program);
-                c
+                n.hosts[i].command(program)
             }
             Kind::Loopback(_) => Command::new(program),
         }
@@ -326,15 +292,7 @@ impl Lan {
             Kind::Netns(n) => {
                 for i in 0..self.gates {
                     let bridge = if side_b.contains(&i) { "br1" } else { "br0" };
-                    ip(&[
-                        "-n",
-                        &n.hub,
-                        "link",
-                        "set",
-                        &format!("hv{i}"),
-                        "master",
-                        bridge,
-                    ])?;
+                    n.hub.set_master(&format!("hv{i}"), bridge)?;
                 }
             }
             Kind::Loopback(l) => {
@@ -350,14 +308,7 @@ impl Lan {
     /// Cuts (`up = false`) or restores gate `i`'s uplink.
     pub fn uplink(&self, i: usize, up: bool) -> Result<()> {
         match &self.kind {
-            Kind::Netns(n) => ip(&[
-                "-n",
-                &n.hub,
-                "link",
-                "set",
-                &format!("wv{i}"),
-                if up { "up" } else { "down" },
-            ]),
+            Kind::Netns(n) => Ok(n.hub.set_link(&format!("wv{i}"), up)?),
             Kind::Loopback(l) => {
                 let _ = l.proxies[i].1.send(!up);
                 Ok(())
@@ -366,58 +317,40 @@ impl Lan {
     }
 }
 
-/// The hub with its bridges, the server's namespace and one per gate; `n.hosts` lists every
-/// namespace made so far (for the clean-up), the hub's aside.
+/// The hub's bridges, the server's namespace and one per gate; `n.hosts` holds every
+/// namespace made so far (for the clean-up), gates first.
 fn build_namespaces(n: &mut Netns, prefix: &str, gates: usize) -> Result<()> {
-    let hub = n.hub.clone();
-    ip(&["netns", "add", &hub])?;
-    ip(&["-n", &hub, "link", "set", "lo", "up"])?;
     for br in ["br0", "br1", "brw"] {
-        ip(&[
-            "-n",
-            &hub,
-            "link",
-            "add",
-            br,
-            "type",
-            "bridge",
-            "mcast_snooping",
-            "0",
-        ])?;
-        ip(&["-n", &hub, "link", "set", br, "up"])?;
+        n.hub.add_bridge(br)?;
     }
-    let mut add_host = |ns: &str, ports: &[(String, &str, String)]| -> Result<()> {
-        ip(&["netns", "add", ns])?;
-        n.hosts.push(ns.to_owned());
-        ip(&["-n", ns, "link", "set", "lo", "up"])?;
-        for (port, bridge, addr) in ports {
-            let inner = if *bridge == "brw" { "wan0" } else { "eth0" };
-            ip(&[
-                "-n", &hub, "link", "add", port, "type", "veth", "peer", "name", inner, "netns", ns,
-            ])?;
-            ip(&["-n", &hub, "link", "set", port, "master", bridge, "up"])?;
-            ip(&["-n", ns, "addr", "add", addr, "dev", inner])?;
-            ip(&["-n", ns, "link", "set", inner, "up"])?;
-        }
-        Ok(())
-    };
     for i in 0..gates {
-        let ns = format!("{prefix}g{i}");
-        add_host(
-            &ns,
-            &[
-                (format!("hv{i}"), "br0", format!("10.77.0.{}/24", i + 1)),
-                (format!("wv{i}"), "brw", format!("10.78.0.{}/24", i + 1)),
-            ],
+        let gate = Namespace::create(format!("{prefix}g{i}"))?;
+        n.hosts.push(gate);
+        let gate = &n.hosts[i];
+        n.hub.plug(
+            &format!("hv{i}"),
+            "br0",
+            gate,
+            "eth0",
+            &format!("10.77.0.{}/24", i + 1),
+        )?;
+        n.hub.plug(
+            &format!("wv{i}"),
+            "brw",
+            gate,
+            "wan0",
+            &format!("10.78.0.{}/24", i + 1),
         )?;
         // mDNS goes out on the LAN cable only.
-        ip(&["-n", &ns, "route", "add", "224.0.0.0/4", "dev", "eth0"])?;
+        gate.route_multicast("eth0")?;
     }
-    let server = n.server.clone();
-    add_host(&server, &[("ws".into(), "brw", "10.78.0.254/24".into())])?;
+    let server = Namespace::create(format!("{prefix}srv"))?;
+    n.hosts.push(server);
+    n.hub
+        .plug("ws", "brw", &n.hosts[gates], "wan0", "10.78.0.254/24")?;
     // Gates first, the server's last: the order `Lan::handle` reads them in.
-    for ns in n.hosts.clone() {
-        n.runtimes.push(runtime_in(&ns)?);
+    for ns in &n.hosts {
+        n.runtimes.push(runtime_in(ns)?);
     }
     Ok(())
 }
@@ -425,12 +358,11 @@ fn build_namespaces(n: &mut Netns, prefix: &str, gates: usize) -> Result<()> {
 impl Drop for Lan {
     fn drop(&mut self) {
         match &mut self.kind {
+            // The runtimes stop first (dropping one here, inside the main runtime, would
+            // panic); the namespaces go when the fields drop.
             Kind::Netns(n) => {
                 for rt in n.runtimes.drain(..) {
                     rt.shutdown_background();
-                }
-                for ns in n.hosts.iter().chain([&n.hub]) {
-                    let _ = ip(&["netns", "del", ns]);
                 }
             }
             Kind::Loopback(l) => {
@@ -530,17 +462,4 @@ pub fn gate_name(i: usize) -> String {
     NAMES
         .get(i)
         .map_or_else(|| format!("Gate-{}", i + 1), |n| (*n).to_owned())
-}
-
-/// Keeps the processes a rehearsal starts, and kills them (SIGKILL) when dropped.
-#[derive(Debug, Default)]
-pub struct Children(pub HashMap<String, std::process::Child>);
-
-impl Drop for Children {
-    fn drop(&mut self) {
-        for c in self.0.values_mut() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
 }

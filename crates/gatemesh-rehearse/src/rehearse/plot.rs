@@ -24,7 +24,7 @@ fn esc(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
-/// The chart for a report from [`super::report::build`].
+/// The chart for a report from [`Rehearsal::play`](super::Rehearsal::play).
 pub fn svg(r: &Value) -> String {
     let mut s = String::new();
     let minutes = r["plan"]["duration_s"].as_f64().unwrap_or(60.0) / 60.0;

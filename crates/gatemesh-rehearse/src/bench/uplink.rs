@@ -15,7 +15,7 @@ use gatemesh_ledger::Standing;
 use gatemesh_ticket::{EventId, TicketId};
 use serde_json::{Value, json};
 
-use crate::bench::{percentile, round};
+use crate::stats::{percentile, round};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -32,11 +32,12 @@ pub struct Args {
     #[arg(long)]
     db: Option<String>,
     #[arg(long)]
-    pub report: Option<PathBuf>,
+    pub(crate) report: Option<PathBuf>,
 }
 
 const TOKEN: &str = "bench-uplink-admin-token-0001";
 
+/// Runs the uplink bench: a server and a gate in this process.
 pub async fn run(args: &Args) -> Result<Value> {
     let dir = tempfile::tempdir()?;
     let db = args

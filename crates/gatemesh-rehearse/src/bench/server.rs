@@ -19,7 +19,7 @@ use std::{
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::{Value, json};
 
-use crate::bench::{percentile, round};
+use crate::stats::{cores, percentile, round};
 
 /// Most tickets one issue call may ask for (the server's limit).
 const ISSUE_BATCH: usize = 10_000;
@@ -59,7 +59,7 @@ pub struct Args {
     batch: u64,
     /// Write the results as JSON here too.
     #[arg(long)]
-    pub report: Option<std::path::PathBuf>,
+    pub(crate) report: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -160,6 +160,7 @@ fn clip(s: &str) -> String {
     s.chars().take(200).collect()
 }
 
+/// Runs the server bench against `args.url`.
 pub async fn run(args: &Args) -> Result<Value> {
     ensure!(args.clients >= 1, "--clients must be at least 1");
     ensure!(args.tickets >= 1, "--tickets must be at least 1");
@@ -216,7 +217,7 @@ pub async fn run(args: &Args) -> Result<Value> {
         redeem_url: format!("{base}/v1/events/{event}/redemptions"),
         token: args.token.clone(),
         run_id,
-        at: crate::timefmt::format(crate::timefmt::now()),
+        at: now_rfc3339(),
         tids,
         mode: args.mode,
         hot_group: args.hot_group,
@@ -333,7 +334,7 @@ pub async fn run(args: &Args) -> Result<Value> {
         "event": event,
         "mode": args.mode.name(),
         "clients": args.clients,
-        "machine": { "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) },
+        "machine": { "cores": cores() },
         "tickets_issued": shared.tids.len(),
         "issue_tickets_per_s": (shared.tids.len() as f64 / issue_secs.max(1e-9)).round(),
         "duration_s": round(elapsed),
@@ -391,6 +392,15 @@ fn one_admit_violations(mode: Mode, per_ticket: &[(u32, u32, u32)]) -> (u64, Vec
         }
     }
     (touched, wrong)
+}
+
+/// Now, to the second, as RFC 3339: the time every redemption of the run claims.
+fn now_rfc3339() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    now.replace_nanosecond(0)
+        .unwrap_or(now)
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|_| super::unix_now().to_string())
 }
 
 /// A run-unique suffix for the event and redemption ids: the start time in base 36.

@@ -1,0 +1,118 @@
+use std::{net::UdpSocket, time::Duration};
+
+use super::*;
+
+/// A prefix no other test process on this machine uses (namespace names are global).
+fn prefix(test: &str) -> String {
+    format!("gmn{}{test}", std::process::id())
+}
+
+fn skip() -> bool {
+    let skip = !available();
+    if skip {
+        eprintln!("SKIPPED: network-namespace tests need root and iproute2");
+    }
+    skip
+}
+
+/// Runs `f` on a thread that entered the namespace; sockets it makes stay in there.
+fn inside<T: Send>(ns: &NsHandle, f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            ns.enter().unwrap();
+            f()
+        })
+        .join()
+        .unwrap()
+    })
+}
+
+fn listed(name: &str) -> bool {
+    let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .any(|n| n == name)
+}
+
+/// Whether a datagram from `tx` gets to `rx` (a few tries: a fresh cable may take a moment).
+fn reaches(tx: &UdpSocket, rx: &UdpSocket, to: &str, tries: usize) -> bool {
+    let mut buf = [0u8; 16];
+    (0..tries).any(|_| {
+        let _ = tx.send_to(b"hello", to);
+        rx.recv(&mut buf).is_ok_and(|n| &buf[..n] == b"hello")
+    })
+}
+
+#[test]
+fn hosts_on_a_bridge_reach_each_other_until_a_cable_is_cut() {
+    if skip() {
+        return;
+    }
+    let p = prefix("cable");
+    let hub = Namespace::create(format!("{p}hub")).unwrap();
+    hub.add_bridge("br0").unwrap();
+    let hosts: Vec<Namespace> = (0..2)
+        .map(|i| {
+            let host = Namespace::create(format!("{p}h{i}")).unwrap();
+            let cidr = format!("10.77.0.{}/24", i + 1);
+            hub.plug(&format!("hv{i}"), "br0", &host, "eth0", &cidr)
+                .unwrap();
+            host
+        })
+        .collect();
+    let rx = inside(&hosts[1].handle().unwrap(), || {
+        UdpSocket::bind("10.77.0.2:7000").unwrap()
+    });
+    let tx = inside(&hosts[0].handle().unwrap(), || {
+        UdpSocket::bind("10.77.0.1:0").unwrap()
+    });
+    rx.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+
+    assert!(reaches(&tx, &rx, "10.77.0.2:7000", 25), "over the bridge");
+    hub.set_link("hv1", false).unwrap();
+    assert!(!reaches(&tx, &rx, "10.77.0.2:7000", 3), "the cable is cut");
+    hub.set_link("hv1", true).unwrap();
+    assert!(reaches(&tx, &rx, "10.77.0.2:7000", 25), "the cable is back");
+    // The machine's own namespace has no such address.
+    assert!(UdpSocket::bind("10.77.0.2:7000").is_err());
+}
+
+#[test]
+fn a_thread_enters_and_the_namespace_goes_on_drop() {
+    if skip() {
+        return;
+    }
+    let name = format!("{}ns", prefix("drop"));
+    let ns = Namespace::create(name.clone()).unwrap();
+    assert!(listed(&name));
+    let want = ns.id().unwrap();
+    assert_ne!(NsId::of_current_thread().unwrap(), want);
+    let got = inside(&ns.handle().unwrap(), || NsId::of_current_thread().unwrap());
+    assert_eq!(got, want);
+    let out = ns
+        .command("ip")
+        .args(["-o", "link", "show", "lo"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("UP"),
+        "lo is up"
+    );
+    drop(ns);
+    assert!(!listed(&name));
+}
+
+#[test]
+fn a_failed_step_says_which_command() {
+    if skip() {
+        return;
+    }
+    let ns = Namespace::create(format!("{}ns", prefix("fail"))).unwrap();
+    let e = ns.set_link("nosuchdev", true).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with(&format!("ip -n {} link set nosuchdev up: ", ns.name())),
+        "{e}"
+    );
+}

@@ -1,0 +1,79 @@
+//! `gatemesh bench …`: numbers measured on this machine through the code paths the product
+//! uses, one module a subject — [`gate`] (one gate: scans, dashboard, HTTP, cold start,
+//! merge), [`mesh`] (two gates over QUIC, on loopback or across a bridge), [`server`] (a
+//! running central server over its API) and [`uplink`] (what the server's word costs a
+//! gate). Each returns its report as JSON; `checks.ok = false` in it means a correctness
+//! check failed while measuring.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use serde_json::Value;
+
+pub mod gate;
+pub mod mesh;
+pub mod server;
+pub mod uplink;
+
+/// Measure a gate.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    what: What,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum What {
+    /// Scan latency and throughput, cold start, memory and merge time of one gate.
+    Gate(gate::Args),
+    /// Propagation between two gates over the QUIC mesh on loopback, convergence after a
+    /// partition, bytes on the wire per redemption.
+    Mesh(mesh::Args),
+    /// Propagation from a gate in this process to a `gatemesh gate` elsewhere (another
+    /// network namespace across a bridge: `scripts/bench-mesh-bridge.sh`).
+    MeshRemote(mesh::RemoteArgs),
+    /// Redemptions per second and latency of a running `gatemesh server` over its HTTP API,
+    /// with distinct tickets or all clients racing on one ticket (which must be admitted
+    /// exactly once).
+    Server(server::Args),
+    /// What the server's word costs a gate: manifest bytes in full and as a delta, and the
+    /// push latency of a void to a gate connected by its uplink.
+    Uplink(uplink::Args),
+}
+
+impl Args {
+    /// Where the report should be written as JSON too (`--report`).
+    pub fn report(&self) -> Option<&Path> {
+        match &self.what {
+            What::Gate(a) => a.report.as_deref(),
+            What::Mesh(a) => a.report.as_deref(),
+            What::MeshRemote(a) => a.report.as_deref(),
+            What::Server(a) => a.report.as_deref(),
+            What::Uplink(a) => a.report.as_deref(),
+        }
+    }
+}
+
+/// Runs the bench `args` name; `gatemesh` is the binary whose gate process the gate bench
+/// starts cold.
+pub async fn run(args: &Args, gatemesh: &Path) -> Result<Value> {
+    match &args.what {
+        What::Gate(a) => gate::run(a, gatemesh).await,
+        What::Mesh(a) => mesh::run(a).await,
+        What::MeshRemote(a) => mesh::run_remote(a).await,
+        What::Server(a) => server::run(a).await,
+        What::Uplink(a) => uplink::run(a).await,
+    }
+}
+
+/// A scratch directory for one bench run (the caller removes it when done).
+fn scratch_dir() -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("gatemesh-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// Seconds since 1970, now.
+fn unix_now() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp()
+}

@@ -1,0 +1,312 @@
+//! `gatemesh bench mesh` and `mesh-remote`: propagation between two gates over the QUIC
+//! mesh (both in this process on loopback, or this one and a `gatemesh gate` across a
+//! bridge), convergence after a partition, and bytes on the wire per redemption.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use gatemesh_ledger::Direction;
+use gatemesh_node::{Config, Node};
+use gatemesh_ticket::{Claims, EventId, Format, IssuerKey, Keyring, TicketId};
+use rayon::prelude::*;
+use serde_json::json;
+
+use crate::stats::{round, summary};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Admissions timed from A until B knows them.
+    #[arg(long, default_value_t = 500)]
+    samples: usize,
+    /// Admissions on each side of the partition.
+    #[arg(long, default_value_t = 5_000)]
+    diverged: usize,
+    #[arg(long)]
+    pub(crate) report: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RemoteArgs {
+    /// The mesh CA directory both gates are enrolled under.
+    #[arg(long)]
+    ca: std::path::PathBuf,
+    /// Issuer key pair directory (from `gatemesh keygen`) of the remote gate's tickets.
+    #[arg(long)]
+    keys: std::path::PathBuf,
+    #[arg(long)]
+    event: EventId,
+    /// Where this side's mesh endpoint listens.
+    #[arg(long)]
+    bind: std::net::SocketAddr,
+    /// The remote gate's mesh endpoint.
+    #[arg(long)]
+    peer: std::net::SocketAddr,
+    /// The remote gate's API base URL.
+    #[arg(long)]
+    remote_api: String,
+    #[arg(long, default_value_t = 500)]
+    samples: usize,
+    /// Admissions on each side before the two gates first connect.
+    #[arg(long, default_value_t = 5_000)]
+    diverged: usize,
+    #[arg(long)]
+    pub(crate) report: Option<std::path::PathBuf>,
+}
+
+struct MeshBench {
+    dir: std::path::PathBuf,
+    event: EventId,
+    key: IssuerKey,
+}
+
+impl MeshBench {
+    fn node(&self, name: &str) -> Result<Node> {
+        let mut config = Config::new(
+            self.dir.join(format!("data-{name}")),
+            self.event.clone(),
+            name.into(),
+        );
+        config.keyring = Keyring::from_keys([self.key.public()])?;
+        Node::start(config)
+    }
+
+    fn join(
+        &self,
+        node: &Node,
+        name: &str,
+        peers: Vec<std::net::SocketAddr>,
+    ) -> Result<std::net::SocketAddr> {
+        use gatemesh_mesh::{identity::Role, pki, session::MeshConfig};
+        let id = self.dir.join(format!("id-{name}"));
+        pki::enroll_into(&self.dir.join("ca"), &id, Role::Gate, name, 1)?;
+        let identity = pki::Identity::load(&id)?;
+        node.start_mesh(MeshConfig {
+            identity,
+            bind: "127.0.0.1:0".parse()?,
+            static_peers: peers,
+            discovery: None,
+        })
+    }
+
+    fn codes(&self, n: usize) -> Result<Vec<(TicketId, String)>> {
+        Ok((0..n)
+            .into_par_iter()
+            .map(|_| {
+                let tid = TicketId::generate();
+                let claims = Claims {
+                    tid: tid.clone(),
+                    eid: self.event.clone(),
+                    seat: None,
+                    iat: None,
+                    nbf: None,
+                    exp: None,
+                };
+                self.key.sign(&claims, Format::Gm1).map(|code| (tid, code))
+            })
+            .collect::<Result<_, _>>()?)
+    }
+}
+
+async fn wait_until<F: std::future::Future<Output = Result<bool>>>(
+    mut check: impl FnMut() -> F,
+    poll: Duration,
+) -> Result<Duration> {
+    let start = Instant::now();
+    while !check().await? {
+        anyhow::ensure!(start.elapsed() < Duration::from_secs(120), "timed out");
+        tokio::time::sleep(poll).await;
+    }
+    Ok(start.elapsed())
+}
+
+/// Two gates in this process.
+pub async fn run(args: &Args) -> Result<serde_json::Value> {
+    let dir = super::scratch_dir()?;
+    let b = MeshBench {
+        dir: dir.clone(),
+        event: EventId::new("BENCH-MESH")?,
+        key: IssuerKey::generate(None),
+    };
+    gatemesh_mesh::pki::write_new_ca(&dir.join("ca"), b.event.as_str(), 1)?;
+
+    eprintln!("propagation of {} admissions from A to B…", args.samples);
+    let (a, bn) = (b.node("gate-a")?, b.node("gate-b")?);
+    let a_addr = b.join(&a, "gate-a", vec![])?;
+    b.join(&bn, "gate-b", vec![a_addr])?;
+    wait_until(
+        || async { Ok(!bn.peers().is_empty() && !a.peers().is_empty()) },
+        Duration::from_millis(10),
+    )
+    .await?;
+    let codes = b.codes(args.samples)?;
+    let bytes_before = bn.peers().iter().map(|p| p.bytes_received).sum::<u64>()
+        + a.peers().iter().map(|p| p.bytes_received).sum::<u64>();
+    let mut latencies = Vec::with_capacity(codes.len());
+    for (tid, code) in &codes {
+        a.scan(code, "a1", Direction::Entry).await?;
+        let t = Instant::now();
+        loop {
+            let (state, _) = bn.ticket(tid.clone()).await?;
+            if !state.redemptions.is_empty() {
+                break;
+            }
+            anyhow::ensure!(
+                t.elapsed() < Duration::from_secs(30),
+                "B never learned {tid}"
+            );
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
+        latencies.push(t.elapsed());
+    }
+    let bytes_after = bn.peers().iter().map(|p| p.bytes_received).sum::<u64>()
+        + a.peers().iter().map(|p| p.bytes_received).sum::<u64>();
+    let per_redemption = (bytes_after - bytes_before) as f64 / codes.len() as f64;
+    a.shutdown().await;
+    bn.shutdown().await;
+
+    eprintln!(
+        "convergence after a partition with {} admissions on each side…",
+        args.diverged
+    );
+    let (c, d) = (b.node("gate-c")?, b.node("gate-d")?);
+    let codes = b.codes(2 * args.diverged)?;
+    for (i, (_, code)) in codes.iter().enumerate() {
+        let side = if i % 2 == 0 { &c } else { &d };
+        side.scan(code, "s", Direction::Entry).await?;
+    }
+    let c_addr = b.join(&c, "gate-c", vec![])?;
+    let start = Instant::now();
+    b.join(&d, "gate-d", vec![c_addr])?;
+    let total = 2 * args.diverged;
+    wait_until(
+        || async {
+            Ok(
+                c.snapshot().await?.redemptions == total
+                    && d.snapshot().await?.redemptions == total,
+            )
+        },
+        Duration::from_millis(5),
+    )
+    .await?;
+    let converged = start.elapsed();
+    let wire: u64 = d
+        .peers()
+        .iter()
+        .map(|p| p.bytes_sent + p.bytes_received)
+        .sum();
+    c.shutdown().await;
+    d.shutdown().await;
+    std::fs::remove_dir_all(&dir).ok();
+
+    Ok(json!({
+        "transport": "QUIC + mutual TLS on loopback, two gates in one process",
+        "propagation_admit_to_known": summary(latencies),
+        "wire_bytes_per_redemption": per_redemption.round(),
+        "partition_each_side": args.diverged,
+        "convergence_ms": round(converged.as_secs_f64() * 1000.0),
+        "convergence_wire_bytes": wire,
+    }))
+}
+
+/// This process's gate and a remote one.
+pub async fn run_remote(args: &RemoteArgs) -> Result<serde_json::Value> {
+    use gatemesh_mesh::{identity::Role, pki, session::MeshConfig};
+    let dir = super::scratch_dir()?;
+    let key = IssuerKey::from_pem(&std::fs::read_to_string(args.keys.join("issuer.key.pem"))?)?;
+    let mut config = Config::new(dir.join("data"), args.event.clone(), "bench-local".into());
+    config.keyring = Keyring::from_keys([key.public()])?;
+    let node = Node::start(config)?;
+    let b = MeshBench {
+        dir: dir.clone(),
+        event: args.event.clone(),
+        key,
+    };
+    let client = reqwest::Client::new();
+
+    // Both sides admit different tickets while apart, then meet.
+    eprintln!(
+        "{} admissions on each side before the gates meet…",
+        args.diverged
+    );
+    let diverged = b.codes(2 * args.diverged)?;
+    for (_, code) in &diverged[..args.diverged] {
+        node.scan(code, "local", Direction::Entry).await?;
+    }
+    for (_, code) in &diverged[args.diverged..] {
+        client
+            .post(format!("{}/v1/scan", args.remote_api))
+            .json(&json!({ "code": code, "scanner": "remote" }))
+            .send()
+            .await?
+            .error_for_status()?;
+    }
+    let remote_redemptions = || async {
+        let status: serde_json::Value = client
+            .get(format!("{}/v1/status", args.remote_api))
+            .send()
+            .await?
+            .json()
+            .await?;
+        Ok::<_, anyhow::Error>(status["redemptions"].as_u64().unwrap_or(0) as usize)
+    };
+    let base_remote = remote_redemptions().await?;
+    pki::enroll_into(&args.ca, &dir.join("id"), Role::Gate, "bench-local", 1)?;
+    let identity = pki::Identity::load(&dir.join("id"))?;
+    let start = Instant::now();
+    node.start_mesh(MeshConfig {
+        identity,
+        bind: args.bind,
+        static_peers: vec![args.peer],
+        discovery: None,
+    })?;
+    let total = 2 * args.diverged;
+    wait_until(
+        || async {
+            Ok(node.snapshot().await?.redemptions >= total
+                && remote_redemptions().await? >= base_remote + args.diverged)
+        },
+        Duration::from_millis(5),
+    )
+    .await?;
+    let converged_ms = round(start.elapsed().as_secs_f64() * 1000.0);
+    let codes = b.codes(args.samples)?;
+    let sent_before: u64 = node
+        .peers()
+        .iter()
+        .map(|p| p.bytes_sent + p.bytes_received)
+        .sum();
+    let mut latencies = Vec::with_capacity(codes.len());
+    for (tid, code) in &codes {
+        node.scan(code, "local", Direction::Entry).await?;
+        let t = Instant::now();
+        loop {
+            let r = client
+                .get(format!("{}/v1/tickets/{tid}", args.remote_api))
+                .send()
+                .await?;
+            if r.status().is_success() {
+                break;
+            }
+            anyhow::ensure!(
+                t.elapsed() < Duration::from_secs(30),
+                "the remote gate never learned {tid}"
+            );
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
+        latencies.push(t.elapsed());
+    }
+    let sent_after: u64 = node
+        .peers()
+        .iter()
+        .map(|p| p.bytes_sent + p.bytes_received)
+        .sum();
+    node.shutdown().await;
+    std::fs::remove_dir_all(&dir).ok();
+    Ok(json!({
+        "transport": format!("QUIC + mutual TLS from {} to {}", args.bind, args.peer),
+        "propagation_admit_to_known_over_remote_api": summary(latencies),
+        "wire_bytes_per_redemption": ((sent_after - sent_before) as f64 / codes.len() as f64).round(),
+        "partition_each_side": args.diverged,
+        "convergence_ms_including_connect": converged_ms,
+    }))
+}

@@ -1,0 +1,137 @@
+//! The invariants, checked on made-up scans: each holds when it should and fails when it
+//! should.
+
+use super::*;
+use crate::rehearse::watch::Shot;
+
+fn shot(verdict: &str, id: Option<&str>) -> Shot {
+    Shot {
+        verdict: verdict.into(),
+        reason: String::new(),
+        redemption_id: id.map(str::to_owned),
+        latency_ms: 1.0,
+    }
+}
+
+fn scan(ticket: usize, gate: usize, who: Who, sent_s: f64, first: Shot) -> ScanRecord {
+    ScanRecord {
+        gate,
+        ticket,
+        tid: format!("T{ticket}"),
+        who,
+        sent_s,
+        event_s: sent_s,
+        waited_ms: 0.0,
+        first,
+        second: None,
+    }
+}
+
+/// The server holds `entries` of ticket `T0`, flagged or not; everyone agrees.
+fn server(entries: &[&str], flagged: bool) -> Agreement {
+    let held = Held {
+        entries: entries.iter().map(|e| (*e).to_owned()).collect(),
+        flagged,
+        standing: "active".into(),
+        resolution: String::new(),
+    };
+    Agreement {
+        disagreements: Vec::new(),
+        server: HashMap::from([("T0".to_owned(), held)]),
+        tickets: 1,
+    }
+}
+
+#[test]
+fn a_copy_is_caught_or_flagged_everywhere_or_it_is_missed() {
+    let holder = scan(0, 0, Who::Holder, 1.0, shot("admit", Some("r1")));
+    let caught = scan(0, 1, Who::Friend, 2.0, shot("duplicate", None));
+    let admitted = scan(0, 1, Who::Friend, 2.0, shot("admit", Some("r2")));
+
+    let c = Copies::of(&[caught, holder.clone()], &server(&["r1"], false));
+    assert_eq!(
+        (c.copies, c.caught, c.flagged, c.missed.len()),
+        (1, 1, 0, 0)
+    );
+
+    let c = Copies::of(
+        &[holder.clone(), admitted.clone()],
+        &server(&["r1", "r2"], true),
+    );
+    assert_eq!(
+        (c.copies, c.caught, c.flagged, c.missed.len()),
+        (1, 0, 1, 0)
+    );
+
+    let c = Copies::of(
+        &[holder.clone(), admitted.clone()],
+        &server(&["r1", "r2"], false),
+    );
+    assert_eq!(c.missed.len(), 1, "admitted and not flagged");
+
+    // Flagged at the server is not enough while a gate disagrees.
+    let mut split = server(&["r1", "r2"], true);
+    split.disagreements.push("gate 1 differs".into());
+    assert_eq!(Copies::of(&[holder, admitted], &split).missed.len(), 1);
+}
+
+#[test]
+fn the_first_genuine_presentation_must_be_admitted() {
+    let refunded = scan(0, 0, Who::Refunded, 1.0, shot("reject", None));
+    let holder = scan(0, 1, Who::Holder, 2.0, shot("reject", None));
+    let c = Copies::of(std::slice::from_ref(&refunded), &server(&[], false));
+    assert!(c.false_rejects.is_empty(), "a refunded code is not genuine");
+    let c = Copies::of(&[refunded, holder], &server(&[], false));
+    assert_eq!(c.false_rejects.len(), 1);
+    assert_eq!(c.copies, 0);
+}
+
+#[test]
+fn a_refunded_code_passes_only_before_the_refund_reaches_that_gate() {
+    let reached = HashMap::from([((0, 0), 5.0)]);
+    let scans = [
+        scan(0, 0, Who::Refunded, 4.0, shot("admit", Some("r1"))),
+        scan(0, 0, Who::OldHolder, 6.0, shot("admit", Some("r2"))),
+        scan(0, 1, Who::Refunded, 6.0, shot("admit", Some("r3"))),
+        scan(0, 0, Who::Refunded, 7.0, shot("reject", None)),
+        scan(0, 0, Who::Holder, 8.0, shot("admit", Some("r4"))),
+    ];
+    let c = Changed::of(&scans, &reached);
+    assert_eq!((c.after_reach.len(), c.before_reach, c.refused), (1, 2, 1));
+    assert!(
+        c.after_reach[0].contains("OldHolder"),
+        "{:?}",
+        c.after_reach
+    );
+}
+
+#[test]
+fn a_double_fire_gets_the_same_answer_twice() {
+    let mut same = scan(0, 0, Who::Holder, 1.0, shot("admit", Some("r1")));
+    same.second = Some(shot("admit", Some("r1")));
+    let mut other_id = same.clone();
+    other_id.second = Some(shot("admit", Some("r2")));
+    let mut yellow = same.clone();
+    yellow.second = Some(shot("duplicate", None));
+    let agreement = server(&["r1"], false);
+
+    let f = Findings::of(std::slice::from_ref(&same), &HashMap::new(), &agreement);
+    assert_eq!((f.double_fires, f.double_mismatch.len()), (1, 0));
+    let f = Findings::of(&[same, other_id, yellow], &HashMap::new(), &agreement);
+    assert_eq!((f.double_fires, f.double_mismatch.len()), (3, 2));
+}
+
+#[test]
+fn an_admission_a_scanner_saw_is_held_by_the_server() {
+    let mut twice = scan(0, 0, Who::Holder, 1.0, shot("admit", Some("r1")));
+    twice.second = Some(shot("admit", Some("r1")));
+    let copy = scan(0, 1, Who::Friend, 2.0, shot("admit", Some("r2")));
+    let scans = [twice, copy];
+
+    let a = Admissions::of(&scans, &server(&["r1", "r2"], true).server);
+    assert_eq!((a.lost.len(), a.told, a.server_entries), (0, 2, 2));
+    let a = Admissions::of(&scans, &server(&["r1"], true).server);
+    assert_eq!(a.lost, ["T0: r2"]);
+    let told: HashMap<&str, HashSet<&str>> = admissions_told(&scans);
+    assert_eq!(told["T0"].len(), 2, "the double fire told of r1 once");
+}

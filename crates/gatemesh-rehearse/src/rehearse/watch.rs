@@ -1,0 +1,460 @@
+//! What a rehearsal does while the event plays: people presenting codes at scanners, the box
+//! office refunding and transferring, gates killed and restarted — and what it watches
+//! meanwhile (propagation, changes reaching each gate, the uplink's backlog, flags after the
+//! heal), all noted in [`Shared`] for the report.
+
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+use super::{
+    fleet::{At, Gates},
+    plan::{Scan, Who},
+    report, round, str_of,
+};
+
+/// Propagation samples measured at once, at most.
+const MAX_PROBING: u64 = 3;
+/// How often a propagation probe asks a gate.
+const PROBE_EVERY: Duration = Duration::from_millis(10);
+
+/// How long after a fault propagation samples count as recovery rather than steady state.
+const RECOVERY: Duration = Duration::from_secs(5);
+
+/// What one presentation of a code got.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Shot {
+    pub verdict: String,
+    pub reason: String,
+    pub redemption_id: Option<String>,
+    /// Request to answer, as the scanner saw it.
+    pub latency_ms: f64,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ScanRecord {
+    pub gate: usize,
+    pub ticket: usize,
+    pub tid: String,
+    pub who: Who,
+    /// Wall seconds since the doors opened, when the code was first sent.
+    pub sent_s: f64,
+    /// Event seconds since the doors opened (for the plot).
+    pub event_s: f64,
+    /// Time spent waiting for a gate that was down (killed and restarting).
+    pub waited_ms: f64,
+    pub first: Shot,
+    /// The second shot of a double-firing scanner.
+    pub second: Option<Shot>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Propagation {
+    pub from: usize,
+    pub to: usize,
+    pub event_s: f64,
+    /// `None`: not seen within the limit.
+    pub ms: Option<f64>,
+    /// A fault began or ended while it was measured, or less than `RECOVERY` before.
+    pub disturbed: bool,
+}
+
+/// What the rehearsal watches while it plays.
+pub(super) struct Shared {
+    pub(super) t0: Instant,
+    speed: f64,
+    pub(super) codes: Vec<(String, String)>,
+    pub(super) new_codes: Mutex<HashMap<usize, (String, String)>>,
+    new_code: Notify,
+    pub(super) scans: Mutex<Vec<ScanRecord>>,
+    /// Wall seconds when the server confirmed a void / transfer.
+    pub(super) changed_at: Mutex<HashMap<usize, f64>>,
+    /// Wall seconds when gate g first showed the ticket's new standing.
+    pub(super) reached: Mutex<HashMap<(usize, usize), f64>>,
+    pub(super) propagation: Mutex<Vec<Propagation>>,
+    pub(super) faults: Mutex<Vec<Value>>,
+    epoch: AtomicU64,
+    /// Tickets staff resolved.
+    pub(super) resolved: Mutex<Vec<String>>,
+    /// When the last fault began or ended.
+    last_fault: Mutex<Option<Instant>>,
+    pub(super) done: AtomicBool,
+    /// Gates currently on side B of a partition, and gates down.
+    pub(super) side_b: Mutex<Vec<usize>>,
+    down: Mutex<Vec<usize>>,
+    admitted: AtomicU64,
+    sample_every: u64,
+    /// Propagation samples being measured now (each polls the other gates).
+    probing: AtomicU64,
+}
+
+impl Shared {
+    pub(super) fn new(codes: Vec<(String, String)>, speed: f64, attendees: usize) -> Self {
+        Self {
+            t0: Instant::now(),
+            speed,
+            codes,
+            new_codes: Mutex::default(),
+            new_code: Notify::new(),
+            scans: Mutex::default(),
+            changed_at: Mutex::default(),
+            reached: Mutex::default(),
+            propagation: Mutex::default(),
+            faults: Mutex::default(),
+            epoch: AtomicU64::new(0),
+            last_fault: Mutex::new(None),
+            resolved: Mutex::default(),
+            done: AtomicBool::new(false),
+            side_b: Mutex::default(),
+            down: Mutex::default(),
+            admitted: AtomicU64::new(0),
+            sample_every: (attendees as u64 / 600).max(1),
+            probing: AtomicU64::new(0),
+        }
+    }
+    pub(super) fn now(&self) -> f64 {
+        self.t0.elapsed().as_secs_f64()
+    }
+    fn event_now(&self) -> f64 {
+        self.now() * self.speed
+    }
+    pub(super) fn fault(&self, what: Value) {
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+        if let Ok(mut l) = self.last_fault.lock() {
+            *l = Some(Instant::now());
+        }
+        if let Ok(mut f) = self.faults.lock() {
+            f.push(json!({ "event_s": round(self.event_now()), "wall_s": round(self.now()), "what": what }));
+        }
+    }
+    fn connected(&self, a: usize, b: usize) -> bool {
+        let apart = self
+            .side_b
+            .lock()
+            .map(|s| s.contains(&a) != s.contains(&b))
+            .unwrap_or(true);
+        let down = self
+            .down
+            .lock()
+            .map(|d| d.contains(&a) || d.contains(&b))
+            .unwrap_or(true);
+        !apart && !down
+    }
+}
+
+/// The tasks that act on the plan and watch its effects.
+#[derive(Clone)]
+pub(super) struct Watch {
+    pub(super) shared: Arc<Shared>,
+    pub(super) gates: Vec<At>,
+    pub(super) org: At,
+    pub(super) eid: String,
+}
+
+impl Watch {
+    /// One holder (or friend, or refunded holder…) at a scanner.
+    pub(super) async fn present(self, scan: Scan, event_s: f64) {
+        let (tid, code) = if scan.who == Who::NewHolder {
+            self.new_code(scan.ticket).await
+        } else {
+            self.shared.codes[scan.ticket].clone()
+        };
+        let gate = &self.gates[scan.gate];
+        let scanner = format!("lane-{}", scan.lane + 1);
+        let sent_s = self.shared.now();
+        let (first, waited_ms) = shoot(gate, &code, &scanner).await;
+        let second = match scan.double_fire_ms {
+            Some(ms) => {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                Some(shoot(gate, &code, &scanner).await.0)
+            }
+            None => None,
+        };
+        if first.verdict == "admit" {
+            let n = self.shared.admitted.fetch_add(1, Ordering::Relaxed);
+            // A few samples at a time: the probes read through each gate's writer thread,
+            // and more of them would slow the very sync they measure.
+            if n.is_multiple_of(self.shared.sample_every)
+                && self.shared.probing.load(Ordering::SeqCst) < MAX_PROBING
+                && let Some(id) = &first.redemption_id
+            {
+                self.propagation(scan.gate, &tid, id, event_s).await;
+            }
+        }
+        if let Ok(mut s) = self.shared.scans.lock() {
+            s.push(ScanRecord {
+                gate: scan.gate,
+                ticket: scan.ticket,
+                tid,
+                who: scan.who,
+                sent_s,
+                event_s,
+                waited_ms,
+                first,
+                second,
+            });
+        }
+    }
+
+    async fn new_code(&self, ticket: usize) -> (String, String) {
+        loop {
+            let notified = self.shared.new_code.notified();
+            if let Some(c) = self
+                .shared
+                .new_codes
+                .lock()
+                .ok()
+                .and_then(|m| m.get(&ticket).cloned())
+            {
+                return c;
+            }
+            notified.await;
+        }
+    }
+
+    /// How long until every gate connected to `from` knows this admission.
+    async fn propagation(&self, from: usize, tid: &str, id: &str, event_s: f64) {
+        let start = Instant::now();
+        let epoch = self.shared.epoch.load(Ordering::SeqCst);
+        // Links come back some seconds after a fault ends (QUIC's probe backoff, a redial):
+        // what is measured then is recovery, not the steady state.
+        let recovering = self
+            .shared
+            .last_fault
+            .lock()
+            .ok()
+            .and_then(|l| *l)
+            .is_some_and(|at| at.elapsed() < RECOVERY);
+        self.shared.probing.fetch_add(1, Ordering::SeqCst);
+        let mut probes = Vec::new();
+        for to in 0..self.gates.len() {
+            if to == from || !self.shared.connected(from, to) {
+                continue;
+            }
+            let (g, tid, id, shared) = (
+                self.gates[to].clone(),
+                tid.to_owned(),
+                id.to_owned(),
+                self.shared.clone(),
+            );
+            probes.push(tokio::spawn(async move {
+                let mut ms = None;
+                while start.elapsed() < Duration::from_secs(60) {
+                    if let Ok(t) = g.get(&format!("/v1/tickets/{tid}")).await
+                        && t["redemptions"]
+                            .as_array()
+                            .is_some_and(|r| r.iter().any(|r| r["id"] == id.as_str()))
+                    {
+                        ms = Some(start.elapsed().as_secs_f64() * 1000.0);
+                        break;
+                    }
+                    tokio::time::sleep(PROBE_EVERY).await;
+                }
+                let disturbed = recovering || shared.epoch.load(Ordering::SeqCst) != epoch;
+                Propagation {
+                    from,
+                    to,
+                    event_s,
+                    ms: ms.map(round),
+                    disturbed,
+                }
+            }));
+        }
+        let shared = self.shared.clone();
+        tokio::spawn(async move {
+            for p in probes {
+                if let (Ok(p), Ok(mut all)) = (p.await, shared.propagation.lock()) {
+                    all.push(p);
+                }
+            }
+            shared.probing.fetch_sub(1, Ordering::SeqCst);
+        });
+    }
+
+    /// A refund at the server, then watch it reach every gate.
+    pub(super) async fn void(self, ticket: usize) {
+        let tid = self.shared.codes[ticket].0.clone();
+        let path = format!("/v1/events/{}/tickets/{tid}/void", self.eid);
+        if self
+            .org
+            .post(&path, json!({ "reason": "refund", "actor": "box-office" }))
+            .await
+            .is_ok()
+        {
+            self.changed(ticket, tid).await;
+        }
+    }
+
+    pub(super) async fn transfer(self, ticket: usize) {
+        let tid = self.shared.codes[ticket].0.clone();
+        let path = format!("/v1/events/{}/tickets/{tid}/transfer", self.eid);
+        let Ok(new) = self
+            .org
+            .post(
+                &path,
+                json!({ "holder": format!("friend of {tid}"), "actor": "box-office" }),
+            )
+            .await
+        else {
+            return;
+        };
+        if let Ok(mut m) = self.shared.new_codes.lock() {
+            m.insert(ticket, (str_of(&new["tid"]), str_of(&new["code"])));
+        }
+        self.shared.new_code.notify_waiters();
+        self.changed(ticket, tid).await;
+    }
+
+    /// Records when the server confirmed a change of standing and when each gate shows it.
+    async fn changed(&self, ticket: usize, tid: String) {
+        let at = self.shared.now();
+        if let Ok(mut c) = self.shared.changed_at.lock() {
+            c.insert(ticket, at);
+        }
+        for (g, gate) in self.gates.iter().enumerate() {
+            let (gate, tid, shared) = (gate.clone(), tid.clone(), self.shared.clone());
+            tokio::spawn(async move {
+                while !shared.done.load(Ordering::SeqCst) {
+                    if let Ok(t) = gate.get(&format!("/v1/tickets/{tid}")).await
+                        && t["standing"]["state"]
+                            .as_str()
+                            .is_some_and(|s| s != "active")
+                    {
+                        let now = shared.now();
+                        if let Ok(mut r) = shared.reached.lock() {
+                            r.insert((ticket, g), now);
+                        }
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(25)).await;
+                }
+            });
+        }
+    }
+
+    /// SIGKILL for a gate, as a crash or a power cut would, and its restart on the same data
+    /// `down` seconds later.
+    pub(super) async fn kill(self, fleet: Arc<Gates>, gate: usize, down: f64) -> Value {
+        let shared = self.shared;
+        let killed = Instant::now();
+        if let Ok(mut d) = shared.down.lock() {
+            d.push(gate);
+        }
+        let f = fleet.clone();
+        let kill = tokio::task::spawn_blocking(move || f.kill(gate)).await;
+        shared.fault(json!({ "sigkill": gate }));
+        tokio::time::sleep(Duration::from_secs_f64(down)).await;
+        let started = Instant::now();
+        let restart = tokio::task::spawn_blocking(move || fleet.start(gate)).await;
+        if let Ok(mut d) = shared.down.lock() {
+            d.retain(|g| *g != gate);
+        }
+        shared.fault(json!({ "restarted": gate }));
+        let ok = matches!(kill, Ok(Ok(()))) && matches!(restart, Ok(Ok(())));
+        json!({
+            "kill": {
+                "gate": gate, "ok": ok,
+                "down_s": round(killed.elapsed().as_secs_f64()),
+                "restart_to_ready_s": round(started.elapsed().as_secs_f64()),
+            }
+        })
+    }
+
+    /// After the uplink returns: until the gate has nothing left to upload.
+    pub(super) async fn reconciled(self, gate: usize) -> Value {
+        let start = Instant::now();
+        let at = &self.gates[gate];
+        let before = at.get("/v1/status").await.ok();
+        while start.elapsed() < Duration::from_secs(300) {
+            if let Ok(s) = at.get("/v1/status").await {
+                let u = &s["uplink"];
+                let fresh = u["last_contact_ms"].as_i64()
+                    > before
+                        .as_ref()
+                        .and_then(|b| b["uplink"]["last_contact_ms"].as_i64());
+                if fresh && u["backlog"] == 0 {
+                    return json!({ "uplink_reconciled": {
+                        "gate": gate,
+                        "backlog_at_return": before.as_ref().map(|b| b["uplink"]["backlog"].clone()),
+                        "s": round(start.elapsed().as_secs_f64()),
+                    }});
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        json!({ "uplink_reconciled": { "gate": gate, "s": null } })
+    }
+
+    /// After the LAN heals: until every gate flags every ticket admitted twice so far.
+    pub(super) async fn flagged_after_heal(self) -> Value {
+        let start = Instant::now();
+        let twice = report::admitted_twice(&self.shared);
+        let mut per_gate = Vec::new();
+        for gate in &self.gates {
+            let mut s = None;
+            while start.elapsed() < Duration::from_secs(300) {
+                if let Ok(f) = gate.get("/v1/flags").await {
+                    let flagged: std::collections::HashSet<String> = f["flags"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|f| str_of(&f["tid"]))
+                        .collect();
+                    if twice.iter().all(|t| flagged.contains(t)) {
+                        s = Some(round(start.elapsed().as_secs_f64()));
+                        break;
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            per_gate.push(s);
+        }
+        json!({ "flagged_after_heal": { "tickets": twice.len(), "s_per_gate": per_gate } })
+    }
+}
+
+/// Sends one code to a gate and waits for the answer; a gate that is down (killed,
+/// restarting) is tried again every 100 ms, as a scanner's queue would.
+async fn shoot(gate: &At, code: &str, scanner: &str) -> (Shot, f64) {
+    let first_try = Instant::now();
+    loop {
+        let sent = Instant::now();
+        match gate
+            .post("/v1/scan", json!({ "code": code, "scanner": scanner }))
+            .await
+        {
+            Ok(v) => {
+                let shot = Shot {
+                    verdict: str_of(&v["verdict"]),
+                    reason: str_of(&v["reason"]),
+                    redemption_id: v["redemption_id"].as_str().map(str::to_owned),
+                    latency_ms: round(sent.elapsed().as_secs_f64() * 1000.0),
+                };
+                let waited = (sent - first_try).as_secs_f64() * 1000.0;
+                return (shot, round(waited));
+            }
+            Err(_) if first_try.elapsed() < Duration::from_secs(120) => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => {
+                return (
+                    Shot {
+                        verdict: "unanswered".into(),
+                        reason: e.to_string(),
+                        redemption_id: None,
+                        latency_ms: 0.0,
+                    },
+                    round(first_try.elapsed().as_secs_f64() * 1000.0),
+                );
+            }
+        }
+    }
+}
