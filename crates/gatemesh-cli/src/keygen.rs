@@ -1,12 +1,10 @@
 use std::{
-    fs::OpenOptions,
-    io::Write,
-    os::unix::fs::OpenOptionsExt,
     path::{Path, PathBuf},
     process::ExitCode,
 };
 
 use anyhow::{Context, Result};
+use gatemesh_mesh::fs::{PRIVATE, PUBLIC};
 use gatemesh_ticket::{IssuerKey, KeyId};
 
 /// Create an issuer key pair: DIR/issuer.key.pem (PKCS#8, private) and DIR/issuer.pub.pem
@@ -23,20 +21,12 @@ pub struct Args {
 
 /// Creates a file that must not exist yet; keys are never silently overwritten.
 fn create_new(path: &Path, mode: u32, text: &str) -> Result<()> {
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(path)
-        .with_context(|| {
-            format!(
-                "creating {} (an existing key is never overwritten)",
-                path.display()
-            )
-        })?;
-    f.write_all(text.as_bytes())?;
-    f.sync_all()?;
-    Ok(())
+    gatemesh_mesh::fs::create_new(path, mode, text).with_context(|| {
+        format!(
+            "creating {} (an existing key is never overwritten)",
+            path.display()
+        )
+    })
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -51,8 +41,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
             args.out.display()
         );
     }
-    create_new(&private, 0o600, &key.to_pem()?)?;
-    create_new(&public, 0o644, &key.public().to_pem())?;
+    create_new(&private, PRIVATE, &key.to_pem()?)?;
+    create_new(&public, PUBLIC, &key.public().to_pem())?;
     println!("kid:     {}", key.kid());
     println!(
         "private: {}  (keep it secret: it signs tickets)",

@@ -75,5 +75,5 @@ fn scratch_dir() -> Result<PathBuf> {
 
 /// Seconds since 1970, now.
 fn unix_now() -> i64 {
-    time::OffsetDateTime::now_utc().unix_timestamp()
+    gatemesh_wire::time::now_ms().div_euclid(1000)
 }

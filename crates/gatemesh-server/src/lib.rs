@@ -64,7 +64,6 @@ pub struct Opened {
 /// (written aside, then linked into place), so two servers sharing a data directory and
 /// starting at once end up with the same contents.
 fn read_or_create(path: &Path, make: impl FnOnce() -> Result<String>) -> Result<(String, bool)> {
-    use std::{io::Write, os::unix::fs::OpenOptionsExt};
     match std::fs::read_to_string(path) {
         Ok(text) => return Ok((text, false)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -72,15 +71,7 @@ fn read_or_create(path: &Path, make: impl FnOnce() -> Result<String>) -> Result<
     }
     let text = make()?;
     let aside = path.with_extension(format!("new.{}", std::process::id()));
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&aside)
-        .with_context(|| format!("creating {}", aside.display()))?;
-    f.write_all(text.as_bytes())?;
-    f.sync_all()?;
+    gatemesh_mesh::fs::write_private(&aside, &text)?;
     let linked = std::fs::hard_link(&aside, path);
     let _ = std::fs::remove_file(&aside);
     match linked {

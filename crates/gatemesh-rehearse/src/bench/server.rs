@@ -396,11 +396,7 @@ fn one_admit_violations(mode: Mode, per_ticket: &[(u32, u32, u32)]) -> (u64, Vec
 
 /// Now, to the second, as RFC 3339: the time every redemption of the run claims.
 fn now_rfc3339() -> String {
-    let now = time::OffsetDateTime::now_utc();
-    now.replace_nanosecond(0)
-        .unwrap_or(now)
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_else(|_| super::unix_now().to_string())
+    gatemesh_wire::time::format_secs(super::unix_now())
 }
 
 /// A run-unique suffix for the event and redemption ids: the start time in base 36.
