@@ -1,5 +1,8 @@
 //! The gate through its real HTTP API on loopback: verdicts and reasons, the repeat window,
-//! flags and resolutions, bad requests, the live stream, restarts.
+//! flags and resolutions, bad requests, the live stream, restarts; and (`contract`) the
+//! gate⇄server contract through the real server.
+
+mod contract;
 
 use std::{path::Path, time::Duration};
 
