@@ -203,7 +203,7 @@ async fn the_gate_reads_what_the_server_writes() {
     assert_eq!(pairing.answer.event.as_str(), "WIRE");
     assert_eq!(pairing.answer.name.as_str(), "North-1");
     assert_eq!(pairing.answer.role, Role::Gate);
-    assert_eq!(pairing.issuer_pems(), [central.pem.clone()]);
+    assert_eq!(pairing.issuer_pems(), std::slice::from_ref(&central.pem));
     let dir = tempfile::tempdir().unwrap();
     gatemesh_node::pairing::write_identity(&dir.path().join("identity"), &pairing.answer.identity)
         .unwrap();
