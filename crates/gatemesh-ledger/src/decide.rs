@@ -30,12 +30,16 @@ pub enum UnlistedPolicy {
     /// the manifest was pulled is still a paying guest).
     #[default]
     AdmitAndMark,
+    /// Refuse as `unknown_ticket`.
     Reject,
 }
 
+/// How an event admits tickets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Policy {
+    /// Single entry or re-entry.
     pub entry: EntryPolicy,
+    /// What to do with a ticket the loaded manifest does not list.
     pub unlisted: UnlistedPolicy,
     /// A scanner that sends the same ticket again within this window gets its first answer
     /// again: scanners double-fire and pages hang.
@@ -57,26 +61,37 @@ impl Default for Policy {
 pub enum Listing {
     /// Signature-only mode: every validly signed ticket of the event counts.
     NoManifest,
+    /// The manifest lists the ticket.
     Listed,
+    /// A manifest is loaded and does not list the ticket.
     Unlisted,
 }
 
 /// The scan being decided.
 #[derive(Debug, Clone, Copy)]
 pub struct Scan<'a> {
+    /// The node deciding.
     pub node: &'a NodeId,
+    /// The scanner that read the code; the repeat window is per node and scanner.
     pub scanner: &'a str,
+    /// Entry or exit.
     pub direction: Direction,
+    /// Wall time now, ms since 1970.
     pub now_ms: i64,
 }
 
 /// The earlier use a `duplicate` points at.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FirstUse {
+    /// The admitting redemption.
     pub redemption_id: RedemptionId,
+    /// Its gate's human name.
     pub gate: String,
+    /// The node that recorded it.
     pub node: NodeId,
+    /// The scanner that read it.
     pub scanner: String,
+    /// Wall time at that gate, ms since 1970.
     pub at_ms: i64,
 }
 
@@ -95,11 +110,15 @@ impl From<&Redemption> for FirstUse {
 /// A decision that needs no write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answer {
+    /// Admit, duplicate or reject.
     pub verdict: Verdict,
+    /// Why.
     pub reason: Reason,
+    /// For a duplicate: the admission it repeats.
     pub first: Option<FirstUse>,
     /// For a repeated admit: the redemption that admitted.
     pub redemption_id: Option<RedemptionId>,
+    /// For `transferred`: the ticket that replaced this one.
     pub transferred_to: Option<TicketId>,
 }
 
@@ -122,8 +141,11 @@ pub enum Outcome {
     Answer(Answer),
     /// Record a redemption in this direction, then answer `admit` with `reason`.
     Record {
+        /// The redemption's direction.
         direction: Direction,
+        /// `valid`, `reentry`, `unlisted` or `exit`.
         reason: Reason,
+        /// Mark the redemption `unlisted`: the loaded manifest does not list the ticket.
         unlisted: bool,
     },
 }

@@ -40,12 +40,22 @@ const ROOTS: [&str; 4] = ["redemptions", "resolutions", "status", "audit"];
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LedgerError {
+    /// Bytes that do not load, a change that does not match its hash, a document without a
+    /// ledger's root maps, or a panic inside automerge.
     #[error("the ledger data is damaged: {0}")]
     Corrupt(String),
+    /// The document names another event.
     #[error("the ledger belongs to event {found:?}, not {expected}")]
-    WrongEvent { expected: EventId, found: String },
+    WrongEvent {
+        /// The event of this ledger.
+        expected: EventId,
+        /// The event the document names.
+        found: String,
+    },
+    /// The document lacks this event's genesis change: it was started somewhere else.
     #[error("the ledger was not started from this event's genesis")]
     ForeignGenesis,
+    /// Automerge refused a change or an operation.
     #[error("the ledger document failed: {0}")]
     Automerge(#[from] automerge::AutomergeError),
     /// Refused before it reached the document.
@@ -77,7 +87,9 @@ pub fn genesis(event: &EventId) -> Vec<u8> {
 /// A change made or learned by this node, in the form storage keeps.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredChange {
+    /// Automerge's hash of the change; checked against `bytes` on load.
     pub hash: [u8; 32],
+    /// The change as Automerge encodes it.
     pub bytes: Vec<u8>,
 }
 
@@ -251,10 +263,12 @@ impl Ledger {
         Ok(ledger)
     }
 
+    /// The event of this ledger.
     pub fn event(&self) -> &EventId {
         &self.event
     }
 
+    /// This node, the actor its own changes are written under.
     pub fn node(&self) -> &NodeId {
         &self.node
     }
@@ -507,6 +521,8 @@ impl Ledger {
             .collect()
     }
 
+    /// The hashes of the document's latest changes: two replicas with the same heads hold
+    /// the same records.
     pub fn heads(&mut self) -> Vec<ChangeHash> {
         self.doc.get_heads()
     }

@@ -21,6 +21,7 @@
 //! assert_eq!(ledger.flagged().count(), 0);
 //! ```
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![warn(missing_docs)]
 
 mod decide;
 mod doc;
@@ -35,8 +36,8 @@ pub use decide::{
 };
 pub use doc::{Ledger, LedgerError, MAX_SYNC_MESSAGE, PeerSync, StoredChange, genesis};
 pub use model::{
-    Action, AuditEntry, Direction, Hlc, HlcClock, NodeId, Redemption, RedemptionId, Resolution,
-    ResolutionId, Standing, Status,
+    Action, AuditEntry, Direction, Hlc, NodeId, Redemption, RedemptionId, Resolution, ResolutionId,
+    Standing, Status,
 };
 pub use state::TicketState;
 pub use store::{Durability, Store, StoreError, Stored};

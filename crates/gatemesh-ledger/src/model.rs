@@ -10,20 +10,24 @@ use serde::{Deserialize, Serialize};
 /// events across nodes consistently with causality, and stays close to wall time.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Hlc {
+    /// Wall time, ms since 1970.
     pub wall_ms: i64,
+    /// Orders readings within one `wall_ms`.
     pub counter: u32,
+    /// The node that took the reading; breaks ties.
     pub node: NodeId,
 }
 
 /// The clock of one node.
 #[derive(Debug, Clone)]
-pub struct HlcClock {
+pub(crate) struct HlcClock {
     node: NodeId,
     last_wall: i64,
     last_counter: u32,
 }
 
 impl HlcClock {
+    /// A clock that has seen no reading yet.
     pub fn new(node: NodeId) -> Self {
         Self {
             node,
@@ -60,15 +64,21 @@ impl HlcClock {
 /// One use of a ticket at a gate.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Redemption {
+    /// Unique within the event; with `tid`, the record's key.
     pub id: RedemptionId,
+    /// The ticket used.
     pub tid: TicketId,
+    /// Entry or exit.
     pub direction: Direction,
+    /// The node that recorded it.
     pub node: NodeId,
     /// The gate's human name ("North 1").
     pub gate: String,
+    /// The scanner that read the code, as the scan request named it.
     pub scanner: String,
     /// Wall time at the gate, milliseconds since 1970.
     pub at_ms: i64,
+    /// Orders it among the ticket's records.
     pub hlc: Hlc,
     /// Every redemption of this ticket the gate knew of when it wrote this one. Two
     /// redemptions where neither saw the other were made concurrently.
@@ -82,13 +92,21 @@ pub struct Redemption {
 /// A staff resolution, itself a replicated and audited entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resolution {
+    /// Unique within the event; with `tid`, the record's key.
     pub id: ResolutionId,
+    /// The flagged ticket.
     pub tid: TicketId,
+    /// Accept, deny or revert.
     pub action: Action,
+    /// Who decided.
     pub staff: String,
+    /// Why, in staff's words.
     pub note: String,
+    /// The node it was recorded on.
     pub node: NodeId,
+    /// Wall time there, ms since 1970.
     pub at_ms: i64,
+    /// Orders it among the ticket's records; the latest accept or deny is staff's word.
     pub hlc: Hlc,
     /// The redemptions this decision is about: those the resolver saw.
     pub covers: Vec<RedemptionId>,
@@ -101,23 +119,34 @@ pub struct Resolution {
 /// A status entry; the latest by HLC wins.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Status {
+    /// The ticket.
     pub tid: TicketId,
+    /// Active, void or transferred.
     #[serde(flatten)]
     pub standing: Standing,
     /// Who said so: "manifest", "server", or a staff name.
     pub by: String,
+    /// Wall time where it was written, ms since 1970.
     pub at_ms: i64,
+    /// Decides which status wins.
     pub hlc: Hlc,
 }
 
 /// One line of the audit trail: who did what, when and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditEntry {
+    /// The reading of the record it audits; the trail is in this order.
     pub hlc: Hlc,
+    /// Wall time, ms since 1970.
     pub at_ms: i64,
+    /// The node that wrote the line.
     pub node: NodeId,
+    /// Who: the staff name, or `manifest` or `server` for a standing.
     pub actor: String,
+    /// What: `resolve:<action>` or `status:<standing>` (`status:void`, …).
     pub action: String,
+    /// The ticket concerned.
     pub tid: Option<TicketId>,
+    /// Why: the resolution's note and the redemptions it covers, or the standing's detail.
     pub detail: String,
 }

@@ -8,8 +8,11 @@ use crate::model::{Action, Direction, Redemption, RedemptionId, Resolution, Stan
 /// Everything recorded about one ticket. Lists are kept in HLC order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TicketState {
+    /// Every redemption, reverted ones included.
     pub redemptions: Vec<Redemption>,
+    /// Every staff resolution.
     pub resolutions: Vec<Resolution>,
+    /// The winning status, if any was written.
     pub status: Option<Status>,
 }
 
@@ -18,6 +21,7 @@ fn concurrent(a: &Redemption, b: &Redemption) -> bool {
 }
 
 impl TicketState {
+    /// Whether the ledger holds no record of the ticket.
     pub fn is_empty(&self) -> bool {
         self.redemptions.is_empty() && self.resolutions.is_empty() && self.status.is_none()
     }
@@ -86,12 +90,14 @@ impl TicketState {
             .is_some_and(|r| r.action == Action::Deny)
     }
 
+    /// The winning status's standing; active when none was written.
     pub fn standing(&self) -> Standing {
         self.status
             .as_ref()
             .map_or(Standing::Active, |s| s.standing.clone())
     }
 
+    /// The ids of every redemption, reverted ones included, in HLC order.
     pub fn redemption_ids(&self) -> Vec<crate::model::RedemptionId> {
         self.redemptions.iter().map(|r| r.id.clone()).collect()
     }

@@ -1,6 +1,6 @@
 //! Durable storage of one node's ledger in SQLite (WAL).
 //!
-//! Tables: `meta` (event, node id, node name, genesis bytes), `changes` (one row per
+//! Tables: `meta` (event, node id, genesis bytes), `changes` (one row per
 //! Automerge change, keyed by its hash, so a damaged row is caught on load rather than
 //! silently dropped), `snapshot` (a compacted document covering every change up to a
 //! sequence number). A redemption's change is committed here before its verdict is
@@ -26,13 +26,23 @@ pub enum Durability {
     Power,
 }
 
+/// Storage failures. A failed [`Store::append`] or [`Store::compact`] leaves the database as
+/// it was.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
+    /// SQLite refused: the file cannot be opened or written, or stayed locked past 5 s.
     #[error("the database failed: {0}")]
     Sql(#[from] rusqlite::Error),
+    /// The store was set up for another event.
     #[error("this data directory belongs to event {found}, not {expected}")]
-    WrongEvent { expected: EventId, found: String },
+    WrongEvent {
+        /// The event asked for.
+        expected: EventId,
+        /// The event the store holds.
+        found: String,
+    },
+    /// A node id, genesis or change hash is missing or malformed.
     #[error("the database is damaged: {0}")]
     Corrupt(String),
 }
@@ -40,18 +50,24 @@ pub enum StoreError {
 /// What a node needs to reopen its ledger.
 #[derive(Debug)]
 pub struct Stored {
+    /// This node's id, made on first use and kept for good.
     pub node: NodeId,
+    /// The genesis this node started from.
     pub genesis: Vec<u8>,
+    /// The compacted document, if the store was ever compacted.
     pub snapshot: Option<Vec<u8>>,
+    /// Every change stored since the snapshot, in the order stored.
     pub changes: Vec<StoredChange>,
 }
 
+/// One node's ledger on disk: one SQLite file behind one connection.
 #[derive(Debug)]
 pub struct Store {
     conn: Connection,
 }
 
 impl Store {
+    /// Opens or creates the database at `path` in WAL mode, waiting up to 5 s for a lock.
     pub fn open(path: &Path, durability: Durability) -> Result<Self, StoreError> {
         let conn = Connection::open(path)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;

@@ -58,7 +58,9 @@ pub struct GateActivity {
 /// Entries per gate over a window of minutes, and how many tickets have an entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Activity {
+    /// Every gate with an entry, by name.
     pub gates: Vec<GateActivity>,
+    /// Tickets with at least one entry, reverted ones included.
     pub tickets_entered: usize,
 }
 

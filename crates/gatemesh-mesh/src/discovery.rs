@@ -14,7 +14,9 @@ use tokio::sync::mpsc;
 
 use crate::{Result, invalid};
 
+/// The mDNS service every device announces and browses for.
 pub const SERVICE_TYPE: &str = "_gatemesh._udp.local.";
+/// The `v` TXT value; devices that announce another are not dialed.
 pub const PROTOCOL_VERSION: &str = "1";
 
 /// Interface names never used for discovery unless named explicitly: container bridges,
@@ -43,18 +45,24 @@ pub enum Interfaces {
     Named(Vec<String>),
 }
 
+/// What to announce, and where.
 #[derive(Debug, Clone)]
-pub struct DiscoveryConfig {
+pub(crate) struct DiscoveryConfig {
+    /// Only devices of this event are reported.
     pub event: String,
+    /// This device's name; its own announcement is not reported.
     pub name: String,
+    /// The mesh endpoint's UDP port.
     pub port: u16,
     /// DER of this device's certificate, for the `fp` TXT key.
     pub cert_der: Vec<u8>,
+    /// Where to announce and listen.
     pub interfaces: Interfaces,
 }
 
-/// A running announcer and browser; stops when dropped.
-pub struct Discovery {
+/// A running announcer and browser; stops when dropped. Private to the crate, so the only
+/// way to start mDNS is [`crate::session::Mesh::start`] with discovery asked for.
+pub(crate) struct Discovery {
     daemon: ServiceDaemon,
 }
 

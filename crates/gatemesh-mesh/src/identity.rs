@@ -4,19 +4,25 @@ use crate::{Result, invalid};
 use rustls_pki_types::CertificateDer;
 use x509_parser::prelude::{FromDer, GeneralName, X509Certificate};
 
+/// The scheme of the SAN URI that names a device.
 pub const URI_PREFIX: &str = "gatemesh://";
 
 /// What a device is: the wire's one role vocabulary.
 pub use gatemesh_wire::Role;
 
+/// Who a device is, as its certificate's SAN URI says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeerId {
+    /// The event id.
     pub event: String,
+    /// Gate or observer.
     pub role: Role,
+    /// The device name; the mesh keeps one connection per name.
     pub name: String,
 }
 
 impl PeerId {
+    /// An identity, not yet checked (see [`PeerId::validate`]).
     pub fn new(event: &str, role: Role, name: &str) -> Self {
         Self {
             event: event.into(),
@@ -25,6 +31,8 @@ impl PeerId {
         }
     }
 
+    /// Checks the event id (1-64 characters of `A-Z a-z 0-9 . _ -`) and the device name
+    /// (1-63 of the same), which also keeps the URI free of `/`.
     pub fn validate(&self) -> Result<()> {
         // The same rules as everywhere else: the event id's and the device name's own.
         if gatemesh_ticket::EventId::new(self.event.as_str()).is_err()
@@ -37,6 +45,7 @@ impl PeerId {
         Ok(())
     }
 
+    /// The SAN URI: `gatemesh://EVENT/ROLE/NAME`.
     pub fn uri(&self) -> String {
         format!(
             "{URI_PREFIX}{}/{}/{}",
@@ -46,6 +55,7 @@ impl PeerId {
         )
     }
 
+    /// Reads a SAN URI: exactly what [`PeerId::uri`] writes for a valid identity, nothing else.
     pub fn parse_uri(uri: &str) -> Result<Self> {
         let rest = uri
             .strip_prefix(URI_PREFIX)

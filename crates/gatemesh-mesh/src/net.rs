@@ -18,12 +18,16 @@ use crate::tls::{ALPN, MeshTrust, SERVER_NAME, client_tls_config, server_tls_con
 /// about 1 MB.
 pub const MAX_FRAME: usize = 16 * 1024 * 1024;
 
-/// Application close codes.
+/// Close code: a clean close.
 pub const CLOSE_OK: u32 = 0;
+/// Close code: the peer's identity was refused after the handshake.
 pub const CLOSE_IDENTITY: u32 = 1;
+/// Stop code on a stream: the peer announced a frame over [`MAX_FRAME`].
 pub const CLOSE_FRAME_TOO_BIG: u32 = 2;
 
-pub fn transport_config() -> Arc<TransportConfig> {
+/// Keep-alive every 2 s and a 10 s idle timeout, so a lost peer is noticed within seconds;
+/// no unidirectional streams.
+pub(crate) fn transport_config() -> Arc<TransportConfig> {
     let mut t = TransportConfig::default();
     t.keep_alive_interval(Some(Duration::from_secs(2)));
     t.max_idle_timeout(Some(
@@ -34,7 +38,11 @@ pub fn transport_config() -> Arc<TransportConfig> {
     Arc::new(t)
 }
 
-pub fn quinn_server_config(trust: &MeshTrust, creds: &Credentials) -> Result<quinn::ServerConfig> {
+/// The accepting side: [`crate::tls`]'s server config over QUIC.
+pub(crate) fn quinn_server_config(
+    trust: &MeshTrust,
+    creds: &Credentials,
+) -> Result<quinn::ServerConfig> {
     let tls = server_tls_config(trust, creds)?;
     let mut cfg = quinn::ServerConfig::with_crypto(Arc::new(QuicServerConfig::try_from(tls)?));
     cfg.transport_config(transport_config());
@@ -83,7 +91,8 @@ pub fn peer_identity(conn: &Connection, event: &str) -> Result<PeerId> {
     Ok(id)
 }
 
-pub fn checked_peer(conn: &Connection, event: &str) -> Result<PeerId> {
+/// [`peer_identity`], closing the connection with [`CLOSE_IDENTITY`] when it fails.
+pub(crate) fn checked_peer(conn: &Connection, event: &str) -> Result<PeerId> {
     peer_identity(conn, event).inspect_err(|e| {
         conn.close(VarInt::from_u32(CLOSE_IDENTITY), e.to_string().as_bytes());
     })
@@ -105,14 +114,29 @@ pub async fn dial(ep: &Endpoint, addr: SocketAddr, event: &str) -> Result<(Conne
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum FrameError {
+    /// A frame over [`MAX_FRAME`]: announced by a peer, or asked to be sent.
     #[error("a frame of {len} bytes exceeds MAX_FRAME {MAX_FRAME}")]
-    TooBig { len: usize },
+    TooBig {
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// The stream ended inside a length prefix.
     #[error("the stream ended inside a frame header ({got}/4 bytes)")]
-    EndedInHeader { got: usize },
+    EndedInHeader {
+        /// Header bytes received.
+        got: usize,
+    },
+    /// The stream ended before the payload its prefix announced.
     #[error("the stream ended inside a frame ({got}/{len} bytes)")]
-    EndedInPayload { got: usize, len: usize },
+    EndedInPayload {
+        /// Payload bytes received.
+        got: usize,
+        /// Payload bytes announced.
+        len: usize,
+    },
 }
 
+/// Sends one frame. A payload over [`MAX_FRAME`] is refused before anything is sent.
 pub async fn write_frame(send: &mut SendStream, payload: &[u8]) -> Result<()> {
     encode_frame(send, payload).await
 }

@@ -13,17 +13,22 @@ use crate::identity::PeerId;
 
 /// PEM text of the CA (what `ca-init` writes to disk).
 pub struct CaPem {
+    /// The self-signed CA certificate.
     pub cert_pem: String,
+    /// Its PKCS#8 private key: owner-only on disk.
     pub key_pem: String,
 }
 
 /// PEM text of an enrolled device.
 pub struct DevicePem {
+    /// The device certificate, signed by the mesh CA.
     pub cert_pem: String,
+    /// Its PKCS#8 private key: owner-only on disk.
     pub key_pem: String,
 }
 
-/// Create a new self-signed mesh CA: "gatemesh mesh CA <EVENT>".
+/// A new self-signed mesh CA for `event`, named `gatemesh mesh CA EVENT`, that may sign
+/// device certificates only (path length 0).
 pub fn create_ca(event: &str, valid_days: i64) -> Result<CaPem> {
     let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256)?;
 
@@ -72,6 +77,7 @@ impl std::fmt::Debug for MeshCa {
 /// A CA loaded back from PEM, able to issue device certificates.
 pub struct MeshCa {
     issuer: Issuer<'static, KeyPair>,
+    /// The CA certificate, DER.
     pub cert_der: CertificateDer<'static>,
 }
 
@@ -97,9 +103,10 @@ impl MeshCa {
         Ok(Self { issuer, cert_der })
     }
 
-    /// Issue a device certificate. Identity is carried in:
-    ///   SAN URI  gatemesh://<EVENT>/<role>/<node>   (authoritative, checked by the verifiers)
-    ///   subject  CN=<node>, OU=<role>, O=<EVENT>     (informational)
+    /// Issues a device certificate for `id`, good for client and server auth. The identity is
+    /// carried in:
+    /// - the SAN URI `gatemesh://EVENT/ROLE/NAME`: authoritative, checked by the verifiers;
+    /// - the subject `CN=NAME, OU=ROLE, O=EVENT`: informational.
     pub fn enroll(&self, id: &PeerId, valid_days: i64) -> Result<DevicePem> {
         id.validate()?;
         let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256)?;
@@ -134,11 +141,14 @@ impl MeshCa {
 
 /// Device credentials in the form rustls wants.
 pub struct Credentials {
+    /// The device certificate first, then any others its PEM holds.
     pub chain: Vec<CertificateDer<'static>>,
+    /// The device's private key.
     pub key: PrivateKeyDer<'static>,
 }
 
 impl Credentials {
+    /// Reads a certificate chain and a private key; a PEM without a certificate is refused.
     pub fn from_pem(cert_pem: &str, key_pem: &str) -> Result<Self> {
         let chain =
             CertificateDer::pem_slice_iter(cert_pem.as_bytes()).collect::<Result<Vec<_>, _>>()?;
@@ -149,6 +159,7 @@ impl Credentials {
         Ok(Self { chain, key })
     }
 
+    /// The credentials of a device just enrolled.
     pub fn from_device(d: &DevicePem) -> Result<Self> {
         Self::from_pem(&d.cert_pem, &d.key_pem)
     }
@@ -159,11 +170,15 @@ pub fn ca_cert_from_pem(cert_pem: &str) -> Result<CertificateDer<'static>> {
     Ok(CertificateDer::from_pem_slice(cert_pem.as_bytes())?)
 }
 
-/// File names in a mesh CA directory and in a device identity directory.
+/// The mesh CA certificate, in a CA directory and in every device identity directory.
 pub const CA_CERT: &str = "ca.pem";
+/// The CA's private key (owner-only), in a CA directory.
 pub const CA_KEY: &str = "ca.key";
+/// The event id the CA is for, in a CA directory.
 pub const CA_EVENT: &str = "event";
+/// The device certificate, in a device identity directory.
 pub const DEVICE_CERT: &str = "device.pem";
+/// The device's private key (owner-only), in a device identity directory.
 pub const DEVICE_KEY: &str = "device.key";
 
 use crate::fs::{PRIVATE, PUBLIC, create_new};
@@ -205,8 +220,11 @@ pub fn enroll_into(
 /// it trusts.
 #[derive(Debug, Clone)]
 pub struct Identity {
+    /// Who this device is, read from its own certificate.
     pub peer: crate::identity::PeerId,
+    /// Its certificate chain and key.
     pub creds: std::sync::Arc<Credentials>,
+    /// The CA it trusts, for its own event only.
     pub trust: crate::tls::MeshTrust,
 }
 
@@ -219,6 +237,8 @@ impl std::fmt::Debug for Credentials {
 }
 
 impl Identity {
+    /// Loads `device.pem`, `device.key` and `ca.pem` from `dir`. Who the device is comes
+    /// from its certificate, and it trusts peers of that event only.
     pub fn load(dir: &std::path::Path) -> Result<Self> {
         let cert_pem = std::fs::read_to_string(dir.join(DEVICE_CERT))?;
         let creds =

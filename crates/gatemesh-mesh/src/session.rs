@@ -30,24 +30,35 @@ pub const CLOSE_DUPLICATE: u32 = 4;
 pub enum SyncRequest {
     /// The next sync message for `peer`, if it lacks anything.
     Generate {
+        /// The peer's device name.
         peer: String,
+        /// Gets the message, or `None` when the peer lacks nothing.
         reply: oneshot::Sender<Option<Vec<u8>>>,
     },
     /// A message from `peer`; the reply comes once anything new is stored.
     Receive {
+        /// The peer's device name.
         peer: String,
+        /// The message as it came, at most [`crate::net::MAX_FRAME`] bytes, not yet decoded.
         bytes: Vec<u8>,
+        /// `Ok` once anything new is stored; `Err` with why, and the peer loses its
+        /// connection.
         reply: oneshot::Sender<Result<(), String>>,
     },
     /// The connection to `peer` ended: forget what it was believed to have.
-    Forget { peer: String },
+    Forget {
+        /// The peer's device name.
+        peer: String,
+    },
 }
 
 /// The ledger side of the mesh: a request channel, and a counter that moves whenever the
 /// ledger gained changes (local or from any peer), so every session pushes at once.
 #[derive(Debug, Clone)]
 pub struct SyncPort {
+    /// Where sessions send their requests; the ledger's owner answers each.
     pub requests: mpsc::Sender<SyncRequest>,
+    /// Bumped by the owner once new changes are stored; each bump makes every session push.
     pub changed: watch::Receiver<u64>,
 }
 
@@ -83,18 +94,24 @@ impl SyncPort {
 /// A peer as the status page shows it.
 #[derive(Debug, Clone, Serialize)]
 pub struct PeerStatus {
+    /// The peer's device name.
     pub name: String,
+    /// Gate or observer.
     pub role: crate::identity::Role,
+    /// Its address on this connection, `IP:port`.
     pub address: String,
+    /// Whether the connection is up.
     pub connected: bool,
+    /// The connection's round-trip time estimate, ms.
     pub rtt_ms: Option<f64>,
     /// Milliseconds since 1970 of the last message received.
     pub last_sync_ms: Option<i64>,
     /// Sync messages received from this peer on the current connection.
     pub messages: u64,
-    /// Payload bytes of sync messages sent to and received from this peer on the current
-    /// connection (frame headers included).
+    /// Bytes of sync messages sent to this peer on the current connection, frame headers
+    /// included.
     pub bytes_sent: u64,
+    /// Likewise, received.
     pub bytes_received: u64,
 }
 
@@ -113,7 +130,9 @@ struct Registry {
 /// Options of the mesh.
 #[derive(Debug, Clone)]
 pub struct MeshConfig {
+    /// This device: who it is, its credentials, the CA it trusts.
     pub identity: Identity,
+    /// The UDP address to accept and dial from; port 0 picks one.
     pub bind: SocketAddr,
     /// Peers to dial whether or not discovery finds them.
     pub static_peers: Vec<SocketAddr>,
@@ -203,6 +222,7 @@ impl Mesh {
         })
     }
 
+    /// The bound UDP address, with the port that was picked.
     pub fn local_addr(&self) -> Result<SocketAddr> {
         Ok(self.endpoint.local_addr()?)
     }

@@ -24,6 +24,7 @@ use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 use crate::identity::PeerId;
 use crate::pki::Credentials;
 
+/// The ALPN protocol both sides require; another wire version gets another name.
 pub const ALPN: &[u8] = b"gatemesh/1";
 /// Name passed to `Endpoint::connect`. Sent as SNI, otherwise ignored by MeshServerVerifier.
 pub const SERVER_NAME: &str = "gatemesh.invalid";
@@ -36,12 +37,16 @@ pub fn ring_provider() -> Arc<CryptoProvider> {
 /// Everything a node needs to authenticate peers.
 #[derive(Clone, Debug)]
 pub struct MeshTrust {
+    /// The mesh CA: the only trust anchor.
     pub roots: Arc<RootCertStore>,
+    /// The only event whose devices are accepted.
     pub event: String,
+    /// ring, passed explicitly.
     pub provider: Arc<CryptoProvider>,
 }
 
 impl MeshTrust {
+    /// Trusts devices of `event` whose certificates chain to `ca_cert`.
     pub fn new(ca_cert: CertificateDer<'static>, event: &str) -> Result<Self> {
         let mut roots = RootCertStore::empty();
         roots.add(ca_cert)?;
@@ -82,14 +87,17 @@ fn check_event(end_entity: &CertificateDer<'_>, event: &str) -> Result<PeerId, r
 
 // ---------------------------------------------------------------- client side (verifies server)
 
+/// Checks a server's certificate: chain to the mesh CA, validity, EKU serverAuth, and this
+/// event in the SAN URI. The server name is ignored: we dial by IP.
 #[derive(Debug)]
-pub struct MeshServerVerifier {
+pub(crate) struct MeshServerVerifier {
     roots: Arc<RootCertStore>,
     event: String,
     algs: WebPkiSupportedAlgorithms,
 }
 
 impl MeshServerVerifier {
+    /// A verifier for `trust`.
     pub fn new(trust: &MeshTrust) -> Self {
         Self {
             roots: trust.roots.clone(),
@@ -146,13 +154,16 @@ impl ServerCertVerifier for MeshServerVerifier {
 
 // ---------------------------------------------------------------- server side (verifies client)
 
+/// Checks a client's certificate, which is mandatory: chain to the mesh CA, EKU clientAuth,
+/// and this event in the SAN URI.
 #[derive(Debug)]
-pub struct MeshClientVerifier {
+pub(crate) struct MeshClientVerifier {
     inner: Arc<dyn ClientCertVerifier>,
     event: String,
 }
 
 impl MeshClientVerifier {
+    /// A verifier for `trust`.
     pub fn new(trust: &MeshTrust) -> Result<Self> {
         // builder_with_provider: no process-default provider needed. Client auth is mandatory
         // unless .allow_unauthenticated() is called.
@@ -212,7 +223,12 @@ impl ClientCertVerifier for MeshClientVerifier {
 
 // ---------------------------------------------------------------- configs
 
-pub fn server_tls_config(trust: &MeshTrust, creds: &Credentials) -> Result<rustls::ServerConfig> {
+/// TLS 1.3, ALPN [`ALPN`], a client certificate required and checked by
+/// [`MeshClientVerifier`].
+pub(crate) fn server_tls_config(
+    trust: &MeshTrust,
+    creds: &Credentials,
+) -> Result<rustls::ServerConfig> {
     let mut cfg = rustls::ServerConfig::builder_with_provider(trust.provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13])?
         .with_client_cert_verifier(Arc::new(MeshClientVerifier::new(trust)?))
@@ -221,7 +237,9 @@ pub fn server_tls_config(trust: &MeshTrust, creds: &Credentials) -> Result<rustl
     Ok(cfg)
 }
 
-pub fn client_tls_config(
+/// TLS 1.3, ALPN [`ALPN`], the server checked by [`MeshServerVerifier`]; `creds = None`
+/// only for the test of a client without a certificate.
+pub(crate) fn client_tls_config(
     trust: &MeshTrust,
     creds: Option<&Credentials>,
 ) -> Result<rustls::ClientConfig> {

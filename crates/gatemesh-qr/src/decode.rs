@@ -15,13 +15,22 @@ use rxing::{BarcodeFormat, DecodeHintValue, DecodeHints, RXingResult};
 /// 12 M; 64 M pixels keeps a hostile file from taking gigabytes.
 pub const MAX_PIXELS: u64 = 64 * 1024 * 1024;
 
+/// An image that cannot be read. An image without any QR code is not an error: it reads as
+/// no codes.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DecodeError {
+    /// Not an image of a format we read, or a damaged one.
     #[error("not a PNG or JPEG image")]
     Format(#[source] image::ImageError),
+    /// Over 64 M pixels, refused from its header before it is decoded.
     #[error("the image is {width}×{height}; at most {MAX_PIXELS} pixels are read")]
-    TooLarge { width: u32, height: u32 },
+    TooLarge {
+        /// Width in pixels, as the header says.
+        width: u32,
+        /// Height in pixels, as the header says.
+        height: u32,
+    },
 }
 
 /// Every QR code text found in a PNG or JPEG image, each once, in the order found.

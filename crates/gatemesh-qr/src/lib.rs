@@ -18,6 +18,7 @@
 //! assert!(pdf.starts_with(b"%PDF"));
 //! ```
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![warn(missing_docs)]
 
 mod decode;
 mod sheet;

@@ -5,10 +5,17 @@ use crate::Symbol;
 
 /// What is printed beside a ticket's QR symbol.
 #[derive(Debug, Clone, Copy)]
+///
+/// Printed in the standard PDF fonts: characters outside Latin-1 print as `?`, and long
+/// texts are set smaller to fit the cell.
 pub struct TicketLabel<'a> {
+    /// The event's name or id, the cell's heading.
     pub event: &'a str,
+    /// The seat label; `None` prints "General admission".
     pub seat: Option<&'a str>,
+    /// The ticket id, in a monospaced font so staff can read it out.
     pub tid: &'a str,
+    /// The format's name (`jwt`, `gm1`), printed in capitals.
     pub format: &'a str,
 }
 
@@ -60,6 +67,7 @@ impl SheetWriter {
         (Ref::new(6), FONT_MONO, Name(b"Courier")),
     ];
 
+    /// An empty sheet; `title` goes into the PDF's document information.
     pub fn new(title: &str) -> Self {
         let mut pdf = Pdf::new();
         pdf.document_info(Self::INFO)
@@ -193,6 +201,7 @@ impl SheetWriter {
         self.pages.len() + usize::from(!self.images.is_empty())
     }
 
+    /// The PDF bytes; a sheet with no ticket is one blank page.
     pub fn finish(mut self) -> Vec<u8> {
         self.flush_page();
         if self.pages.is_empty() {

@@ -4,8 +4,12 @@ use fast_qr::{ECL, QRBuilder};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum QrError {
+    /// The text is longer than a version 40 symbol holds at level M.
     #[error("{len} bytes do not fit in any QR symbol at error-correction level M")]
-    TooLong { len: usize },
+    TooLong {
+        /// The text's length in bytes.
+        len: usize,
+    },
 }
 
 /// Light modules around the symbol, as ISO/IEC 18004 requires for reliable reading.
@@ -51,6 +55,8 @@ impl Symbol {
         self.width
     }
 
+    /// Whether the module at column `x`, row `y` (from the top left, quiet zone excluded) is
+    /// dark; outside the symbol, `false`.
     pub fn is_dark(&self, x: usize, y: usize) -> bool {
         x < self.width && y < self.width && self.dark[y * self.width + x]
     }

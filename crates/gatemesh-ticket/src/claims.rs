@@ -7,8 +7,11 @@ use crate::TicketId;
 /// What a ticket says about itself. Both formats carry exactly these fields.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Claims {
+    /// The ticket, unique within its event.
     pub tid: TicketId,
+    /// The event the ticket admits to.
     pub eid: EventId,
+    /// The seat label, if the ticket has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seat: Option<Seat>,
     /// Issued at, seconds since 1970. Informational only.
@@ -26,14 +29,19 @@ pub struct Claims {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum InvalidField {
+    /// An event id that is not 1-64 characters of `A-Z a-z 0-9 . _ -`.
     #[error("event id must be 1-64 characters of A-Z a-z 0-9 . _ -, got {0:?}")]
     EventId(String),
+    /// A ticket id that is not 1-64 printable ASCII characters without `"`, `\` or `,`.
     #[error("ticket id must be 1-64 printable characters without spaces or quotes, got {0:?}")]
     TicketId(String),
+    /// A seat label that is empty, longer than 64 bytes, holds a control character or
+    /// starts or ends with white space.
     #[error(
         "seat label must be 1-64 bytes of printable text without surrounding spaces, got {0:?}"
     )]
     Seat(String),
+    /// A key id that is not 1-64 characters of `A-Z a-z 0-9 . _ -`.
     #[error("key id must be 1-64 characters of A-Z a-z 0-9 . _ -, got {0:?}")]
     KeyId(String),
 }
@@ -50,6 +58,7 @@ pub(crate) fn is_plain_ident(s: &str) -> bool {
 }
 
 impl EventId {
+    /// `s` as an event id, when it is 1-64 characters of `A-Z a-z 0-9 . _ -`.
     pub fn new(s: impl Into<String>) -> Result<Self, InvalidField> {
         let s = s.into();
         if is_plain_ident(&s) {
@@ -59,6 +68,7 @@ impl EventId {
         }
     }
 
+    /// The id as text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -102,6 +112,8 @@ impl Seat {
     /// Longest label, in bytes of UTF-8.
     pub const MAX_LEN: usize = 64;
 
+    /// `s` as a seat label, when it is 1 to [`Seat::MAX_LEN`] bytes with no control character
+    /// and no white space at either end.
     pub fn new(s: impl Into<String>) -> Result<Self, InvalidField> {
         let s = s.into();
         let ok = (1..=Self::MAX_LEN).contains(&s.len())
@@ -114,6 +126,7 @@ impl Seat {
         }
     }
 
+    /// The label as printed.
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -45,7 +45,8 @@ const HEAD_LEN: usize = 1 + 3 + 4 + 8;
 const SEAT_ALPHABET: &[u8; 64] =
     b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz -";
 
-pub fn event_tag(eid: &EventId) -> [u8; 4] {
+/// The 4-byte tag that GM1 carries instead of the event id.
+pub(crate) fn event_tag(eid: &EventId) -> [u8; 4] {
     let mut h = Sha256::new();
     h.update(b"gatemesh/event\0");
     h.update(eid.as_str().as_bytes());

@@ -18,6 +18,9 @@ const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 const COMPACT_LEN: usize = 13;
 
 impl TicketId {
+    /// `s` as a ticket id, when it is 1-64 printable ASCII characters other than `"`, `\` and
+    /// `,` (the ledger keys records by `<tid>,<id>`). Any such id travels as JWT; only
+    /// compact ones travel as GM1.
     pub fn new(s: impl Into<String>) -> Result<Self, InvalidField> {
         let s = s.into();
         let ok = (1..=64).contains(&s.len())
@@ -37,6 +40,7 @@ impl TicketId {
         Self::from_compact(OsRng.next_u64())
     }
 
+    /// The 13-character id that spells `value`; [`TicketId::compact`] reads it back.
     pub fn from_compact(value: u64) -> Self {
         let mut out = [0u8; COMPACT_LEN];
         for (i, slot) in out.iter_mut().enumerate() {
@@ -65,6 +69,7 @@ impl TicketId {
         Some(value)
     }
 
+    /// The id as text.
     pub fn as_str(&self) -> &str {
         &self.0
     }

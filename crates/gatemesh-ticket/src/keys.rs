@@ -20,6 +20,7 @@ use crate::{Claims, InvalidField, SignError, claims::is_plain_ident, verify::For
 pub struct KeyId(String);
 
 impl KeyId {
+    /// `s` as a key id, when it is 1-64 characters of `A-Z a-z 0-9 . _ -`.
     pub fn new(s: impl Into<String>) -> Result<Self, InvalidField> {
         let s = s.into();
         if is_plain_ident(&s) {
@@ -29,7 +30,8 @@ impl KeyId {
         }
     }
 
-    pub fn derived(key: &VerifyingKey) -> Self {
+    /// The default id of `key`: the first 16 characters of its RFC 7638 JWK thumbprint.
+    pub(crate) fn derived(key: &VerifyingKey) -> Self {
         let point = key.to_encoded_point(false);
         // Both coordinates are present in an uncompressed point of a valid key.
         let (x, y) = match (point.x(), point.y()) {
@@ -48,6 +50,7 @@ impl KeyId {
         [h[0], h[1], h[2]]
     }
 
+    /// The id as text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -83,21 +86,33 @@ impl fmt::Display for KeyId {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum KeyError {
+    /// The text has no `-----BEGIN` line at all.
     #[error("no PEM block found (expected -----BEGIN {expected}-----)")]
-    NoPemBlock { expected: &'static str },
+    NoPemBlock {
+        /// The label the block should have had (`PUBLIC KEY`, `PRIVATE KEY`).
+        expected: &'static str,
+    },
+    /// A private key block that is not a P-256 key, or a key that cannot be written as
+    /// PKCS#8.
     #[error("not a P-256 {what} in PEM form")]
     Pem {
+        /// The form that was expected (`PKCS#8 private key`, `SEC1 private key`).
         what: &'static str,
+        /// Why the block was refused.
         #[source]
         source: p256::pkcs8::Error,
     },
+    /// A public key block that is not a P-256 key in SPKI form.
     #[error("not a P-256 public key in SPKI PEM form")]
     Spki {
+        /// Why the block was refused.
         #[source]
         source: p256::pkcs8::spki::Error,
     },
+    /// The `kid:` line before the block names an id that breaks the [`KeyId`] rule.
     #[error("the key file names its key id {0:?}, which is not a valid key id")]
     BadKeyId(String),
+    /// A keyring was given two different keys under one id.
     #[error("key id {0} appears twice with different keys")]
     DuplicateKeyId(KeyId),
 }
@@ -163,6 +178,8 @@ impl PublicKey {
         Self { kid, key, point }
     }
 
+    /// The SPKI PEM text, with a `kid:` line before the block, as [`PublicKey::from_pem`]
+    /// reads it.
     pub fn to_pem(&self) -> String {
         // SPKI encoding of a valid P-256 key cannot fail.
         let pem = self
@@ -172,6 +189,7 @@ impl PublicKey {
         format!("kid: {}\n{pem}", self.kid)
     }
 
+    /// The key's id.
     pub fn kid(&self) -> &KeyId {
         &self.kid
     }
@@ -201,6 +219,8 @@ impl fmt::Debug for IssuerKey {
 }
 
 impl IssuerKey {
+    /// A fresh key from the operating system's generator, named `kid` or, without one, by
+    /// its derived id.
     pub fn generate(kid: Option<KeyId>) -> Self {
         let key = SigningKey::random(&mut OsRng);
         let kid = kid.unwrap_or_else(|| KeyId::derived(key.verifying_key()));
@@ -242,10 +262,12 @@ impl IssuerKey {
         Ok(format!("kid: {}\n{}", self.kid, pem.as_str()))
     }
 
+    /// The key's id, which every ticket it signs names (JWT) or tags (GM1).
     pub fn kid(&self) -> &KeyId {
         &self.kid
     }
 
+    /// The public half, under the same id: what gates are given.
     pub fn public(&self) -> PublicKey {
         PublicKey::new(self.kid.clone(), *self.key.verifying_key())
     }
@@ -271,6 +293,7 @@ pub struct Keyring {
 }
 
 impl Keyring {
+    /// A keyring of `keys`, refused as [`Keyring::add`] refuses.
     pub fn from_keys(keys: impl IntoIterator<Item = PublicKey>) -> Result<Self, KeyError> {
         let mut ring = Self::default();
         for key in keys {
@@ -291,6 +314,7 @@ impl Keyring {
         }
     }
 
+    /// The key named `kid`, if the ring holds it.
     pub fn by_kid(&self, kid: &KeyId) -> Option<&PublicKey> {
         self.keys.iter().find(|k| &k.kid == kid)
     }
@@ -303,10 +327,13 @@ impl Keyring {
         self.keys.iter().filter(move |k| k.kid.tag() == tag)
     }
 
+    /// Every key, in the order they were added.
     pub fn iter(&self) -> impl Iterator<Item = &PublicKey> {
         self.keys.iter()
     }
 
+    /// Whether the ring holds no key (a verifier with it refuses every code as
+    /// `unknown_key` or `bad_signature`).
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
     }

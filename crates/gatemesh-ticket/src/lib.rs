@@ -34,6 +34,7 @@
 //! assert_eq!(ticket.format, Format::Gm1);
 //! ```
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![warn(missing_docs)]
 
 mod claims;
 pub mod gm1;
@@ -57,8 +58,16 @@ pub const MAX_CODE_LEN: usize = 4096;
 pub enum SignError {
     /// GM1 carries validity times as unsigned 32-bit seconds since 1970 (until 2106).
     #[error("GM1 carries times between 1970 and 2106; {field} = {value} is outside")]
-    TimeOutOfRange { field: &'static str, value: i64 },
+    TimeOutOfRange {
+        /// `exp` or `nbf`.
+        field: &'static str,
+        /// The refused value, seconds since 1970.
+        value: i64,
+    },
     /// GM1 carries the 64-bit ticket ids that [`TicketId::generate`] makes, nothing else.
     #[error("GM1 carries only 13-character gatemesh ticket ids; {tid:?} is not one")]
-    TicketIdNotCompact { tid: String },
+    TicketIdNotCompact {
+        /// The refused id.
+        tid: String,
+    },
 }

@@ -8,11 +8,14 @@ use crate::{Claims, EventId, KeyId, Keyring, MAX_CODE_LEN};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
+    /// Compact JWS, ES256 (see [`crate::jwt`]).
     Jwt,
+    /// `GM1:` + base45, for small QR symbols (see [`crate::gm1`]).
     Gm1,
 }
 
 impl Format {
+    /// The name used on the command line and in JSON: `jwt` or `gm1`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Jwt => "jwt",
@@ -46,15 +49,22 @@ impl std::str::FromStr for Format {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Reason {
+    /// Not a ticket code at all, or a damaged one.
     Unreadable,
+    /// Forged or altered, or signed with an algorithm other than ES256.
     BadSignature,
+    /// Signed by a key this gate does not hold.
     UnknownKey,
+    /// A ticket of another event, or a GM1 ticket checked without an event.
     WrongEvent,
+    /// At or past its `exp`.
     Expired,
+    /// Before its `nbf`.
     NotYetValid,
 }
 
 impl Reason {
+    /// The wire name.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Unreadable => "unreadable",
@@ -78,21 +88,47 @@ impl fmt::Display for Reason {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum VerifyError {
+    /// Too long, neither format, or broken structure: encoding, layout, JSON, unknown flags
+    /// or `crit`. The text says what, for people.
     #[error("not a ticket: {0}")]
     Unreadable(String),
+    /// No key of the ring with the code's id or tag signed it, the signature is not 64 bytes,
+    /// or the header names an algorithm other than ES256.
     #[error("the signature does not match: {0}")]
     BadSignature(String),
+    /// The code names (JWT) or tags (GM1) a key that is not in the ring.
     #[error("signed with key {kid:?}, which this gate does not hold")]
-    UnknownKey { kid: String },
+    UnknownKey {
+        /// The JWT's `kid`, quoted and cut to 40 characters; for GM1, `tag` and the key tag
+        /// in hex.
+        kid: String,
+    },
+    /// The ticket's event is not the verifier's, or a GM1 code met a verifier with no event.
     #[error("the ticket is for another event{}", found.as_ref().map(|e| format!(" ({e})")).unwrap_or_default())]
-    WrongEvent { found: Option<EventId> },
+    WrongEvent {
+        /// The event a JWT names; `None` for GM1, which carries only a tag.
+        found: Option<EventId>,
+    },
+    /// Checked at or after `exp` plus the leeway.
     #[error("the ticket expired at {exp} (checked at {at})")]
-    Expired { exp: i64, at: i64 },
+    Expired {
+        /// The ticket's `exp`, seconds since 1970.
+        exp: i64,
+        /// When it was checked, seconds since 1970.
+        at: i64,
+    },
+    /// Checked before `nbf` minus the leeway.
     #[error("the ticket is valid only from {nbf} (checked at {at})")]
-    NotYetValid { nbf: i64, at: i64 },
+    NotYetValid {
+        /// The ticket's `nbf`, seconds since 1970.
+        nbf: i64,
+        /// When it was checked, seconds since 1970.
+        at: i64,
+    },
 }
 
 impl VerifyError {
+    /// The typed reason, for the verdict; branch on this, never on the text.
     pub fn reason(&self) -> Reason {
         match self {
             Self::Unreadable(_) => Reason::Unreadable,
@@ -108,8 +144,11 @@ impl VerifyError {
 /// A ticket whose signature, event and validity all checked out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verified {
+    /// The format the code was in.
     pub format: Format,
+    /// The key that signed it.
     pub kid: KeyId,
+    /// What the ticket says; `iat` is always `None` for GM1.
     pub claims: Claims,
 }
 
@@ -127,6 +166,7 @@ pub struct Verifier {
 }
 
 impl Verifier {
+    /// A verifier of `keyring` with no event and no leeway: it refuses every GM1 code.
     pub fn new(keyring: Keyring) -> Self {
         Self {
             keyring,
@@ -135,6 +175,7 @@ impl Verifier {
         }
     }
 
+    /// Accepts only tickets of `event`; needed for GM1.
     pub fn for_event(mut self, event: EventId) -> Self {
         self.event = Some(event);
         self
@@ -147,10 +188,12 @@ impl Verifier {
         self
     }
 
+    /// The event set by [`Verifier::for_event`].
     pub fn event(&self) -> Option<&EventId> {
         self.event.as_ref()
     }
 
+    /// The keys it accepts.
     pub fn keyring(&self) -> &Keyring {
         &self.keyring
     }
