@@ -1,5 +1,5 @@
 //! gatemesh desktop app: a thin Tauri shell around the gate-supervisor desk
-//! (`gatemesh_node::desk`). Every command forwards to the desk and every node event is
+//! (`gatemesh_desk`). Every command forwards to the desk and every node event is
 //! forwarded to the window as a `desk` event; nothing here decides anything.
 //!
 //! `gatemesh-app [--demo] [--data DIR]`: the app keeps its gate in DIR (default
@@ -14,7 +14,7 @@
 
 use std::{path::PathBuf, process::ExitCode, sync::Arc};
 
-use gatemesh_node::desk::{
+use gatemesh_desk::{
     AppInfo, Desk, FileSetup, FlagsView, ResolveAction, ScanView, SettingsView, StaffEntry,
     StaffRole, StaffView, StatusView, desk_event,
 };
@@ -238,7 +238,7 @@ fn forward_events(app: &tauri::AppHandle, desk: &Desk) {
                     let _ = app.emit("desk", desk_event(&e));
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                    let _ = app.emit("desk", gatemesh_node::desk::DeskEvent::Flags);
+                    let _ = app.emit("desk", gatemesh_desk::DeskEvent::Flags);
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             }

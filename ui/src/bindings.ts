@@ -1,5 +1,5 @@
-// Generated from crates/gatemesh-node/src/desk.rs by ts-rs. Do not edit: run
-// `UPDATE_BINDINGS=1 cargo test -p gatemesh-node desk` after changing those types.
+// Generated from crates/gatemesh-desk/src/lib.rs by ts-rs. Do not edit: run
+// `UPDATE_BINDINGS=1 cargo test -p gatemesh-desk bindings` after changing those types.
 
 export type StaffRole = "staff" | "supervisor" | "manager";
 

@@ -12,6 +12,7 @@
 //! - A demo event that sets itself up on first start: keys, a printable batch of tickets, a
 //!   mesh CA, and a second gate on loopback so the mesh and the dashboard have something to
 //!   show.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 use std::{
     collections::HashMap,
@@ -27,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use ts_rs::TS;
 
-use crate::{Config, Node, NodeError, ScanResult};
+use gatemesh_node::{Config, Node, NodeError, ScanResult};
 
 /// What a signed-in person may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, TS)]
@@ -448,8 +449,8 @@ pub fn typescript_bindings() -> String {
         DeskEvent::decl(),
     ];
     let mut out = String::from(
-        "// Generated from crates/gatemesh-node/src/desk.rs by ts-rs. Do not edit: run\n\
-         // `UPDATE_BINDINGS=1 cargo test -p gatemesh-node desk` after changing those types.\n\n",
+        "// Generated from crates/gatemesh-desk/src/lib.rs by ts-rs. Do not edit: run\n\
+         // `UPDATE_BINDINGS=1 cargo test -p gatemesh-desk bindings` after changing those types.\n\n",
     );
     for d in decls {
         out.push_str("export ");
@@ -541,7 +542,7 @@ async fn start_gate(
         })?;
     }
     if let (Some(server), Some(token)) = (&config.server, &config.server_token) {
-        node.start_uplink(crate::UplinkConfig {
+        node.start_uplink(gatemesh_node::UplinkConfig {
             server: server.clone(),
             token: token.clone(),
         })?;
@@ -553,7 +554,7 @@ async fn start_gate(
     let served = node.clone();
     tokio::spawn(async move {
         let mut stop = stop;
-        let _ = crate::api::serve(listener, served, async move {
+        let _ = gatemesh_node::api::serve(listener, served, async move {
             let _ = stop.wait_for(|s| *s).await;
         })
         .await;
@@ -606,9 +607,9 @@ impl Desk {
         staff: Vec<StaffEntry>,
     ) -> Result<Self> {
         ready_for_set_up(root, &staff)?;
-        let paired = crate::pairing::pair(server, code).await?;
+        let paired = gatemesh_node::pairing::pair(server, code).await?;
         let identity = root.join("identity");
-        crate::pairing::write_identity(&identity, &paired.answer.identity)?;
+        gatemesh_node::pairing::write_identity(&identity, &paired.answer.identity)?;
         let issuer_pems = paired.issuer_pems();
         let answer = paired.answer;
         let config = DeskConfig {
@@ -870,7 +871,7 @@ impl Desk {
 
     pub async fn status(&self) -> Result<StatusView, DeskError> {
         let snap = self.node.snapshot().await?;
-        let now = crate::gate::now_ms();
+        let now = gatemesh_wire::time::now_ms();
         let minute = 60_000;
         let this_minute = now - now.rem_euclid(minute);
         let first_minute = this_minute - 29 * minute;
@@ -1021,7 +1022,7 @@ impl Desk {
     }
 
     /// Events for the UI, as they happen.
-    pub fn events(&self) -> tokio::sync::broadcast::Receiver<crate::NodeEvent> {
+    pub fn events(&self) -> tokio::sync::broadcast::Receiver<gatemesh_node::NodeEvent> {
         self.node.subscribe()
     }
 
@@ -1035,9 +1036,9 @@ impl Desk {
 }
 
 /// What a node event means for the UI.
-pub fn desk_event(e: &crate::NodeEvent) -> DeskEvent {
+pub fn desk_event(e: &gatemesh_node::NodeEvent) -> DeskEvent {
     match e {
-        crate::NodeEvent::Verdict(r) => DeskEvent::Verdict {
+        gatemesh_node::NodeEvent::Verdict(r) => DeskEvent::Verdict {
             scan: (**r).clone().into(),
         },
         _ => DeskEvent::Flags,
@@ -1199,7 +1200,7 @@ mod tests {
         let committed = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(
             committed == fresh,
-            "ui/src/bindings.ts is out of date: run UPDATE_BINDINGS=1 cargo test -p gatemesh-node desk"
+            "ui/src/bindings.ts is out of date: run UPDATE_BINDINGS=1 cargo test -p gatemesh-desk bindings"
         );
     }
 

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use gatemesh_node::desk::{Desk, DeskError, ResolveAction, StaffRole, VerdictView};
+use gatemesh_desk::{Desk, DeskError, ResolveAction, StaffRole, VerdictView};
 
 fn tickets(root: &std::path::Path) -> Vec<(String, String)> {
     std::fs::read_to_string(root.join("tickets/tickets.csv"))
@@ -117,7 +117,7 @@ async fn the_demo_sets_itself_up_and_staff_roles_hold() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn managers_change_staff_and_settings_and_an_event_sets_up_from_files() {
-    use gatemesh_node::desk::{DeskError, FileSetup, StaffEntry};
+    use gatemesh_desk::{DeskError, FileSetup, StaffEntry};
     let dir = tempfile::tempdir().unwrap();
     // An organizer's files: the demo's key stands in for a real issuer's.
     let demo = dir.path().join("demo");
