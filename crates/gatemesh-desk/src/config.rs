@@ -1,0 +1,182 @@
+//! The app's set-up (`app.json` in its directory) and its staff: who may do what, and their
+//! PINs as salted hashes.
+
+use std::{net::SocketAddr, path::Path, path::PathBuf};
+
+use anyhow::{Context, Result};
+use gatemesh_mesh::fs::write_private;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use ts_rs::TS;
+
+/// What a signed-in person may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum StaffRole {
+    /// Scans tickets.
+    Staff,
+    /// Also resolves flagged tickets.
+    Supervisor,
+    /// Everything, set-up included.
+    Manager,
+}
+
+/// A staff member as the app knows them. The PIN is kept as a salted SHA-256.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StaffEntry {
+    pub name: String,
+    pub role: StaffRole,
+    pub salt: String,
+    pub pin_hash: String,
+}
+
+impl StaffEntry {
+    pub fn new(name: &str, role: StaffRole, pin: &str) -> Self {
+        let salt = random_hex(8);
+        Self {
+            name: name.to_owned(),
+            role,
+            pin_hash: pin_hash(&salt, pin),
+            salt,
+        }
+    }
+}
+
+pub(crate) fn pin_hash(salt: &str, pin: &str) -> String {
+    hex(&Sha256::digest(format!("{salt}:{pin}").as_bytes()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn random_hex(n: usize) -> String {
+    use rand_core::{OsRng, RngCore};
+    let mut bytes = vec![0u8; n];
+    OsRng.fill_bytes(&mut bytes);
+    hex(&bytes)
+}
+
+/// The app's set-up, kept as `app.json` in its directory.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DeskConfig {
+    pub event: String,
+    pub gate_name: String,
+    /// Issuer public keys (SPKI PEM).
+    pub issuer_pems: Vec<String>,
+    #[serde(default)]
+    pub capacity: Option<u32>,
+    /// The device's mesh identity (from `gatemesh enroll` or a pairing); none: no mesh.
+    #[serde(default)]
+    pub identity_dir: Option<PathBuf>,
+    #[serde(default = "any_addr")]
+    pub mesh_bind: SocketAddr,
+    #[serde(default)]
+    pub peers: Vec<SocketAddr>,
+    /// Find the event's other gates by mDNS.
+    #[serde(default)]
+    pub discovery: bool,
+    #[serde(default)]
+    pub server: Option<String>,
+    #[serde(default)]
+    pub server_token: Option<String>,
+    /// The gate's local HTTP API, for scanners on the network and for tests.
+    #[serde(default = "local_api")]
+    pub api: SocketAddr,
+    #[serde(default)]
+    pub reentry: bool,
+    #[serde(default)]
+    pub reject_unlisted: bool,
+    pub staff: Vec<StaffEntry>,
+    /// Set up by `--demo`: the sign-in screen shows the demo PINs.
+    #[serde(default)]
+    pub demo: bool,
+}
+
+fn any_addr() -> SocketAddr {
+    SocketAddr::from(([0, 0, 0, 0], 0))
+}
+
+fn local_api() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 0))
+}
+
+const CONFIG_FILE: &str = "app.json";
+
+/// A new set-up may be written in `root`: none is there yet, and someone can manage it.
+pub(crate) fn ready_for_set_up(root: &Path, staff: &[StaffEntry]) -> Result<()> {
+    anyhow::ensure!(
+        DeskConfig::load(root)?.is_none(),
+        "this app is already set up for an event"
+    );
+    anyhow::ensure!(
+        staff.iter().any(|s| s.role == StaffRole::Manager),
+        "set up at least one manager PIN"
+    );
+    Ok(())
+}
+
+impl DeskConfig {
+    /// A gate of `event` with the defaults of a real event: no mesh identity or server yet,
+    /// discovery on, the local API on a free loopback port, single entry, unlisted tickets
+    /// admitted and marked.
+    pub fn new_event(
+        event: String,
+        gate_name: String,
+        issuer_pems: Vec<String>,
+        staff: Vec<StaffEntry>,
+    ) -> Self {
+        Self {
+            event,
+            gate_name,
+            issuer_pems,
+            capacity: None,
+            identity_dir: None,
+            mesh_bind: any_addr(),
+            peers: Vec::new(),
+            discovery: true,
+            server: None,
+            server_token: None,
+            api: local_api(),
+            reentry: false,
+            reject_unlisted: false,
+            staff,
+            demo: false,
+        }
+    }
+
+    pub fn load(root: &Path) -> Result<Option<Self>> {
+        let path = root.join(CONFIG_FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok(Some(
+                serde_json::from_str(&text)
+                    .with_context(|| format!("reading {}", path.display()))?,
+            )),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+        }
+    }
+
+    /// Writes the set-up (readable by its owner only: it holds the server credential).
+    pub fn save(&self, root: &Path) -> Result<()> {
+        std::fs::create_dir_all(root)?;
+        let aside = root.join(format!("{CONFIG_FILE}.new"));
+        write_private(&aside, &serde_json::to_string_pretty(self)?)?;
+        std::fs::rename(&aside, root.join(CONFIG_FILE))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pins_are_salted_and_roles_ordered() {
+        let a = StaffEntry::new("A", StaffRole::Staff, "1234");
+        let b = StaffEntry::new("B", StaffRole::Staff, "1234");
+        assert_ne!(a.pin_hash, b.pin_hash);
+        assert!(StaffRole::Manager > StaffRole::Supervisor);
+        assert!(StaffRole::Supervisor > StaffRole::Staff);
+    }
+}
