@@ -15,8 +15,8 @@
 use std::{path::PathBuf, process::ExitCode, sync::Arc};
 
 use gatemesh_desk::{
-    AppInfo, Desk, FileSetup, FlagsView, ResolveAction, ScanView, SettingsView, StaffEntry,
-    StaffRole, StaffView, StatusView, desk_event,
+    Action, AppInfo, Desk, FileSetup, FlagsView, ScanView, SettingsView, StaffEntry, StaffRole,
+    StaffView, StatusView, desk_event,
 };
 use tauri::{Emitter, Manager, State};
 use tokio::sync::RwLock;
@@ -93,7 +93,7 @@ async fn flags(state: State<'_, AppState>) -> Answer<FlagsView> {
 async fn resolve(
     state: State<'_, AppState>,
     tid: String,
-    action: ResolveAction,
+    action: Action,
     note: String,
 ) -> Answer<()> {
     desk(&state)

@@ -10,7 +10,7 @@ import type {
   AppInfo,
   DeskEvent,
   FlagsView,
-  ResolveAction,
+  Action,
   ScanView,
   SettingsView,
   StaffRole,
@@ -27,7 +27,7 @@ export interface DeskApi {
   scan(code: string, scanner: string): Promise<ScanView>;
   status(): Promise<StatusView>;
   flags(): Promise<FlagsView>;
-  resolve(tid: string, action: ResolveAction, note: string): Promise<void>;
+  resolve(tid: string, action: Action, note: string): Promise<void>;
   pair(request: PairRequest): Promise<AppInfo>;
   /** Sets up an event from the organizer's files (issuer key, optional identity). */
   setupFiles(request: FileSetupRequest): Promise<AppInfo>;

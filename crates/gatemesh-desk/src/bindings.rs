@@ -1,22 +1,31 @@
-//! `ui/src/bindings.ts`: the view models as TypeScript, written by ts-rs. A test keeps the
-//! committed file equal to what this generates.
+//! `ui/src/bindings.ts`: the view models as TypeScript, written by ts-rs, and the values the
+//! UI must agree with Rust on (the list of reasons, the roles). A test keeps the committed
+//! file equal to what this generates, so the UI's own tests check against Rust's values.
 
+use std::fmt::Write;
+
+use serde::Serialize;
 use ts_rs::TS;
 
 use crate::{
-    AppInfo, AuditView, DemoPin, DeskEvent, FileSetup, FirstUseView, FlagView, FlagsView, GateRow,
-    RedemptionView, ResolveAction, ScanView, SettingsView, StaffRole, StaffView, StatusView,
-    VerdictView,
+    Action, AppInfo, AuditView, DemoPin, DeskEvent, FileSetup, FirstUseView, FlagView, FlagsView,
+    GateRow, Reason, RedemptionView, ScanView, SettingsView, StaffRole, StaffView, StatusView,
+    Verdict,
 };
 
-/// Every type above as TypeScript, for `ui/src/bindings.ts`.
-pub fn typescript_bindings() -> String {
+/// Every type the UI sees, and the values it checks itself against, as TypeScript, for
+/// `ui/src/bindings.ts`.
+pub fn typescript_bindings() -> Result<String, serde_json::Error> {
     let decls = [
+        // The shared vocabulary (gatemesh-wire).
+        Verdict::decl(),
+        Reason::decl(),
+        Action::decl(),
+        // The desk's own.
         StaffRole::decl(),
         StaffView::decl(),
         DemoPin::decl(),
         AppInfo::decl(),
-        VerdictView::decl(),
         FirstUseView::decl(),
         ScanView::decl(),
         GateRow::decl(),
@@ -25,7 +34,6 @@ pub fn typescript_bindings() -> String {
         AuditView::decl(),
         FlagView::decl(),
         FlagsView::decl(),
-        ResolveAction::decl(),
         SettingsView::decl(),
         FileSetup::decl(),
         DeskEvent::decl(),
@@ -39,7 +47,39 @@ pub fn typescript_bindings() -> String {
         out.push_str(&d);
         out.push_str("\n\n");
     }
-    out.trim_end().to_owned() + "\n"
+    // ts-rs declares types only; values come from the Rust values themselves.
+    constant(
+        &mut out,
+        "Every reason a verdict can give (`gatemesh_wire::Reason::ALL`), in order.",
+        "REASON_CODES",
+        "readonly Reason[]",
+        &Reason::ALL,
+    )?;
+    constant(
+        &mut out,
+        "Every staff role, least allowed first (`StaffRole::ALL`: the order roles rank in).",
+        "STAFF_ROLES",
+        "readonly StaffRole[]",
+        &StaffRole::ALL,
+    )?;
+    Ok(out.trim_end().to_owned() + "\n")
+}
+
+/// `export const NAME: TYPE = VALUE;` with VALUE as JSON (which is TypeScript too).
+fn constant<T: Serialize + ?Sized>(
+    out: &mut String,
+    doc: &str,
+    name: &str,
+    ty: &str,
+    value: &T,
+) -> Result<(), serde_json::Error> {
+    let value = serde_json::to_string(value)?;
+    // Writing to a String cannot fail.
+    let _ = write!(
+        out,
+        "/** {doc} */\nexport const {name}: {ty} = {value};\n\n"
+    );
+    Ok(())
 }
 
 #[cfg(test)]
@@ -51,7 +91,7 @@ mod tests {
     #[test]
     fn typescript_bindings_are_current() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ui/src/bindings.ts");
-        let fresh = typescript_bindings();
+        let fresh = typescript_bindings().unwrap();
         if std::env::var_os("UPDATE_BINDINGS").is_some() {
             std::fs::write(&path, &fresh).unwrap();
         }
@@ -60,5 +100,15 @@ mod tests {
             committed == fresh,
             "ui/src/bindings.ts is out of date: run UPDATE_BINDINGS=1 cargo test -p gatemesh-desk bindings"
         );
+    }
+
+    #[test]
+    fn the_reason_list_is_the_reason_type() {
+        // `REASON_CODES` comes from `Reason::ALL`, the `Reason` type from the enum itself: a
+        // reason missing from `ALL` would reach the UI's type but not its list.
+        let decl = Reason::decl();
+        let names: Vec<&str> = decl.split('"').skip(1).step_by(2).collect();
+        let all: Vec<&str> = Reason::ALL.iter().map(|r| r.as_str()).collect();
+        assert_eq!(names, all);
     }
 }

@@ -21,6 +21,11 @@ pub enum StaffRole {
     Manager,
 }
 
+impl StaffRole {
+    /// Every role, least allowed first (the order roles compare in).
+    pub const ALL: [Self; 3] = [Self::Staff, Self::Supervisor, Self::Manager];
+}
+
 /// A staff member as the app knows them. The PIN is kept as a salted SHA-256.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StaffEntry {
@@ -170,6 +175,20 @@ impl DeskConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn all_roles_are_listed_in_rank_order() {
+        // A new role fails to compile here until `ALL` is looked at.
+        let rank = |r: StaffRole| match r {
+            StaffRole::Staff => 0,
+            StaffRole::Supervisor => 1,
+            StaffRole::Manager => 2,
+        };
+        for (i, r) in StaffRole::ALL.iter().enumerate() {
+            assert_eq!(rank(*r), i);
+        }
+        assert!(StaffRole::ALL.is_sorted());
+    }
 
     #[test]
     fn pins_are_salted_and_roles_ordered() {

@@ -9,14 +9,14 @@ use std::{
 };
 
 use anyhow::{Context, Result};
-use gatemesh_ledger::{Direction, EntryPolicy, Policy, UnlistedPolicy};
+use gatemesh_ledger::{EntryPolicy, Policy, UnlistedPolicy};
 use gatemesh_node::{Config, Node, NodeError};
 use gatemesh_ticket::{EventId, Keyring, PublicKey, TicketId};
+use gatemesh_wire::{Action, Direction};
 
 use crate::{
     AppInfo, AuditView, DemoPin, DeskConfig, FileSetup, FlagView, FlagsView, GateRow,
-    RedemptionView, ResolveAction, ScanView, SettingsView, StaffEntry, StaffRole, StaffView,
-    StatusView,
+    RedemptionView, ScanView, SettingsView, StaffEntry, StaffRole, StaffView, StatusView,
     config::{pin_hash, ready_for_set_up},
     demo::{DEMO_STAFF, demo_side_config, set_up_demo},
 };
@@ -414,17 +414,10 @@ impl Desk {
             .into())
     }
 
-    pub async fn resolve(
-        &self,
-        tid: &str,
-        action: ResolveAction,
-        note: &str,
-    ) -> Result<(), DeskError> {
+    pub async fn resolve(&self, tid: &str, action: Action, note: &str) -> Result<(), DeskError> {
         let who = self.require(StaffRole::Supervisor)?;
         let tid = TicketId::new(tid).map_err(|e| DeskError::Other(e.into()))?;
-        self.node
-            .resolve(tid, action.into(), &who.name, note)
-            .await?;
+        self.node.resolve(tid, action, &who.name, note).await?;
         Ok(())
     }
 

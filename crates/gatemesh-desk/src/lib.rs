@@ -36,8 +36,9 @@ pub use bindings::typescript_bindings;
 pub use config::{DeskConfig, StaffEntry, StaffRole};
 pub use demo::{DEMO_STAFF, DEMO_TICKETS, set_up_demo};
 pub use desk::{Desk, DeskError};
+/// The shared vocabulary, as the views and commands use it (and the bindings declare it).
+pub use gatemesh_wire::{Action, Reason, Verdict};
 pub use view::{
     AppInfo, AuditView, DemoPin, DeskEvent, FileSetup, FirstUseView, FlagView, FlagsView, GateRow,
-    RedemptionView, ResolveAction, ScanView, SettingsView, StaffView, StatusView, VerdictView,
-    desk_event,
+    RedemptionView, ScanView, SettingsView, StaffView, StatusView, desk_event,
 };

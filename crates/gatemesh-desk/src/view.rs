@@ -1,8 +1,8 @@
 //! What crosses into the web UI: the view models the screens show, and the events they
 //! react to. `bindings.rs` writes their TypeScript declarations.
 
-use gatemesh_ledger::{Action, Reason, Verdict};
 use gatemesh_node::ScanResult;
+use gatemesh_wire::{Reason, Verdict};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
@@ -40,24 +40,6 @@ pub struct AppInfo {
     pub tickets_pdf: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
-#[serde(rename_all = "snake_case")]
-pub enum VerdictView {
-    Admit,
-    Duplicate,
-    Reject,
-}
-
-impl From<Verdict> for VerdictView {
-    fn from(v: Verdict) -> Self {
-        match v {
-            Verdict::Admit => Self::Admit,
-            Verdict::Duplicate => Self::Duplicate,
-            Verdict::Reject => Self::Reject,
-        }
-    }
-}
-
 /// Where and when a ticket was first used.
 #[derive(Debug, Clone, Serialize, TS)]
 pub struct FirstUseView {
@@ -70,9 +52,8 @@ pub struct FirstUseView {
 /// One scan's answer, for the verdict screen.
 #[derive(Debug, Clone, Serialize, TS)]
 pub struct ScanView {
-    pub verdict: VerdictView,
-    /// The typed reason (`valid`, `already_admitted`, `bad_signature`, …).
-    pub reason: String,
+    pub verdict: Verdict,
+    pub reason: Reason,
     pub tid: Option<String>,
     pub seat: Option<String>,
     pub scanner: String,
@@ -82,18 +63,11 @@ pub struct ScanView {
     pub at_ms: i64,
 }
 
-fn reason_name(r: Reason) -> String {
-    serde_json::to_value(r)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_else(|| "unreadable".into())
-}
-
 impl From<ScanResult> for ScanView {
     fn from(r: ScanResult) -> Self {
         Self {
-            verdict: r.verdict.into(),
-            reason: reason_name(r.reason),
+            verdict: r.verdict,
+            reason: r.reason,
             tid: r.ticket.as_ref().map(|c| c.tid.to_string()),
             seat: r
                 .ticket
@@ -183,24 +157,6 @@ pub struct FlagView {
 pub struct FlagsView {
     pub open: Vec<FlagView>,
     pub resolved: Vec<FlagView>,
-}
-
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, TS)]
-#[serde(rename_all = "snake_case")]
-pub enum ResolveAction {
-    Accept,
-    Deny,
-    Revert,
-}
-
-impl From<ResolveAction> for Action {
-    fn from(a: ResolveAction) -> Self {
-        match a {
-            ResolveAction::Accept => Action::Accept,
-            ResolveAction::Deny => Action::Deny,
-            ResolveAction::Revert => Action::Revert,
-        }
-    }
 }
 
 /// What the set-up screen's "from files" form sends.

@@ -3,7 +3,13 @@
  * (which checks again), and who may change the settings.
  */
 
-import type { FileSetup, SettingsView, StaffRole, StaffView } from "../bindings";
+import {
+  STAFF_ROLES,
+  type FileSetup,
+  type SettingsView,
+  type StaffRole,
+  type StaffView,
+} from "../bindings";
 import { atLeast } from "./roles";
 
 export interface FileSetupForm {
@@ -36,8 +42,6 @@ export interface StaffForm {
   role: StaffRole;
   pin: string;
 }
-
-export const STAFF_ROLES: readonly StaffRole[] = ["staff", "supervisor", "manager"];
 
 /** What an event id may be (as the desk's `EventId`): letters, digits, `.`, `_`, `-`. */
 const EVENT_ID = /^[A-Za-z0-9._-]{1,64}$/;

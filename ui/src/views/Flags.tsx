@@ -1,12 +1,12 @@
 import { useEffect, useRef, useState } from "preact/hooks";
-import type { FlagView, FlagsView, ResolveAction, StaffView } from "../bindings";
+import type { FlagView, FlagsView, Action, StaffView } from "../bindings";
 import type { DeskApi } from "../desk";
 import { errorText } from "../logic/errors";
 import { canResolve, RESOLVE_HINT } from "../logic/roles";
 import { formatClock, formatDateTime, timeAgo, timeApart } from "../logic/time";
 import { usePoll } from "./hooks";
 
-const ACTIONS: { action: ResolveAction; label: string; help: string }[] = [
+const ACTIONS: { action: Action; label: string; help: string }[] = [
   { action: "accept", label: "Accept", help: "Same person: keep the ticket admitted" },
   { action: "deny", label: "Deny", help: "A second person: refuse the ticket from now on" },
   { action: "revert", label: "Revert", help: "Undo the admission: the ticket can be used again" },
@@ -121,10 +121,10 @@ function OpenFlag(props: {
 }) {
   const { flag } = props;
   const [note, setNote] = useState("");
-  const [busy, setBusy] = useState<ResolveAction | null>(null);
+  const [busy, setBusy] = useState<Action | null>(null);
   const [error, setError] = useState<string | null>(null);
 
-  const resolve = async (action: ResolveAction): Promise<void> => {
+  const resolve = async (action: Action): Promise<void> => {
     setBusy(action);
     setError(null);
     try {

@@ -1,5 +1,5 @@
 import { useEffect, useState } from "preact/hooks";
-import type { SettingsView, StaffRole, StaffView } from "../bindings";
+import { STAFF_ROLES, type SettingsView, type StaffRole, type StaffView } from "../bindings";
 import type { DeskApi } from "../desk";
 import { errorText } from "../logic/errors";
 import { ROLE_LABEL } from "../logic/roles";
@@ -11,7 +11,6 @@ import {
   policyText,
   restartNotice,
   SETTINGS_HINT,
-  STAFF_ROLES,
 } from "../logic/settings";
 
 /** The gate's name, entry policy, staff and network: managers change them, others look. */

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use gatemesh_desk::{Desk, DeskError, ResolveAction, StaffRole, VerdictView};
+use gatemesh_desk::{Action, Desk, DeskError, StaffRole, Verdict};
 
 fn tickets(root: &std::path::Path) -> Vec<(String, String)> {
     std::fs::read_to_string(root.join("tickets/tickets.csv"))
@@ -42,25 +42,25 @@ async fn the_demo_sets_itself_up_and_staff_roles_hold() {
     let sam = desk.sign_in("1111").unwrap();
     assert_eq!(sam.role, StaffRole::Staff);
     let first = desk.scan(&list[0].1, "Lane 1").await.unwrap();
-    assert_eq!(first.verdict, VerdictView::Admit);
+    assert_eq!(first.verdict, Verdict::Admit);
     assert_eq!(first.seat.as_deref(), Some("A-1"));
     let again = desk.scan(&list[0].1, "Lane 2").await.unwrap();
-    assert_eq!(again.verdict, VerdictView::Duplicate);
+    assert_eq!(again.verdict, Verdict::Duplicate);
     assert_eq!(
         again.first.as_ref().map(|f| f.gate.as_str()),
         Some("Main-Entrance")
     );
     assert!(matches!(
-        desk.resolve(&list[0].0, ResolveAction::Revert, "x").await,
+        desk.resolve(&list[0].0, Action::Revert, "x").await,
         Err(DeskError::NotAllowed(StaffRole::Staff))
     ));
     desk.sign_in("2222").unwrap();
-    desk.resolve(&list[0].0, ResolveAction::Revert, "wrong person")
+    desk.resolve(&list[0].0, Action::Revert, "wrong person")
         .await
         .unwrap();
     assert_eq!(
         desk.scan(&list[0].1, "Lane 1").await.unwrap().verdict,
-        VerdictView::Admit,
+        Verdict::Admit,
         "a reverted admission admits again"
     );
     let flags = desk.flags().await.unwrap();
@@ -110,7 +110,7 @@ async fn the_demo_sets_itself_up_and_staff_roles_hold() {
     // (Another scanner: the same one within 10 s would get its first answer again.)
     assert_eq!(
         desk.scan(&list[0].1, "Lane 3").await.unwrap().verdict,
-        VerdictView::Duplicate
+        Verdict::Duplicate
     );
     desk.shutdown().await;
 }
@@ -204,7 +204,7 @@ async fn managers_change_staff_and_settings_and_an_event_sets_up_from_files() {
     let list = tickets(&demo);
     assert_eq!(
         desk.scan(&list[5].1, "Lane 1").await.unwrap().verdict,
-        VerdictView::Admit
+        Verdict::Admit
     );
     desk.shutdown().await;
 }
