@@ -106,6 +106,14 @@ identity_dir: string | null, capacity: number | null, };
 
 export type DeskEvent = { "type": "verdict", scan: ScanView, } | { "type": "flags" };
 
+export type ErrorCode = "not_set_up" | "signed_out" | "wrong_pin" | "not_allowed" | "bad_input" | "not_found" | "conflict" | "unavailable" | "internal";
+
+export type ErrorView = { code: ErrorCode, 
+/**
+ * For people: shown as it is.
+ */
+message: string, };
+
 /** Every reason a verdict can give (`gatemesh_wire::Reason::ALL`), in order. */
 export const REASON_CODES: readonly Reason[] = ["valid","unlisted","reentry","exit","already_admitted","unreadable","bad_signature","unknown_key","wrong_event","expired","not_yet_valid","void","transferred","unknown_ticket","denied","not_inside","exit_not_allowed"];
 

@@ -1,7 +1,8 @@
 /**
- * The app's commands (src-tauri/src/main.rs → gatemesh_node::desk), typed with the
- * generated bindings. Screens talk to a `DeskApi`, so they do not care whether it is
- * Tauri's IPC or the development stand-in.
+ * The app's commands (src-tauri/src/main.rs → gatemesh_desk), typed with the generated
+ * bindings. A command the desk refuses rejects with an `ErrorView` ({code, message}; see
+ * logic/errors.ts). Screens talk to a `DeskApi`, so they do not care whether it is Tauri's
+ * IPC or the development stand-in.
  */
 
 import { invoke } from "@tauri-apps/api/core";

@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use ts_rs::TS;
 
+use crate::DeskError;
+
 /// What a signed-in person may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
@@ -109,15 +111,15 @@ fn local_api() -> SocketAddr {
 const CONFIG_FILE: &str = "app.json";
 
 /// A new set-up may be written in `root`: none is there yet, and someone can manage it.
-pub(crate) fn ready_for_set_up(root: &Path, staff: &[StaffEntry]) -> Result<()> {
-    anyhow::ensure!(
-        DeskConfig::load(root)?.is_none(),
-        "this app is already set up for an event"
-    );
-    anyhow::ensure!(
-        staff.iter().any(|s| s.role == StaffRole::Manager),
-        "set up at least one manager PIN"
-    );
+pub(crate) fn ready_for_set_up(root: &Path, staff: &[StaffEntry]) -> Result<(), DeskError> {
+    if DeskConfig::load(root)?.is_some() {
+        return Err(DeskError::AlreadySetUp);
+    }
+    if !staff.iter().any(|s| s.role == StaffRole::Manager) {
+        return Err(DeskError::BadInput(
+            "set up at least one manager PIN".into(),
+        ));
+    }
     Ok(())
 }
 

@@ -10,33 +10,16 @@ use std::{
 
 use anyhow::{Context, Result};
 use gatemesh_ledger::{EntryPolicy, Policy, UnlistedPolicy};
-use gatemesh_node::{Config, Node, NodeError};
+use gatemesh_node::{Config, Node};
 use gatemesh_ticket::{EventId, Keyring, PublicKey, TicketId};
 use gatemesh_wire::{Action, Direction};
 
 use crate::{
-    AppInfo, AuditView, DemoPin, DeskConfig, FileSetup, FlagView, FlagsView, GateRow,
+    AppInfo, AuditView, DemoPin, DeskConfig, DeskError, FileSetup, FlagView, FlagsView, GateRow,
     RedemptionView, ScanView, SettingsView, StaffEntry, StaffRole, StaffView, StatusView,
     config::{pin_hash, ready_for_set_up},
     demo::{DEMO_STAFF, demo_side_config, set_up_demo},
 };
-
-/// Why a desk call was refused.
-#[derive(Debug, thiserror::Error)]
-pub enum DeskError {
-    #[error("sign in first")]
-    SignedOut,
-    #[error("a {0:?} may not do this")]
-    NotAllowed(StaffRole),
-    #[error("wrong PIN")]
-    WrongPin,
-    #[error("{0}")]
-    Invalid(String),
-    #[error(transparent)]
-    Node(#[from] NodeError),
-    #[error("{0:#}")]
-    Other(#[from] anyhow::Error),
-}
 
 /// The running desk: the gate, its set-up and who is signed in.
 #[derive(Debug)]
@@ -123,7 +106,7 @@ async fn start_gate(
 
 impl Desk {
     /// Opens the app set up in `root`; `None` when it has not been set up yet.
-    pub async fn open(root: &Path) -> Result<Option<Self>> {
+    pub async fn open(root: &Path) -> Result<Option<Self>, DeskError> {
         let Some(config) = DeskConfig::load(root)? else {
             return Ok(None);
         };
@@ -148,13 +131,13 @@ impl Desk {
     }
 
     /// Opens the demo event in `root`, setting it up on first start.
-    pub async fn demo(root: &Path) -> Result<Self> {
+    pub async fn demo(root: &Path) -> Result<Self, DeskError> {
         if DeskConfig::load(root)?.is_none() {
             set_up_demo(root)?;
         }
-        Self::open(root)
+        Ok(Self::open(root)
             .await?
-            .context("the demo set-up did not take")
+            .context("the demo set-up did not take")?)
     }
 
     /// Joins an event with a pairing code from the server and opens it. `pins` are the
@@ -164,9 +147,11 @@ impl Desk {
         server: &str,
         code: &str,
         staff: Vec<StaffEntry>,
-    ) -> Result<Self> {
+    ) -> Result<Self, DeskError> {
         ready_for_set_up(root, &staff)?;
-        let paired = gatemesh_node::pairing::pair(server, code).await?;
+        let paired = gatemesh_node::pairing::pair(server, code)
+            .await
+            .map_err(pairing_refused)?;
         let identity = root.join("identity");
         gatemesh_node::pairing::write_identity(&identity, &paired.answer.identity)?;
         let issuer_pems = paired.issuer_pems();
@@ -188,27 +173,37 @@ impl Desk {
     /// Sets up an event from files an organizer handed over: the issuer's public key (PEM
     /// text) and, for the mesh, a device identity directory from `gatemesh enroll`. Discovery
     /// finds the event's other gates by mDNS.
-    pub async fn from_files(root: &Path, setup: FileSetup, staff: Vec<StaffEntry>) -> Result<Self> {
+    pub async fn from_files(
+        root: &Path,
+        setup: FileSetup,
+        staff: Vec<StaffEntry>,
+    ) -> Result<Self, DeskError> {
         ready_for_set_up(root, &staff)?;
-        let event = EventId::new(setup.event.trim()).context("the event id")?;
-        PublicKey::from_pem(&setup.issuer_pem).context("the issuer key (a PEM public key)")?;
+        let event = EventId::new(setup.event.trim())
+            .map_err(|e| DeskError::BadInput(format!("the event id: {e}")))?;
+        PublicKey::from_pem(&setup.issuer_pem)
+            .map_err(|e| DeskError::BadInput(format!("the issuer key (a PEM public key): {e}")))?;
         let identity_dir = match setup.identity_dir.as_deref().map(str::trim) {
             None | Some("") => None,
             Some(dir) => {
                 let dir = PathBuf::from(dir);
-                let id = gatemesh_mesh::pki::Identity::load(&dir)
-                    .with_context(|| format!("no device identity in {}", dir.display()))?;
-                anyhow::ensure!(
-                    id.peer.event == event.as_str(),
-                    "the identity in {} is for event {}",
-                    dir.display(),
-                    id.peer.event
-                );
+                let id = gatemesh_mesh::pki::Identity::load(&dir).map_err(|e| {
+                    DeskError::BadInput(format!("no device identity in {}: {e:#}", dir.display()))
+                })?;
+                if id.peer.event != event.as_str() {
+                    return Err(DeskError::BadInput(format!(
+                        "the identity in {} is for event {}",
+                        dir.display(),
+                        id.peer.event
+                    )));
+                }
                 Some(dir)
             }
         };
         let gate_name = setup.gate_name.trim().to_owned();
-        anyhow::ensure!(!gate_name.is_empty(), "the gate needs a name");
+        if gate_name.is_empty() {
+            return Err(DeskError::BadInput("the gate needs a name".into()));
+        }
         let config = DeskConfig {
             capacity: setup.capacity,
             identity_dir,
@@ -218,11 +213,11 @@ impl Desk {
     }
 
     /// Saves a new set-up and starts the gate on it.
-    async fn install(root: &Path, config: DeskConfig) -> Result<Self> {
+    async fn install(root: &Path, config: DeskConfig) -> Result<Self, DeskError> {
         config.save(root)?;
-        Self::open(root)
+        Ok(Self::open(root)
             .await?
-            .context("the new set-up did not take")
+            .context("the new set-up did not take")?)
     }
 
     pub fn node(&self) -> &Node {
@@ -332,7 +327,7 @@ impl Desk {
     ) -> Result<SettingsView, DeskError> {
         let name = gate_name.trim().to_owned();
         if name.is_empty() || name.len() > 63 || name.chars().any(char::is_control) {
-            return Err(DeskError::Invalid(
+            return Err(DeskError::BadInput(
                 "a gate name is 1-63 printable characters".into(),
             ));
         }
@@ -353,17 +348,17 @@ impl Desk {
     ) -> Result<SettingsView, DeskError> {
         let name = name.trim().to_owned();
         if name.is_empty() || name.len() > 64 {
-            return Err(DeskError::Invalid("a name is 1-64 characters".into()));
+            return Err(DeskError::BadInput("a name is 1-64 characters".into()));
         }
         if pin.len() < 4 || pin.len() > 12 || !pin.chars().all(|c| c.is_ascii_digit()) {
-            return Err(DeskError::Invalid("a PIN is 4-12 digits".into()));
+            return Err(DeskError::BadInput("a PIN is 4-12 digits".into()));
         }
         self.change(|c| {
             if c.staff
                 .iter()
                 .any(|s| s.name != name && pin_hash(&s.salt, pin) == s.pin_hash)
             {
-                return Err(DeskError::Invalid(
+                return Err(DeskError::Conflict(
                     "someone else has this PIN; choose another".into(),
                 ));
             }
@@ -379,7 +374,7 @@ impl Desk {
             let left: Vec<StaffEntry> =
                 c.staff.iter().filter(|s| s.name != name).cloned().collect();
             if !left.iter().any(|s| s.role == StaffRole::Manager) {
-                return Err(DeskError::Invalid("keep at least one manager".into()));
+                return Err(DeskError::Conflict("keep at least one manager".into()));
             }
             c.staff = left;
             Ok(())
@@ -416,7 +411,7 @@ impl Desk {
 
     pub async fn resolve(&self, tid: &str, action: Action, note: &str) -> Result<(), DeskError> {
         let who = self.require(StaffRole::Supervisor)?;
-        let tid = TicketId::new(tid).map_err(|e| DeskError::Other(e.into()))?;
+        let tid = TicketId::new(tid).map_err(|e| DeskError::BadInput(e.to_string()))?;
         self.node.resolve(tid, action, &who.name, note).await?;
         Ok(())
     }
@@ -584,5 +579,16 @@ impl Desk {
             side.shutdown().await;
         }
         self.node.shutdown().await;
+    }
+}
+
+/// A pairing that failed: the server did not answer (or not as a server), or it refused the
+/// code.
+fn pairing_refused(e: anyhow::Error) -> DeskError {
+    let unreached = e.chain().any(|c| c.is::<reqwest::Error>());
+    if unreached {
+        DeskError::Unavailable(format!("{e:#}"))
+    } else {
+        DeskError::BadInput(format!("{e:#}"))
     }
 }

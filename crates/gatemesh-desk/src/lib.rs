@@ -30,12 +30,16 @@ mod bindings;
 mod config;
 mod demo;
 mod desk;
+mod error;
+mod frame;
 mod view;
 
 pub use bindings::typescript_bindings;
 pub use config::{DeskConfig, StaffEntry, StaffRole};
 pub use demo::{DEMO_STAFF, DEMO_TICKETS, set_up_demo};
-pub use desk::{Desk, DeskError};
+pub use desk::Desk;
+pub use error::{DeskError, ErrorCode, ErrorView};
+pub use frame::{MAX_FRAME_SIDE, decode_frame};
 /// The shared vocabulary, as the views and commands use it (and the bindings declare it).
 pub use gatemesh_wire::{Action, Reason, Verdict};
 pub use view::{

@@ -40,6 +40,23 @@ pub struct AppInfo {
     pub tickets_pdf: Option<String>,
 }
 
+impl AppInfo {
+    /// An app with no event yet: it opens on the set-up screen.
+    pub fn not_set_up() -> Self {
+        Self {
+            needs_setup: true,
+            event: None,
+            gate_name: None,
+            capacity: None,
+            observer: false,
+            signed_in: None,
+            demo_pins: Vec::new(),
+            api: None,
+            tickets_pdf: None,
+        }
+    }
+}
+
 /// Where and when a ticket was first used.
 #[derive(Debug, Clone, Serialize, TS)]
 pub struct FirstUseView {

@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { AppInfo, StaffView } from "../bindings";
 import type { DeskApi } from "../desk";
-import { errorText } from "../logic/errors";
+import { errorCode, errorText } from "../logic/errors";
 import { ROLE_LABEL } from "../logic/roles";
 import { isTypingTarget } from "../logic/wedge";
 
@@ -27,8 +27,7 @@ export function SignIn(props: {
       const who = await props.desk.signIn(pin);
       props.onSignedIn(who);
     } catch (e) {
-      const text = errorText(e);
-      setError(text === "wrong PIN" ? "Wrong PIN. Try again." : text);
+      setError(errorCode(e) === "wrong_pin" ? "Wrong PIN. Try again." : errorText(e));
       setPin("");
       input.current?.focus();
     } finally {

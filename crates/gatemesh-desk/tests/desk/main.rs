@@ -140,20 +140,20 @@ async fn managers_change_staff_and_settings_and_an_event_sets_up_from_files() {
     assert!(
         matches!(
             desk.put_staff("Max", StaffRole::Staff, "4444"),
-            Err(DeskError::Invalid(_))
+            Err(DeskError::Conflict(_))
         ),
         "two people may not share a PIN"
     );
     assert!(matches!(
         desk.put_staff("Max", StaffRole::Staff, "12"),
-        Err(DeskError::Invalid(_))
+        Err(DeskError::BadInput(_))
     ));
     assert_eq!(desk.sign_in("4444").unwrap().name, "Lee");
     desk.sign_in("3333").unwrap();
     desk.remove_staff("Lee").unwrap();
     assert!(matches!(desk.sign_in("4444"), Err(DeskError::WrongPin)));
     assert!(
-        matches!(desk.remove_staff("Alex"), Err(DeskError::Invalid(_))),
+        matches!(desk.remove_staff("Alex"), Err(DeskError::Conflict(_))),
         "the last manager stays"
     );
     let s = desk.update_settings("North-Door", true, false).unwrap();
