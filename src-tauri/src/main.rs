@@ -90,19 +90,12 @@ async fn install<F>(
 where
     F: std::future::Future<Output = Answer<Desk>>,
 {
-    if manager_pin.len() < 4 || !manager_pin.chars().all(|c| c.is_ascii_digit()) {
-        return Err(DeskError::BadInput("a PIN is at least four digits".into()));
-    }
+    let manager = StaffEntry::new(manager_name, StaffRole::Manager, manager_pin)?;
     let mut slot = state.desk.write().await;
     if slot.is_some() {
         return Err(DeskError::AlreadySetUp);
     }
-    let staff = vec![StaffEntry::new(
-        manager_name,
-        StaffRole::Manager,
-        manager_pin,
-    )];
-    let desk = Arc::new(set_up(staff).await?);
+    let desk = Arc::new(set_up(vec![manager]).await?);
     forward_events(app, &desk);
     let info = desk.info();
     *slot = Some(desk);

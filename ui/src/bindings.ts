@@ -119,3 +119,12 @@ export const REASON_CODES: readonly Reason[] = ["valid","unlisted","reentry","ex
 
 /** Every staff role, least allowed first (`StaffRole::ALL`: the order roles rank in). */
 export const STAFF_ROLES: readonly StaffRole[] = ["staff","supervisor","manager"];
+
+/** The staff PIN rule's bounds (`gatemesh_desk::check_pin`: this many ASCII digits). */
+export const PIN_RULE: { readonly min_digits: number; readonly max_digits: number } = {"min_digits":4,"max_digits":12};
+
+/** What `check_pin` says of sample PINs (true: it accepts one), to test the UI's check against. */
+export const PIN_EXAMPLES: readonly (readonly [string, boolean])[] = [["",false],["1234",true],["0000",true],["0042",true],["12a4",false],["12 34",false],[" 1234",false],["1234 ",false],["+1234",false],["-1234",false],["12.5",false],["1e10",false],["١٢٣٤",false],["１２３４",false],["1234\n",false],["777",false],["7777",true],["777777777777",true],["7777777777777",false]];
+
+/** The longest names and notes, in UTF-8 bytes: a label — a staff member's or a scanner's name (`gatemesh_wire::Label`) —, a gate name (`check_gate_name`), a resolution note (`gatemesh_wire::Note`). */
+export const LIMITS: { readonly label_bytes: number; readonly gate_name_bytes: number; readonly note_bytes: number } = {"label_bytes":64,"gate_name_bytes":63,"note_bytes":500};

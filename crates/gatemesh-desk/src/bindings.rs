@@ -1,16 +1,18 @@
 //! `ui/src/bindings.ts`: the view models as TypeScript, written by ts-rs, and the values the
-//! UI must agree with Rust on (the list of reasons, the roles). A test keeps the committed
-//! file equal to what this generates, so the UI's own tests check against Rust's values.
+//! UI must agree with Rust on (the list of reasons, the roles, the PIN rule, the limits). A
+//! test keeps the committed file equal to what this generates, so the UI's own tests check
+//! against Rust's values.
 
 use std::fmt::Write;
 
+use gatemesh_wire::{Label, Note};
 use serde::Serialize;
 use ts_rs::TS;
 
 use crate::{
     Action, AppInfo, AuditView, DemoPin, DeskEvent, ErrorCode, ErrorView, FileSetup, FirstUseView,
-    FlagView, FlagsView, GateRow, Reason, RedemptionView, ScanView, SettingsView, StaffRole,
-    StaffView, StatusView, Verdict,
+    FlagView, FlagsView, GATE_NAME_MAX, GateRow, PIN_MAX_DIGITS, PIN_MIN_DIGITS, Reason,
+    RedemptionView, ScanView, SettingsView, StaffRole, StaffView, StatusView, Verdict, check_pin,
 };
 
 /// Every type the UI sees, and the values it checks itself against, as TypeScript, for
@@ -64,7 +66,88 @@ pub fn typescript_bindings() -> Result<String, serde_json::Error> {
         "readonly StaffRole[]",
         &StaffRole::ALL,
     )?;
+    constant(
+        &mut out,
+        "The staff PIN rule's bounds (`gatemesh_desk::check_pin`: this many ASCII digits).",
+        "PIN_RULE",
+        "{ readonly min_digits: number; readonly max_digits: number }",
+        &PinRule {
+            min_digits: PIN_MIN_DIGITS,
+            max_digits: PIN_MAX_DIGITS,
+        },
+    )?;
+    constant(
+        &mut out,
+        "What `check_pin` says of sample PINs (true: it accepts one), to test the UI's check against.",
+        "PIN_EXAMPLES",
+        "readonly (readonly [string, boolean])[]",
+        &pin_examples(),
+    )?;
+    constant(
+        &mut out,
+        "The longest names and notes, in UTF-8 bytes: a label — a staff member's or a \
+         scanner's name (`gatemesh_wire::Label`) —, a gate name (`check_gate_name`), a \
+         resolution note (`gatemesh_wire::Note`).",
+        "LIMITS",
+        "{ readonly label_bytes: number; readonly gate_name_bytes: number; readonly note_bytes: number }",
+        &Limits {
+            label_bytes: Label::MAX,
+            gate_name_bytes: GATE_NAME_MAX,
+            note_bytes: Note::MAX,
+        },
+    )?;
     Ok(out.trim_end().to_owned() + "\n")
+}
+
+#[derive(Serialize)]
+struct PinRule {
+    min_digits: usize,
+    max_digits: usize,
+}
+
+#[derive(Serialize)]
+struct Limits {
+    label_bytes: usize,
+    gate_name_bytes: usize,
+    note_bytes: usize,
+}
+
+/// Sample PINs with `check_pin`'s answer: both sides of each bound, and what a form might
+/// let through (letters, spaces, signs, other scripts' digits, a line break).
+fn pin_examples() -> Vec<(String, bool)> {
+    let mut pins: Vec<String> = [
+        "",
+        "1234",
+        "0000",
+        "0042",
+        "12a4",
+        "12 34",
+        " 1234",
+        "1234 ",
+        "+1234",
+        "-1234",
+        "12.5",
+        "1e10",
+        "١٢٣٤",
+        "１２３４",
+        "1234\n",
+    ]
+    .map(String::from)
+    .into();
+    for n in [
+        PIN_MIN_DIGITS - 1,
+        PIN_MIN_DIGITS,
+        PIN_MAX_DIGITS,
+        PIN_MAX_DIGITS + 1,
+    ] {
+        pins.push("7".repeat(n));
+    }
+    pins.into_iter()
+        .map(|p| {
+            let ok = check_pin(&p).is_ok();
+            (p, ok)
+        })
+        .collect()
 }
 
 /// `export const NAME: TYPE = VALUE;` with VALUE as JSON (which is TypeScript too).

@@ -5,6 +5,7 @@ use std::{net::SocketAddr, path::Path, path::PathBuf};
 
 use anyhow::{Context, Result};
 use gatemesh_mesh::fs::write_private;
+use gatemesh_wire::Label;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use ts_rs::TS;
@@ -28,6 +29,42 @@ impl StaffRole {
     pub const ALL: [Self; 3] = [Self::Staff, Self::Supervisor, Self::Manager];
 }
 
+/// The fewest digits in a staff PIN.
+pub const PIN_MIN_DIGITS: usize = 4;
+/// The most digits in a staff PIN.
+pub const PIN_MAX_DIGITS: usize = 12;
+
+/// The staff PIN rule, the one place it is written: [`PIN_MIN_DIGITS`] to [`PIN_MAX_DIGITS`]
+/// ASCII digits. Every [`StaffEntry`] is made through it, at set-up as in the settings; the
+/// UI gets the bounds and this function's answers for sample PINs from the bindings, and its
+/// own check is tested against those answers.
+pub fn check_pin(pin: &str) -> Result<(), DeskError> {
+    let ok = (PIN_MIN_DIGITS..=PIN_MAX_DIGITS).contains(&pin.len())
+        && pin.bytes().all(|b| b.is_ascii_digit());
+    if ok {
+        Ok(())
+    } else {
+        Err(DeskError::BadInput(format!(
+            "a PIN is {PIN_MIN_DIGITS}-{PIN_MAX_DIGITS} digits"
+        )))
+    }
+}
+
+/// The longest gate name, in bytes.
+pub const GATE_NAME_MAX: usize = 63;
+
+/// A gate's name as people give it (trimmed): 1 to [`GATE_NAME_MAX`] bytes, no control
+/// characters. The set-up and the settings both check it here.
+pub fn check_gate_name(name: &str) -> Result<String, DeskError> {
+    let name = name.trim();
+    if name.is_empty() || name.len() > GATE_NAME_MAX || name.chars().any(char::is_control) {
+        return Err(DeskError::BadInput(format!(
+            "a gate name is 1-{GATE_NAME_MAX} printable characters"
+        )));
+    }
+    Ok(name.to_owned())
+}
+
 /// A staff member as the app knows them. The PIN is kept as a salted SHA-256.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StaffEntry {
@@ -38,14 +75,23 @@ pub struct StaffEntry {
 }
 
 impl StaffEntry {
-    pub fn new(name: &str, role: StaffRole, pin: &str) -> Self {
+    /// A staff member named `name` (trimmed; the wire's [`Label`] rule, as every name staff
+    /// decide under reaches the ledger and the server) with a PIN that keeps [`check_pin`].
+    pub fn new(name: &str, role: StaffRole, pin: &str) -> Result<Self, DeskError> {
+        let name = Label::parse(name.trim()).ok_or_else(|| {
+            DeskError::BadInput(format!(
+                "a name is 1-{} bytes of printable text",
+                Label::MAX
+            ))
+        })?;
+        check_pin(pin)?;
         let salt = random_hex(8);
-        Self {
-            name: name.to_owned(),
+        Ok(Self {
+            name: name.into(),
             role,
             pin_hash: pin_hash(&salt, pin),
             salt,
-        }
+        })
     }
 }
 
@@ -193,9 +239,39 @@ mod tests {
     }
 
     #[test]
+    fn one_pin_rule_for_every_staff_entry() {
+        for ok in ["1234", "0000", "123456789012"] {
+            assert!(check_pin(ok).is_ok(), "{ok}");
+            assert!(StaffEntry::new("Jo", StaffRole::Manager, ok).is_ok());
+        }
+        // The 13-digit PIN is the one set-up used to take and the settings refused.
+        for bad in ["", "123", "1234567890123", "12a4", " 1234", "１２３４"] {
+            assert!(check_pin(bad).is_err(), "{bad:?}");
+            assert!(StaffEntry::new("Jo", StaffRole::Manager, bad).is_err());
+        }
+        assert!(StaffEntry::new("  ", StaffRole::Staff, "1234").is_err());
+        assert!(StaffEntry::new(&"x".repeat(65), StaffRole::Staff, "1234").is_err());
+        assert!(StaffEntry::new("a\tb", StaffRole::Staff, "1234").is_err());
+        assert_eq!(
+            StaffEntry::new(" Jo ", StaffRole::Staff, "1234")
+                .unwrap()
+                .name,
+            "Jo"
+        );
+    }
+
+    #[test]
+    fn gate_names_keep_one_rule() {
+        assert_eq!(check_gate_name(" North 1 ").unwrap(), "North 1");
+        for bad in ["", "  ", "a\tb", &"x".repeat(64)] {
+            assert!(check_gate_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn pins_are_salted_and_roles_ordered() {
-        let a = StaffEntry::new("A", StaffRole::Staff, "1234");
-        let b = StaffEntry::new("B", StaffRole::Staff, "1234");
+        let a = StaffEntry::new("A", StaffRole::Staff, "1234").unwrap();
+        let b = StaffEntry::new("B", StaffRole::Staff, "1234").unwrap();
         assert_ne!(a.pin_hash, b.pin_hash);
         assert!(StaffRole::Manager > StaffRole::Supervisor);
         assert!(StaffRole::Supervisor > StaffRole::Staff);

@@ -114,7 +114,7 @@ pub fn set_up_demo(root: &Path) -> Result<()> {
     let staff: Vec<StaffEntry> = DEMO_STAFF
         .iter()
         .map(|(name, role, pin)| StaffEntry::new(name, *role, pin))
-        .collect();
+        .collect::<Result<_, _>>()?;
     // Loopback and static peers: the demo never starts mDNS.
     let main = DeskConfig {
         capacity: Some(DEMO_TICKETS as u32),

@@ -17,7 +17,7 @@ use gatemesh_wire::{Action, Direction};
 use crate::{
     AppInfo, AuditView, DemoPin, DeskConfig, DeskError, FileSetup, FlagView, FlagsView, GateRow,
     RedemptionView, ScanView, SettingsView, StaffEntry, StaffRole, StaffView, StatusView,
-    config::{pin_hash, ready_for_set_up},
+    config::{check_gate_name, pin_hash, ready_for_set_up},
     demo::{DEMO_STAFF, demo_side_config, set_up_demo},
 };
 
@@ -200,10 +200,7 @@ impl Desk {
                 Some(dir)
             }
         };
-        let gate_name = setup.gate_name.trim().to_owned();
-        if gate_name.is_empty() {
-            return Err(DeskError::BadInput("the gate needs a name".into()));
-        }
+        let gate_name = check_gate_name(&setup.gate_name)?;
         let config = DeskConfig {
             capacity: setup.capacity,
             identity_dir,
@@ -325,12 +322,7 @@ impl Desk {
         reentry: bool,
         reject_unlisted: bool,
     ) -> Result<SettingsView, DeskError> {
-        let name = gate_name.trim().to_owned();
-        if name.is_empty() || name.len() > 63 || name.chars().any(char::is_control) {
-            return Err(DeskError::BadInput(
-                "a gate name is 1-63 printable characters".into(),
-            ));
-        }
+        let name = check_gate_name(gate_name)?;
         self.change(|c| {
             c.gate_name = name;
             c.reentry = reentry;
@@ -346,24 +338,18 @@ impl Desk {
         role: StaffRole,
         pin: &str,
     ) -> Result<SettingsView, DeskError> {
-        let name = name.trim().to_owned();
-        if name.is_empty() || name.len() > 64 {
-            return Err(DeskError::BadInput("a name is 1-64 characters".into()));
-        }
-        if pin.len() < 4 || pin.len() > 12 || !pin.chars().all(|c| c.is_ascii_digit()) {
-            return Err(DeskError::BadInput("a PIN is 4-12 digits".into()));
-        }
+        let entry = StaffEntry::new(name, role, pin)?;
         self.change(|c| {
             if c.staff
                 .iter()
-                .any(|s| s.name != name && pin_hash(&s.salt, pin) == s.pin_hash)
+                .any(|s| s.name != entry.name && pin_hash(&s.salt, pin) == s.pin_hash)
             {
                 return Err(DeskError::Conflict(
                     "someone else has this PIN; choose another".into(),
                 ));
             }
-            c.staff.retain(|s| s.name != name);
-            c.staff.push(StaffEntry::new(&name, role, pin));
+            c.staff.retain(|s| s.name != entry.name);
+            c.staff.push(entry);
             Ok(())
         })
     }

@@ -35,7 +35,10 @@ mod frame;
 mod view;
 
 pub use bindings::typescript_bindings;
-pub use config::{DeskConfig, StaffEntry, StaffRole};
+pub use config::{
+    DeskConfig, GATE_NAME_MAX, PIN_MAX_DIGITS, PIN_MIN_DIGITS, StaffEntry, StaffRole,
+    check_gate_name, check_pin,
+};
 pub use demo::{DEMO_STAFF, DEMO_TICKETS, set_up_demo};
 pub use desk::Desk;
 pub use error::{DeskError, ErrorCode, ErrorView};

@@ -18,6 +18,7 @@ import type {
   StatusView,
 } from "../bindings";
 import type { DeskApi } from "../desk";
+import { PIN_TEXT, pinProblem } from "../logic/rules";
 
 const STAFF: { name: string; role: StaffRole; pin: string }[] = [
   { name: "Sam", role: "staff", pin: "1111" },
@@ -237,12 +238,12 @@ export function mockDesk(): DeskApi {
       return later(undefined);
     },
     pair(r) {
-      if (r.managerPin.length < 4) return refuse("bad_input", "a PIN is at least four digits");
+      if (pinProblem(r.managerPin) !== null) return refuse("bad_input", PIN_TEXT);
       setUp = true;
       return later(info());
     },
     setupFiles(r) {
-      if (r.managerPin.length < 4) return refuse("bad_input", "a PIN is at least four digits");
+      if (pinProblem(r.managerPin) !== null) return refuse("bad_input", PIN_TEXT);
       if (!r.setup.issuer_pem.includes("PUBLIC KEY"))
         return refuse("bad_input", "the issuer key (a PEM public key)");
       event = r.setup.event;
@@ -264,6 +265,7 @@ export function mockDesk(): DeskApi {
     putStaff(name, role, pin) {
       const refused = manager();
       if (refused !== null) return refused;
+      if (pinProblem(pin) !== null) return refuse("bad_input", PIN_TEXT);
       if (STAFF.some((s) => s.name !== name && s.pin === pin))
         return refuse("conflict", "someone else has this PIN; choose another");
       const i = STAFF.findIndex((s) => s.name === name);

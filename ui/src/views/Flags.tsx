@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from "preact/hooks";
-import type { FlagView, FlagsView, Action, StaffView } from "../bindings";
+import { LIMITS, type Action, type FlagView, type FlagsView, type StaffView } from "../bindings";
 import type { DeskApi } from "../desk";
 import { errorText } from "../logic/errors";
 import { canResolve, RESOLVE_HINT } from "../logic/roles";
@@ -152,7 +152,7 @@ function OpenFlag(props: {
         data-note
         rows={2}
         value={note}
-        maxLength={500}
+        maxLength={LIMITS.note_bytes}
         onInput={(e) => setNote(e.currentTarget.value)}
         placeholder="e.g. same person, came back for a coat"
       />

@@ -144,10 +144,15 @@ async fn managers_change_staff_and_settings_and_an_event_sets_up_from_files() {
         ),
         "two people may not share a PIN"
     );
-    assert!(matches!(
-        desk.put_staff("Max", StaffRole::Staff, "12"),
-        Err(DeskError::BadInput(_))
-    ));
+    for pin in ["12", "1234567890123", "12a4"] {
+        assert!(
+            matches!(
+                desk.put_staff("Max", StaffRole::Staff, pin),
+                Err(DeskError::BadInput(_))
+            ),
+            "{pin}"
+        );
+    }
     assert_eq!(desk.sign_in("4444").unwrap().name, "Lee");
     desk.sign_in("3333").unwrap();
     desk.remove_staff("Lee").unwrap();
@@ -182,7 +187,7 @@ async fn managers_change_staff_and_settings_and_an_event_sets_up_from_files() {
         identity_dir: identity,
         capacity: Some(200),
     };
-    let managers = || vec![StaffEntry::new("Ana", StaffRole::Manager, "9999")];
+    let managers = || vec![StaffEntry::new("Ana", StaffRole::Manager, "9999").unwrap()];
     let wrong = Desk::from_files(
         &fresh,
         FileSetup {
