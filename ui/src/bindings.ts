@@ -31,6 +31,8 @@ export type FirstUseView = { gate: string, scanner: string, at_ms: number, };
 
 export type ScanView = { verdict: Verdict, reason: Reason, tid: string | null, seat: string | null, scanner: string, first: FirstUseView | null, transferred_to: string | null, at_ms: number, };
 
+export type UplinkState = "connected" | "offline" | "none";
+
 export type GateRow = { name: string, this_gate: boolean, online: boolean, last_seen_ms: number | null, 
 /**
  * Admissions recorded by this gate (from the shared ledger, so peers count too).
@@ -49,10 +51,9 @@ scans_per_minute: number,
  */
 per_minute: Array<number>, 
 /**
- * `connected`, `offline` (its uplink is down) or `none` (no server configured); this
- * gate only.
+ * This gate only.
  */
-uplink: string | null, pending_uploads: number | null, rtt_ms: number | null, };
+uplink: UplinkState | null, pending_uploads: number | null, rtt_ms: number | null, };
 
 export type StatusView = { event: string, gate_name: string, capacity: number | null, 
 /**

@@ -12,7 +12,8 @@ use ts_rs::TS;
 use crate::{
     Action, AppInfo, AuditView, DemoPin, DeskEvent, ErrorCode, ErrorView, FileSetup, FirstUseView,
     FlagView, FlagsView, GATE_NAME_MAX, GateRow, PIN_MAX_DIGITS, PIN_MIN_DIGITS, Reason,
-    RedemptionView, ScanView, SettingsView, StaffRole, StaffView, StatusView, Verdict, check_pin,
+    RedemptionView, ScanView, SettingsView, StaffRole, StaffView, StatusView, UplinkState, Verdict,
+    check_pin,
 };
 
 /// Every type the UI sees, and the values it checks itself against, as TypeScript, for
@@ -30,6 +31,7 @@ pub fn typescript_bindings() -> Result<String, serde_json::Error> {
         AppInfo::decl(),
         FirstUseView::decl(),
         ScanView::decl(),
+        UplinkState::decl(),
         GateRow::decl(),
         StatusView::decl(),
         RedemptionView::decl(),

@@ -17,6 +17,7 @@ use gatemesh_wire::{Action, Direction};
 use crate::{
     AppInfo, AuditView, DemoPin, DeskConfig, DeskError, FileSetup, FlagView, FlagsView, GateRow,
     RedemptionView, ScanView, SettingsView, StaffEntry, StaffRole, StaffView, StatusView,
+    UplinkState,
     config::{check_gate_name, pin_hash, ready_for_set_up},
     demo::{DEMO_STAFF, demo_side_config, set_up_demo},
 };
@@ -451,10 +452,10 @@ impl Desk {
                     admitted,
                     duplicates: this_gate.then_some(snap.counts.duplicate as u32),
                     rejects: this_gate.then_some(snap.counts.reject as u32),
-                    uplink: this_gate.then(|| match &uplink {
-                        None => "none".to_owned(),
-                        Some(u) if u.streaming => "connected".to_owned(),
-                        Some(_) => "offline".to_owned(),
+                    uplink: this_gate.then_some(match &uplink {
+                        None => UplinkState::NoServer,
+                        Some(u) if u.streaming => UplinkState::Connected,
+                        Some(_) => UplinkState::Offline,
                     }),
                     pending_uploads: if this_gate {
                         uplink.as_ref().map(|u| u.backlog as u32)

@@ -47,5 +47,5 @@ pub use frame::{MAX_FRAME_SIDE, decode_frame};
 pub use gatemesh_wire::{Action, Reason, Verdict};
 pub use view::{
     AppInfo, AuditView, DemoPin, DeskEvent, FileSetup, FirstUseView, FlagView, FlagsView, GateRow,
-    RedemptionView, ScanView, SettingsView, StaffView, StatusView, desk_event,
+    RedemptionView, ScanView, SettingsView, StaffView, StatusView, UplinkState, desk_event,
 };

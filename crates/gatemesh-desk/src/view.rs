@@ -119,11 +119,23 @@ pub struct GateRow {
     pub scans_per_minute: u32,
     /// Admissions per minute for the last 30 minutes, oldest first.
     pub per_minute: Vec<u32>,
-    /// `connected`, `offline` (its uplink is down) or `none` (no server configured); this
-    /// gate only.
-    pub uplink: Option<String>,
+    /// This gate only.
+    pub uplink: Option<UplinkState>,
     pub pending_uploads: Option<u32>,
     pub rtt_ms: Option<f64>,
+}
+
+/// This gate's link to the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum UplinkState {
+    /// Following the server's change stream.
+    Connected,
+    /// A server is set up, but the uplink is down.
+    Offline,
+    /// No server is set up.
+    #[serde(rename = "none")]
+    NoServer,
 }
 
 /// The whole event as this gate sees it.

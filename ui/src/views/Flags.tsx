@@ -6,11 +6,16 @@ import { canResolve, RESOLVE_HINT } from "../logic/roles";
 import { formatClock, formatDateTime, timeAgo, timeApart } from "../logic/time";
 import { usePoll } from "./hooks";
 
-const ACTIONS: { action: Action; label: string; help: string }[] = [
-  { action: "accept", label: "Accept", help: "Same person: keep the ticket admitted" },
-  { action: "deny", label: "Deny", help: "A second person: refuse the ticket from now on" },
-  { action: "revert", label: "Revert", help: "Undo the admission: the ticket can be used again" },
-];
+/** Every action staff may take on a flag, in button order (Rust gaining one fails the type check). */
+const ACTION_TEXT: Record<Action, { label: string; help: string }> = {
+  accept: { label: "Accept", help: "Same person: keep the ticket admitted" },
+  deny: { label: "Deny", help: "A second person: refuse the ticket from now on" },
+  revert: { label: "Revert", help: "Undo the admission: the ticket can be used again" },
+};
+const ACTIONS = (Object.keys(ACTION_TEXT) as Action[]).map((action) => ({
+  action,
+  ...ACTION_TEXT[action],
+}));
 
 export function Flags(props: {
   desk: DeskApi;
