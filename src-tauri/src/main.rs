@@ -1,6 +1,7 @@
 //! gatemesh desktop app: a thin Tauri shell around the gate-supervisor desk
-//! (`gatemesh_node::desk`). Every command forwards to the desk and every node event is
-//! forwarded to the window as a `desk` event; nothing here decides anything.
+//! (`gatemesh_desk`). Every command forwards to the desk and every node event is
+//! forwarded to the window as a `desk` event; nothing here decides anything. A refused
+//! command fails with the desk's error, which reaches the UI as `{code, message}`.
 //!
 //! `gatemesh-app [--demo] [--data DIR]`: the app keeps its gate in DIR (default
 //! `$XDG_DATA_HOME/gatemesh`, or `…/gatemesh/demo` with `--demo`). With `--demo` it sets up a
@@ -14,9 +15,9 @@
 
 use std::{path::PathBuf, process::ExitCode, sync::Arc};
 
-use gatemesh_node::desk::{
-    AppInfo, Desk, FileSetup, FlagsView, ResolveAction, ScanView, SettingsView, StaffEntry,
-    StaffRole, StaffView, StatusView, desk_event,
+use gatemesh_desk::{
+    Action, AppInfo, Desk, DeskError, DeskEvent, FileSetup, FlagsView, ScanView, SettingsView,
+    StaffEntry, StaffRole, StaffView, StatusView, desk_event,
 };
 use tauri::{Emitter, Manager, State};
 use tokio::sync::RwLock;
@@ -26,42 +27,24 @@ struct AppState {
     desk: RwLock<Option<Arc<Desk>>>,
 }
 
-type Answer<T> = Result<T, String>;
+/// What a command answers: its value, or the desk's error as `{code, message}`.
+type Answer<T> = Result<T, DeskError>;
 
 async fn desk(state: &State<'_, AppState>) -> Answer<Arc<Desk>> {
-    state
-        .desk
-        .read()
-        .await
-        .clone()
-        .ok_or_else(|| "set up an event first".to_owned())
-}
-
-fn text<E: std::fmt::Display>(e: E) -> String {
-    format!("{e:#}")
+    state.desk.read().await.clone().ok_or(DeskError::NotSetUp)
 }
 
 #[tauri::command]
 async fn app_info(state: State<'_, AppState>) -> Answer<AppInfo> {
     Ok(match state.desk.read().await.as_ref() {
         Some(d) => d.info(),
-        None => AppInfo {
-            needs_setup: true,
-            event: None,
-            gate_name: None,
-            capacity: None,
-            observer: false,
-            signed_in: None,
-            demo_pins: Vec::new(),
-            api: None,
-            tickets_pdf: None,
-        },
+        None => AppInfo::not_set_up(),
     })
 }
 
 #[tauri::command]
 async fn sign_in(state: State<'_, AppState>, pin: String) -> Answer<StaffView> {
-    desk(&state).await?.sign_in(&pin).map_err(text)
+    desk(&state).await?.sign_in(&pin)
 }
 
 #[tauri::command]
@@ -72,40 +55,32 @@ async fn sign_out(state: State<'_, AppState>) -> Answer<()> {
 
 #[tauri::command]
 async fn scan(state: State<'_, AppState>, code: String, scanner: String) -> Answer<ScanView> {
-    desk(&state)
-        .await?
-        .scan(&code, &scanner)
-        .await
-        .map_err(text)
+    desk(&state).await?.scan(&code, &scanner).await
 }
 
 #[tauri::command]
 async fn status(state: State<'_, AppState>) -> Answer<StatusView> {
-    desk(&state).await?.status().await.map_err(text)
+    desk(&state).await?.status().await
 }
 
 #[tauri::command]
 async fn flags(state: State<'_, AppState>) -> Answer<FlagsView> {
-    desk(&state).await?.flags().await.map_err(text)
+    desk(&state).await?.flags().await
 }
 
 #[tauri::command]
 async fn resolve(
     state: State<'_, AppState>,
     tid: String,
-    action: ResolveAction,
+    action: Action,
     note: String,
 ) -> Answer<()> {
-    desk(&state)
-        .await?
-        .resolve(&tid, action, &note)
-        .await
-        .map_err(text)
+    desk(&state).await?.resolve(&tid, action, &note).await
 }
 
 /// Puts a newly set-up desk in place (once), its first manager being `manager_name` with
 /// `manager_pin`, and forwards its events to the window.
-async fn install<F, E>(
+async fn install<F>(
     app: &tauri::AppHandle,
     state: &State<'_, AppState>,
     manager_name: &str,
@@ -113,22 +88,14 @@ async fn install<F, E>(
     set_up: impl FnOnce(Vec<StaffEntry>) -> F,
 ) -> Answer<AppInfo>
 where
-    F: std::future::Future<Output = Result<Desk, E>>,
-    E: std::fmt::Display,
+    F: std::future::Future<Output = Answer<Desk>>,
 {
-    if manager_pin.len() < 4 || !manager_pin.chars().all(|c| c.is_ascii_digit()) {
-        return Err("a PIN is at least four digits".into());
-    }
+    let manager = StaffEntry::new(manager_name, StaffRole::Manager, manager_pin)?;
     let mut slot = state.desk.write().await;
     if slot.is_some() {
-        return Err("this app is already set up for an event".into());
+        return Err(DeskError::AlreadySetUp);
     }
-    let staff = vec![StaffEntry::new(
-        manager_name,
-        StaffRole::Manager,
-        manager_pin,
-    )];
-    let desk = Arc::new(set_up(staff).await.map_err(text)?);
+    let desk = Arc::new(set_up(vec![manager]).await?);
     forward_events(app, &desk);
     let info = desk.info();
     *slot = Some(desk);
@@ -191,7 +158,6 @@ async fn update_settings(
     desk(&state)
         .await?
         .update_settings(&gate_name, reentry, reject_unlisted)
-        .map_err(text)
 }
 
 #[tauri::command]
@@ -201,31 +167,21 @@ async fn put_staff(
     role: StaffRole,
     pin: String,
 ) -> Answer<SettingsView> {
-    desk(&state)
-        .await?
-        .put_staff(&name, role, &pin)
-        .map_err(text)
+    desk(&state).await?.put_staff(&name, role, &pin)
 }
 
 #[tauri::command]
 async fn remove_staff(state: State<'_, AppState>, name: String) -> Answer<SettingsView> {
-    desk(&state).await?.remove_staff(&name).map_err(text)
+    desk(&state).await?.remove_staff(&name)
 }
 
-/// Decodes QR codes in a camera frame: 8 bytes (width, height as little-endian u32) then
-/// one luma byte per pixel, sent as a raw body.
+/// Decodes QR codes in a camera frame, sent as a raw body (`gatemesh_desk::decode_frame`).
 #[tauri::command]
 fn decode_frame(request: tauri::ipc::Request<'_>) -> Answer<Vec<String>> {
     let tauri::ipc::InvokeBody::Raw(bytes) = request.body() else {
-        return Err("send the frame as raw bytes".into());
+        return Err(DeskError::BadInput("send the frame as raw bytes".into()));
     };
-    let (head, luma) = bytes.split_at_checked(8).ok_or("a frame needs its size")?;
-    let w = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
-    let h = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
-    if u64::from(w) * u64::from(h) != luma.len() as u64 || w == 0 || w > 4096 || h > 4096 {
-        return Err("the frame's size does not match its pixels".into());
-    }
-    Ok(gatemesh_qr::decode_luma(luma, w, h))
+    gatemesh_desk::decode_frame(bytes)
 }
 
 fn forward_events(app: &tauri::AppHandle, desk: &Desk) {
@@ -238,7 +194,7 @@ fn forward_events(app: &tauri::AppHandle, desk: &Desk) {
                     let _ = app.emit("desk", desk_event(&e));
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                    let _ = app.emit("desk", gatemesh_node::desk::DeskEvent::Flags);
+                    let _ = app.emit("desk", DeskEvent::Flags);
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             }

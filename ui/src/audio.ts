@@ -4,7 +4,7 @@
  * until then verdicts are silent.
  */
 
-import type { VerdictView } from "./bindings";
+import type { Verdict } from "./bindings";
 import { TONES } from "./logic/tones";
 
 let context: AudioContext | null = null;
@@ -23,7 +23,7 @@ export function unlockAudio(): void {
   }
 }
 
-export function playVerdict(verdict: VerdictView): void {
+export function playVerdict(verdict: Verdict): void {
   const ctx = context;
   if (ctx === null) return;
   // A new verdict cuts the last one's sound short: the newest answer is the one that counts.

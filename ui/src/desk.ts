@@ -1,7 +1,8 @@
 /**
- * The app's commands (src-tauri/src/main.rs → gatemesh_node::desk), typed with the
- * generated bindings. Screens talk to a `DeskApi`, so they do not care whether it is
- * Tauri's IPC or the development stand-in.
+ * The app's commands (src-tauri/src/main.rs → gatemesh_desk), typed with the generated
+ * bindings. A command the desk refuses rejects with an `ErrorView` ({code, message}; see
+ * logic/errors.ts). Screens talk to a `DeskApi`, so they do not care whether it is Tauri's
+ * IPC or the development stand-in.
  */
 
 import { invoke } from "@tauri-apps/api/core";
@@ -10,7 +11,7 @@ import type {
   AppInfo,
   DeskEvent,
   FlagsView,
-  ResolveAction,
+  Action,
   ScanView,
   SettingsView,
   StaffRole,
@@ -27,7 +28,7 @@ export interface DeskApi {
   scan(code: string, scanner: string): Promise<ScanView>;
   status(): Promise<StatusView>;
   flags(): Promise<FlagsView>;
-  resolve(tid: string, action: ResolveAction, note: string): Promise<void>;
+  resolve(tid: string, action: Action, note: string): Promise<void>;
   pair(request: PairRequest): Promise<AppInfo>;
   /** Sets up an event from the organizer's files (issuer key, optional identity). */
   setupFiles(request: FileSetupRequest): Promise<AppInfo>;

@@ -18,7 +18,6 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod api;
-pub mod desk;
 mod gate;
 mod ledger_file;
 mod manifest;

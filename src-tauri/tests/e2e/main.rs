@@ -219,7 +219,7 @@ impl Driver {
             reqwest::Method::POST,
             "/execute/async",
             Some(json!({
-                "script": "const done = arguments[arguments.length - 1]; window.__TAURI_INTERNALS__.invoke(arguments[0]).then(done, e => done({ error: String(e) }));",
+                "script": "const done = arguments[arguments.length - 1]; window.__TAURI_INTERNALS__.invoke(arguments[0]).then(done, e => done({ error: e }));",
                 "args": [command],
             })),
         )

@@ -1,5 +1,5 @@
 /* eslint-disable @typescript-eslint/prefer-promise-reject-errors --
-   The real commands reject with the desk's message as a string; the stand-in does too. */
+   The real commands reject with the desk's ErrorView ({code, message}); the stand-in does too. */
 /**
  * A stand-in gate for `npm run dev` in a plain browser (no Tauri): enough behaviour to look
  * at every screen. Only imported under `import.meta.env.DEV`, so never shipped.
@@ -8,6 +8,8 @@
 import type {
   AppInfo,
   DeskEvent,
+  ErrorCode,
+  ErrorView,
   FlagView,
   ScanView,
   SettingsView,
@@ -16,12 +18,17 @@ import type {
   StatusView,
 } from "../bindings";
 import type { DeskApi } from "../desk";
+import { PIN_TEXT, pinProblem } from "../logic/rules";
 
 const STAFF: { name: string; role: StaffRole; pin: string }[] = [
   { name: "Sam", role: "staff", pin: "1111" },
   { name: "Kim", role: "supervisor", pin: "2222" },
   { name: "Alex", role: "manager", pin: "3333" },
 ];
+
+/** A refusal shaped as the desk's (gatemesh_desk::ErrorView). */
+const refuse = (code: ErrorCode, message: string): Promise<never> =>
+  Promise.reject({ code, message } satisfies ErrorView);
 
 export function mockDesk(): DeskApi {
   const params = new URLSearchParams(window.location.search);
@@ -67,8 +74,12 @@ export function mockDesk(): DeskApi {
     discovery: true,
     peers: [],
   });
-  const manager = (): string | null =>
-    who === null ? "sign in first" : who.role !== "manager" ? "a manager may do this" : null;
+  const manager = (): Promise<never> | null =>
+    who === null
+      ? refuse("signed_out", "sign in first")
+      : who.role !== "manager"
+        ? refuse("not_allowed", `a ${who.role} may not do this`)
+        : null;
   const info = (): AppInfo => ({
     needs_setup: !setUp,
     event: setUp ? event : null,
@@ -111,7 +122,7 @@ export function mockDesk(): DeskApi {
     appInfo: () => later(info()),
     signIn(pin) {
       const s = STAFF.find((x) => x.pin === pin);
-      if (s === undefined) return Promise.reject("wrong PIN");
+      if (s === undefined) return refuse("wrong_pin", "wrong PIN");
       who = { name: s.name, role: s.role };
       return later(who);
     },
@@ -120,7 +131,7 @@ export function mockDesk(): DeskApi {
       return later(undefined);
     },
     scan(code, scanner) {
-      if (who === null) return Promise.reject("sign in first");
+      if (who === null) return refuse("signed_out", "sign in first");
       const at_ms = Date.now();
       const base = { tid: null, seat: null, scanner, first: null, transferred_to: null, at_ms };
       let v: ScanView;
@@ -213,10 +224,10 @@ export function mockDesk(): DeskApi {
       }),
     flags: () => later({ open, resolved }),
     resolve(tid, action, note) {
-      if (who === null) return Promise.reject("sign in first");
-      if (who.role === "staff") return Promise.reject("a Staff may not do this");
+      if (who === null) return refuse("signed_out", "sign in first");
+      if (who.role === "staff") return refuse("not_allowed", "a Staff may not do this");
       const f = open.find((x) => x.tid === tid);
-      if (f === undefined) return Promise.reject("no such flag");
+      if (f === undefined) return refuse("not_found", "no such flag");
       open = open.filter((x) => x.tid !== tid);
       resolved.unshift({
         ...f,
@@ -227,14 +238,14 @@ export function mockDesk(): DeskApi {
       return later(undefined);
     },
     pair(r) {
-      if (r.managerPin.length < 4) return Promise.reject("a PIN is at least four digits");
+      if (pinProblem(r.managerPin) !== null) return refuse("bad_input", PIN_TEXT);
       setUp = true;
       return later(info());
     },
     setupFiles(r) {
-      if (r.managerPin.length < 4) return Promise.reject("a PIN is at least four digits");
+      if (pinProblem(r.managerPin) !== null) return refuse("bad_input", PIN_TEXT);
       if (!r.setup.issuer_pem.includes("PUBLIC KEY"))
-        return Promise.reject("the issuer key (a PEM public key)");
+        return refuse("bad_input", "the issuer key (a PEM public key)");
       event = r.setup.event;
       running = { gate_name: r.setup.gate_name, reentry: false, reject_unlisted: false };
       saved = { ...running };
@@ -247,15 +258,16 @@ export function mockDesk(): DeskApi {
     settings: () => later(settings()),
     updateSettings(f) {
       const refused = manager();
-      if (refused !== null) return Promise.reject(refused);
+      if (refused !== null) return refused;
       saved = { gate_name: f.gateName, reentry: f.reentry, reject_unlisted: f.rejectUnlisted };
       return later(settings());
     },
     putStaff(name, role, pin) {
       const refused = manager();
-      if (refused !== null) return Promise.reject(refused);
+      if (refused !== null) return refused;
+      if (pinProblem(pin) !== null) return refuse("bad_input", PIN_TEXT);
       if (STAFF.some((s) => s.name !== name && s.pin === pin))
-        return Promise.reject("someone else has this PIN; choose another");
+        return refuse("conflict", "someone else has this PIN; choose another");
       const i = STAFF.findIndex((s) => s.name === name);
       if (i >= 0) STAFF.splice(i, 1);
       STAFF.push({ name, role, pin });
@@ -263,10 +275,10 @@ export function mockDesk(): DeskApi {
     },
     removeStaff(name) {
       const refused = manager();
-      if (refused !== null) return Promise.reject(refused);
+      if (refused !== null) return refused;
       const left = STAFF.filter((s) => s.name !== name);
       if (!left.some((s) => s.role === "manager"))
-        return Promise.reject("keep at least one manager");
+        return refuse("conflict", "keep at least one manager");
       STAFF.splice(0, STAFF.length, ...left);
       return later(settings());
     },

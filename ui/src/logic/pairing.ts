@@ -1,5 +1,7 @@
 /** Checks of the pairing form before it goes to the desk (which checks again). */
 
+import { nameProblem, pinProblem } from "./rules";
+
 export interface PairForm {
   server: string;
   code: string;
@@ -24,6 +26,7 @@ export function checkPairForm(f: PairForm): { ok: PairRequest } | { error: strin
   if (code.length === 0) return { error: "Enter the pairing code from the organizer" };
   const name = f.name.trim();
   if (name.length === 0) return { error: "Enter your name" };
-  if (!/^\d{4,}$/.test(f.pin)) return { error: "A PIN is at least four digits" };
+  const problem = nameProblem(name) ?? pinProblem(f.pin);
+  if (problem !== null) return { error: problem };
   return { ok: { server, code, managerName: name, managerPin: f.pin } };
 }

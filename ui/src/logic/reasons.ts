@@ -1,7 +1,10 @@
 /**
- * The typed reasons behind a verdict (gatemesh_ledger::Reason, sent as snake_case), in the
- * words door staff read out to a guest.
+ * The typed reasons behind a verdict (`Reason` in the bindings, from gatemesh_wire::Reason),
+ * in the words door staff read out to a guest. `Record<Reason, string>` makes the type check
+ * fail when Rust gains or loses a reason; reasons.test.ts checks against `REASON_CODES`.
  */
+
+import type { Reason } from "../bindings";
 
 export const REASONS = {
   // admit
@@ -25,11 +28,9 @@ export const REASONS = {
   denied: "Refused by staff after a check",
   not_inside: "Exit scan, but this ticket is not inside",
   exit_not_allowed: "Exits are not scanned at this event (single entry)",
-} as const satisfies Record<string, string>;
+} as const satisfies Record<Reason, string>;
 
-export type ReasonCode = keyof typeof REASONS;
-
-export function isReasonCode(code: string): code is ReasonCode {
+export function isReasonCode(code: string): code is Reason {
   return Object.prototype.hasOwnProperty.call(REASONS, code);
 }
 

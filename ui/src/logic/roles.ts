@@ -1,11 +1,12 @@
 /** What each staff role may do in the app (the desk checks again; this only shapes the UI). */
 
-import type { StaffRole, StaffView } from "../bindings";
+import { STAFF_ROLES, type StaffRole, type StaffView } from "../bindings";
 
-const RANK: Record<StaffRole, number> = { staff: 0, supervisor: 1, manager: 2 };
+/** A role's rank: its place in `STAFF_ROLES`, which lists them least allowed first. */
+const rank = (role: StaffRole): number => STAFF_ROLES.indexOf(role);
 
 export function atLeast(who: StaffView | null, role: StaffRole): boolean {
-  return who !== null && RANK[who.role] >= RANK[role];
+  return who !== null && rank(who.role) >= rank(role);
 }
 
 /** Accept, deny or revert a flagged ticket: supervisors and managers. */

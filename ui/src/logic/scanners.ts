@@ -1,10 +1,12 @@
 /** The scanner names of this desk ("Lane 1", "Lane 2", …), kept in localStorage. */
 
+import { LIMITS } from "../bindings";
+
 export const DEFAULT_SCANNERS: readonly string[] = ["Lane 1", "Lane 2"];
 export const SCANNERS_KEY = "gatemesh.scanners";
 export const SELECTED_KEY = "gatemesh.scanner";
-/** The gate refuses longer names (1–64 printable characters). */
-export const MAX_NAME = 64;
+/** The gate refuses longer names (a `Label`: 1-64 bytes of printable text). */
+export const MAX_NAME = LIMITS.label_bytes;
 export const MAX_SCANNERS = 16;
 
 /** The part of `Storage` used here, so tests pass a plain object. */

@@ -10,6 +10,7 @@ import {
   parseCapacity,
   restartNotice,
 } from "./settings";
+import { PIN_TEXT } from "./rules";
 
 const PEM = "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAabc=\n-----END PUBLIC KEY-----";
 
@@ -55,9 +56,7 @@ describe("checkFileSetupForm", () => {
     expect(checkFileSetupForm({ ...good, pem: "" })).toHaveProperty("error");
     expect(checkFileSetupForm({ ...good, pem: "not a key" })).toHaveProperty("error");
     expect(checkFileSetupForm({ ...good, name: " " })).toHaveProperty("error");
-    expect(checkFileSetupForm({ ...good, pin: "123" })).toEqual({
-      error: "A PIN is 4-12 digits",
-    });
+    expect(checkFileSetupForm({ ...good, pin: "123" })).toEqual({ error: PIN_TEXT });
     expect(checkFileSetupForm({ ...good, pin: "12a4" })).toHaveProperty("error");
   });
 });

@@ -3,8 +3,16 @@
  * (which checks again), and who may change the settings.
  */
 
-import type { FileSetup, SettingsView, StaffRole, StaffView } from "../bindings";
+import {
+  LIMITS,
+  STAFF_ROLES,
+  type FileSetup,
+  type SettingsView,
+  type StaffRole,
+  type StaffView,
+} from "../bindings";
 import { atLeast } from "./roles";
+import { byteLength, nameProblem, pinProblem } from "./rules";
 
 export interface FileSetupForm {
   event: string;
@@ -37,20 +45,17 @@ export interface StaffForm {
   pin: string;
 }
 
-export const STAFF_ROLES: readonly StaffRole[] = ["staff", "supervisor", "manager"];
-
 /** What an event id may be (as the desk's `EventId`): letters, digits, `.`, `_`, `-`. */
 const EVENT_ID = /^[A-Za-z0-9._-]{1,64}$/;
-const MAX_GATE_NAME = 63;
-const MAX_STAFF_NAME = 64;
 const MAX_CAPACITY = 4_294_967_295;
 
 /** A gate name's problem in words, or null. */
 export function gateNameProblem(name: string): string | null {
   const n = name.trim();
   // eslint-disable-next-line no-control-regex
-  if (n.length === 0 || n.length > MAX_GATE_NAME || /[\u0000-\u001f\u007f-\u009f]/.test(n)) {
-    return "A gate name is 1-63 printable characters";
+  const control = /[\u0000-\u001f\u007f-\u009f]/.test(n);
+  if (n.length === 0 || byteLength(n) > LIMITS.gate_name_bytes || control) {
+    return `A gate name is 1-${LIMITS.gate_name_bytes} printable characters`;
   }
   return null;
 }
@@ -89,8 +94,8 @@ export function checkFileSetupForm(f: FileSetupForm): { ok: FileSetupRequest } |
   const identity = f.identity.trim();
   const name = f.name.trim();
   if (name.length === 0) return { error: "Enter your name" };
-  if (name.length > MAX_STAFF_NAME) return { error: "A name is at most 64 characters" };
-  if (!/^\d{4,12}$/.test(f.pin)) return { error: "A PIN is 4-12 digits" };
+  const problem = nameProblem(name) ?? pinProblem(f.pin);
+  if (problem !== null) return { error: problem };
   return {
     ok: {
       setup: {
@@ -117,9 +122,11 @@ export function checkSettingsForm(f: SettingsForm): { ok: SettingsForm } | { err
 export function checkStaffForm(f: StaffForm): { ok: StaffForm } | { error: string } {
   const name = f.name.trim();
   if (name.length === 0) return { error: "Enter the person's name" };
-  if (name.length > MAX_STAFF_NAME) return { error: "A name is at most 64 characters" };
+  const tooLong = nameProblem(name);
+  if (tooLong !== null) return { error: tooLong };
   if (!STAFF_ROLES.includes(f.role)) return { error: "Choose a role" };
-  if (!/^\d{4,12}$/.test(f.pin)) return { error: "A PIN is 4-12 digits" };
+  const badPin = pinProblem(f.pin);
+  if (badPin !== null) return { error: badPin };
   return { ok: { name, role: f.role, pin: f.pin } };
 }
 

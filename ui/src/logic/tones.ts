@@ -1,6 +1,6 @@
 /** A distinct sound per verdict: what to play, separate from the Web Audio that plays it. */
 
-import type { VerdictView } from "../bindings";
+import type { Verdict } from "../bindings";
 
 export interface Note {
   /** Hz. */
@@ -14,7 +14,7 @@ export interface Note {
   gain: number;
 }
 
-export const TONES: Record<VerdictView, readonly Note[]> = {
+export const TONES: Record<Verdict, readonly Note[]> = {
   // One short, bright rising blip.
   admit: [
     { freq: 880, at: 0, ms: 90, wave: "sine", gain: 0.35 },

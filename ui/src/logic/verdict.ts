@@ -1,10 +1,10 @@
 /** What the verdict panel shows for a scan: colour, icon, title and the lines under it. */
 
-import type { ScanView, VerdictView } from "../bindings";
+import type { ScanView, Verdict } from "../bindings";
 import { reasonText } from "./reasons";
 import { formatClock, timeAgo } from "./time";
 
-export type VerdictKind = VerdictView | "idle";
+export type VerdictKind = Verdict | "idle";
 
 /** Icons are shapes, not only colours, so colour-blind staff can tell them apart. */
 export type VerdictIcon = "check" | "bang" | "cross" | "scan";

@@ -1,16 +1,21 @@
 import { useEffect, useRef, useState } from "preact/hooks";
-import type { FlagView, FlagsView, ResolveAction, StaffView } from "../bindings";
+import { LIMITS, type Action, type FlagView, type FlagsView, type StaffView } from "../bindings";
 import type { DeskApi } from "../desk";
 import { errorText } from "../logic/errors";
 import { canResolve, RESOLVE_HINT } from "../logic/roles";
 import { formatClock, formatDateTime, timeAgo, timeApart } from "../logic/time";
 import { usePoll } from "./hooks";
 
-const ACTIONS: { action: ResolveAction; label: string; help: string }[] = [
-  { action: "accept", label: "Accept", help: "Same person: keep the ticket admitted" },
-  { action: "deny", label: "Deny", help: "A second person: refuse the ticket from now on" },
-  { action: "revert", label: "Revert", help: "Undo the admission: the ticket can be used again" },
-];
+/** Every action staff may take on a flag, in button order (Rust gaining one fails the type check). */
+const ACTION_TEXT: Record<Action, { label: string; help: string }> = {
+  accept: { label: "Accept", help: "Same person: keep the ticket admitted" },
+  deny: { label: "Deny", help: "A second person: refuse the ticket from now on" },
+  revert: { label: "Revert", help: "Undo the admission: the ticket can be used again" },
+};
+const ACTIONS = (Object.keys(ACTION_TEXT) as Action[]).map((action) => ({
+  action,
+  ...ACTION_TEXT[action],
+}));
 
 export function Flags(props: {
   desk: DeskApi;
@@ -121,10 +126,10 @@ function OpenFlag(props: {
 }) {
   const { flag } = props;
   const [note, setNote] = useState("");
-  const [busy, setBusy] = useState<ResolveAction | null>(null);
+  const [busy, setBusy] = useState<Action | null>(null);
   const [error, setError] = useState<string | null>(null);
 
-  const resolve = async (action: ResolveAction): Promise<void> => {
+  const resolve = async (action: Action): Promise<void> => {
     setBusy(action);
     setError(null);
     try {
@@ -152,7 +157,7 @@ function OpenFlag(props: {
         data-note
         rows={2}
         value={note}
-        maxLength={500}
+        maxLength={LIMITS.note_bytes}
         onInput={(e) => setNote(e.currentTarget.value)}
         placeholder="e.g. same person, came back for a coat"
       />

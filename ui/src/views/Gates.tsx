@@ -1,10 +1,10 @@
-import type { GateRow, StatusView } from "../bindings";
+import type { GateRow, StatusView, UplinkState } from "../bindings";
 import { percentOf, scaleChart, seriesStyle, type ChartBox } from "../logic/chart";
 import { formatHourMinute, timeAgoOrDash } from "../logic/time";
 
 const dash = (n: number | null): string => (n === null ? "—" : String(n));
 
-const UPLINK: Record<string, string> = {
+const UPLINK: Record<UplinkState, string> = {
   connected: "Connected",
   offline: "Down",
   none: "No server",
@@ -110,7 +110,7 @@ function GateLine({ gate: g, index, now }: { gate: GateRow; index: number; now: 
         {g.uplink === null ? (
           "—"
         ) : (
-          <span class={`uplink uplink-${g.uplink}`}>{UPLINK[g.uplink] ?? g.uplink}</span>
+          <span class={`uplink uplink-${g.uplink}`}>{UPLINK[g.uplink]}</span>
         )}
       </td>
       <td class="num">{dash(g.pending_uploads)}</td>

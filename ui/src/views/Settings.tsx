@@ -1,8 +1,16 @@
 import { useEffect, useState } from "preact/hooks";
-import type { SettingsView, StaffRole, StaffView } from "../bindings";
+import {
+  LIMITS,
+  PIN_RULE,
+  STAFF_ROLES,
+  type SettingsView,
+  type StaffRole,
+  type StaffView,
+} from "../bindings";
 import type { DeskApi } from "../desk";
 import { errorText } from "../logic/errors";
 import { ROLE_LABEL } from "../logic/roles";
+import { PIN_DIGITS } from "../logic/rules";
 import {
   canEditSettings,
   checkSettingsForm,
@@ -11,7 +19,6 @@ import {
   policyText,
   restartNotice,
   SETTINGS_HINT,
-  STAFF_ROLES,
 } from "../logic/settings";
 
 /** The gate's name, entry policy, staff and network: managers change them, others look. */
@@ -140,7 +147,7 @@ function GateSettings(props: {
           id="settings-gate"
           type="text"
           autoComplete="off"
-          maxLength={63}
+          maxLength={LIMITS.gate_name_bytes}
           value={gateName}
           onInput={(e) => setGateName(e.currentTarget.value)}
         />
@@ -302,7 +309,7 @@ function StaffList(props: {
                 id="staff-name"
                 type="text"
                 autoComplete="off"
-                maxLength={64}
+                maxLength={LIMITS.label_bytes}
                 value={name}
                 onInput={(e) => setName(e.currentTarget.value)}
               />
@@ -325,13 +332,13 @@ function StaffList(props: {
               </select>
             </div>
             <div>
-              <label for="staff-pin">PIN (4-12 digits)</label>
+              <label for="staff-pin">PIN ({PIN_DIGITS} digits)</label>
               <input
                 id="staff-pin"
                 type="password"
                 inputMode="numeric"
                 autoComplete="new-password"
-                maxLength={12}
+                maxLength={PIN_RULE.max_digits}
                 value={pin}
                 onInput={(e) => setPin(e.currentTarget.value.replace(/\D/g, ""))}
               />

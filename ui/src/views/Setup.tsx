@@ -4,6 +4,7 @@ import type { DeskApi } from "../desk";
 import { errorText } from "../logic/errors";
 import { checkPairForm } from "../logic/pairing";
 import { ROLE_LABEL } from "../logic/roles";
+import { PIN_DIGITS } from "../logic/rules";
 import { MAX_NAME, MAX_SCANNERS } from "../logic/scanners";
 import { checkFileSetupForm } from "../logic/settings";
 import { Settings } from "./Settings";
@@ -75,7 +76,7 @@ export function PairForm(props: { desk: DeskApi; onPaired: (info: AppInfo) => vo
           value={name}
           onInput={(e) => setName(e.currentTarget.value)}
         />
-        <label for="pair-pin">Manager PIN (at least four digits)</label>
+        <label for="pair-pin">Manager PIN ({PIN_DIGITS} digits)</label>
         <input
           id="pair-pin"
           type="password"
@@ -239,7 +240,7 @@ export function FilesForm(props: { desk: DeskApi; onSetUp: (info: AppInfo) => vo
           value={name}
           onInput={(e) => setName(e.currentTarget.value)}
         />
-        <label for="files-pin">Manager PIN (at least four digits)</label>
+        <label for="files-pin">Manager PIN ({PIN_DIGITS} digits)</label>
         <input
           id="files-pin"
           type="password"

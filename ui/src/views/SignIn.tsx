@@ -1,12 +1,12 @@
 import { useEffect, useRef, useState } from "preact/hooks";
-import type { AppInfo, StaffView } from "../bindings";
+import { PIN_RULE, type AppInfo, type StaffView } from "../bindings";
 import type { DeskApi } from "../desk";
-import { errorText } from "../logic/errors";
+import { errorCode, errorText } from "../logic/errors";
 import { ROLE_LABEL } from "../logic/roles";
 import { isTypingTarget } from "../logic/wedge";
 
 const PAD = ["1", "2", "3", "4", "5", "6", "7", "8", "9", "clear", "0", "back"] as const;
-const MAX_PIN = 12;
+const MAX_PIN = PIN_RULE.max_digits;
 
 export function SignIn(props: {
   desk: DeskApi;
@@ -27,8 +27,7 @@ export function SignIn(props: {
       const who = await props.desk.signIn(pin);
       props.onSignedIn(who);
     } catch (e) {
-      const text = errorText(e);
-      setError(text === "wrong PIN" ? "Wrong PIN. Try again." : text);
+      setError(errorCode(e) === "wrong_pin" ? "Wrong PIN. Try again." : errorText(e));
       setPin("");
       input.current?.focus();
     } finally {

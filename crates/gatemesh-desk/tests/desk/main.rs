@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use gatemesh_node::desk::{Desk, DeskError, ResolveAction, StaffRole, VerdictView};
+use gatemesh_desk::{Action, Desk, DeskError, StaffRole, Verdict};
 
 fn tickets(root: &std::path::Path) -> Vec<(String, String)> {
     std::fs::read_to_string(root.join("tickets/tickets.csv"))
@@ -42,25 +42,25 @@ async fn the_demo_sets_itself_up_and_staff_roles_hold() {
     let sam = desk.sign_in("1111").unwrap();
     assert_eq!(sam.role, StaffRole::Staff);
     let first = desk.scan(&list[0].1, "Lane 1").await.unwrap();
-    assert_eq!(first.verdict, VerdictView::Admit);
+    assert_eq!(first.verdict, Verdict::Admit);
     assert_eq!(first.seat.as_deref(), Some("A-1"));
     let again = desk.scan(&list[0].1, "Lane 2").await.unwrap();
-    assert_eq!(again.verdict, VerdictView::Duplicate);
+    assert_eq!(again.verdict, Verdict::Duplicate);
     assert_eq!(
         again.first.as_ref().map(|f| f.gate.as_str()),
         Some("Main-Entrance")
     );
     assert!(matches!(
-        desk.resolve(&list[0].0, ResolveAction::Revert, "x").await,
+        desk.resolve(&list[0].0, Action::Revert, "x").await,
         Err(DeskError::NotAllowed(StaffRole::Staff))
     ));
     desk.sign_in("2222").unwrap();
-    desk.resolve(&list[0].0, ResolveAction::Revert, "wrong person")
+    desk.resolve(&list[0].0, Action::Revert, "wrong person")
         .await
         .unwrap();
     assert_eq!(
         desk.scan(&list[0].1, "Lane 1").await.unwrap().verdict,
-        VerdictView::Admit,
+        Verdict::Admit,
         "a reverted admission admits again"
     );
     let flags = desk.flags().await.unwrap();
@@ -110,14 +110,14 @@ async fn the_demo_sets_itself_up_and_staff_roles_hold() {
     // (Another scanner: the same one within 10 s would get its first answer again.)
     assert_eq!(
         desk.scan(&list[0].1, "Lane 3").await.unwrap().verdict,
-        VerdictView::Duplicate
+        Verdict::Duplicate
     );
     desk.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn managers_change_staff_and_settings_and_an_event_sets_up_from_files() {
-    use gatemesh_node::desk::{DeskError, FileSetup, StaffEntry};
+    use gatemesh_desk::{DeskError, FileSetup, StaffEntry};
     let dir = tempfile::tempdir().unwrap();
     // An organizer's files: the demo's key stands in for a real issuer's.
     let demo = dir.path().join("demo");
@@ -140,20 +140,25 @@ async fn managers_change_staff_and_settings_and_an_event_sets_up_from_files() {
     assert!(
         matches!(
             desk.put_staff("Max", StaffRole::Staff, "4444"),
-            Err(DeskError::Invalid(_))
+            Err(DeskError::Conflict(_))
         ),
         "two people may not share a PIN"
     );
-    assert!(matches!(
-        desk.put_staff("Max", StaffRole::Staff, "12"),
-        Err(DeskError::Invalid(_))
-    ));
+    for pin in ["12", "1234567890123", "12a4"] {
+        assert!(
+            matches!(
+                desk.put_staff("Max", StaffRole::Staff, pin),
+                Err(DeskError::BadInput(_))
+            ),
+            "{pin}"
+        );
+    }
     assert_eq!(desk.sign_in("4444").unwrap().name, "Lee");
     desk.sign_in("3333").unwrap();
     desk.remove_staff("Lee").unwrap();
     assert!(matches!(desk.sign_in("4444"), Err(DeskError::WrongPin)));
     assert!(
-        matches!(desk.remove_staff("Alex"), Err(DeskError::Invalid(_))),
+        matches!(desk.remove_staff("Alex"), Err(DeskError::Conflict(_))),
         "the last manager stays"
     );
     let s = desk.update_settings("North-Door", true, false).unwrap();
@@ -182,7 +187,7 @@ async fn managers_change_staff_and_settings_and_an_event_sets_up_from_files() {
         identity_dir: identity,
         capacity: Some(200),
     };
-    let managers = || vec![StaffEntry::new("Ana", StaffRole::Manager, "9999")];
+    let managers = || vec![StaffEntry::new("Ana", StaffRole::Manager, "9999").unwrap()];
     let wrong = Desk::from_files(
         &fresh,
         FileSetup {
@@ -204,7 +209,7 @@ async fn managers_change_staff_and_settings_and_an_event_sets_up_from_files() {
     let list = tickets(&demo);
     assert_eq!(
         desk.scan(&list[5].1, "Lane 1").await.unwrap().verdict,
-        VerdictView::Admit
+        Verdict::Admit
     );
     desk.shutdown().await;
 }

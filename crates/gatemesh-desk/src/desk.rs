@@ -1,0 +1,581 @@
+//! The running desk: the gate (and the demo's second gate), its set-up, and who is signed
+//! in; every command the app's screens send.
+
+use std::{
+    collections::HashMap,
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    sync::Mutex,
+};
+
+use anyhow::{Context, Result};
+use gatemesh_ledger::{EntryPolicy, Policy, UnlistedPolicy};
+use gatemesh_node::{Config, Node};
+use gatemesh_ticket::{EventId, Keyring, PublicKey, TicketId};
+use gatemesh_wire::{Action, Direction};
+
+use crate::{
+    AppInfo, AuditView, DemoPin, DeskConfig, DeskError, FileSetup, FlagView, FlagsView, GateRow,
+    RedemptionView, ScanView, SettingsView, StaffEntry, StaffRole, StaffView, StatusView,
+    UplinkState,
+    config::{check_gate_name, pin_hash, ready_for_set_up},
+    demo::{DEMO_STAFF, demo_side_config, set_up_demo},
+};
+
+/// The running desk: the gate, its set-up and who is signed in.
+#[derive(Debug)]
+pub struct Desk {
+    root: PathBuf,
+    /// The set-up as saved; staff and settings changes apply here at once (a new gate name
+    /// or policy at the next start: the running gate keeps the one it started with).
+    config: Mutex<DeskConfig>,
+    /// The set-up the running gate started with.
+    started: DeskConfig,
+    node: Node,
+    /// The demo's second gate, in this process.
+    side_gate: Option<Node>,
+    api: Option<SocketAddr>,
+    signed_in: Mutex<Option<StaffView>>,
+    stop_api: tokio::sync::watch::Sender<bool>,
+}
+
+fn node_config(data: PathBuf, config: &DeskConfig) -> Result<Config> {
+    let mut c = Config::new(data, EventId::new(&config.event)?, config.gate_name.clone());
+    let keys = config
+        .issuer_pems
+        .iter()
+        .map(|p| PublicKey::from_pem(p))
+        .collect::<Result<Vec<_>, _>>()
+        .context("reading the issuer keys")?;
+    c.keyring = Keyring::from_keys(keys).context("the issuer keys")?;
+    c.policy = Policy {
+        entry: if config.reentry {
+            EntryPolicy::Reentry
+        } else {
+            EntryPolicy::Single
+        },
+        unlisted: if config.reject_unlisted {
+            UnlistedPolicy::Reject
+        } else {
+            UnlistedPolicy::AdmitAndMark
+        },
+        ..Policy::default()
+    };
+    Ok(c)
+}
+
+/// Starts a node for `config` in `data`, with its mesh and uplink when set up, and its
+/// local API; returns it and the API address.
+async fn start_gate(
+    data: PathBuf,
+    config: &DeskConfig,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<(Node, SocketAddr)> {
+    let node = Node::start(node_config(data, config)?)?;
+    if let Some(dir) = &config.identity_dir {
+        let identity = gatemesh_mesh::pki::Identity::load(dir)
+            .with_context(|| format!("loading the device identity in {}", dir.display()))?;
+        node.start_mesh(gatemesh_mesh::session::MeshConfig {
+            identity,
+            bind: config.mesh_bind,
+            static_peers: config.peers.clone(),
+            discovery: config
+                .discovery
+                .then_some(gatemesh_mesh::discovery::Interfaces::Physical),
+        })?;
+    }
+    if let (Some(server), Some(token)) = (&config.server, &config.server_token) {
+        node.start_uplink(gatemesh_node::UplinkConfig {
+            server: server.clone(),
+            token: token.clone(),
+        })?;
+    }
+    let listener = tokio::net::TcpListener::bind(config.api)
+        .await
+        .with_context(|| format!("listening on {}", config.api))?;
+    let addr = listener.local_addr()?;
+    let served = node.clone();
+    tokio::spawn(async move {
+        let mut stop = stop;
+        let _ = gatemesh_node::api::serve(listener, served, async move {
+            let _ = stop.wait_for(|s| *s).await;
+        })
+        .await;
+    });
+    Ok((node, addr))
+}
+
+impl Desk {
+    /// Opens the app set up in `root`; `None` when it has not been set up yet.
+    pub async fn open(root: &Path) -> Result<Option<Self>, DeskError> {
+        let Some(config) = DeskConfig::load(root)? else {
+            return Ok(None);
+        };
+        let (stop_api, stop) = tokio::sync::watch::channel(false);
+        let (node, api) = start_gate(root.join("gate"), &config, stop.clone()).await?;
+        let side_gate = if config.demo {
+            let side = demo_side_config(root)?;
+            Some(start_gate(root.join("side-gate"), &side, stop).await?.0)
+        } else {
+            None
+        };
+        Ok(Some(Self {
+            root: root.to_owned(),
+            config: Mutex::new(config.clone()),
+            started: config,
+            node,
+            side_gate,
+            api: Some(api),
+            signed_in: Mutex::new(None),
+            stop_api,
+        }))
+    }
+
+    /// Opens the demo event in `root`, setting it up on first start.
+    pub async fn demo(root: &Path) -> Result<Self, DeskError> {
+        if DeskConfig::load(root)?.is_none() {
+            set_up_demo(root)?;
+        }
+        Ok(Self::open(root)
+            .await?
+            .context("the demo set-up did not take")?)
+    }
+
+    /// Joins an event with a pairing code from the server and opens it. `pins` are the
+    /// staff to create (name, role, PIN).
+    pub async fn pair(
+        root: &Path,
+        server: &str,
+        code: &str,
+        staff: Vec<StaffEntry>,
+    ) -> Result<Self, DeskError> {
+        ready_for_set_up(root, &staff)?;
+        let paired = gatemesh_node::pairing::pair(server, code)
+            .await
+            .map_err(pairing_refused)?;
+        let identity = root.join("identity");
+        gatemesh_node::pairing::write_identity(&identity, &paired.answer.identity)?;
+        let issuer_pems = paired.issuer_pems();
+        let answer = paired.answer;
+        let config = DeskConfig {
+            identity_dir: Some(identity),
+            server: Some(paired.server),
+            server_token: Some(answer.token),
+            ..DeskConfig::new_event(
+                answer.event.to_string(),
+                answer.name.to_string(),
+                issuer_pems,
+                staff,
+            )
+        };
+        Self::install(root, config).await
+    }
+
+    /// Sets up an event from files an organizer handed over: the issuer's public key (PEM
+    /// text) and, for the mesh, a device identity directory from `gatemesh enroll`. Discovery
+    /// finds the event's other gates by mDNS.
+    pub async fn from_files(
+        root: &Path,
+        setup: FileSetup,
+        staff: Vec<StaffEntry>,
+    ) -> Result<Self, DeskError> {
+        ready_for_set_up(root, &staff)?;
+        let event = EventId::new(setup.event.trim())
+            .map_err(|e| DeskError::BadInput(format!("the event id: {e}")))?;
+        PublicKey::from_pem(&setup.issuer_pem)
+            .map_err(|e| DeskError::BadInput(format!("the issuer key (a PEM public key): {e}")))?;
+        let identity_dir = match setup.identity_dir.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(dir) => {
+                let dir = PathBuf::from(dir);
+                let id = gatemesh_mesh::pki::Identity::load(&dir).map_err(|e| {
+                    DeskError::BadInput(format!("no device identity in {}: {e:#}", dir.display()))
+                })?;
+                if id.peer.event != event.as_str() {
+                    return Err(DeskError::BadInput(format!(
+                        "the identity in {} is for event {}",
+                        dir.display(),
+                        id.peer.event
+                    )));
+                }
+                Some(dir)
+            }
+        };
+        let gate_name = check_gate_name(&setup.gate_name)?;
+        let config = DeskConfig {
+            capacity: setup.capacity,
+            identity_dir,
+            ..DeskConfig::new_event(event.to_string(), gate_name, vec![setup.issuer_pem], staff)
+        };
+        Self::install(root, config).await
+    }
+
+    /// Saves a new set-up and starts the gate on it.
+    async fn install(root: &Path, config: DeskConfig) -> Result<Self, DeskError> {
+        config.save(root)?;
+        Ok(Self::open(root)
+            .await?
+            .context("the new set-up did not take")?)
+    }
+
+    pub fn node(&self) -> &Node {
+        &self.node
+    }
+
+    pub fn info(&self) -> AppInfo {
+        let demo_pins = if self.started.demo {
+            DEMO_STAFF
+                .iter()
+                .map(|(name, role, pin)| DemoPin {
+                    name: (*name).into(),
+                    role: *role,
+                    pin: (*pin).into(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let pdf = self.root.join("tickets").join("tickets.pdf");
+        AppInfo {
+            needs_setup: false,
+            event: Some(self.started.event.clone()),
+            gate_name: Some(self.started.gate_name.clone()),
+            capacity: self.started.capacity,
+            observer: self.node.is_observer(),
+            signed_in: self.signed_in.lock().ok().and_then(|s| s.clone()),
+            demo_pins,
+            api: self.api.map(|a| format!("http://{a}")),
+            tickets_pdf: pdf.exists().then(|| pdf.display().to_string()),
+        }
+    }
+
+    pub fn sign_in(&self, pin: &str) -> Result<StaffView, DeskError> {
+        let staff = self.live().staff;
+        let found = staff
+            .iter()
+            .find(|s| pin_hash(&s.salt, pin) == s.pin_hash)
+            .ok_or(DeskError::WrongPin)?;
+        let who = StaffView {
+            name: found.name.clone(),
+            role: found.role,
+        };
+        if let Ok(mut s) = self.signed_in.lock() {
+            *s = Some(who.clone());
+        }
+        Ok(who)
+    }
+
+    fn live(&self) -> DeskConfig {
+        self.config
+            .lock()
+            .map(|c| c.clone())
+            .unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    /// The set-up as managers see and change it.
+    pub fn settings(&self) -> SettingsView {
+        let c = self.live();
+        SettingsView {
+            gate_name: c.gate_name.clone(),
+            running_gate_name: self.started.gate_name.clone(),
+            reentry: c.reentry,
+            reject_unlisted: c.reject_unlisted,
+            restart_needed: c.gate_name != self.started.gate_name
+                || c.reentry != self.started.reentry
+                || c.reject_unlisted != self.started.reject_unlisted,
+            staff: c
+                .staff
+                .iter()
+                .map(|s| StaffView {
+                    name: s.name.clone(),
+                    role: s.role,
+                })
+                .collect(),
+            server: c.server.clone(),
+            mesh: c.identity_dir.is_some(),
+            discovery: c.discovery,
+            peers: c.peers.iter().map(ToString::to_string).collect(),
+        }
+    }
+
+    fn change(
+        &self,
+        f: impl FnOnce(&mut DeskConfig) -> Result<(), DeskError>,
+    ) -> Result<SettingsView, DeskError> {
+        self.require(StaffRole::Manager)?;
+        {
+            let mut c = self
+                .config
+                .lock()
+                .map_err(|_| DeskError::Other(anyhow::anyhow!("settings lock")))?;
+            let mut next = c.clone();
+            f(&mut next)?;
+            next.save(&self.root)?;
+            *c = next;
+        }
+        Ok(self.settings())
+    }
+
+    /// A new gate name or entry policy, saved; the gate takes it at its next start.
+    pub fn update_settings(
+        &self,
+        gate_name: &str,
+        reentry: bool,
+        reject_unlisted: bool,
+    ) -> Result<SettingsView, DeskError> {
+        let name = check_gate_name(gate_name)?;
+        self.change(|c| {
+            c.gate_name = name;
+            c.reentry = reentry;
+            c.reject_unlisted = reject_unlisted;
+            Ok(())
+        })
+    }
+
+    /// Adds a staff member, or gives an existing one a new PIN and role.
+    pub fn put_staff(
+        &self,
+        name: &str,
+        role: StaffRole,
+        pin: &str,
+    ) -> Result<SettingsView, DeskError> {
+        let entry = StaffEntry::new(name, role, pin)?;
+        self.change(|c| {
+            if c.staff
+                .iter()
+                .any(|s| s.name != entry.name && pin_hash(&s.salt, pin) == s.pin_hash)
+            {
+                return Err(DeskError::Conflict(
+                    "someone else has this PIN; choose another".into(),
+                ));
+            }
+            c.staff.retain(|s| s.name != entry.name);
+            c.staff.push(entry);
+            Ok(())
+        })
+    }
+
+    /// Removes a staff member; the last manager stays.
+    pub fn remove_staff(&self, name: &str) -> Result<SettingsView, DeskError> {
+        self.change(|c| {
+            let left: Vec<StaffEntry> =
+                c.staff.iter().filter(|s| s.name != name).cloned().collect();
+            if !left.iter().any(|s| s.role == StaffRole::Manager) {
+                return Err(DeskError::Conflict("keep at least one manager".into()));
+            }
+            c.staff = left;
+            Ok(())
+        })
+    }
+
+    pub fn sign_out(&self) {
+        if let Ok(mut s) = self.signed_in.lock() {
+            *s = None;
+        }
+    }
+
+    fn require(&self, role: StaffRole) -> Result<StaffView, DeskError> {
+        let who = self
+            .signed_in
+            .lock()
+            .ok()
+            .and_then(|s| s.clone())
+            .ok_or(DeskError::SignedOut)?;
+        if who.role < role {
+            return Err(DeskError::NotAllowed(who.role));
+        }
+        Ok(who)
+    }
+
+    pub async fn scan(&self, code: &str, scanner: &str) -> Result<ScanView, DeskError> {
+        self.require(StaffRole::Staff)?;
+        Ok(self
+            .node
+            .scan(code, scanner, Direction::Entry)
+            .await?
+            .into())
+    }
+
+    pub async fn resolve(&self, tid: &str, action: Action, note: &str) -> Result<(), DeskError> {
+        let who = self.require(StaffRole::Supervisor)?;
+        let tid = TicketId::new(tid).map_err(|e| DeskError::BadInput(e.to_string()))?;
+        self.node.resolve(tid, action, &who.name, note).await?;
+        Ok(())
+    }
+
+    pub async fn status(&self) -> Result<StatusView, DeskError> {
+        let snap = self.node.snapshot().await?;
+        let now = gatemesh_wire::time::now_ms();
+        let minute = 60_000;
+        let this_minute = now - now.rem_euclid(minute);
+        let first_minute = this_minute - 29 * minute;
+        let activity = self.node.activity(first_minute, minute, 30).await?;
+        let peers = self.node.peers();
+        let uplink = self.node.uplink_status();
+        // By name, as the tally lists them.
+        let by_gate: HashMap<&str, &gatemesh_ledger::GateActivity> = activity
+            .gates
+            .iter()
+            .map(|g| (g.gate.as_str(), g))
+            .collect();
+        let peer_by_name: HashMap<&str, &gatemesh_mesh::session::PeerStatus> =
+            peers.iter().map(|p| (p.name.as_str(), p)).collect();
+        let mut names: Vec<String> = activity.gates.iter().map(|g| g.gate.clone()).collect();
+        for n in peers
+            .iter()
+            .map(|p| p.name.clone())
+            .chain([self.started.gate_name.clone()])
+        {
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        }
+        let gates = names
+            .into_iter()
+            .map(|name| {
+                let seen = by_gate.get(name.as_str());
+                let admitted = seen.map_or(0, |g| u32::try_from(g.entries).unwrap_or(u32::MAX));
+                let per_minute = seen.map_or_else(|| vec![0; 30], |g| g.per_minute.clone());
+                let last = seen.map_or(0, |g| g.last_ms);
+                let this_gate = name == self.started.gate_name;
+                let peer = peer_by_name.get(name.as_str());
+                let online = this_gate || peer.is_some_and(|p| p.connected);
+                let last_seen_ms = if this_gate {
+                    Some(now)
+                } else {
+                    peer.and_then(|p| p.last_sync_ms)
+                        .or((last > 0).then_some(last))
+                };
+                GateRow {
+                    scans_per_minute: per_minute.get(28).copied().unwrap_or(0),
+                    per_minute,
+                    admitted,
+                    duplicates: this_gate.then_some(snap.counts.duplicate as u32),
+                    rejects: this_gate.then_some(snap.counts.reject as u32),
+                    uplink: this_gate.then_some(match &uplink {
+                        None => UplinkState::NoServer,
+                        Some(u) if u.streaming => UplinkState::Connected,
+                        Some(_) => UplinkState::Offline,
+                    }),
+                    pending_uploads: if this_gate {
+                        uplink.as_ref().map(|u| u.backlog as u32)
+                    } else {
+                        None
+                    },
+                    rtt_ms: peer.and_then(|p| p.rtt_ms),
+                    online,
+                    last_seen_ms,
+                    this_gate,
+                    name,
+                }
+            })
+            .collect();
+        Ok(StatusView {
+            event: self.started.event.clone(),
+            gate_name: self.started.gate_name.clone(),
+            capacity: self.started.capacity,
+            admitted_total: u32::try_from(activity.tickets_entered).unwrap_or(u32::MAX),
+            flagged: snap.flagged as u32,
+            gates,
+            minute_ms: this_minute,
+        })
+    }
+
+    pub async fn flags(&self) -> Result<FlagsView, DeskError> {
+        let open_flags = self.node.flags().await?;
+        let audit = self.node.audit().await?;
+        let audit_of = |tid: &str| -> Vec<AuditView> {
+            audit
+                .iter()
+                .filter(|a| a.tid.as_ref().is_some_and(|t| t.as_str() == tid))
+                .map(|a| AuditView {
+                    at_ms: a.at_ms,
+                    actor: a.actor.clone(),
+                    action: a.action.clone(),
+                    detail: a.detail.clone(),
+                })
+                .collect()
+        };
+        let mut open = Vec::new();
+        let mut open_ids = std::collections::HashSet::new();
+        for (tid, state) in &open_flags {
+            let flagged: Vec<_> = state.flagged().iter().map(|r| r.id.clone()).collect();
+            open_ids.insert(tid.to_string());
+            open.push(FlagView {
+                tid: tid.to_string(),
+                open: true,
+                redemptions: state
+                    .redemptions
+                    .iter()
+                    .map(|r| RedemptionView {
+                        id: r.id.to_string(),
+                        gate: r.gate.clone(),
+                        scanner: r.scanner.clone(),
+                        at_ms: r.at_ms,
+                        concurrent: flagged.contains(&r.id),
+                    })
+                    .collect(),
+                audit: audit_of(tid.as_str()),
+            });
+        }
+        // Resolved: tickets with a staff resolution in the audit, newest first.
+        let mut resolved_tids: Vec<String> = Vec::new();
+        for a in audit.iter().rev() {
+            if a.action.starts_with("resolve:")
+                && let Some(t) = &a.tid
+                && !open_ids.contains(t.as_str())
+                && !resolved_tids.iter().any(|x| x == t.as_str())
+            {
+                resolved_tids.push(t.to_string());
+            }
+        }
+        let mut resolved = Vec::new();
+        for tid in resolved_tids.into_iter().take(50) {
+            let Ok(id) = TicketId::new(&tid) else {
+                continue;
+            };
+            let (state, _) = self.node.ticket(id).await?;
+            resolved.push(FlagView {
+                redemptions: state
+                    .redemptions
+                    .iter()
+                    .map(|r| RedemptionView {
+                        id: r.id.to_string(),
+                        gate: r.gate.clone(),
+                        scanner: r.scanner.clone(),
+                        at_ms: r.at_ms,
+                        concurrent: false,
+                    })
+                    .collect(),
+                audit: audit_of(&tid),
+                open: false,
+                tid,
+            });
+        }
+        Ok(FlagsView { open, resolved })
+    }
+
+    /// Events for the UI, as they happen.
+    pub fn events(&self) -> tokio::sync::broadcast::Receiver<gatemesh_node::NodeEvent> {
+        self.node.subscribe()
+    }
+
+    pub async fn shutdown(self) {
+        self.stop_api.send_replace(true);
+        if let Some(side) = self.side_gate {
+            side.shutdown().await;
+        }
+        self.node.shutdown().await;
+    }
+}
+
+/// A pairing that failed: the server did not answer (or not as a server), or it refused the
+/// code.
+fn pairing_refused(e: anyhow::Error) -> DeskError {
+    let unreached = e.chain().any(|c| c.is::<reqwest::Error>());
+    if unreached {
+        DeskError::Unavailable(format!("{e:#}"))
+    } else {
+        DeskError::BadInput(format!("{e:#}"))
+    }
+}
