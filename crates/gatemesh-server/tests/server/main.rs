@@ -53,6 +53,7 @@ on_both_backends!(
     the_change_stream_resumes_and_carries_voids_and_reverts,
     journal_records_come_back_as_the_first_use,
     exits_and_reentries_a_gate_allowed_are_not_copies,
+    staff_accept_deny_or_revert_a_flag,
     devices_pair_once_and_reach_only_their_own_event,
     metrics_count_redemptions_by_gate_and_verdict,
 );
@@ -1482,6 +1483,141 @@ fn forbid_unknown_properties(schema: &mut Value) {
         Value::Array(list) => list.iter_mut().for_each(forbid_unknown_properties),
         _ => {}
     }
+}
+
+/// Staff's decisions on flagged tickets: accept clears the flag, deny voids the ticket,
+/// revert undoes its admissions so it admits again; each audited, and refused where there is
+/// nothing to decide or no such ticket.
+async fn staff_accept_deny_or_revert_a_flag(backend: Backend) {
+    let s = Running::start(backend).await;
+    let tickets = s.event_with_tickets("FLAG", 4).await;
+    let tid = |i: usize| tickets[i]["tid"].as_str().unwrap().to_owned();
+    // Two gates' journals each hold an admission of tickets 0 to 2: the second flags them.
+    for (gate, verdict) in [("North", "admit"), ("South", "duplicate")] {
+        let items: Vec<Value> = (0..3)
+            .map(|i| redemption(&format!("{gate}-{i}"), &json!(tid(i)), gate))
+            .collect();
+        let (status, a) = s
+            .post(
+                "/v1/events/FLAG/redemptions",
+                json!({ "redemptions": items }),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{a}");
+        for answer in a["answers"].as_array().unwrap() {
+            assert_eq!(answer["verdict"], verdict, "{a}");
+        }
+    }
+    let (_, flags) = s.get("/v1/events/FLAG/flags").await;
+    let flagged: Vec<&str> = flags["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["tid"].as_str().unwrap())
+        .collect();
+    assert_eq!(flagged.len(), 3, "{flags}");
+    let at = &s;
+    let resolve = move |t: String, action: &'static str| async move {
+        at.post(
+            &format!("/v1/events/FLAG/flags/{t}/resolve"),
+            json!({ "action": action, "staff": "Kim", "note": "looked" }),
+        )
+        .await
+    };
+    let path = |t: String| format!("/v1/events/FLAG/tickets/{t}");
+
+    let (status, t) = resolve(tid(0), "accept").await;
+    assert_eq!(
+        (status, t["status"].as_str()),
+        (StatusCode::OK, Some("active"))
+    );
+    let (_, d) = s.get(&path(tid(0))).await;
+    assert_eq!(
+        (d["flagged"].as_bool(), d["resolution"]["action"].as_str()),
+        (Some(false), Some("accept"))
+    );
+    assert_eq!(d["admissions"].as_array().unwrap().len(), 2, "{d}");
+
+    let (status, t) = resolve(tid(1), "deny").await;
+    assert_eq!(
+        (status, t["status"].as_str()),
+        (StatusCode::OK, Some("void"))
+    );
+
+    let (status, t) = resolve(tid(2), "revert").await;
+    assert_eq!(
+        (status, t["status"].as_str()),
+        (StatusCode::OK, Some("active"))
+    );
+    let (_, d) = s.get(&path(tid(2))).await;
+    assert_eq!(d["admissions"], json!([]), "{d}");
+    let (_, again) = s
+        .post(
+            "/v1/events/FLAG/redemptions",
+            redemption("again-2", &json!(tid(2)), "East"),
+        )
+        .await;
+    assert_eq!(again["verdict"], "admit", "a reverted ticket admits again");
+
+    let (_, m) = s.get("/v1/events/FLAG/manifest").await;
+    let entry = |t: String| {
+        m["tickets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["tid"] == t.as_str())
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(entry(tid(1))["reason"], "denied: looked");
+    assert_eq!(entry(tid(2))["reverted"], json!(["North-2", "South-2"]));
+    assert_eq!(
+        entry(tid(2))["resolution"]["covers"],
+        json!(["North-2", "South-2"])
+    );
+    let (_, flags) = s.get("/v1/events/FLAG/flags").await;
+    assert_eq!(flags["flags"], json!([]));
+
+    // Nothing to decide: a flag already resolved, a ticket never flagged.
+    assert_eq!(resolve(tid(0), "accept").await.0, StatusCode::CONFLICT);
+    assert_eq!(resolve(tid(3), "deny").await.0, StatusCode::CONFLICT);
+    // No such ticket, even where a gate's journal named it.
+    let stranger = gatemesh_ticket::TicketId::generate().to_string();
+    let (_, a) = s
+        .post(
+            "/v1/events/FLAG/redemptions",
+            json!({ "redemptions": [redemption("ghost", &json!(stranger), "North")] }),
+        )
+        .await;
+    assert_eq!(a["answers"][0]["reason"], "unknown_ticket");
+    assert_eq!(
+        resolve(stranger.clone(), "revert").await.0,
+        StatusCode::NOT_FOUND
+    );
+    let (status, _) = s
+        .post(
+            &format!("/v1/events/FLAG/tickets/{stranger}/revert"),
+            json!({ "actor": "Kim", "reason": "x" }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    let (_, audit) = s.get("/v1/events/FLAG/audit").await;
+    let actions: Vec<(&str, &str)> = audit["audit"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["action"].as_str().unwrap(), a["actor"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            ("resolve:accept", "Kim"),
+            ("resolve:deny", "Kim"),
+            ("resolve:revert", "Kim")
+        ]
+    );
+    s.stop().await;
 }
 
 async fn exits_and_reentries_a_gate_allowed_are_not_copies(backend: Backend) {
