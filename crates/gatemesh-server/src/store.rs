@@ -22,6 +22,7 @@ mod rows;
 mod rules;
 mod sqlite;
 
+pub(crate) use self::rules::with_fresh_ids;
 pub use self::{postgres::Postgres, sqlite::Sqlite};
 
 use gatemesh_ticket::{EventId, Format, TicketId};

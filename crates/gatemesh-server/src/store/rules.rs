@@ -87,6 +87,21 @@ pub(crate) fn taken(tid: &TicketId) -> StoreError {
     StoreError::Exists(format!("ticket {tid}"))
 }
 
+/// Runs `attempt` (which draws fresh random ticket ids and stores them) again while a drawn
+/// id was taken, three times at most; `what` names what could not be drawn.
+pub(crate) fn with_fresh_ids<T>(
+    what: &str,
+    mut attempt: impl FnMut() -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    for _ in 0..3 {
+        match attempt() {
+            Err(StoreError::Exists(_)) => continue,
+            other => return other,
+        }
+    }
+    Err(StoreError::Conflict(format!("could not draw {what}")))
+}
+
 pub(crate) fn refuse_inactive(
     tid: &TicketId,
     status: Option<TicketStatus>,
