@@ -812,9 +812,9 @@ fn redeem_on(
     );
     match row {
         Ok(row) => from_json(row.get(0)),
-        Err(e) if e.code().is_some_and(|c| c.code() == "GM001") => Err(StoreError::Conflict(
-            format!("redemption {} belongs to another event", req.redemption_id),
-        )),
+        Err(e) if e.code().is_some_and(|c| c.code() == "GM001") => {
+            Err(rules::elsewhere(&req.redemption_id))
+        }
         Err(e) => Err(e.into()),
     }
 }
@@ -887,10 +887,7 @@ fn redeem_many(
         .zip(jobs)
         .map(|(a, j)| match a {
             Some(text) => from_json(&text),
-            None => Err(StoreError::Conflict(format!(
-                "redemption {} belongs to another event",
-                j.req.redemption_id
-            ))),
+            None => Err(rules::elsewhere(&j.req.redemption_id)),
         })
         .collect())
 }

@@ -82,6 +82,12 @@ fn not_found(tid: &TicketId) -> StoreError {
     StoreError::NotFound(format!("ticket {tid}"))
 }
 
+/// What a redemption whose id another event holds is refused with (a retry is answered
+/// only within the event that stored it).
+pub(crate) fn elsewhere(redemption: &RedemptionId) -> StoreError {
+    StoreError::Conflict(format!("redemption {redemption} belongs to another event"))
+}
+
 /// What inserting a ticket whose id is taken fails with.
 pub(crate) fn taken(tid: &TicketId) -> StoreError {
     StoreError::Exists(format!("ticket {tid}"))

@@ -622,10 +622,7 @@ fn redeem_in(
     if let Some((stored_eid, answer)) = stored {
         // A retry: the stored answer, whatever happened since.
         if stored_eid != eid.as_str() {
-            return Err(StoreError::Conflict(format!(
-                "redemption {} belongs to another event",
-                req.redemption_id
-            )));
+            return Err(rules::elsewhere(&req.redemption_id));
         }
         return Ok((from_json(&answer)?, false));
     }
