@@ -6,7 +6,8 @@
 //!   identities, made by the binary under test in a temporary directory.
 //! - [`Net`]: gates on a virtual LAN — network namespaces joined by veth pairs to a bridge in
 //!   a namespace of its own — with links that can be cut. mDNS multicast stays inside.
-//! - [`pg::Database`]: a fresh PostgreSQL database on the test cluster.
+//! - [`pg::Database`]: a fresh PostgreSQL database on the test cluster, and
+//!   [`on_both_backends!`], which runs a test once on SQLite and once on PostgreSQL.
 //! - [`fuzz::bodies`]: request bodies for fuzzing an HTTP API.
 
 use std::{

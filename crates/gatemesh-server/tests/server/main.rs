@@ -12,34 +12,15 @@ use std::{
 
 use futures_util::StreamExt;
 use gatemesh_server::{Database, Server};
-use gatemesh_testkit::pg;
+use gatemesh_testkit::{
+    on_both_backends,
+    pg::{self, Backend},
+};
 use gatemesh_ticket::{EventId, Keyring, PublicKey, Verifier};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 const TOKEN: &str = "test-admin-token-0123456789";
-
-#[derive(Debug, Clone, Copy)]
-enum Backend {
-    Sqlite,
-    Postgres,
-}
-
-/// Runs each listed test once per backend: `name::sqlite` and `name::postgres`.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            async fn sqlite() {
-                super::$name(super::Backend::Sqlite).await;
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            async fn postgres() {
-                super::$name(super::Backend::Postgres).await;
-            }
-        }
-    )*};
-}
 
 on_both_backends!(
     organizer_calls_need_the_admin_token,
@@ -64,8 +45,8 @@ on_both_backends!(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn redemptions_outlive_the_database_closing_the_gatherers_connections() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::new(Backend::Postgres);
-    let s = Running::on(dir.path(), &db).await;
+    let db = pg::Database::fresh();
+    let s = Running::on(dir.path(), Some(&db)).await;
     let tickets = s.event_with_tickets("CUT", 12).await;
     let path = "/v1/events/CUT/redemptions";
     let (status, first) = s
@@ -78,8 +59,7 @@ async fn redemptions_outlive_the_database_closing_the_gatherers_connections() {
         IF (SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
              WHERE application_name = 'gatemesh-gather' AND datname = current_database()) = 0
         THEN RAISE EXCEPTION 'no gatherer connection to end'; END IF; END $$";
-    let pg = db._pg.as_ref().unwrap();
-    pg.execute(end_gatherers).unwrap();
+    db.execute(end_gatherers).unwrap();
 
     // Ten at once on the ended connections: each answered as it would be alone.
     let mut tasks = Vec::new();
@@ -116,15 +96,15 @@ async fn redemptions_outlive_the_database_closing_the_gatherers_connections() {
         .post(path, redemption("cut-11", &tickets[11]["tid"], "North"))
         .await;
     assert_eq!(status, StatusCode::OK);
-    pg.execute(end_gatherers).unwrap();
+    db.execute(end_gatherers).unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_instances_on_one_postgres_act_as_one() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::new(Backend::Postgres);
-    let a = Running::on(dir.path(), &db).await;
-    let b = Running::on(dir.path(), &db).await;
+    let db = pg::Database::fresh();
+    let a = Running::on(dir.path(), Some(&db)).await;
+    let b = Running::on(dir.path(), Some(&db)).await;
     let tickets = a.event_with_tickets("TWIN", 3).await;
     // Tickets issued through A verify with the key B publishes: one service, one key.
     let (_, ka) = a.get("/v1/keys").await;
@@ -268,37 +248,9 @@ impl Sse {
     }
 }
 
-/// A database for a test: a SQLite file in the data directory, or a fresh PostgreSQL one.
-struct Db {
-    url: Option<String>,
-    _pg: Option<pg::Database>,
-}
-
-impl Db {
-    fn new(backend: Backend) -> Self {
-        match backend {
-            Backend::Sqlite => Self {
-                url: None,
-                _pg: None,
-            },
-            Backend::Postgres => {
-                let pg = pg::Database::fresh();
-                Self {
-                    url: Some(pg.url.clone()),
-                    _pg: Some(pg),
-                }
-            }
-        }
-    }
-
-    fn database(&self) -> Option<Database> {
-        self.url.clone().map(Database::Postgres)
-    }
-}
-
 struct Running {
     _dir: Option<tempfile::TempDir>,
-    _db: Option<Db>,
+    _db: Option<pg::Database>,
     base: String,
     client: reqwest::Client,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -308,16 +260,17 @@ struct Running {
 impl Running {
     async fn start(backend: Backend) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let db = Db::new(backend);
-        let mut s = Self::on(dir.path(), &db).await;
+        let db = backend.database();
+        let mut s = Self::on(dir.path(), db.as_ref()).await;
         s._dir = Some(dir);
-        s._db = Some(db);
+        s._db = db;
         s
     }
 
-    /// A server on `data` and `db`; several may share both.
-    async fn on(data: &Path, db: &Db) -> Self {
-        let opened = Server::open(data, db.database(), Some(TOKEN.into())).unwrap();
+    /// A server on `data` and `db` (SQLite in `data` without one); several may share both.
+    async fn on(data: &Path, db: Option<&pg::Database>) -> Self {
+        let db = db.map(|d| Database::Postgres(d.url.clone()));
+        let opened = Server::open(data, db, Some(TOKEN.into())).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
