@@ -8,7 +8,8 @@
 //!   a namespace of its own — with links that can be cut. mDNS multicast stays inside.
 //! - [`pg::Database`]: a fresh PostgreSQL database on the test cluster, and
 //!   [`on_both_backends!`], which runs a test once on SQLite and once on PostgreSQL.
-//! - [`fuzz::bodies`]: request bodies for fuzzing an HTTP API.
+//! - [`fuzz::post_bodies`]: fuzzed request bodies posted to an HTTP API, every answer held
+//!   to the rule for bad input.
 
 use std::{
     io::{BufRead, BufReader},

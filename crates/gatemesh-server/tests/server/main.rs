@@ -13,7 +13,7 @@ use std::{
 use futures_util::StreamExt;
 use gatemesh_server::{Database, Server};
 use gatemesh_testkit::{
-    on_both_backends,
+    fuzz, on_both_backends,
     pg::{self, Backend},
 };
 use gatemesh_ticket::{EventId, Keyring, PublicKey, Verifier};
@@ -1630,12 +1630,7 @@ async fn exits_and_reentries_a_gate_allowed_are_not_copies(backend: Backend) {
 /// 5xx, always a JSON error for a 4xx, and nothing stored.
 #[test]
 fn arbitrary_bodies_get_4xx_and_change_nothing() {
-    use proptest::prelude::*;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = fuzz::runtime();
     let s = runtime.block_on(Running::start(Backend::Sqlite));
     let tickets = runtime.block_on(s.event_with_tickets("FUZZ", 3));
     let tid = tickets[0]["tid"].as_str().unwrap().to_owned();
@@ -1651,8 +1646,7 @@ fn arbitrary_bodies_get_4xx_and_change_nothing() {
             )
         })
     };
-    let last = std::cell::RefCell::new(snapshot());
-    let paths = [
+    let paths = vec![
         "/v1/events".to_owned(),
         "/v1/events/FUZZ/tickets".to_owned(),
         format!("/v1/events/FUZZ/tickets/{tid}/void"),
@@ -1664,7 +1658,7 @@ fn arbitrary_bodies_get_4xx_and_change_nothing() {
         "/v1/events/FUZZ/heartbeat".to_owned(),
         "/v1/pair".to_owned(),
     ];
-    let body = gatemesh_testkit::fuzz::bodies(
+    let body = fuzz::bodies(
         vec![
             "id",
             "name",
@@ -1693,46 +1687,12 @@ fn arbitrary_bodies_get_4xx_and_change_nothing() {
         ],
         vec![json!("2026-11-29T20:00:00Z"), json!(tid.clone())],
     );
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
-        cases: 256,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    });
-    runner
-        .run(
-            &(prop::sample::select(paths.to_vec()), body),
-            |(path, body)| {
-                let (status, answer) = runtime.block_on(async {
-                    let r = s
-                        .client
-                        .post(format!("{}{path}", s.base))
-                        .bearer_auth(TOKEN)
-                        .header("content-type", "application/json")
-                        .body(body.clone())
-                        .send()
-                        .await
-                        .unwrap();
-                    let status = r.status();
-                    (status, r.json::<Value>().await.unwrap_or(Value::Null))
-                });
-                prop_assert!(status.as_u16() < 500, "{path} {status}: {answer}");
-                let now = snapshot();
-                if status.is_client_error() {
-                    prop_assert!(
-                        answer["error"]["message"].is_string(),
-                        "{path} {status}: {answer}"
-                    );
-                    // A refused request changes nothing.
-                    prop_assert!(
-                        *last.borrow() == now,
-                        "{path} {status} changed what is stored"
-                    );
-                }
-                // A body that happened to be a valid request may change things on purpose.
-                *last.borrow_mut() = now;
-                Ok(())
-            },
-        )
-        .unwrap();
+    let api = fuzz::Api {
+        client: &s.client,
+        base: &s.base,
+        token: Some(TOKEN),
+        paths,
+    };
+    fuzz::post_bodies(&runtime, api, body, snapshot);
     runtime.block_on(s.stop());
 }
