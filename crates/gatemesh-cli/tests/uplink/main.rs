@@ -13,13 +13,13 @@ use std::{
         Arc,
         atomic::{AtomicUsize, Ordering},
     },
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use gatemesh_testkit::{
     on_both_backends,
     pg::{self, Backend},
-    spawn_ready,
+    poll_async, spawn_ready,
 };
 use serde_json::{Value, json};
 
@@ -161,12 +161,9 @@ async fn scan(gate: &GateProc, code: &str, scanner: &str) -> Value {
 }
 
 /// Waits (up to 120 s: the fault tests retry with backoff on a loaded machine) until `check` holds.
-async fn until<F: std::future::Future<Output = bool>>(what: &str, mut check: impl FnMut() -> F) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+async fn until<F: std::future::Future<Output = bool>>(what: &str, check: impl FnMut() -> F) {
+    let (within, every) = (Duration::from_secs(120), Duration::from_millis(100));
+    poll_async(what, within, every, check).await;
 }
 
 /// An event at the server with `count` tickets; returns `(tid, code)` pairs and the issuer
