@@ -134,36 +134,7 @@ async fn two_instances_on_one_postgres_act_as_one() {
 
     // Forty gates race on one ticket, half through each server: one admit.
     let tid = tickets[0]["tid"].clone();
-    let mut tasks = Vec::new();
-    for i in 0..40 {
-        let base = if i % 2 == 0 {
-            a.base.clone()
-        } else {
-            b.base.clone()
-        };
-        let (client, tid) = (a.client.clone(), tid.clone());
-        tasks.push(tokio::spawn(async move {
-            let r = client
-                .post(format!("{base}/v1/events/TWIN/redemptions"))
-                .bearer_auth(TOKEN)
-                .json(&redemption(
-                    &format!("twin-{i}"),
-                    &tid,
-                    &format!("gate-{i}"),
-                ))
-                .send()
-                .await
-                .unwrap();
-            r.json::<Value>().await.unwrap()["verdict"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        }));
-    }
-    let mut verdicts = Vec::new();
-    for t in tasks {
-        verdicts.push(t.await.unwrap());
-    }
+    let verdicts = forty_gates_race(&[&a, &b], "TWIN", &tid, "twin").await;
     assert_eq!(
         verdicts.iter().filter(|v| *v == "admit").count(),
         1,
@@ -322,6 +293,18 @@ impl Running {
         self.call(reqwest::Method::GET, path, None).await
     }
 
+    /// Fails unless the event's audit lines are `expected` (action, actor), oldest first.
+    async fn assert_audit(&self, eid: &str, expected: &[(&str, &str)]) {
+        let (_, audit) = self.get(&format!("/v1/events/{eid}/audit")).await;
+        let actions: Vec<(&str, &str)> = audit["audit"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| (a["action"].as_str().unwrap(), a["actor"].as_str().unwrap()))
+            .collect();
+        assert_eq!(actions, expected, "{audit}");
+    }
+
     async fn event_with_tickets(&self, eid: &str, count: usize) -> Vec<Value> {
         let (status, _) = self
             .post(
@@ -439,22 +422,20 @@ async fn redemption_is_idempotent_and_names_the_first_use(backend: Backend) {
     s.stop().await;
 }
 
-async fn forty_gates_racing_on_one_ticket_get_exactly_one_admit(backend: Backend) {
-    let s = Running::start(backend).await;
-    let tickets = s.event_with_tickets("RACE", 1).await;
-    let tid = tickets[0]["tid"].clone();
+/// Forty gates redeem `tid` at once, gate `i` as `gate-{i}` with redemption id `{rid}-{i}`,
+/// through `servers[i % servers.len()]`; their verdicts, gate by gate.
+async fn forty_gates_race(servers: &[&Running], eid: &str, tid: &Value, rid: &str) -> Vec<String> {
     let mut tasks = Vec::new();
     for i in 0..40 {
-        let (client, base, tid) = (s.client.clone(), s.base.clone(), tid.clone());
+        let s = servers[i % servers.len()];
+        let url = format!("{}/v1/events/{eid}/redemptions", s.base);
+        let body = redemption(&format!("{rid}-{i}"), tid, &format!("gate-{i}"));
+        let client = s.client.clone();
         tasks.push(tokio::spawn(async move {
             let r = client
-                .post(format!("{base}/v1/events/RACE/redemptions"))
+                .post(url)
                 .bearer_auth(TOKEN)
-                .json(&redemption(
-                    &format!("race-{i}"),
-                    &tid,
-                    &format!("gate-{i}"),
-                ))
+                .json(&body)
                 .send()
                 .await
                 .unwrap();
@@ -468,6 +449,14 @@ async fn forty_gates_racing_on_one_ticket_get_exactly_one_admit(backend: Backend
     for t in tasks {
         verdicts.push(t.await.unwrap());
     }
+    verdicts
+}
+
+async fn forty_gates_racing_on_one_ticket_get_exactly_one_admit(backend: Backend) {
+    let s = Running::start(backend).await;
+    let tickets = s.event_with_tickets("RACE", 1).await;
+    let tid = tickets[0]["tid"].clone();
+    let verdicts = forty_gates_race(&[&s], "RACE", &tid, "race").await;
     assert_eq!(
         verdicts.iter().filter(|v| *v == "admit").count(),
         1,
@@ -716,21 +705,15 @@ async fn transfers_chain_and_reverts_are_audited(backend: Backend) {
         .await;
     assert_eq!(status, StatusCode::CONFLICT, "nothing to revert");
 
-    let (_, audit) = s.get("/v1/events/E4/audit").await;
-    let actions: Vec<(&str, &str)> = audit["audit"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| (a["action"].as_str().unwrap(), a["actor"].as_str().unwrap()))
-        .collect();
-    assert_eq!(
-        actions,
-        [
+    s.assert_audit(
+        "E4",
+        &[
             ("transfer", "box-office"),
             ("transfer", "admin"),
-            ("revert", "Sam")
-        ]
-    );
+            ("revert", "Sam"),
+        ],
+    )
+    .await;
     s.stop().await;
 }
 
@@ -1555,21 +1538,15 @@ async fn staff_accept_deny_or_revert_a_flag(backend: Backend) {
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 
-    let (_, audit) = s.get("/v1/events/FLAG/audit").await;
-    let actions: Vec<(&str, &str)> = audit["audit"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| (a["action"].as_str().unwrap(), a["actor"].as_str().unwrap()))
-        .collect();
-    assert_eq!(
-        actions,
-        [
+    s.assert_audit(
+        "FLAG",
+        &[
             ("resolve:accept", "Kim"),
             ("resolve:deny", "Kim"),
-            ("resolve:revert", "Kim")
-        ]
-    );
+            ("resolve:revert", "Kim"),
+        ],
+    )
+    .await;
     s.stop().await;
 }
 
