@@ -108,7 +108,8 @@ pub(crate) fn with_fresh_ids<T>(
     Err(StoreError::Conflict(format!("could not draw {what}")))
 }
 
-pub(crate) fn refuse_inactive(
+/// Only an active ticket may be voided or transferred.
+fn refuse_inactive(
     tid: &TicketId,
     status: Option<TicketStatus>,
 ) -> Result<(), StoreError> {
