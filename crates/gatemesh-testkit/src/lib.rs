@@ -48,11 +48,11 @@ pub fn poll(what: &str, within: Duration, every: Duration, mut check: impl FnMut
 }
 
 /// [`poll`] for an async `check`: it sleeps on the runtime between looks.
-pub async fn poll_async<F: std::future::Future<Output = bool>>(
+pub async fn poll_async(
     what: &str,
     within: Duration,
     every: Duration,
-    mut check: impl FnMut() -> F,
+    mut check: impl AsyncFnMut() -> bool,
 ) {
     let deadline = Instant::now() + within;
     while !check().await {

@@ -161,7 +161,7 @@ async fn scan(gate: &GateProc, code: &str, scanner: &str) -> Value {
 }
 
 /// Waits (up to 120 s: the fault tests retry with backoff on a loaded machine) until `check` holds.
-async fn until<F: std::future::Future<Output = bool>>(what: &str, check: impl FnMut() -> F) {
+async fn until(what: &str, check: impl AsyncFnMut() -> bool) {
     let (within, every) = (Duration::from_secs(120), Duration::from_millis(100));
     poll_async(what, within, every, check).await;
 }

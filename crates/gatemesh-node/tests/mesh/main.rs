@@ -87,7 +87,7 @@ impl World {
 }
 
 /// Waits up to 20 s until `check` holds.
-async fn eventually<F: std::future::Future<Output = bool>>(what: &str, check: impl FnMut() -> F) {
+async fn eventually(what: &str, check: impl AsyncFnMut() -> bool) {
     let (within, every) = (Duration::from_secs(20), Duration::from_millis(50));
     gatemesh_testkit::poll_async(what, within, every, check).await;
 }

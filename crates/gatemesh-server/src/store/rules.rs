@@ -109,10 +109,7 @@ pub(crate) fn with_fresh_ids<T>(
 }
 
 /// Only an active ticket may be voided or transferred.
-fn refuse_inactive(
-    tid: &TicketId,
-    status: Option<TicketStatus>,
-) -> Result<(), StoreError> {
+fn refuse_inactive(tid: &TicketId, status: Option<TicketStatus>) -> Result<(), StoreError> {
     match status {
         None => Err(not_found(tid)),
         Some(TicketStatus::Active) => Ok(()),
