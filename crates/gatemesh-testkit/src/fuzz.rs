@@ -1,9 +1,13 @@
-//! Request bodies for fuzzing an HTTP API: JSON shaped like the real bodies (the keys they
+//! Fuzzing an HTTP API with request bodies: JSON shaped like the real bodies (the keys they
 //! use, values of every type, and some values that mean something to the endpoint), and
-//! plain noise.
+//! plain noise, posted by [`post_bodies`], which holds every answer to the rule for bad
+//! input.
 
-use proptest::prelude::*;
+use proptest::{prelude::*, test_runner::TestRunner};
 use serde_json::{Value, json};
+
+#[cfg(test)]
+mod tests;
 
 /// Bytes to post: three times in four a JSON document of `keys` (nested up to three deep)
 /// whose leaves are null, booleans, integers, floats, short strings or one of `meaningful`;
@@ -29,4 +33,81 @@ pub fn bodies(keys: Vec<&'static str>, meaningful: Vec<Value>) -> BoxedStrategy<
         1 => prop::collection::vec(any::<u8>(), 0..300),
     ]
     .boxed()
+}
+
+/// A runtime for a fuzz test, which is synchronous (proptest's runner is): it starts the
+/// API under test, reads what is stored, and carries [`post_bodies`]'s requests.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+/// An HTTP API to fuzz: where it listens, the bearer token it wants (if any), and the paths
+/// that take a body.
+#[derive(Debug)]
+pub struct Api<'a> {
+    pub client: &'a reqwest::Client,
+    /// `http://host:port`.
+    pub base: &'a str,
+    pub token: Option<&'a str>,
+    pub paths: Vec<String>,
+}
+
+/// Posts 256 bodies from `bodies` (see [`bodies`]), each to one of the API's paths, as
+/// `application/json`, and fails the test unless every answer follows the rule for bad
+/// input: never a 5xx, every 4xx a JSON error with a message, and a 4xx leaves `stored`
+/// (what the API shows of its data) as it was. A body that happens to be a valid request
+/// may change what is stored; the next one is held to what it left.
+pub fn post_bodies<S: PartialEq>(
+    runtime: &tokio::runtime::Runtime,
+    api: Api<'_>,
+    bodies: BoxedStrategy<Vec<u8>>,
+    stored: impl Fn() -> S,
+) {
+    let post = |path: &str, body: Vec<u8>| {
+        runtime.block_on(async {
+            let mut r = api
+                .client
+                .post(format!("{}{path}", api.base))
+                .header("content-type", "application/json")
+                .body(body);
+            if let Some(token) = api.token {
+                r = r.bearer_auth(token);
+            }
+            let r = r.send().await.expect("the API answers");
+            let status = r.status();
+            (status, r.json::<Value>().await.unwrap_or(Value::Null))
+        })
+    };
+    let last = std::cell::RefCell::new(stored());
+    let mut runner = TestRunner::new(ProptestConfig {
+        cases: 256,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    });
+    let cases = (prop::sample::select(api.paths.clone()), bodies);
+    let outcome = runner.run(&cases, |(path, body)| {
+        let (status, answer) = post(&path, body);
+        prop_assert!(status.as_u16() < 500, "{path} {status}: {answer}");
+        let now = stored();
+        if status.is_client_error() {
+            prop_assert!(
+                answer["error"]["message"].is_string(),
+                "{path} {status}: {answer}"
+            );
+            // A refused request changes nothing.
+            prop_assert!(
+                *last.borrow() == now,
+                "{path} {status} changed what is stored"
+            );
+        }
+        *last.borrow_mut() = now;
+        Ok(())
+    });
+    if let Err(e) = outcome {
+        panic!("{e}");
+    }
 }

@@ -6,8 +6,11 @@
 //!   identities, made by the binary under test in a temporary directory.
 //! - [`Net`]: gates on a virtual LAN — network namespaces joined by veth pairs to a bridge in
 //!   a namespace of its own — with links that can be cut. mDNS multicast stays inside.
-//! - [`pg::Database`]: a fresh PostgreSQL database on the test cluster.
-//! - [`fuzz::bodies`]: request bodies for fuzzing an HTTP API.
+//! - [`pg::Database`]: a fresh PostgreSQL database on the test cluster, and
+//!   [`on_both_backends!`], which runs a test once on SQLite and once on PostgreSQL.
+//! - [`fuzz::post_bodies`]: fuzzed request bodies posted to an HTTP API, every answer held
+//!   to the rule for bad input.
+//! - [`eventually`], [`poll`] and [`poll_async`]: waiting until something holds.
 
 use std::{
     io::{BufRead, BufReader},
@@ -22,12 +25,39 @@ use serde_json::Value;
 pub mod fuzz;
 pub mod pg;
 
+#[cfg(test)]
+mod tests;
+
 /// Polls `check` every 200 ms for up to 30 s; panics naming `what` if it never holds.
-pub fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
+pub fn eventually(what: &str, check: impl FnMut() -> bool) {
+    poll(
+        what,
+        Duration::from_secs(30),
+        Duration::from_millis(200),
+        check,
+    );
+}
+
+/// Polls `check` every `every` until it holds; panics naming `what` once `within` has passed.
+pub fn poll(what: &str, within: Duration, every: Duration, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
     while !check() {
         assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(200));
+        std::thread::sleep(every);
+    }
+}
+
+/// [`poll`] for an async `check`: it sleeps on the runtime between looks.
+pub async fn poll_async(
+    what: &str,
+    within: Duration,
+    every: Duration,
+    mut check: impl AsyncFnMut() -> bool,
+) {
+    let deadline = Instant::now() + within;
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(every).await;
     }
 }
 

@@ -1,5 +1,6 @@
 //! A fresh PostgreSQL database per test, on the cluster the test command started
-//! (`scripts/pg.sh start`; its URL in `GATEMESH_TEST_PG`).
+//! (`scripts/pg.sh start`; its URL in `GATEMESH_TEST_PG`), and the two storage backends a
+//! server test runs on (see [`on_both_backends!`](crate::on_both_backends)).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -12,6 +13,43 @@ pub fn cluster_url() -> String {
              cluster with `export GATEMESH_TEST_PG=$(scripts/pg.sh start)`"
         )
     })
+}
+
+/// Where a server under test keeps its data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The server's own SQLite file in its data directory.
+    Sqlite,
+    /// A fresh database on the test cluster.
+    Postgres,
+}
+
+impl Backend {
+    /// The database to give the server: `None` on SQLite (it makes its own file).
+    pub fn database(self) -> Option<Database> {
+        match self {
+            Backend::Sqlite => None,
+            Backend::Postgres => Some(Database::fresh()),
+        }
+    }
+}
+
+/// Runs each named test once per backend, as `name::sqlite` and `name::postgres`: each
+/// `async fn name(backend: Backend)` on a multi-threaded runtime with four workers.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn sqlite() {
+                super::$name($crate::pg::Backend::Sqlite).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn postgres() {
+                super::$name($crate::pg::Backend::Postgres).await;
+            }
+        }
+    )*};
 }
 
 /// A database that exists for as long as this value; dropped with `DROP DATABASE … FORCE`.

@@ -6,10 +6,10 @@ use std::{
     path::Path,
     process::{Child, Command},
     sync::{Arc, Mutex},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
-use gatemesh_testkit::{World, spawn_ready};
+use gatemesh_testkit::{World, poll, spawn_ready};
 use serde_json::{Value, json};
 
 fn gatemesh() -> Command {
@@ -197,14 +197,10 @@ async fn scan(api: &str, code: &str, scanner: &str) -> Value {
 
 fn stop(mut g: GateProcess) {
     sigterm(&g.child);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while g.child.try_wait().unwrap().is_none() {
-        assert!(
-            Instant::now() < deadline,
-            "the gate did not stop on SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let (within, every) = (Duration::from_secs(20), Duration::from_millis(20));
+    poll("the gate stops on SIGTERM", within, every, || {
+        g.child.try_wait().unwrap().is_some()
+    });
 }
 
 fn sigterm(child: &Child) {

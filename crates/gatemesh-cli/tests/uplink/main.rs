@@ -13,10 +13,14 @@ use std::{
         Arc,
         atomic::{AtomicUsize, Ordering},
     },
-    time::{Duration, Instant},
+    time::Duration,
 };
 
-use gatemesh_testkit::{pg, spawn_ready};
+use gatemesh_testkit::{
+    on_both_backends,
+    pg::{self, Backend},
+    poll_async, spawn_ready,
+};
 use serde_json::{Value, json};
 
 const TOKEN: &str = "uplink-test-admin-token-0123";
@@ -37,12 +41,6 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Backend {
-    Sqlite,
-    Postgres,
 }
 
 struct ServerProc {
@@ -163,12 +161,9 @@ async fn scan(gate: &GateProc, code: &str, scanner: &str) -> Value {
 }
 
 /// Waits (up to 120 s: the fault tests retry with backoff on a loaded machine) until `check` holds.
-async fn until<F: std::future::Future<Output = bool>>(what: &str, mut check: impl FnMut() -> F) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+async fn until(what: &str, check: impl AsyncFnMut() -> bool) {
+    let (within, every) = (Duration::from_secs(120), Duration::from_millis(100));
+    poll_async(what, within, every, check).await;
 }
 
 /// An event at the server with `count` tickets; returns `(tid, code)` pairs and the issuer
@@ -259,31 +254,13 @@ async fn agree(server: &ServerProc, eid: &str, gates: &[&GateProc], admitted: &[
     }
 }
 
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            async fn sqlite() {
-                super::$name(super::Backend::Sqlite).await;
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            async fn postgres() {
-                super::$name(super::Backend::Postgres).await;
-            }
-        }
-    )*};
-}
-
 on_both_backends!(
     the_servers_word_reaches_a_connected_gate,
     gates_with_no_mesh_between_them_are_flagged_by_the_server,
 );
 
 fn server_for(backend: Backend, dir: &Path) -> (ServerProc, Option<pg::Database>) {
-    let pg = match backend {
-        Backend::Sqlite => None,
-        Backend::Postgres => Some(pg::Database::fresh()),
-    };
+    let pg = backend.database();
     let server = ServerProc::start(
         &dir.join("server"),
         pg.as_ref().map(|d| d.url.clone()),

@@ -129,15 +129,10 @@ fn item(r: &Redemption) -> Value {
     })
 }
 
-async fn until(what: &str, mut check: impl AsyncFnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !check().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting until {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+/// Waits up to 30 s until `check` holds.
+async fn until(what: &str, check: impl AsyncFnMut() -> bool) {
+    let (within, every) = (Duration::from_secs(30), Duration::from_millis(100));
+    gatemesh_testkit::poll_async(what, within, every, check).await;
 }
 
 fn gate_config(dir: &Path, eid: &str, name: &str, keyring: Keyring) -> Config {

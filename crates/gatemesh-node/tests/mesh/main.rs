@@ -86,18 +86,10 @@ impl World {
     }
 }
 
-async fn eventually<F: std::future::Future<Output = bool>>(
-    what: &str,
-    mut check: impl FnMut() -> F,
-) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while !check().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting until {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+/// Waits up to 20 s until `check` holds.
+async fn eventually(what: &str, check: impl AsyncFnMut() -> bool) {
+    let (within, every) = (Duration::from_secs(20), Duration::from_millis(50));
+    gatemesh_testkit::poll_async(what, within, every, check).await;
 }
 
 async fn knows(node: &Node, tid: &TicketId, gate: &str) -> bool {

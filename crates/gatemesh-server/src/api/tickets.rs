@@ -19,7 +19,7 @@ use crate::{
     Server,
     api::MAX_ISSUE,
     openapi::FormatName,
-    store::{StoreError, Ticket},
+    store::{StoreError, Ticket, with_fresh_ids},
 };
 
 #[derive(Deserialize, ToSchema)]
@@ -179,19 +179,13 @@ pub(crate) async fn issue(
     let iat = time::OffsetDateTime::now_utc().unix_timestamp();
     // Fresh random ids; the primary key refuses a repeat, and the batch is drawn again.
     let tickets = blocking(&s, move |st| {
-        for _ in 0..3 {
+        with_fresh_ids("unused ticket ids", || {
             let tickets: Vec<Ticket> = seats
                 .iter()
                 .map(|seat| signed_ticket(&key, &eid, seat.clone(), format, iat, None, None))
                 .collect::<Result<_, StoreError>>()?;
-            match st.insert_tickets(&tickets) {
-                Err(StoreError::Exists(_)) => continue,
-                other => return other.map(|()| tickets),
-            }
-        }
-        Err(StoreError::Conflict(
-            "could not draw unused ticket ids".into(),
-        ))
+            st.insert_tickets(&tickets).map(|()| tickets)
+        })
     })
     .await?;
     let tickets = tickets.iter().map(TicketView::from).collect();
@@ -348,7 +342,7 @@ pub(crate) async fn transfer(
     let key = s.key.clone();
     let iat = time::OffsetDateTime::now_utc().unix_timestamp();
     let new = blocking(&s, move |st| {
-        for _ in 0..3 {
+        with_fresh_ids("an unused ticket id", || {
             let seat = current
                 .seat
                 .clone()
@@ -364,14 +358,8 @@ pub(crate) async fn transfer(
                 Some(old.clone()),
                 req.holder.clone(),
             )?;
-            match st.transfer(&old, &new, &req.actor) {
-                Err(StoreError::Exists(_)) => continue,
-                other => return other.map(|()| new),
-            }
-        }
-        Err(StoreError::Conflict(
-            "could not draw an unused ticket id".into(),
-        ))
+            st.transfer(&old, &new, &req.actor).map(|()| new)
+        })
     })
     .await?;
     Ok((StatusCode::CREATED, Json(TicketView::from(&new))).into_response())

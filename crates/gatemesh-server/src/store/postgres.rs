@@ -11,16 +11,17 @@ use std::{sync::Arc, time::Duration};
 
 use fallible_iterator::FallibleIterator;
 use gatemesh_ticket::{EventId, TicketId};
-use gatemesh_wire::Action;
-use postgres::{NoTls, Row, Transaction};
+use gatemesh_wire::RedemptionId;
+use postgres::{NoTls, Transaction};
 use r2d2_postgres::PostgresConnectionManager;
 
 use super::{
     Admission, AuditLine, Changes, Counts, Device, Event, GateView, Origin, RedemptionAnswer,
     RedemptionRequest, ServerResolution, Storage, StoreError, Submitted, Ticket, TicketStatus,
-    admission, device, from_json,
     gather::{self, Job, Queue, Waiting},
-    join_ids, now, parse, refuse_inactive, split_ids, ticket_parts, to_json,
+    now,
+    rows::{self, Columns, TICKET_COLUMNS, from_json, parse, to_json},
+    rules::{self, Change, Tx},
 };
 
 /// Bumped when the layout changes; kept in `gatemesh_meta`.
@@ -363,118 +364,6 @@ fn listen(config: postgres::Config, changes: Arc<Changes>) -> Result<(), StoreEr
     Ok(())
 }
 
-const TICKET_COLUMNS: &str = "tid, eid, seat, format, code, status, transferred_to, \
-     transferred_from, holder, void_reason, reverted, flagged, resolution, seq";
-
-fn ticket_from(r: &Row) -> Result<Ticket, StoreError> {
-    let (tid, eid, format, status) = ticket_parts(r.get(0), r.get(1), r.get(3), r.get(5))?;
-    let id = |t: Option<String>| t.and_then(|t| TicketId::new(t).ok());
-    Ok(Ticket {
-        tid,
-        eid,
-        seat: r.get(2),
-        format,
-        code: r.get(4),
-        status,
-        transferred_to: id(r.get(6)),
-        transferred_from: id(r.get(7)),
-        holder: r.get(8),
-        void_reason: r.get(9),
-        reverted: split_ids(r.get(10))?,
-        flagged: r.get(11),
-        resolution: r.get::<_, Option<&str>>(12).map(from_json).transpose()?,
-        seq: r.get(13),
-    })
-}
-
-fn event_from(r: &Row) -> Result<Event, StoreError> {
-    let id: String = r.get(0);
-    Ok(Event {
-        id: EventId::new(&id).map_err(|_| StoreError::Corrupt(format!("event id {id:?}")))?,
-        name: r.get(1),
-        capacity: r
-            .get::<_, Option<i32>>(2)
-            .map(|c| u32::try_from(c).unwrap_or(0)),
-        starts_at: r.get(3),
-        ends_at: r.get(4),
-    })
-}
-
-/// Takes `n` values of the change sequence (locking its row until commit); returns the first.
-fn take_seq(tx: &mut Transaction<'_>, n: usize) -> Result<i64, StoreError> {
-    let n = n as i64;
-    let last: i64 = tx
-        .query_one(
-            "UPDATE seq SET value = value + $1 WHERE id = 1 RETURNING value",
-            &[&n],
-        )?
-        .get(0);
-    Ok(last - n + 1)
-}
-
-/// The ticket's status, with its row locked until the transaction ends.
-fn lock_status(
-    tx: &mut Transaction<'_>,
-    eid: &EventId,
-    tid: &TicketId,
-) -> Result<Option<TicketStatus>, StoreError> {
-    tx.query_opt(
-        "SELECT status FROM tickets WHERE eid = $1 AND tid = $2 FOR UPDATE",
-        &[&eid.as_str(), &tid.as_str()],
-    )?
-    .map(|r| parse(r.get(0), "ticket status"))
-    .transpose()
-}
-
-fn audit_line(
-    tx: &mut Transaction<'_>,
-    eid: &EventId,
-    tid: &TicketId,
-    actor: &str,
-    action: &str,
-    reason: &str,
-) -> Result<(), StoreError> {
-    tx.execute(
-        "INSERT INTO audit (eid, tid, actor, action, reason, at) VALUES ($1, $2, $3, $4, $5, $6)",
-        &[
-            &eid.as_str(),
-            &tid.as_str(),
-            &actor,
-            &action,
-            &reason,
-            &now(),
-        ],
-    )?;
-    Ok(())
-}
-
-fn is_unique_violation(e: &postgres::Error) -> bool {
-    e.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION)
-}
-
-fn insert_ticket(tx: &mut Transaction<'_>, t: &Ticket, seq: i64) -> Result<(), StoreError> {
-    let from = t.transferred_from.as_ref().map(TicketId::as_str);
-    let inserted = tx.execute(
-        "INSERT INTO tickets (tid, eid, seat, format, code, status, transferred_from, holder, seq)
-         VALUES ($1, $2, $3, $4, $5, 'active', $6, $7, $8)",
-        &[
-            &t.tid.as_str(),
-            &t.eid.as_str(),
-            &t.seat,
-            &t.format.as_str(),
-            &t.code,
-            &from,
-            &t.holder,
-            &seq,
-        ],
-    );
-    match inserted {
-        Ok(_) => Ok(()),
-        Err(e) if is_unique_violation(&e) => Err(StoreError::Exists(format!("ticket {}", t.tid))),
-        Err(e) => Err(e.into()),
-    }
-}
-
 fn read_ticket(
     client: &mut impl postgres::GenericClient,
     eid: &EventId,
@@ -486,8 +375,145 @@ fn read_ticket(
             &[&eid.as_str(), &tid.as_str()],
         )?
         .as_ref()
-        .map(ticket_from)
+        .map(rows::ticket)
         .transpose()
+}
+
+/// The statements of the shared rules. Every transaction that runs them takes the sequence
+/// row, so they commit one at a time; a ticket's row is locked before it is read.
+impl Tx for Transaction<'_> {
+    fn lock_status(
+        &mut self,
+        eid: &EventId,
+        tid: &TicketId,
+    ) -> Result<Option<TicketStatus>, StoreError> {
+        self.query_opt(
+            "SELECT status FROM tickets WHERE eid = $1 AND tid = $2 FOR UPDATE",
+            &[&eid.as_str(), &tid.as_str()],
+        )?
+        .as_ref()
+        .map(rows::status)
+        .transpose()
+    }
+
+    fn ticket(&mut self, eid: &EventId, tid: &TicketId) -> Result<Option<Ticket>, StoreError> {
+        read_ticket(self, eid, tid)
+    }
+
+    /// Locks the sequence row until commit.
+    fn take_seq(&mut self, n: usize) -> Result<i64, StoreError> {
+        let n = n as i64;
+        let last: i64 = self
+            .query_one(
+                "UPDATE seq SET value = value + $1 WHERE id = 1 RETURNING value",
+                &[&n],
+            )?
+            .get(0);
+        Ok(last - n + 1)
+    }
+
+    fn insert_tickets(&mut self, tickets: &[Ticket], first: i64) -> Result<(), StoreError> {
+        // Prepared once for the batch: one round trip a ticket.
+        let insert = self.prepare(
+            "INSERT INTO tickets (tid, eid, seat, format, code, status, transferred_from, holder, seq)
+             VALUES ($1, $2, $3, $4, $5, 'active', $6, $7, $8)",
+        )?;
+        for (t, seq) in tickets.iter().zip(first..) {
+            let from = t.transferred_from.as_ref().map(TicketId::as_str);
+            let inserted = self.execute(
+                &insert,
+                &[
+                    &t.tid.as_str(),
+                    &t.eid.as_str(),
+                    &t.seat,
+                    &t.format.as_str(),
+                    &t.code,
+                    &from,
+                    &t.holder,
+                    &seq,
+                ],
+            );
+            match inserted {
+                Ok(_) => {}
+                Err(e) if e.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION) => {
+                    return Err(rules::taken(&t.tid));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    fn update(
+        &mut self,
+        eid: &EventId,
+        tid: &TicketId,
+        seq: i64,
+        change: Change<'_>,
+    ) -> Result<(), StoreError> {
+        let sql = match change {
+            Change::Void(_) => {
+                "UPDATE tickets SET status = 'void', void_reason = $3, seq = $4
+                 WHERE eid = $1 AND tid = $2"
+            }
+            Change::TransferredTo(_) => {
+                "UPDATE tickets SET status = 'transferred', transferred_to = $3, seq = $4
+                 WHERE eid = $1 AND tid = $2"
+            }
+            Change::Resolution(_) => {
+                "UPDATE tickets SET flagged = FALSE, resolution = $3, seq = $4
+                 WHERE eid = $1 AND tid = $2"
+            }
+            Change::Reverted(_) => {
+                "UPDATE tickets SET reverted = $3, seq = $4 WHERE eid = $1 AND tid = $2"
+            }
+        };
+        let value = change.value();
+        self.execute(sql, &[&eid.as_str(), &tid.as_str(), &value.as_ref(), &seq])?;
+        Ok(())
+    }
+
+    fn revert_admissions(
+        &mut self,
+        eid: &EventId,
+        tid: &TicketId,
+    ) -> Result<Vec<RedemptionId>, StoreError> {
+        // RETURNING keeps no order: `n` puts them back in theirs.
+        self.query(
+            "UPDATE redemptions SET reverted = TRUE
+             WHERE eid = $1 AND tid = $2 AND NOT reverted AND (verdict = 'admit' OR (journal AND verdict <> 'exit'))
+             RETURNING redemption_id, n",
+            &[&eid.as_str(), &tid.as_str()],
+        )?
+        .iter()
+        .map(|r| Ok((r.int(1)?, r.text(0)?)))
+        .collect::<Result<std::collections::BTreeMap<_, _>, StoreError>>()?
+        .into_values()
+        .map(|id| parse(&id, "redemption id"))
+        .collect()
+    }
+
+    fn audit(
+        &mut self,
+        eid: &EventId,
+        tid: &TicketId,
+        actor: &str,
+        action: &str,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        self.execute(
+            "INSERT INTO audit (eid, tid, actor, action, reason, at) VALUES ($1, $2, $3, $4, $5, $6)",
+            &[
+                &eid.as_str(),
+                &tid.as_str(),
+                &actor,
+                &action,
+                &reason,
+                &now(),
+            ],
+        )?;
+        Ok(())
+    }
 }
 
 impl Storage for Postgres {
@@ -511,7 +537,7 @@ impl Storage for Postgres {
                 &[],
             )?
             .iter()
-            .map(event_from)
+            .map(rows::event)
             .collect()
     }
 
@@ -522,41 +548,12 @@ impl Storage for Postgres {
                 &[&id.as_str()],
             )?
             .as_ref()
-            .map(event_from)
+            .map(rows::event)
             .transpose()
     }
 
     fn insert_tickets(&self, tickets: &[Ticket]) -> Result<(), StoreError> {
-        self.write(|tx| {
-            let first = take_seq(tx, tickets.len())?;
-            let statement = tx.prepare(
-                "INSERT INTO tickets (tid, eid, seat, format, code, status, holder, seq)
-                 VALUES ($1, $2, $3, $4, $5, 'active', $6, $7)",
-            )?;
-            for (i, t) in tickets.iter().enumerate() {
-                let seq = first + i as i64;
-                let inserted = tx.execute(
-                    &statement,
-                    &[
-                        &t.tid.as_str(),
-                        &t.eid.as_str(),
-                        &t.seat,
-                        &t.format.as_str(),
-                        &t.code,
-                        &t.holder,
-                        &seq,
-                    ],
-                );
-                match inserted {
-                    Ok(_) => {}
-                    Err(e) if is_unique_violation(&e) => {
-                        return Err(StoreError::Exists(format!("ticket {}", t.tid)));
-                    }
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            Ok(())
-        })
+        self.write(|tx| rules::insert_tickets(tx, tickets))
     }
 
     fn ticket(&self, eid: &EventId, tid: &TicketId) -> Result<Option<Ticket>, StoreError> {
@@ -570,17 +567,7 @@ impl Storage for Postgres {
         actor: &str,
         reason: &str,
     ) -> Result<Ticket, StoreError> {
-        self.write(|tx| {
-            refuse_inactive(tid, lock_status(tx, eid, tid)?)?;
-            let seq = take_seq(tx, 1)?;
-            tx.execute(
-                "UPDATE tickets SET status = 'void', void_reason = $3, seq = $4
-                 WHERE eid = $1 AND tid = $2",
-                &[&eid.as_str(), &tid.as_str(), &reason, &seq],
-            )?;
-            audit_line(tx, eid, tid, actor, "void", reason)?;
-            read_ticket(tx, eid, tid)?.ok_or_else(|| StoreError::NotFound(format!("ticket {tid}")))
-        })
+        self.write(|tx| rules::void(tx, eid, tid, actor, reason))
     }
 
     fn redeem(
@@ -645,23 +632,12 @@ impl Storage for Postgres {
             &[&eid.as_str(), &since.unwrap_or(0), &cursor],
         )?;
         tx.commit()?;
-        let tickets = rows.iter().map(ticket_from).collect::<Result<_, _>>()?;
+        let tickets = rows.iter().map(rows::ticket).collect::<Result<_, _>>()?;
         Ok((cursor, tickets))
     }
 
     fn transfer(&self, old: &TicketId, new: &Ticket, actor: &str) -> Result<(), StoreError> {
-        let eid = &new.eid;
-        self.write(|tx| {
-            refuse_inactive(old, lock_status(tx, eid, old)?)?;
-            let seq = take_seq(tx, 2)?;
-            tx.execute(
-                "UPDATE tickets SET status = 'transferred', transferred_to = $3, seq = $4
-                 WHERE eid = $1 AND tid = $2",
-                &[&eid.as_str(), &old.as_str(), &new.tid.as_str(), &seq],
-            )?;
-            insert_ticket(tx, new, seq + 1)?;
-            audit_line(tx, eid, old, actor, "transfer", &format!("to {}", new.tid))
-        })
+        self.write(|tx| rules::transfer(tx, old, new, actor))
     }
 
     fn revert(
@@ -671,60 +647,18 @@ impl Storage for Postgres {
         actor: &str,
         reason: &str,
     ) -> Result<usize, StoreError> {
-        self.write(|tx| {
-            // The ticket lock keeps a redemption from slipping in between.
-            if lock_status(tx, eid, tid)?.is_none() {
-                return Err(StoreError::NotFound(format!("ticket {tid}")));
-            }
-            let ids: Vec<String> = tx
-                .query(
-                    "UPDATE redemptions SET reverted = TRUE
-                     WHERE eid = $1 AND tid = $2 AND NOT reverted AND (verdict = 'admit' OR (journal AND verdict <> 'exit'))
-                     RETURNING redemption_id, n",
-                    &[&eid.as_str(), &tid.as_str()],
-                )?
-                .iter()
-                .map(|r| (r.get::<_, i64>(1), r.get::<_, String>(0)))
-                .collect::<std::collections::BTreeMap<_, _>>()
-                .into_values()
-                .collect();
-            if ids.is_empty() {
-                return Err(StoreError::Conflict(format!(
-                    "ticket {tid} has no admission to revert"
-                )));
-            }
-            let seq = take_seq(tx, 1)?;
-            let mut reverted = read_ticket(tx, eid, tid)?
-                .map(|t| t.reverted)
-                .unwrap_or_default();
-            for id in &ids {
-                reverted.push(parse(id, "redemption id")?);
-            }
-            tx.execute(
-                "UPDATE tickets SET reverted = $3, seq = $4 WHERE eid = $1 AND tid = $2",
-                &[&eid.as_str(), &tid.as_str(), &join_ids(&reverted), &seq],
-            )?;
-            audit_line(tx, eid, tid, actor, "revert", reason)?;
-            Ok(ids.len())
-        })
+        self.write(|tx| rules::revert(tx, eid, tid, actor, reason))
     }
 
     fn audit(&self, eid: &EventId) -> Result<Vec<AuditLine>, StoreError> {
-        Ok(self
-            .conn()?
+        self.conn()?
             .query(
                 "SELECT tid, actor, action, reason, at FROM audit WHERE eid = $1 ORDER BY id",
                 &[&eid.as_str()],
             )?
             .iter()
-            .map(|r| AuditLine {
-                tid: r.get(0),
-                actor: r.get(1),
-                action: r.get(2),
-                reason: r.get(3),
-                at: r.get(4),
-            })
-            .collect())
+            .map(rows::audit_line)
+            .collect()
     }
 
     fn admissions(&self, eid: &EventId, tid: &TicketId) -> Result<Vec<Admission>, StoreError> {
@@ -736,9 +670,7 @@ impl Storage for Postgres {
                 &[&eid.as_str(), &tid.as_str()],
             )?
             .iter()
-            .map(|r| {
-                admission(r.get(0), r.get(1), r.get(2), r.get(3), r.get(4))
-            })
+            .map(rows::admission)
             .collect()
     }
 
@@ -751,7 +683,7 @@ impl Storage for Postgres {
                 &[&eid.as_str()],
             )?
             .iter()
-            .map(ticket_from)
+            .map(rows::ticket)
             .collect()
     }
 
@@ -761,95 +693,25 @@ impl Storage for Postgres {
         tid: &TicketId,
         resolution: &ServerResolution,
     ) -> Result<Ticket, StoreError> {
-        self.write(|tx| {
-            if lock_status(tx, eid, tid)?.is_none() {
-                return Err(StoreError::NotFound(format!("ticket {tid}")));
-            }
-            let ticket = read_ticket(tx, eid, tid)?
-                .ok_or_else(|| StoreError::NotFound(format!("ticket {tid}")))?;
-            // A revert also undoes a single mistaken admission; accept and deny answer a flag.
-            if !ticket.flagged && resolution.action != Action::Revert {
-                return Err(StoreError::Conflict(format!("ticket {tid} is not flagged")));
-            }
-            let seq = take_seq(tx, 1)?;
-            let json = to_json(resolution)?;
-            tx.execute(
-                "UPDATE tickets SET flagged = FALSE, resolution = $3, seq = $4
-                 WHERE eid = $1 AND tid = $2",
-                &[&eid.as_str(), &tid.as_str(), &json, &seq],
-            )?;
-            match resolution.action {
-                Action::Accept => {}
-                Action::Deny => {
-                    if ticket.status == TicketStatus::Active {
-                        tx.execute(
-                            "UPDATE tickets SET status = 'void', void_reason = $3
-                             WHERE eid = $1 AND tid = $2",
-                            &[
-                                &eid.as_str(),
-                                &tid.as_str(),
-                                &format!("denied: {}", resolution.note),
-                            ],
-                        )?;
-                    }
-                }
-                Action::Revert => {
-                    tx.execute(
-                        "UPDATE redemptions SET reverted = TRUE
-                         WHERE eid = $1 AND tid = $2 AND NOT reverted AND (verdict = 'admit' OR (journal AND verdict <> 'exit'))",
-                        &[&eid.as_str(), &tid.as_str()],
-                    )?;
-                    let mut reverted = ticket.reverted.clone();
-                    reverted.extend(
-                        resolution
-                            .covers
-                            .iter()
-                            .filter(|c| !ticket.reverted.contains(c))
-                            .cloned(),
-                    );
-                    tx.execute(
-                        "UPDATE tickets SET reverted = $3 WHERE eid = $1 AND tid = $2",
-                        &[&eid.as_str(), &tid.as_str(), &join_ids(&reverted)],
-                    )?;
-                }
-            }
-            audit_line(
-                tx,
-                eid,
-                tid,
-                resolution.staff.as_str(),
-                &format!("resolve:{}", resolution.action.as_str()),
-                resolution.note.as_str(),
-            )?;
-            read_ticket(tx, eid, tid)?.ok_or_else(|| StoreError::NotFound(format!("ticket {tid}")))
-        })
+        self.write(|tx| rules::resolve(tx, eid, tid, resolution))
     }
 
     fn counts(&self, eid: &EventId) -> Result<Counts, StoreError> {
         let mut conn = self.conn()?;
-        let t = conn.query_one(
+        let tickets = conn.query_one(
             "SELECT COUNT(*), COUNT(*) FILTER (WHERE status = 'void'),
                     COUNT(*) FILTER (WHERE status = 'transferred'), COUNT(*) FILTER (WHERE flagged)
              FROM tickets WHERE eid = $1",
             &[&eid.as_str()],
         )?;
-        let r = conn.query_one(
+        let answers = conn.query_one(
             "SELECT COUNT(*) FILTER (WHERE verdict = 'admit'), COUNT(*) FILTER (WHERE verdict = 'duplicate'),
                     COUNT(*) FILTER (WHERE verdict = 'reject'),
                     COUNT(DISTINCT tid) FILTER (WHERE verdict = 'admit' AND NOT reverted)
              FROM redemptions WHERE eid = $1",
             &[&eid.as_str()],
         )?;
-        Ok(Counts {
-            tickets: t.get(0),
-            void: t.get(1),
-            transferred: t.get(2),
-            flagged: t.get(3),
-            answered_admit: r.get(0),
-            answered_duplicate: r.get(1),
-            answered_reject: r.get(2),
-            admitted: r.get(3),
-        })
+        rows::counts(&tickets, &answers)
     }
 
     fn put_pairing(&self, d: &Device, code_hash: &str, expires_ms: i64) -> Result<(), StoreError> {
@@ -881,7 +743,8 @@ impl Storage for Postgres {
                  RETURNING eid, name, role",
                 &[&code_hash, &token_hash, &now_ms],
             )?
-            .map(|r| device(r.get(0), r.get(1), r.get(2)))
+            .as_ref()
+            .map(rows::device)
             .transpose()
     }
 
@@ -891,7 +754,8 @@ impl Storage for Postgres {
                 "SELECT eid, name, role FROM devices WHERE token_hash = $1",
                 &[&token_hash],
             )?
-            .map(|r| device(r.get(0), r.get(1), r.get(2)))
+            .as_ref()
+            .map(rows::device)
             .transpose()
     }
 
@@ -912,15 +776,7 @@ impl Storage for Postgres {
                 &[&eid.as_str()],
             )?
             .iter()
-            .map(|r| {
-                Ok(GateView {
-                    name: parse(r.get(0), "device name")?,
-                    role: parse(r.get(1), "role")?,
-                    paired: r.get(2),
-                    last_seen_ms: r.get(3),
-                    heartbeat: r.get::<_, Option<&str>>(4).map(from_json).transpose()?,
-                })
-            })
+            .map(rows::gate)
             .collect()
     }
 
@@ -956,9 +812,9 @@ fn redeem_on(
     );
     match row {
         Ok(row) => from_json(row.get(0)),
-        Err(e) if e.code().is_some_and(|c| c.code() == "GM001") => Err(StoreError::Conflict(
-            format!("redemption {} belongs to another event", req.redemption_id),
-        )),
+        Err(e) if e.code().is_some_and(|c| c.code() == "GM001") => {
+            Err(rules::elsewhere(&req.redemption_id))
+        }
         Err(e) => Err(e.into()),
     }
 }
@@ -1031,10 +887,7 @@ fn redeem_many(
         .zip(jobs)
         .map(|(a, j)| match a {
             Some(text) => from_json(&text),
-            None => Err(StoreError::Conflict(format!(
-                "redemption {} belongs to another event",
-                j.req.redemption_id
-            ))),
+            None => Err(rules::elsewhere(&j.req.redemption_id)),
         })
         .collect())
 }

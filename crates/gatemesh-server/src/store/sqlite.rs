@@ -9,16 +9,16 @@ use std::{
 };
 
 use gatemesh_ticket::{EventId, TicketId};
-use gatemesh_wire::{Action, RedemptionId, Verdict};
+use gatemesh_wire::{RedemptionId, Verdict};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::{
     Admission, AuditLine, Changes, Counts, Device, Event, GateView, Origin, RedemptionAnswer,
     RedemptionRequest, ServerResolution, Storage, StoreError, Submitted, Ticket, TicketStatus,
-    admission, answer, device, from_json,
     gather::{self, Job, Queue, Waiting},
-    join_ids, journal_answer, journal_facts, now, parse, refuse_inactive, split_ids, ticket_parts,
-    to_json,
+    now,
+    rows::{self, Columns, TICKET_COLUMNS, from_json, parse, to_json},
+    rules::{self, Change, Tx},
 };
 
 /// Layout version of the SQLite file, kept in `PRAGMA user_version`.
@@ -108,11 +108,11 @@ impl Sqlite {
     /// change-feed listeners.
     fn write<T>(
         &self,
-        f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError>,
+        f: impl FnOnce(&mut rusqlite::Transaction<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let mut conn = self.conn();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let out = f(&tx)?;
+        let mut tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let out = f(&mut tx)?;
         tx.commit()?;
         drop(conn);
         self.changes.bump();
@@ -190,80 +190,28 @@ fn take_seq(tx: &Connection, n: usize) -> rusqlite::Result<i64> {
     Ok(last - n as i64 + 1)
 }
 
-const TICKET_COLUMNS: &str = "tid, eid, seat, format, code, status, transferred_to, \
-     transferred_from, holder, void_reason, reverted, flagged, resolution, seq";
-
-type TicketRow = (
-    String,
-    String,
-    Option<String>,
-    String,
-    String,
-    String,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    String,
-    bool,
-    Option<String>,
-    i64,
-);
-
-fn ticket_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TicketRow> {
-    Ok((
-        r.get(0)?,
-        r.get(1)?,
-        r.get(2)?,
-        r.get(3)?,
-        r.get(4)?,
-        r.get(5)?,
-        r.get(6)?,
-        r.get(7)?,
-        r.get(8)?,
-        r.get(9)?,
-        r.get(10)?,
-        r.get(11)?,
-        r.get(12)?,
-        r.get(13)?,
-    ))
+/// The first row `sql` returns, read by `read`.
+fn one<T>(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    read: impl FnOnce(&rusqlite::Row<'_>) -> Result<T, StoreError>,
+) -> Result<Option<T>, StoreError> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let mut rows = stmt.query(params)?;
+    rows.next()?.map(read).transpose()
 }
 
-fn ticket_from(row: TicketRow) -> Result<Ticket, StoreError> {
-    let (
-        tid,
-        eid,
-        seat,
-        format,
-        code,
-        status,
-        to,
-        from,
-        holder,
-        void_reason,
-        reverted,
-        flagged,
-        resolution,
-        seq,
-    ) = row;
-    let (tid, eid, format, status) = ticket_parts(tid, eid, format, status)?;
-    let id = |t: Option<String>| t.and_then(|t| TicketId::new(t).ok());
-    Ok(Ticket {
-        tid,
-        eid,
-        seat,
-        format,
-        code,
-        status,
-        transferred_to: id(to),
-        transferred_from: id(from),
-        holder,
-        void_reason,
-        reverted: split_ids(&reverted)?,
-        flagged,
-        resolution: resolution.as_deref().map(from_json).transpose()?,
-        seq,
-    })
+/// Every row `sql` returns, each read by `read`.
+fn all<T>(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    read: impl FnMut(&rusqlite::Row<'_>) -> Result<T, StoreError>,
+) -> Result<Vec<T>, StoreError> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let rows = stmt.query_and_then(params, read)?;
+    rows.collect()
 }
 
 fn read_ticket(
@@ -271,14 +219,12 @@ fn read_ticket(
     eid: &EventId,
     tid: &TicketId,
 ) -> Result<Option<Ticket>, StoreError> {
-    conn.query_row(
+    one(
+        conn,
         &format!("SELECT {TICKET_COLUMNS} FROM tickets WHERE eid = ?1 AND tid = ?2"),
         [eid.as_str(), tid.as_str()],
-        ticket_row,
+        |r| rows::ticket(r),
     )
-    .optional()?
-    .map(ticket_from)
-    .transpose()
 }
 
 fn status_of(
@@ -286,14 +232,129 @@ fn status_of(
     eid: &EventId,
     tid: &TicketId,
 ) -> Result<Option<TicketStatus>, StoreError> {
-    conn.query_row(
+    one(
+        conn,
         "SELECT status FROM tickets WHERE eid = ?1 AND tid = ?2",
         [eid.as_str(), tid.as_str()],
-        |r| r.get::<_, String>(0),
+        |r| rows::status(r),
     )
-    .optional()?
-    .map(|s| parse(&s, "ticket status"))
-    .transpose()
+}
+
+/// The statements of the shared rules. They run in an immediate transaction, which holds
+/// SQLite's writer lock already: reading a status needs no lock of its own.
+impl Tx for rusqlite::Transaction<'_> {
+    fn lock_status(
+        &mut self,
+        eid: &EventId,
+        tid: &TicketId,
+    ) -> Result<Option<TicketStatus>, StoreError> {
+        status_of(self, eid, tid)
+    }
+
+    fn ticket(&mut self, eid: &EventId, tid: &TicketId) -> Result<Option<Ticket>, StoreError> {
+        read_ticket(self, eid, tid)
+    }
+
+    fn take_seq(&mut self, n: usize) -> Result<i64, StoreError> {
+        Ok(take_seq(self, n)?)
+    }
+
+    fn insert_tickets(&mut self, tickets: &[Ticket], first: i64) -> Result<(), StoreError> {
+        let mut insert = self.prepare_cached(
+            "INSERT INTO tickets
+               (tid, eid, seat, format, code, status, transferred_from, holder, seq)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'active', ?6, ?7, ?8)",
+        )?;
+        for (t, seq) in tickets.iter().zip(first..) {
+            let from = t.transferred_from.as_ref().map(TicketId::as_str);
+            let inserted = insert.execute(params![
+                t.tid.as_str(),
+                t.eid.as_str(),
+                t.seat,
+                t.format.as_str(),
+                t.code,
+                from,
+                t.holder,
+                seq
+            ]);
+            match inserted {
+                Ok(_) => {}
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if e.code == rusqlite::ErrorCode::ConstraintViolation =>
+                {
+                    return Err(rules::taken(&t.tid));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    fn update(
+        &mut self,
+        eid: &EventId,
+        tid: &TicketId,
+        seq: i64,
+        change: Change<'_>,
+    ) -> Result<(), StoreError> {
+        let sql = match change {
+            Change::Void(_) => {
+                "UPDATE tickets SET status = 'void', void_reason = ?3, seq = ?4 WHERE eid = ?1 AND tid = ?2"
+            }
+            Change::TransferredTo(_) => {
+                "UPDATE tickets SET status = 'transferred', transferred_to = ?3, seq = ?4
+                 WHERE eid = ?1 AND tid = ?2"
+            }
+            Change::Resolution(_) => {
+                "UPDATE tickets SET flagged = 0, resolution = ?3, seq = ?4 WHERE eid = ?1 AND tid = ?2"
+            }
+            Change::Reverted(_) => {
+                "UPDATE tickets SET reverted = ?3, seq = ?4 WHERE eid = ?1 AND tid = ?2"
+            }
+        };
+        let value = change.value();
+        self.execute(
+            sql,
+            params![eid.as_str(), tid.as_str(), value.as_ref(), seq],
+        )?;
+        Ok(())
+    }
+
+    fn revert_admissions(
+        &mut self,
+        eid: &EventId,
+        tid: &TicketId,
+    ) -> Result<Vec<RedemptionId>, StoreError> {
+        let ids = all(
+            self,
+            "SELECT redemption_id FROM redemptions
+             WHERE eid = ?1 AND tid = ?2 AND reverted = 0 AND (verdict = 'admit' OR (journal = 1 AND verdict <> 'exit'))
+             ORDER BY rowid",
+            [eid.as_str(), tid.as_str()],
+            |r| parse(&r.text(0)?, "redemption id"),
+        )?;
+        self.execute(
+            "UPDATE redemptions SET reverted = 1
+             WHERE eid = ?1 AND tid = ?2 AND reverted = 0 AND (verdict = 'admit' OR (journal = 1 AND verdict <> 'exit'))",
+            [eid.as_str(), tid.as_str()],
+        )?;
+        Ok(ids)
+    }
+
+    fn audit(
+        &mut self,
+        eid: &EventId,
+        tid: &TicketId,
+        actor: &str,
+        action: &str,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        self.execute(
+            "INSERT INTO audit (eid, tid, actor, action, reason, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![eid.as_str(), tid.as_str(), actor, action, reason, now()],
+        )?;
+        Ok(())
+    }
 }
 
 impl Storage for Sqlite {
@@ -309,33 +370,25 @@ impl Storage for Sqlite {
     }
 
     fn events(&self) -> Result<Vec<Event>, StoreError> {
-        let conn = self.conn();
-        let mut stmt =
-            conn.prepare("SELECT id, name, capacity, starts_at, ends_at FROM events ORDER BY id")?;
-        let rows = stmt.query_map([], event_row)?;
-        rows.map(|r| event_from(r?)).collect()
+        all(
+            &self.conn(),
+            "SELECT id, name, capacity, starts_at, ends_at FROM events ORDER BY id",
+            [],
+            |r| rows::event(r),
+        )
     }
 
     fn event(&self, id: &EventId) -> Result<Option<Event>, StoreError> {
-        self.conn()
-            .query_row(
-                "SELECT id, name, capacity, starts_at, ends_at FROM events WHERE id = ?1",
-                [id.as_str()],
-                event_row,
-            )
-            .optional()?
-            .map(event_from)
-            .transpose()
+        one(
+            &self.conn(),
+            "SELECT id, name, capacity, starts_at, ends_at FROM events WHERE id = ?1",
+            [id.as_str()],
+            |r| rows::event(r),
+        )
     }
 
     fn insert_tickets(&self, tickets: &[Ticket]) -> Result<(), StoreError> {
-        self.write(|tx| {
-            let first = take_seq(tx, tickets.len())?;
-            for (i, t) in tickets.iter().enumerate() {
-                insert_ticket(tx, t, first + i as i64)?;
-            }
-            Ok(())
-        })
+        self.write(|tx| rules::insert_tickets(tx, tickets))
     }
 
     fn ticket(&self, eid: &EventId, tid: &TicketId) -> Result<Option<Ticket>, StoreError> {
@@ -349,16 +402,7 @@ impl Storage for Sqlite {
         actor: &str,
         reason: &str,
     ) -> Result<Ticket, StoreError> {
-        self.write(|tx| {
-            refuse_inactive(tid, status_of(tx, eid, tid)?)?;
-            let seq = take_seq(tx, 1)?;
-            tx.execute(
-                "UPDATE tickets SET status = 'void', void_reason = ?3, seq = ?4 WHERE eid = ?1 AND tid = ?2",
-                params![eid.as_str(), tid.as_str(), reason, seq],
-            )?;
-            audit_line(tx, eid, tid, actor, "void", reason)?;
-            read_ticket(tx, eid, tid)?.ok_or_else(|| StoreError::NotFound(format!("ticket {tid}")))
-        })
+        self.write(|tx| rules::void(tx, eid, tid, actor, reason))
     }
 
     fn redeem(
@@ -401,18 +445,7 @@ impl Storage for Sqlite {
     }
 
     fn transfer(&self, old: &TicketId, new: &Ticket, actor: &str) -> Result<(), StoreError> {
-        let eid = &new.eid;
-        self.write(|tx| {
-            refuse_inactive(old, status_of(tx, eid, old)?)?;
-            let seq = take_seq(tx, 2)?;
-            tx.execute(
-                "UPDATE tickets SET status = 'transferred', transferred_to = ?3, seq = ?4
-                 WHERE eid = ?1 AND tid = ?2",
-                params![eid.as_str(), old.as_str(), new.tid.as_str(), seq],
-            )?;
-            insert_ticket(tx, new, seq + 1)?;
-            audit_line(tx, eid, old, actor, "transfer", &format!("to {}", new.tid))
-        })
+        self.write(|tx| rules::transfer(tx, old, new, actor))
     }
 
     fn revert(
@@ -422,56 +455,16 @@ impl Storage for Sqlite {
         actor: &str,
         reason: &str,
     ) -> Result<usize, StoreError> {
-        self.write(|tx| {
-            let ids: Vec<RedemptionId> = {
-                let mut stmt = tx.prepare(
-                    "SELECT redemption_id FROM redemptions
-                     WHERE eid = ?1 AND tid = ?2 AND reverted = 0 AND (verdict = 'admit' OR (journal = 1 AND verdict <> 'exit'))
-                     ORDER BY rowid",
-                )?;
-                let rows = stmt.query_map([eid.as_str(), tid.as_str()], |r| r.get::<_, String>(0))?;
-                let ids = rows.collect::<Result<Vec<_>, _>>()?;
-                ids.iter().map(|id| parse(id, "redemption id")).collect::<Result<_, _>>()?
-            };
-            if ids.is_empty() {
-                return Err(StoreError::Conflict(format!(
-                    "ticket {tid} has no admission to revert"
-                )));
-            }
-            tx.execute(
-                "UPDATE redemptions SET reverted = 1
-                 WHERE eid = ?1 AND tid = ?2 AND reverted = 0 AND (verdict = 'admit' OR (journal = 1 AND verdict <> 'exit'))",
-                [eid.as_str(), tid.as_str()],
-            )?;
-            let seq = take_seq(tx, 1)?;
-            let mut reverted = read_ticket(tx, eid, tid)?
-                .map(|t| t.reverted)
-                .unwrap_or_default();
-            reverted.extend(ids.iter().cloned());
-            tx.execute(
-                "UPDATE tickets SET reverted = ?3, seq = ?4 WHERE eid = ?1 AND tid = ?2",
-                params![eid.as_str(), tid.as_str(), join_ids(&reverted), seq],
-            )?;
-            audit_line(tx, eid, tid, actor, "revert", reason)?;
-            Ok(ids.len())
-        })
+        self.write(|tx| rules::revert(tx, eid, tid, actor, reason))
     }
 
     fn audit(&self, eid: &EventId) -> Result<Vec<AuditLine>, StoreError> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare(
+        all(
+            &self.conn(),
             "SELECT tid, actor, action, reason, at FROM audit WHERE eid = ?1 ORDER BY id",
-        )?;
-        let rows = stmt.query_map([eid.as_str()], |r| {
-            Ok(AuditLine {
-                tid: r.get(0)?,
-                actor: r.get(1)?,
-                action: r.get(2)?,
-                reason: r.get(3)?,
-                at: r.get(4)?,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+            [eid.as_str()],
+            |r| rows::audit_line(r),
+        )
     }
 
     fn manifest(
@@ -483,37 +476,38 @@ impl Storage for Sqlite {
         // One read transaction: the cursor and the rows come from the same snapshot.
         let tx = conn.transaction()?;
         let cursor: i64 = tx.query_row("SELECT value FROM seq WHERE id = 1", [], |r| r.get(0))?;
-        let rows: Vec<TicketRow> = {
-            let mut stmt = tx.prepare(&format!(
+        let tickets = all(
+            &tx,
+            &format!(
                 "SELECT {TICKET_COLUMNS} FROM tickets WHERE eid = ?1 AND seq > ?2 AND seq <= ?3 ORDER BY seq"
-            ))?;
-            let rows = stmt.query_map(
-                params![eid.as_str(), since.unwrap_or(0), cursor],
-                ticket_row,
-            )?;
-            rows.collect::<Result<_, _>>()?
-        };
+            ),
+            params![eid.as_str(), since.unwrap_or(0), cursor],
+            |r| rows::ticket(r),
+        )?;
         tx.commit()?;
-        let tickets = rows
-            .into_iter()
-            .map(ticket_from)
-            .collect::<Result<_, _>>()?;
         Ok((cursor, tickets))
     }
 
     fn admissions(&self, eid: &EventId, tid: &TicketId) -> Result<Vec<Admission>, StoreError> {
-        admissions(&self.conn(), eid, tid)
+        all(
+            &self.conn(),
+            "SELECT redemption_id, gate, scanner, at, record FROM redemptions
+             WHERE eid = ?1 AND tid = ?2 AND reverted = 0 AND (verdict = 'admit' OR (journal = 1 AND verdict <> 'exit'))
+             ORDER BY rowid",
+            [eid.as_str(), tid.as_str()],
+            |r| rows::admission(r),
+        )
     }
 
     fn flags(&self, eid: &EventId) -> Result<Vec<Ticket>, StoreError> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare(&format!(
-            "SELECT {TICKET_COLUMNS} FROM tickets WHERE eid = ?1 AND flagged = 1 ORDER BY seq"
-        ))?;
-        let rows: Vec<TicketRow> = stmt
-            .query_map([eid.as_str()], ticket_row)?
-            .collect::<Result<_, _>>()?;
-        rows.into_iter().map(ticket_from).collect()
+        all(
+            &self.conn(),
+            &format!(
+                "SELECT {TICKET_COLUMNS} FROM tickets WHERE eid = ?1 AND flagged = 1 ORDER BY seq"
+            ),
+            [eid.as_str()],
+            |r| rows::ticket(r),
+        )
     }
 
     fn resolve(
@@ -522,89 +516,28 @@ impl Storage for Sqlite {
         tid: &TicketId,
         resolution: &ServerResolution,
     ) -> Result<Ticket, StoreError> {
-        self.write(|tx| {
-            let ticket =
-                read_ticket(tx, eid, tid)?.ok_or_else(|| StoreError::NotFound(format!("ticket {tid}")))?;
-            // A revert also undoes a single mistaken admission; accept and deny answer a flag.
-            if !ticket.flagged && resolution.action != Action::Revert {
-                return Err(StoreError::Conflict(format!("ticket {tid} is not flagged")));
-            }
-            let seq = take_seq(tx, 1)?;
-            let json = to_json(resolution)?;
-            tx.execute(
-                "UPDATE tickets SET flagged = 0, resolution = ?3, seq = ?4 WHERE eid = ?1 AND tid = ?2",
-                params![eid.as_str(), tid.as_str(), json, seq],
-            )?;
-            match resolution.action {
-                Action::Accept => {}
-                Action::Deny => {
-                    if ticket.status == TicketStatus::Active {
-                        tx.execute(
-                            "UPDATE tickets SET status = 'void', void_reason = ?3 WHERE eid = ?1 AND tid = ?2",
-                            params![eid.as_str(), tid.as_str(), format!("denied: {}", resolution.note)],
-                        )?;
-                    }
-                }
-                Action::Revert => {
-                    tx.execute(
-                        "UPDATE redemptions SET reverted = 1
-                         WHERE eid = ?1 AND tid = ?2 AND reverted = 0 AND (verdict = 'admit' OR (journal = 1 AND verdict <> 'exit'))",
-                        [eid.as_str(), tid.as_str()],
-                    )?;
-                    let mut reverted = ticket.reverted.clone();
-                    reverted.extend(
-                        resolution.covers.iter().filter(|c| !ticket.reverted.contains(c)).cloned(),
-                    );
-                    tx.execute(
-                        "UPDATE tickets SET reverted = ?3 WHERE eid = ?1 AND tid = ?2",
-                        params![eid.as_str(), tid.as_str(), join_ids(&reverted)],
-                    )?;
-                }
-            }
-            audit_line(
-                tx,
-                eid,
-                tid,
-                resolution.staff.as_str(),
-                &format!("resolve:{}", resolution.action.as_str()),
-                resolution.note.as_str(),
-            )?;
-            read_ticket(tx, eid, tid)?.ok_or_else(|| StoreError::NotFound(format!("ticket {tid}")))
-        })
+        self.write(|tx| rules::resolve(tx, eid, tid, resolution))
     }
 
     fn counts(&self, eid: &EventId) -> Result<Counts, StoreError> {
         let conn = self.conn();
-        let (tickets, void, transferred, flagged) = conn.query_row(
+        let mut tickets = conn.prepare_cached(
             "SELECT COUNT(*), COALESCE(SUM(status = 'void'), 0), COALESCE(SUM(status = 'transferred'), 0),
                     COALESCE(SUM(flagged), 0)
              FROM tickets WHERE eid = ?1",
-            [eid.as_str()],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
         )?;
-        let (answered_admit, answered_duplicate, answered_reject) = conn.query_row(
+        let mut answers = conn.prepare_cached(
             "SELECT COALESCE(SUM(verdict = 'admit'), 0), COALESCE(SUM(verdict = 'duplicate'), 0),
-                    COALESCE(SUM(verdict = 'reject'), 0)
+                    COALESCE(SUM(verdict = 'reject'), 0),
+                    COUNT(DISTINCT CASE WHEN verdict = 'admit' AND reverted = 0 THEN tid END)
              FROM redemptions WHERE eid = ?1",
-            [eid.as_str()],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )?;
-        let admitted = conn.query_row(
-            "SELECT COUNT(DISTINCT tid) FROM redemptions
-             WHERE eid = ?1 AND verdict = 'admit' AND reverted = 0",
-            [eid.as_str()],
-            |r| r.get(0),
-        )?;
-        Ok(Counts {
-            tickets,
-            void,
-            transferred,
-            admitted,
-            answered_admit,
-            answered_duplicate,
-            answered_reject,
-            flagged,
-        })
+        let mut tickets = tickets.query([eid.as_str()])?;
+        let mut answers = answers.query([eid.as_str()])?;
+        match (tickets.next()?, answers.next()?) {
+            (Some(t), Some(a)) => rows::counts(t, a),
+            _ => Err(StoreError::Corrupt("an aggregate returned no row".into())),
+        }
     }
 
     fn put_pairing(&self, d: &Device, code_hash: &str, expires_ms: i64) -> Result<(), StoreError> {
@@ -629,41 +562,23 @@ impl Storage for Sqlite {
         token_hash: &str,
         now_ms: i64,
     ) -> Result<Option<Device>, StoreError> {
-        self.conn()
-            .query_row(
-                "UPDATE devices SET token_hash = ?2, code_hash = NULL, code_expires_ms = NULL
-                 WHERE code_hash = ?1 AND code_expires_ms >= ?3
-                 RETURNING eid, name, role",
-                params![code_hash, token_hash, now_ms],
-                |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, String>(2)?,
-                    ))
-                },
-            )
-            .optional()?
-            .map(|(eid, name, role)| device(&eid, &name, &role))
-            .transpose()
+        one(
+            &self.conn(),
+            "UPDATE devices SET token_hash = ?2, code_hash = NULL, code_expires_ms = NULL
+             WHERE code_hash = ?1 AND code_expires_ms >= ?3
+             RETURNING eid, name, role",
+            params![code_hash, token_hash, now_ms],
+            |r| rows::device(r),
+        )
     }
 
     fn device(&self, token_hash: &str) -> Result<Option<Device>, StoreError> {
-        self.conn()
-            .query_row(
-                "SELECT eid, name, role FROM devices WHERE token_hash = ?1",
-                [token_hash],
-                |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, String>(2)?,
-                    ))
-                },
-            )
-            .optional()?
-            .map(|(eid, name, role)| device(&eid, &name, &role))
-            .transpose()
+        one(
+            &self.conn(),
+            "SELECT eid, name, role FROM devices WHERE token_hash = ?1",
+            [token_hash],
+            |r| rows::device(r),
+        )
     }
 
     fn heartbeat(&self, d: &Device, payload: &str, now_ms: i64) -> Result<(), StoreError> {
@@ -676,116 +591,18 @@ impl Storage for Sqlite {
     }
 
     fn gates(&self, eid: &EventId) -> Result<Vec<GateView>, StoreError> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare(
+        all(
+            &self.conn(),
             "SELECT name, role, token_hash IS NOT NULL, last_seen_ms, heartbeat FROM devices
              WHERE eid = ?1 ORDER BY name",
-        )?;
-        type GateRow = (String, String, bool, Option<i64>, Option<String>);
-        let rows: Vec<GateRow> = stmt
-            .query_map([eid.as_str()], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-            })?
-            .collect::<Result<_, _>>()?;
-        rows.into_iter()
-            .map(|(name, role, paired, last_seen_ms, heartbeat)| {
-                Ok(GateView {
-                    name: parse(&name, "device name")?,
-                    role: parse(&role, "role")?,
-                    paired,
-                    last_seen_ms,
-                    heartbeat: heartbeat.as_deref().map(from_json).transpose()?,
-                })
-            })
-            .collect()
+            [eid.as_str()],
+            |r| rows::gate(r),
+        )
     }
 
     fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.changes.subscribe()
     }
-}
-
-fn admissions(
-    conn: &Connection,
-    eid: &EventId,
-    tid: &TicketId,
-) -> Result<Vec<Admission>, StoreError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT redemption_id, gate, scanner, at, record FROM redemptions
-         WHERE eid = ?1 AND tid = ?2 AND reverted = 0 AND (verdict = 'admit' OR (journal = 1 AND verdict <> 'exit'))
-         ORDER BY rowid",
-    )?;
-    let rows: Vec<(String, String, String, String, Option<String>)> = stmt
-        .query_map([eid.as_str(), tid.as_str()], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-        })?
-        .collect::<Result<_, _>>()?;
-    rows.iter()
-        .map(|(redemption_id, gate, scanner, at, record)| {
-            admission(redemption_id, gate, scanner, at, record.as_deref())
-        })
-        .collect()
-}
-
-fn audit_line(
-    tx: &rusqlite::Transaction<'_>,
-    eid: &EventId,
-    tid: &TicketId,
-    actor: &str,
-    action: &str,
-    reason: &str,
-) -> Result<(), StoreError> {
-    tx.execute(
-        "INSERT INTO audit (eid, tid, actor, action, reason, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![eid.as_str(), tid.as_str(), actor, action, reason, now()],
-    )?;
-    Ok(())
-}
-
-/// Inserts a new active ticket at sequence number `seq`; a taken id is `Exists`.
-fn insert_ticket(tx: &rusqlite::Transaction<'_>, t: &Ticket, seq: i64) -> Result<(), StoreError> {
-    let from = t.transferred_from.as_ref().map(TicketId::as_str);
-    let inserted = tx
-        .prepare_cached(
-            "INSERT INTO tickets
-               (tid, eid, seat, format, code, status, transferred_from, holder, seq)
-             VALUES (?1, ?2, ?3, ?4, ?5, 'active', ?6, ?7, ?8)",
-        )?
-        .execute(params![
-            t.tid.as_str(),
-            t.eid.as_str(),
-            t.seat,
-            t.format.as_str(),
-            t.code,
-            from,
-            t.holder,
-            seq
-        ]);
-    match inserted {
-        Ok(_) => Ok(()),
-        Err(rusqlite::Error::SqliteFailure(e, _))
-            if e.code == rusqlite::ErrorCode::ConstraintViolation =>
-        {
-            Err(StoreError::Exists(format!("ticket {}", t.tid)))
-        }
-        Err(e) => Err(e.into()),
-    }
-}
-
-type EventRow = (String, String, Option<u32>, Option<String>, Option<String>);
-
-fn event_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EventRow> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-}
-
-fn event_from((id, name, capacity, starts_at, ends_at): EventRow) -> Result<Event, StoreError> {
-    Ok(Event {
-        id: EventId::new(&id).map_err(|_| StoreError::Corrupt(format!("event id {id:?}")))?,
-        name,
-        capacity,
-        starts_at,
-        ends_at,
-    })
 }
 
 /// Decides and stores one redemption inside `tx`; says whether it flagged the ticket.
@@ -805,40 +622,25 @@ fn redeem_in(
     if let Some((stored_eid, answer)) = stored {
         // A retry: the stored answer, whatever happened since.
         if stored_eid != eid.as_str() {
-            return Err(StoreError::Conflict(format!(
-                "redemption {} belongs to another event",
-                req.redemption_id
-            )));
+            return Err(rules::elsewhere(&req.redemption_id));
         }
         return Ok((from_json(&answer)?, false));
     }
     let status = status_of(tx, eid, &req.tid)?;
     let first = if status == Some(TicketStatus::Active) {
-        tx.query_row(
+        one(
+            tx,
             "SELECT redemption_id, gate, scanner, at, record FROM redemptions
-                 WHERE eid = ?1 AND tid = ?2 AND verdict = 'admit' AND reverted = 0
-                 ORDER BY rowid LIMIT 1",
+             WHERE eid = ?1 AND tid = ?2 AND verdict = 'admit' AND reverted = 0
+             ORDER BY rowid LIMIT 1",
             [eid.as_str(), req.tid.as_str()],
-            |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, Option<String>>(4)?,
-                ))
-            },
-        )
-        .optional()?
-        .map(|(redemption_id, gate, scanner, at, record)| {
-            admission(&redemption_id, &gate, &scanner, &at, record.as_deref())
-        })
-        .transpose()?
+            |r| rows::admission(r),
+        )?
     } else {
         None
     };
-    let facts = journal_facts(origin, req.record.as_ref());
-    let (answer, stored_verdict) = journal_answer(&facts, answer(status, first));
+    let facts = rules::journal_facts(origin, req.record.as_ref());
+    let (answer, stored_verdict) = rules::journal_answer(&facts, rules::answer(status, first));
     // A gate already let this holder in, and someone else was in first: staff must look.
     let flag = origin == Origin::Journal && answer.verdict == Verdict::Duplicate;
     if flag {

@@ -12,34 +12,15 @@ use std::{
 
 use futures_util::StreamExt;
 use gatemesh_server::{Database, Server};
-use gatemesh_testkit::pg;
+use gatemesh_testkit::{
+    fuzz, on_both_backends,
+    pg::{self, Backend},
+};
 use gatemesh_ticket::{EventId, Keyring, PublicKey, Verifier};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 const TOKEN: &str = "test-admin-token-0123456789";
-
-#[derive(Debug, Clone, Copy)]
-enum Backend {
-    Sqlite,
-    Postgres,
-}
-
-/// Runs each listed test once per backend: `name::sqlite` and `name::postgres`.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            async fn sqlite() {
-                super::$name(super::Backend::Sqlite).await;
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            async fn postgres() {
-                super::$name(super::Backend::Postgres).await;
-            }
-        }
-    )*};
-}
 
 on_both_backends!(
     organizer_calls_need_the_admin_token,
@@ -53,6 +34,7 @@ on_both_backends!(
     the_change_stream_resumes_and_carries_voids_and_reverts,
     journal_records_come_back_as_the_first_use,
     exits_and_reentries_a_gate_allowed_are_not_copies,
+    staff_accept_deny_or_revert_a_flag,
     devices_pair_once_and_reach_only_their_own_event,
     metrics_count_redemptions_by_gate_and_verdict,
 );
@@ -63,8 +45,8 @@ on_both_backends!(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn redemptions_outlive_the_database_closing_the_gatherers_connections() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::new(Backend::Postgres);
-    let s = Running::on(dir.path(), &db).await;
+    let db = pg::Database::fresh();
+    let s = Running::on(dir.path(), Some(&db)).await;
     let tickets = s.event_with_tickets("CUT", 12).await;
     let path = "/v1/events/CUT/redemptions";
     let (status, first) = s
@@ -77,8 +59,7 @@ async fn redemptions_outlive_the_database_closing_the_gatherers_connections() {
         IF (SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
              WHERE application_name = 'gatemesh-gather' AND datname = current_database()) = 0
         THEN RAISE EXCEPTION 'no gatherer connection to end'; END IF; END $$";
-    let pg = db._pg.as_ref().unwrap();
-    pg.execute(end_gatherers).unwrap();
+    db.execute(end_gatherers).unwrap();
 
     // Ten at once on the ended connections: each answered as it would be alone.
     let mut tasks = Vec::new();
@@ -115,15 +96,15 @@ async fn redemptions_outlive_the_database_closing_the_gatherers_connections() {
         .post(path, redemption("cut-11", &tickets[11]["tid"], "North"))
         .await;
     assert_eq!(status, StatusCode::OK);
-    pg.execute(end_gatherers).unwrap();
+    db.execute(end_gatherers).unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_instances_on_one_postgres_act_as_one() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::new(Backend::Postgres);
-    let a = Running::on(dir.path(), &db).await;
-    let b = Running::on(dir.path(), &db).await;
+    let db = pg::Database::fresh();
+    let a = Running::on(dir.path(), Some(&db)).await;
+    let b = Running::on(dir.path(), Some(&db)).await;
     let tickets = a.event_with_tickets("TWIN", 3).await;
     // Tickets issued through A verify with the key B publishes: one service, one key.
     let (_, ka) = a.get("/v1/keys").await;
@@ -153,36 +134,7 @@ async fn two_instances_on_one_postgres_act_as_one() {
 
     // Forty gates race on one ticket, half through each server: one admit.
     let tid = tickets[0]["tid"].clone();
-    let mut tasks = Vec::new();
-    for i in 0..40 {
-        let base = if i % 2 == 0 {
-            a.base.clone()
-        } else {
-            b.base.clone()
-        };
-        let (client, tid) = (a.client.clone(), tid.clone());
-        tasks.push(tokio::spawn(async move {
-            let r = client
-                .post(format!("{base}/v1/events/TWIN/redemptions"))
-                .bearer_auth(TOKEN)
-                .json(&redemption(
-                    &format!("twin-{i}"),
-                    &tid,
-                    &format!("gate-{i}"),
-                ))
-                .send()
-                .await
-                .unwrap();
-            r.json::<Value>().await.unwrap()["verdict"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        }));
-    }
-    let mut verdicts = Vec::new();
-    for t in tasks {
-        verdicts.push(t.await.unwrap());
-    }
+    let verdicts = forty_gates_race(&[&a, &b], "TWIN", &tid, "twin").await;
     assert_eq!(
         verdicts.iter().filter(|v| *v == "admit").count(),
         1,
@@ -267,37 +219,9 @@ impl Sse {
     }
 }
 
-/// A database for a test: a SQLite file in the data directory, or a fresh PostgreSQL one.
-struct Db {
-    url: Option<String>,
-    _pg: Option<pg::Database>,
-}
-
-impl Db {
-    fn new(backend: Backend) -> Self {
-        match backend {
-            Backend::Sqlite => Self {
-                url: None,
-                _pg: None,
-            },
-            Backend::Postgres => {
-                let pg = pg::Database::fresh();
-                Self {
-                    url: Some(pg.url.clone()),
-                    _pg: Some(pg),
-                }
-            }
-        }
-    }
-
-    fn database(&self) -> Option<Database> {
-        self.url.clone().map(Database::Postgres)
-    }
-}
-
 struct Running {
     _dir: Option<tempfile::TempDir>,
-    _db: Option<Db>,
+    _db: Option<pg::Database>,
     base: String,
     client: reqwest::Client,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -307,16 +231,17 @@ struct Running {
 impl Running {
     async fn start(backend: Backend) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let db = Db::new(backend);
-        let mut s = Self::on(dir.path(), &db).await;
+        let db = backend.database();
+        let mut s = Self::on(dir.path(), db.as_ref()).await;
         s._dir = Some(dir);
-        s._db = Some(db);
+        s._db = db;
         s
     }
 
-    /// A server on `data` and `db`; several may share both.
-    async fn on(data: &Path, db: &Db) -> Self {
-        let opened = Server::open(data, db.database(), Some(TOKEN.into())).unwrap();
+    /// A server on `data` and `db` (SQLite in `data` without one); several may share both.
+    async fn on(data: &Path, db: Option<&pg::Database>) -> Self {
+        let db = db.map(|d| Database::Postgres(d.url.clone()));
+        let opened = Server::open(data, db, Some(TOKEN.into())).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -366,6 +291,18 @@ impl Running {
 
     async fn get(&self, path: &str) -> (StatusCode, Value) {
         self.call(reqwest::Method::GET, path, None).await
+    }
+
+    /// Fails unless the event's audit lines are `expected` (action, actor), oldest first.
+    async fn assert_audit(&self, eid: &str, expected: &[(&str, &str)]) {
+        let (_, audit) = self.get(&format!("/v1/events/{eid}/audit")).await;
+        let actions: Vec<(&str, &str)> = audit["audit"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| (a["action"].as_str().unwrap(), a["actor"].as_str().unwrap()))
+            .collect();
+        assert_eq!(actions, expected, "{audit}");
     }
 
     async fn event_with_tickets(&self, eid: &str, count: usize) -> Vec<Value> {
@@ -485,22 +422,20 @@ async fn redemption_is_idempotent_and_names_the_first_use(backend: Backend) {
     s.stop().await;
 }
 
-async fn forty_gates_racing_on_one_ticket_get_exactly_one_admit(backend: Backend) {
-    let s = Running::start(backend).await;
-    let tickets = s.event_with_tickets("RACE", 1).await;
-    let tid = tickets[0]["tid"].clone();
+/// Forty gates redeem `tid` at once, gate `i` as `gate-{i}` with redemption id `{rid}-{i}`,
+/// through `servers[i % servers.len()]`; their verdicts, gate by gate.
+async fn forty_gates_race(servers: &[&Running], eid: &str, tid: &Value, rid: &str) -> Vec<String> {
     let mut tasks = Vec::new();
     for i in 0..40 {
-        let (client, base, tid) = (s.client.clone(), s.base.clone(), tid.clone());
+        let s = servers[i % servers.len()];
+        let url = format!("{}/v1/events/{eid}/redemptions", s.base);
+        let body = redemption(&format!("{rid}-{i}"), tid, &format!("gate-{i}"));
+        let client = s.client.clone();
         tasks.push(tokio::spawn(async move {
             let r = client
-                .post(format!("{base}/v1/events/RACE/redemptions"))
+                .post(url)
                 .bearer_auth(TOKEN)
-                .json(&redemption(
-                    &format!("race-{i}"),
-                    &tid,
-                    &format!("gate-{i}"),
-                ))
+                .json(&body)
                 .send()
                 .await
                 .unwrap();
@@ -514,6 +449,14 @@ async fn forty_gates_racing_on_one_ticket_get_exactly_one_admit(backend: Backend
     for t in tasks {
         verdicts.push(t.await.unwrap());
     }
+    verdicts
+}
+
+async fn forty_gates_racing_on_one_ticket_get_exactly_one_admit(backend: Backend) {
+    let s = Running::start(backend).await;
+    let tickets = s.event_with_tickets("RACE", 1).await;
+    let tid = tickets[0]["tid"].clone();
+    let verdicts = forty_gates_race(&[&s], "RACE", &tid, "race").await;
     assert_eq!(
         verdicts.iter().filter(|v| *v == "admit").count(),
         1,
@@ -762,21 +705,15 @@ async fn transfers_chain_and_reverts_are_audited(backend: Backend) {
         .await;
     assert_eq!(status, StatusCode::CONFLICT, "nothing to revert");
 
-    let (_, audit) = s.get("/v1/events/E4/audit").await;
-    let actions: Vec<(&str, &str)> = audit["audit"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| (a["action"].as_str().unwrap(), a["actor"].as_str().unwrap()))
-        .collect();
-    assert_eq!(
-        actions,
-        [
+    s.assert_audit(
+        "E4",
+        &[
             ("transfer", "box-office"),
             ("transfer", "admin"),
-            ("revert", "Sam")
-        ]
-    );
+            ("revert", "Sam"),
+        ],
+    )
+    .await;
     s.stop().await;
 }
 
@@ -1484,6 +1421,135 @@ fn forbid_unknown_properties(schema: &mut Value) {
     }
 }
 
+/// Staff's decisions on flagged tickets: accept clears the flag, deny voids the ticket,
+/// revert undoes its admissions so it admits again; each audited, and refused where there is
+/// nothing to decide or no such ticket.
+async fn staff_accept_deny_or_revert_a_flag(backend: Backend) {
+    let s = Running::start(backend).await;
+    let tickets = s.event_with_tickets("FLAG", 4).await;
+    let tid = |i: usize| tickets[i]["tid"].as_str().unwrap().to_owned();
+    // Two gates' journals each hold an admission of tickets 0 to 2: the second flags them.
+    for (gate, verdict) in [("North", "admit"), ("South", "duplicate")] {
+        let items: Vec<Value> = (0..3)
+            .map(|i| redemption(&format!("{gate}-{i}"), &json!(tid(i)), gate))
+            .collect();
+        let (status, a) = s
+            .post(
+                "/v1/events/FLAG/redemptions",
+                json!({ "redemptions": items }),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{a}");
+        for answer in a["answers"].as_array().unwrap() {
+            assert_eq!(answer["verdict"], verdict, "{a}");
+        }
+    }
+    let (_, flags) = s.get("/v1/events/FLAG/flags").await;
+    let flagged: Vec<&str> = flags["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["tid"].as_str().unwrap())
+        .collect();
+    assert_eq!(flagged.len(), 3, "{flags}");
+    let at = &s;
+    let resolve = move |t: String, action: &'static str| async move {
+        at.post(
+            &format!("/v1/events/FLAG/flags/{t}/resolve"),
+            json!({ "action": action, "staff": "Kim", "note": "looked" }),
+        )
+        .await
+    };
+    let path = |t: String| format!("/v1/events/FLAG/tickets/{t}");
+
+    let (status, t) = resolve(tid(0), "accept").await;
+    assert_eq!(
+        (status, t["status"].as_str()),
+        (StatusCode::OK, Some("active"))
+    );
+    let (_, d) = s.get(&path(tid(0))).await;
+    assert_eq!(
+        (d["flagged"].as_bool(), d["resolution"]["action"].as_str()),
+        (Some(false), Some("accept"))
+    );
+    assert_eq!(d["admissions"].as_array().unwrap().len(), 2, "{d}");
+
+    let (status, t) = resolve(tid(1), "deny").await;
+    assert_eq!(
+        (status, t["status"].as_str()),
+        (StatusCode::OK, Some("void"))
+    );
+
+    let (status, t) = resolve(tid(2), "revert").await;
+    assert_eq!(
+        (status, t["status"].as_str()),
+        (StatusCode::OK, Some("active"))
+    );
+    let (_, d) = s.get(&path(tid(2))).await;
+    assert_eq!(d["admissions"], json!([]), "{d}");
+    let (_, again) = s
+        .post(
+            "/v1/events/FLAG/redemptions",
+            redemption("again-2", &json!(tid(2)), "East"),
+        )
+        .await;
+    assert_eq!(again["verdict"], "admit", "a reverted ticket admits again");
+
+    let (_, m) = s.get("/v1/events/FLAG/manifest").await;
+    let entry = |t: String| {
+        m["tickets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["tid"] == t.as_str())
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(entry(tid(1))["reason"], "denied: looked");
+    assert_eq!(entry(tid(2))["reverted"], json!(["North-2", "South-2"]));
+    assert_eq!(
+        entry(tid(2))["resolution"]["covers"],
+        json!(["North-2", "South-2"])
+    );
+    let (_, flags) = s.get("/v1/events/FLAG/flags").await;
+    assert_eq!(flags["flags"], json!([]));
+
+    // Nothing to decide: a flag already resolved, a ticket never flagged.
+    assert_eq!(resolve(tid(0), "accept").await.0, StatusCode::CONFLICT);
+    assert_eq!(resolve(tid(3), "deny").await.0, StatusCode::CONFLICT);
+    // No such ticket, even where a gate's journal named it.
+    let stranger = gatemesh_ticket::TicketId::generate().to_string();
+    let (_, a) = s
+        .post(
+            "/v1/events/FLAG/redemptions",
+            json!({ "redemptions": [redemption("ghost", &json!(stranger), "North")] }),
+        )
+        .await;
+    assert_eq!(a["answers"][0]["reason"], "unknown_ticket");
+    assert_eq!(
+        resolve(stranger.clone(), "revert").await.0,
+        StatusCode::NOT_FOUND
+    );
+    let (status, _) = s
+        .post(
+            &format!("/v1/events/FLAG/tickets/{stranger}/revert"),
+            json!({ "actor": "Kim", "reason": "x" }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    s.assert_audit(
+        "FLAG",
+        &[
+            ("resolve:accept", "Kim"),
+            ("resolve:deny", "Kim"),
+            ("resolve:revert", "Kim"),
+        ],
+    )
+    .await;
+    s.stop().await;
+}
+
 async fn exits_and_reentries_a_gate_allowed_are_not_copies(backend: Backend) {
     let s = Running::start(backend).await;
     let tickets = s.event_with_tickets("BACK", 1).await;
@@ -1541,12 +1607,7 @@ async fn exits_and_reentries_a_gate_allowed_are_not_copies(backend: Backend) {
 /// 5xx, always a JSON error for a 4xx, and nothing stored.
 #[test]
 fn arbitrary_bodies_get_4xx_and_change_nothing() {
-    use proptest::prelude::*;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = fuzz::runtime();
     let s = runtime.block_on(Running::start(Backend::Sqlite));
     let tickets = runtime.block_on(s.event_with_tickets("FUZZ", 3));
     let tid = tickets[0]["tid"].as_str().unwrap().to_owned();
@@ -1562,8 +1623,7 @@ fn arbitrary_bodies_get_4xx_and_change_nothing() {
             )
         })
     };
-    let last = std::cell::RefCell::new(snapshot());
-    let paths = [
+    let paths = vec![
         "/v1/events".to_owned(),
         "/v1/events/FUZZ/tickets".to_owned(),
         format!("/v1/events/FUZZ/tickets/{tid}/void"),
@@ -1575,7 +1635,7 @@ fn arbitrary_bodies_get_4xx_and_change_nothing() {
         "/v1/events/FUZZ/heartbeat".to_owned(),
         "/v1/pair".to_owned(),
     ];
-    let body = gatemesh_testkit::fuzz::bodies(
+    let body = fuzz::bodies(
         vec![
             "id",
             "name",
@@ -1604,46 +1664,12 @@ fn arbitrary_bodies_get_4xx_and_change_nothing() {
         ],
         vec![json!("2026-11-29T20:00:00Z"), json!(tid.clone())],
     );
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
-        cases: 256,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    });
-    runner
-        .run(
-            &(prop::sample::select(paths.to_vec()), body),
-            |(path, body)| {
-                let (status, answer) = runtime.block_on(async {
-                    let r = s
-                        .client
-                        .post(format!("{}{path}", s.base))
-                        .bearer_auth(TOKEN)
-                        .header("content-type", "application/json")
-                        .body(body.clone())
-                        .send()
-                        .await
-                        .unwrap();
-                    let status = r.status();
-                    (status, r.json::<Value>().await.unwrap_or(Value::Null))
-                });
-                prop_assert!(status.as_u16() < 500, "{path} {status}: {answer}");
-                let now = snapshot();
-                if status.is_client_error() {
-                    prop_assert!(
-                        answer["error"]["message"].is_string(),
-                        "{path} {status}: {answer}"
-                    );
-                    // A refused request changes nothing.
-                    prop_assert!(
-                        *last.borrow() == now,
-                        "{path} {status} changed what is stored"
-                    );
-                }
-                // A body that happened to be a valid request may change things on purpose.
-                *last.borrow_mut() = now;
-                Ok(())
-            },
-        )
-        .unwrap();
+    let api = fuzz::Api {
+        client: &s.client,
+        base: &s.base,
+        token: Some(TOKEN),
+        paths,
+    };
+    fuzz::post_bodies(&runtime, api, body, snapshot);
     runtime.block_on(s.stop());
 }

@@ -11,18 +11,25 @@
 //! A redemption is decided and stored in one transaction that first locks the ticket, so
 //! concurrent requests for one ticket are serialised and exactly one of them admits; the
 //! answer is stored under the redemption id, so a retry gets the same answer back.
+//!
+//! Each backend has its own SQL and its own transactions; what they do around the SQL is
+//! written once: reading rows into these types (`rows`), and the decisions of a void, a
+//! transfer, a revert, a resolution and a redemption (`rules`).
 
 mod gather;
 mod postgres;
+mod rows;
+mod rules;
 mod sqlite;
 
+pub(crate) use self::rules::with_fresh_ids;
 pub use self::{postgres::Postgres, sqlite::Sqlite};
 
 use gatemesh_ticket::{EventId, Format, TicketId};
 pub use gatemesh_wire::{
     Admission, Heartbeat, RedemptionAnswer, RedemptionRequest, ServerResolution, TicketStatus,
 };
-use gatemesh_wire::{DeviceName, Reason, RedemptionId, Role, Verdict};
+use gatemesh_wire::{DeviceName, RedemptionId, Role};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, thiserror::Error)]
@@ -259,176 +266,4 @@ impl Changes {
 
 pub(crate) fn now() -> String {
     gatemesh_wire::time::now()
-}
-
-/// The answer to a redemption of a ticket in `status`, given the first admission that still
-/// counts (if any). Both backends decide through this one function.
-pub(crate) fn answer(status: Option<TicketStatus>, first: Option<Admission>) -> RedemptionAnswer {
-    let reject = |reason| RedemptionAnswer {
-        verdict: Verdict::Reject,
-        reason,
-        first: None,
-    };
-    match status {
-        None => reject(Reason::UnknownTicket),
-        Some(TicketStatus::Void) => reject(Reason::Void),
-        Some(TicketStatus::Transferred) => reject(Reason::Transferred),
-        Some(TicketStatus::Active) => match first {
-            None => RedemptionAnswer {
-                verdict: Verdict::Admit,
-                reason: Reason::Valid,
-                first: None,
-            },
-            Some(first) => RedemptionAnswer {
-                verdict: Verdict::Duplicate,
-                reason: Reason::AlreadyAdmitted,
-                first: Some(first),
-            },
-        },
-    }
-}
-
-/// What a gate's journal item says beyond the ticket: an exit scan (re-entry events), or
-/// the redemptions its gate already knew of when it admitted (its record's `seen`).
-pub(crate) struct JournalFacts {
-    pub exit: bool,
-    pub seen: Vec<RedemptionId>,
-}
-
-pub(crate) fn journal_facts(origin: Origin, record: Option<&serde_json::Value>) -> JournalFacts {
-    // The API checked that a record is a gate ledger's redemption before it got here.
-    let record = record
-        .filter(|_| origin == Origin::Journal)
-        .and_then(|r| serde_json::from_value::<gatemesh_ledger::Redemption>(r.clone()).ok());
-    match record {
-        Some(r) => JournalFacts {
-            exit: r.direction == gatemesh_wire::Direction::Exit,
-            seen: r.seen,
-        },
-        None => JournalFacts {
-            exit: false,
-            seen: Vec::new(),
-        },
-    }
-}
-
-/// The answer to a journal item, and the verdict stored with it. An exit is recorded but is
-/// no admission; an entry whose gate already knew of the first admission is a re-entry the
-/// gate allowed, not a copy; only an entry made without knowing of the first is a duplicate
-/// (and flags the ticket) — the same rule the gates' ledgers apply.
-pub(crate) fn journal_answer(
-    facts: &JournalFacts,
-    base: RedemptionAnswer,
-) -> (RedemptionAnswer, &'static str) {
-    if facts.exit {
-        let exit = RedemptionAnswer {
-            verdict: Verdict::Admit,
-            reason: Reason::Exit,
-            first: None,
-        };
-        return (exit, "exit");
-    }
-    match base.first {
-        Some(first)
-            if base.verdict == Verdict::Duplicate && facts.seen.contains(&first.redemption_id) =>
-        {
-            (
-                RedemptionAnswer {
-                    verdict: Verdict::Admit,
-                    reason: Reason::Reentry,
-                    first: Some(first),
-                },
-                "reentry",
-            )
-        }
-        first => {
-            let answer = RedemptionAnswer { first, ..base };
-            let v = answer.verdict.as_str();
-            (answer, v)
-        }
-    }
-}
-
-pub(crate) fn refuse_inactive(
-    tid: &TicketId,
-    status: Option<TicketStatus>,
-) -> Result<(), StoreError> {
-    match status {
-        None => Err(StoreError::NotFound(format!("ticket {tid}"))),
-        Some(TicketStatus::Active) => Ok(()),
-        Some(other) => Err(StoreError::Conflict(format!(
-            "ticket {tid} is {}",
-            other.as_str()
-        ))),
-    }
-}
-
-/// Reverted redemption ids are kept space-separated in one column.
-pub(crate) fn join_ids(ids: &[RedemptionId]) -> String {
-    ids.iter()
-        .map(RedemptionId::as_str)
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-pub(crate) fn split_ids(s: &str) -> Result<Vec<RedemptionId>, StoreError> {
-    s.split_ascii_whitespace()
-        .map(|id| parse(id, "redemption id"))
-        .collect()
-}
-
-/// A value read back from the database, parsed by its own rule; a value that breaks it is
-/// `Corrupt` (the API refuses such values on the way in).
-pub(crate) fn parse<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, StoreError> {
-    text.parse()
-        .map_err(|_| StoreError::Corrupt(format!("{what} {text:?}")))
-}
-
-/// An admission from its columns (the same in both databases).
-pub(crate) fn admission(
-    redemption_id: &str,
-    gate: &str,
-    scanner: &str,
-    at: &str,
-    record: Option<&str>,
-) -> Result<Admission, StoreError> {
-    Ok(Admission {
-        redemption_id: parse(redemption_id, "redemption id")?,
-        gate: parse(gate, "gate name")?,
-        scanner: parse(scanner, "scanner name")?,
-        at: parse(at, "time")?,
-        record: record.map(from_json).transpose()?,
-    })
-}
-
-/// A device from its columns.
-pub(crate) fn device(eid: &str, name: &str, role: &str) -> Result<Device, StoreError> {
-    Ok(Device {
-        eid: parse(eid, "event id")?,
-        name: parse(name, "device name")?,
-        role: parse(role, "role")?,
-    })
-}
-
-pub(crate) fn to_json<T: Serialize>(v: &T) -> Result<String, StoreError> {
-    serde_json::to_string(v).map_err(|e| StoreError::Corrupt(e.to_string()))
-}
-
-pub(crate) fn from_json<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, StoreError> {
-    serde_json::from_str(s).map_err(|e| StoreError::Corrupt(e.to_string()))
-}
-
-pub(crate) fn ticket_parts(
-    tid: String,
-    eid: String,
-    format: String,
-    status: String,
-) -> Result<(TicketId, EventId, Format, TicketStatus), StoreError> {
-    let bad = |what: &str, v: &str| StoreError::Corrupt(format!("{what} {v:?}"));
-    Ok((
-        TicketId::new(&tid).map_err(|_| bad("ticket id", &tid))?,
-        EventId::new(&eid).map_err(|_| bad("event id", &eid))?,
-        format.parse().map_err(|_| bad("format", &format))?,
-        parse(&status, "ticket status")?,
-    ))
 }
