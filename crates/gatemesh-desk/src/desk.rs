@@ -569,13 +569,12 @@ impl Desk {
     }
 }
 
-/// A pairing that failed: the server did not answer (or not as a server), or it refused the
-/// code.
-fn pairing_refused(e: anyhow::Error) -> DeskError {
-    let unreached = e.chain().any(|c| c.is::<reqwest::Error>());
-    if unreached {
-        DeskError::Unavailable(format!("{e:#}"))
+/// A pairing that failed: the server did not answer (or not as a server, or it failed), or
+/// it refused the code.
+fn pairing_refused(e: gatemesh_node::pairing::PairError) -> DeskError {
+    if e.is_unavailable() {
+        DeskError::Unavailable(e.to_string())
     } else {
-        DeskError::BadInput(format!("{e:#}"))
+        DeskError::BadInput(e.to_string())
     }
 }

@@ -37,9 +37,51 @@ impl Pairing {
     }
 }
 
+/// Why a pairing code could not be spent.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PairError {
+    /// The server could not be reached, or stopped answering.
+    #[error("reaching {server}: {source}")]
+    Unreachable {
+        /// The server's base URL.
+        server: String,
+        /// What the HTTP client saw.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The server answered with an error (its `{code, message}`).
+    #[error("the server refused the code: {message}")]
+    Refused {
+        /// The HTTP status.
+        status: u16,
+        /// The server's error code (`unknown_code`, `too_many_attempts`, …), when it sent one.
+        code: Option<String>,
+        /// For people.
+        message: String,
+    },
+    /// What came back is not a pairing answer.
+    #[error("the server's answer is not a pairing: {0}")]
+    BadAnswer(String),
+}
+
+impl PairError {
+    /// The server is away or failing (try again later), rather than refusing this code.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            Self::Unreachable { .. } | Self::BadAnswer(_) => true,
+            Self::Refused { status, .. } => *status >= 500,
+        }
+    }
+}
+
 /// Spends `code` at `server` (`POST /v1/pair`).
-pub async fn pair(server: &str, code: &str) -> Result<Pairing> {
+pub async fn pair(server: &str, code: &str) -> Result<Pairing, PairError> {
     let server = server.trim_end_matches('/').to_owned();
+    let unreachable = |source| PairError::Unreachable {
+        server: server.clone(),
+        source,
+    };
     let response = reqwest::Client::new()
         .post(format!("{server}/v1/pair"))
         .timeout(std::time::Duration::from_secs(30))
@@ -48,23 +90,22 @@ pub async fn pair(server: &str, code: &str) -> Result<Pairing> {
         })
         .send()
         .await
-        .with_context(|| format!("reaching {server}"))?;
+        .map_err(unreachable)?;
     let status = response.status();
     if !status.is_success() {
-        let why = response
-            .json::<ErrorBody>()
-            .await
-            .map_or_else(|_| status.to_string(), |b| b.error.message);
-        anyhow::bail!("the server refused the code: {why}");
+        let body = response.json::<ErrorBody>().await.ok();
+        return Err(PairError::Refused {
+            status: status.as_u16(),
+            code: body.as_ref().map(|b| b.error.code.clone()),
+            message: body.map_or_else(|| status.to_string(), |b| b.error.message),
+        });
     }
-    let answer: Paired = response
-        .json()
-        .await
-        .context("the server's answer is not a pairing")?;
-    anyhow::ensure!(
-        !answer.keys.is_empty(),
-        "the server's answer lacks the issuer keys"
-    );
+    let bytes = response.bytes().await.map_err(unreachable)?;
+    let answer: Paired =
+        serde_json::from_slice(&bytes).map_err(|e| PairError::BadAnswer(e.to_string()))?;
+    if answer.keys.is_empty() {
+        return Err(PairError::BadAnswer("it lacks the issuer keys".into()));
+    }
     Ok(Pairing { server, answer })
 }
 
