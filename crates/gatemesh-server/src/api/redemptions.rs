@@ -23,7 +23,7 @@ use crate::{
 fn check(r: &RedemptionRequest) -> Result<(), ApiError> {
     r.check().map_err(|e| bad(e.to_string()))?;
     if let Some(record) = &r.record
-        && serde_json::from_value::<gatemesh_ledger::Redemption>(record.clone()).is_err()
+        && <gatemesh_ledger::Redemption as serde::Deserialize>::deserialize(record).is_err()
     {
         return Err(bad("record is not a gate ledger's redemption"));
     }

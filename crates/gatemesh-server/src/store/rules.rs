@@ -265,14 +265,22 @@ pub(crate) struct JournalFacts {
 }
 
 pub(crate) fn journal_facts(origin: Origin, record: Option<&serde_json::Value>) -> JournalFacts {
-    // The API checked that a record is a gate ledger's redemption before it got here.
-    let record = record
+    /// The two fields of a gate ledger's redemption the answer depends on (the API checked
+    /// that the record is one before it got here), read in place: no copy of the record.
+    #[derive(serde::Deserialize)]
+    struct Facts {
+        #[serde(default)]
+        direction: gatemesh_wire::Direction,
+        #[serde(default)]
+        seen: Vec<gatemesh_wire::RedemptionId>,
+    }
+    let facts = record
         .filter(|_| origin == Origin::Journal)
-        .and_then(|r| serde_json::from_value::<gatemesh_ledger::Redemption>(r.clone()).ok());
-    match record {
-        Some(r) => JournalFacts {
-            exit: r.direction == gatemesh_wire::Direction::Exit,
-            seen: r.seen,
+        .and_then(|r| <Facts as serde::Deserialize>::deserialize(r).ok());
+    match facts {
+        Some(f) => JournalFacts {
+            exit: f.direction == gatemesh_wire::Direction::Exit,
+            seen: f.seen,
         },
         None => JournalFacts {
             exit: false,

@@ -10,7 +10,7 @@ use std::{
 
 use gatemesh_ticket::{EventId, TicketId};
 use gatemesh_wire::{RedemptionId, Verdict};
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, TransactionBehavior, params};
 
 use super::{
     Admission, AuditLine, Changes, Counts, Device, Event, GateView, Origin, RedemptionAnswer,
@@ -612,13 +612,13 @@ fn redeem_in(
     req: &RedemptionRequest,
     origin: Origin,
 ) -> Result<(RedemptionAnswer, bool), StoreError> {
-    let stored: Option<(String, String)> = tx
-        .query_row(
-            "SELECT eid, answer FROM redemptions WHERE redemption_id = ?1",
-            [req.redemption_id.as_str()],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .optional()?;
+    // Every statement here is prepared once per connection (a journal runs them per item).
+    let stored: Option<(String, String)> = one(
+        tx,
+        "SELECT eid, answer FROM redemptions WHERE redemption_id = ?1",
+        [req.redemption_id.as_str()],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
     if let Some((stored_eid, answer)) = stored {
         // A retry: the stored answer, whatever happened since.
         if stored_eid != eid.as_str() {
@@ -651,22 +651,22 @@ fn redeem_in(
         )?;
     }
     let record = req.record.as_ref().map(to_json).transpose()?;
-    tx.execute(
+    tx.prepare_cached(
         "INSERT INTO redemptions
                (redemption_id, eid, tid, gate, scanner, at, record, journal, verdict, answer)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-        params![
-            req.redemption_id.as_str(),
-            eid.as_str(),
-            req.tid.as_str(),
-            req.gate.as_str(),
-            req.scanner.as_str(),
-            req.at.to_string(),
-            record,
-            origin == Origin::Journal,
-            stored_verdict,
-            to_json(&answer)?
-        ],
-    )?;
+    )?
+    .execute(params![
+        req.redemption_id.as_str(),
+        eid.as_str(),
+        req.tid.as_str(),
+        req.gate.as_str(),
+        req.scanner.as_str(),
+        req.at.to_string(),
+        record,
+        origin == Origin::Journal,
+        stored_verdict,
+        to_json(&answer)?
+    ])?;
     Ok((answer, flag))
 }
