@@ -1,11 +1,17 @@
 //! The event's ledger as one Automerge document.
 //!
-//! Layout: the genesis change (fixed actor, time 0, so every node of an event builds the
-//! same bytes and the root maps are never created twice) makes four root maps —
-//! `redemptions`, `resolutions`, `status`, `audit` — and a `meta` map naming the event. Each
-//! record is one JSON string under a flat key: `"<tid>,<id>"` for redemptions and
-//! resolutions (`,` never occurs in a ticket id, so a range scan over `"<tid>,"` reads exactly
-//! one ticket), `"<tid>"` for status, `"<hlc>,<node>"` for audit lines.
+//! Layout (format 2): the genesis change (fixed actor, time 0, so every node of an event
+//! builds the same bytes and the root maps are never created twice) makes four root maps —
+//! `redemptions`, `resolutions`, `status`, `audit` — and a `meta` map naming the event and
+//! the format. Each record is one JSON string under a flat key derived from the record
+//! itself, written once and never overwritten: `"<tid>,<id>"` for redemptions and
+//! resolutions, `"<tid>,<hlc>,<node>"` for statuses (`,` never occurs in a ticket id, so a
+//! range scan over `"<tid>,"` reads exactly one ticket), `"<hlc>,<node>"` for audit lines.
+//! A status is the latest of its ticket's status records by HLC. (Format 1 kept one status
+//! per ticket and overwrote it, which let any writer hide another's.)
+//!
+//! Changes from outside (a peer, an imported file) are checked before they reach the
+//! document: see `admit.rs`.
 //!
 //! Why flat keys: two nodes that concurrently create the same nested map each make their own,
 //! and one of them disappears from view. Why one scalar per record: a nested map of six
@@ -32,7 +38,7 @@ use crate::{
 
 const GENESIS_ACTOR: &[u8; 16] = b"gatemesh-genesis";
 /// Layout version, in the genesis `meta` map.
-const FORMAT: i64 = 1;
+const FORMAT: i64 = 2;
 const ROOTS: [&str; 4] = ["redemptions", "resolutions", "status", "audit"];
 
 /// Anything that stops a ledger from loading or taking outside data. None of them changes
@@ -61,6 +67,21 @@ pub enum LedgerError {
     /// Refused before it reached the document.
     #[error("not a sync message: {0}")]
     BadMessage(String),
+    /// A change breaks the ledger's rules (see the module docs): refused whole, before any
+    /// of it reached the document.
+    #[error("a change breaks the ledger's rules: {0}")]
+    Refused(String),
+    /// A ledger of another layout version.
+    #[error(
+        "this ledger is of format {found}, this gatemesh keeps format {expected}: it was made \
+         by another version of gatemesh (export what it holds with that version)"
+    )]
+    Format {
+        /// The format this build keeps.
+        expected: i64,
+        /// The format the document names.
+        found: i64,
+    },
 }
 
 /// The genesis document of `event`: the same bytes on every machine.
@@ -103,11 +124,31 @@ impl From<&Change> for StoredChange {
 }
 
 #[derive(Debug, Clone)]
-struct Roots {
-    redemptions: ObjId,
-    resolutions: ObjId,
-    status: ObjId,
-    audit: ObjId,
+pub(crate) struct Roots {
+    pub(crate) redemptions: ObjId,
+    pub(crate) resolutions: ObjId,
+    pub(crate) status: ObjId,
+    pub(crate) audit: ObjId,
+}
+
+/// The key of a redemption or resolution: its ticket and its id.
+pub(crate) fn record_key(tid: &TicketId, id: &str) -> String {
+    format!("{tid},{id}")
+}
+
+/// The sortable form of an HLC reading in keys.
+fn hlc_key(hlc: &crate::model::Hlc) -> String {
+    format!("{:016x}.{:08x},{}", hlc.wall_ms, hlc.counter, hlc.node)
+}
+
+/// The key of a status record: its ticket and its HLC reading (which names its writer).
+pub(crate) fn status_key(s: &Status) -> String {
+    format!("{},{}", s.tid, hlc_key(&s.hlc))
+}
+
+/// The key of an audit line: its HLC reading.
+pub(crate) fn audit_key(hlc: &crate::model::Hlc) -> String {
+    hlc_key(hlc)
 }
 
 /// One node's replica of the event ledger.
@@ -157,17 +198,41 @@ fn roots_of(doc: &AutoCommit) -> Result<Roots, LedgerError> {
     })
 }
 
-fn event_of(doc: &AutoCommit) -> Result<String, LedgerError> {
+fn meta_of(doc: &AutoCommit, field: &str) -> Result<automerge::Value<'static>, LedgerError> {
     let meta = match doc.get(ROOT, "meta")? {
         Some((automerge::Value::Object(ObjType::Map), id)) => id,
         _ => return Err(LedgerError::Corrupt("no meta map".into())),
     };
-    match doc.get(&meta, "event")? {
-        Some((v, _)) => v
-            .as_str()
-            .map(str::to_owned)
-            .ok_or_else(|| LedgerError::Corrupt("meta.event is not text".into())),
-        None => Err(LedgerError::Corrupt("no meta.event".into())),
+    match doc.get(&meta, field)? {
+        Some((v, _)) => Ok(v.into_owned()),
+        None => Err(LedgerError::Corrupt(format!("no meta.{field}"))),
+    }
+}
+
+fn event_of(doc: &AutoCommit) -> Result<String, LedgerError> {
+    meta_of(doc, "event")?
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| LedgerError::Corrupt("meta.event is not text".into()))
+}
+
+/// Refuses a document of another layout version.
+fn check_format(doc: &AutoCommit) -> Result<(), LedgerError> {
+    let found = match meta_of(doc, "format")? {
+        automerge::Value::Scalar(s) => match s.as_ref() {
+            automerge::ScalarValue::Int(n) => *n,
+            automerge::ScalarValue::Uint(n) => i64::try_from(*n).unwrap_or(i64::MAX),
+            _ => return Err(LedgerError::Corrupt("meta.format is not a number".into())),
+        },
+        _ => return Err(LedgerError::Corrupt("meta.format is not a number".into())),
+    };
+    if found == FORMAT {
+        Ok(())
+    } else {
+        Err(LedgerError::Format {
+            expected: FORMAT,
+            found,
+        })
     }
 }
 
@@ -238,6 +303,7 @@ impl Ledger {
                 found,
             });
         }
+        check_format(&doc)?;
         if genesis_heads
             .iter()
             .any(|h| doc.get_change_by_hash(h).is_none())
@@ -331,13 +397,10 @@ impl Ledger {
         let mut resolutions: Vec<Resolution> = self.records(&self.roots.resolutions, tid);
         resolutions.retain(|r| &r.tid == tid);
         resolutions.sort_by(|a, b| a.hlc.cmp(&b.hlc));
-        // Concurrent status writes keep every value; the latest by HLC wins.
+        // Every status ever written stays; the latest by HLC wins.
         let status = self
-            .doc
-            .get_all(&self.roots.status, tid.as_str())
-            .unwrap_or_default()
+            .records::<Status>(&self.roots.status, tid)
             .into_iter()
-            .filter_map(|(v, _)| v.as_str().and_then(parse::<Status>))
             .filter(|s| &s.tid == tid)
             .max_by(|a, b| a.hlc.cmp(&b.hlc));
         TicketState {
@@ -391,7 +454,7 @@ impl Ledger {
     ) -> Result<Option<StoredChange>, LedgerError> {
         self.put_json(
             self.roots.redemptions.clone(),
-            format!("{},{}", r.tid, r.id),
+            record_key(&r.tid, r.id.as_str()),
             r,
         )?;
         Ok(self.commit("redemption", &r.tid))
@@ -404,7 +467,7 @@ impl Ledger {
     ) -> Result<Option<StoredChange>, LedgerError> {
         self.put_json(
             self.roots.resolutions.clone(),
-            format!("{},{}", r.tid, r.id),
+            record_key(&r.tid, r.id.as_str()),
             r,
         )?;
         let audit = AuditEntry {
@@ -434,7 +497,7 @@ impl Ledger {
         s: &Status,
         detail: &str,
     ) -> Result<Option<StoredChange>, LedgerError> {
-        self.put_json(self.roots.status.clone(), s.tid.to_string(), s)?;
+        self.put_json(self.roots.status.clone(), status_key(s), s)?;
         let action = match &s.standing {
             crate::model::Standing::Active => "status:active",
             crate::model::Standing::Void { .. } => "status:void",
@@ -454,11 +517,7 @@ impl Ledger {
     }
 
     fn put_audit(&mut self, a: &AuditEntry) -> Result<(), LedgerError> {
-        let key = format!(
-            "{:016x}.{:08x},{}",
-            a.hlc.wall_ms, a.hlc.counter, a.hlc.node
-        );
-        self.put_json(self.roots.audit.clone(), key, a)
+        self.put_json(self.roots.audit.clone(), audit_key(&a.hlc), a)
     }
 
     /// The audit trail, oldest first.
@@ -498,7 +557,10 @@ impl Ledger {
 
     /// One redemption, by ticket and id.
     pub fn redemption(&self, tid: &TicketId, id: &RedemptionId) -> Option<Redemption> {
-        match self.doc.get(&self.roots.redemptions, format!("{tid},{id}")) {
+        match self
+            .doc
+            .get(&self.roots.redemptions, record_key(tid, id.as_str()))
+        {
             Ok(Some((value, _))) => value.as_str().and_then(parse),
             _ => None,
         }
@@ -507,7 +569,7 @@ impl Ledger {
     /// Whether a redemption with this id is recorded for `tid`.
     pub fn has_redemption(&self, tid: &TicketId, id: &RedemptionId) -> bool {
         self.doc
-            .get(&self.roots.redemptions, format!("{tid},{id}"))
+            .get(&self.roots.redemptions, record_key(tid, id.as_str()))
             .ok()
             .flatten()
             .is_some()
@@ -533,9 +595,15 @@ impl Ledger {
     }
 
     /// Merges another replica's saved document (`gatemesh import`, sneakernet). The other
-    /// document must be of this event and from its genesis; on any error nothing changes.
-    /// Returns the changes that were new here, to store.
-    pub fn merge_saved(&mut self, bytes: &[u8]) -> Result<Vec<StoredChange>, LedgerError> {
+    /// document must be of this event, of this format and from its genesis, and every change
+    /// it holds that this one does not must keep the ledger's rules (`admit.rs`) at this
+    /// node's time `now_ms`; on any error nothing changes. Returns the changes that were new
+    /// here, to store.
+    pub fn merge_saved(
+        &mut self,
+        bytes: &[u8],
+        now_ms: i64,
+    ) -> Result<Vec<StoredChange>, LedgerError> {
         let mut other =
             guarded(|| AutoCommit::load(bytes).map_err(|e| LedgerError::Corrupt(e.to_string())))?;
         let found = event_of(&other)?;
@@ -545,6 +613,7 @@ impl Ledger {
                 found,
             });
         }
+        check_format(&other)?;
         if self
             .genesis_heads
             .iter()
@@ -552,6 +621,15 @@ impl Ledger {
         {
             return Err(LedgerError::ForeignGenesis);
         }
+        let doc = &self.doc;
+        let incoming = guarded(|| {
+            Ok(other
+                .get_changes(&[])
+                .into_iter()
+                .filter(|c| doc.get_change_by_hash(&c.hash()).is_none())
+                .collect::<Vec<_>>())
+        })?;
+        guarded(|| crate::admit::check(&self.doc, &self.roots, &incoming, now_ms))?;
         // Merge into a copy first: a change that the engine rejects half-way must not leave
         // this replica half-merged.
         let mut trial = self.doc.fork();
@@ -615,6 +693,7 @@ impl Ledger {
         &mut self,
         peer: &mut PeerSync,
         bytes: &[u8],
+        now_ms: i64,
     ) -> Result<Vec<StoredChange>, LedgerError> {
         use automerge::sync::{Message, SyncDoc};
         if bytes.len() > MAX_SYNC_MESSAGE {
@@ -625,6 +704,16 @@ impl Ledger {
         }
         let message = Message::decode(bytes).map_err(|e| LedgerError::BadMessage(e.to_string()))?;
         check_message(&message)?;
+        // Every change the message carries is checked before any reaches the document.
+        let doc = &self.doc;
+        let incoming = guarded(|| {
+            let mut all = Vec::new();
+            for chunk in message.changes.iter() {
+                all.extend(crate::admit::new_changes(doc, chunk)?);
+            }
+            Ok(all)
+        })?;
+        guarded(|| crate::admit::check(&self.doc, &self.roots, &incoming, now_ms))?;
         let before = self.doc.get_heads();
         let event = self.event.clone();
         // automerge 0.12 can panic on crafted changes; if it does, this replica's document

@@ -23,6 +23,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![warn(missing_docs)]
 
+mod admit;
 mod decide;
 mod doc;
 mod model;
@@ -30,6 +31,7 @@ mod state;
 mod store;
 mod tally;
 
+pub use admit::{MAX_CHANGE_BYTES, MAX_CLOCK_AHEAD_MS};
 pub use decide::{
     Answer, EntryPolicy, FirstUse, Listing, Outcome, Policy, Reason, Scan, UnlistedPolicy, Verdict,
     decide,

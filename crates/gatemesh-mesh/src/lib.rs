@@ -52,6 +52,10 @@ pub enum MeshError {
     /// says which.
     #[error("invalid: {0}")]
     Invalid(String),
+    /// The ledger refused a peer's sync message (it breaks the ledger's rules, or does not
+    /// decode): the peer loses its connection and is listed in [`session::Mesh::refusals`].
+    #[error("refused sync message: {0}")]
+    Refused(String),
     /// Making or signing a certificate failed.
     #[error("certificate: {0}")]
     Certificate(#[from] rcgen::Error),

@@ -87,7 +87,7 @@ impl SyncPort {
             .map_err(|_| invalid!("the ledger stopped"))?;
         rx.await
             .map_err(|_| invalid!("the ledger stopped"))?
-            .map_err(|e| invalid!("refused sync message: {e}"))
+            .map_err(crate::MeshError::Refused)
     }
 }
 
@@ -122,9 +122,28 @@ struct Live {
     status: PeerStatus,
 }
 
+/// A peer whose sync message the ledger refused, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Refusal {
+    /// The peer's device name.
+    pub name: String,
+    /// Its role, as its certificate says.
+    pub role: crate::identity::Role,
+    /// Its address on the connection that was closed.
+    pub address: String,
+    /// Why the ledger refused it.
+    pub reason: String,
+    /// When, ms since 1970.
+    pub at_ms: i64,
+}
+
+/// Refusals kept for the status page, the latest last.
+const REFUSALS_KEPT: usize = 32;
+
 #[derive(Debug, Default)]
 struct Registry {
     live: BTreeMap<String, Live>,
+    refusals: std::collections::VecDeque<Refusal>,
 }
 
 /// Options of the mesh.
@@ -240,6 +259,15 @@ impl Mesh {
                 ..l.status.clone()
             })
             .collect()
+    }
+
+    /// Peers whose sync messages were refused (they lost their connection), the latest last;
+    /// the last 32.
+    pub fn refusals(&self) -> Vec<Refusal> {
+        self.registry
+            .lock()
+            .map(|r| r.refusals.iter().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Closes every connection and stops.
@@ -390,6 +418,20 @@ async fn serve(
     if let Err(e) = &result {
         tracing::warn!("sync with {} ended: {e}", peer.name);
         conn.close(VarInt::from_u32(CLOSE_BAD_SYNC), b"sync failed");
+    }
+    if let Err(crate::MeshError::Refused(reason)) = &result
+        && let Ok(mut registry) = ctx.registry.lock()
+    {
+        if registry.refusals.len() == REFUSALS_KEPT {
+            registry.refusals.pop_front();
+        }
+        registry.refusals.push_back(Refusal {
+            name: peer.name.clone(),
+            role: peer.role,
+            address: conn.remote_address().to_string(),
+            reason: reason.clone(),
+            at_ms: now_ms(),
+        });
     }
     if let Ok(mut registry) = ctx.registry.lock()
         && registry

@@ -275,6 +275,7 @@ async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
         "flagged": snap.flagged,
         "manifest_tickets": snap.manifest_tickets,
         "peers": peers,
+        "refused_peers": s.node.refusals(),
         "uplink": match s.node.uplink_status() {
             Some(u) => json!(u),
             None => json!(null),

@@ -273,14 +273,31 @@ impl Writer {
             let mut changes = Vec::new();
             let mut replies = Vec::with_capacity(batch.len());
             let mut events = Vec::new();
+            // A commit made early in the batch (see below): its failure answers the batch.
+            let mut early: Option<NodeError> = None;
+            let mut stored_early = false;
             for command in batch {
                 if let Command::Shutdown = command {
                     stopping = true;
                     continue;
                 }
                 replies.push(self.handle(command, &mut changes, &mut events));
+                if std::mem::take(&mut self.reload_after_commit) {
+                    // A peer's message failed after it reached the document: what it left
+                    // there must not stay, be passed on or be built upon by the next scan.
+                    // Keep what the batch made before it, then start again from disk.
+                    match self.store.append(&changes) {
+                        Ok(()) => {
+                            stored_early |= !changes.is_empty();
+                            self.uncompacted += changes.len() as i64;
+                        }
+                        Err(e) => early = Some(NodeError::from(e)),
+                    }
+                    changes.clear();
+                    self.reload();
+                }
             }
-            let failed = self.store.append(&changes).err().map(NodeError::from);
+            let failed = early.or_else(|| self.store.append(&changes).err().map(NodeError::from));
             if let Some(e) = &failed {
                 tracing::error!(
                     "could not store {} changes: {e}; reloading the ledger",
@@ -295,7 +312,7 @@ impl Writer {
                 for event in events {
                     let _ = self.events.send(event);
                 }
-                if !changes.is_empty() {
+                if !changes.is_empty() || stored_early {
                     self.changed.send_modify(|n| *n += 1);
                 }
             }
@@ -430,7 +447,7 @@ impl Writer {
                     self.ledger.flagged().cloned().collect();
                 let result = self
                     .ledger
-                    .merge_saved(&bytes)
+                    .merge_saved(&bytes, now_ms())
                     .map_err(NodeError::from)
                     .map(|new| {
                         let n = new.len();
@@ -531,7 +548,7 @@ impl Writer {
                 let before: std::collections::BTreeSet<TicketId> =
                     self.ledger.flagged().cloned().collect();
                 let state = self.peers.entry(peer.clone()).or_default();
-                let result = match self.ledger.receive_sync(state, &bytes) {
+                let result = match self.ledger.receive_sync(state, &bytes, now_ms()) {
                     Ok(new) => {
                         changes.extend(new);
                         for tid in self.ledger.flagged().filter(|t| !before.contains(*t)) {
@@ -541,9 +558,13 @@ impl Writer {
                     }
                     Err(e) => {
                         tracing::warn!("refused a sync message from {peer}: {e}");
-                        // Only a message that reached the document can have left traces.
-                        self.reload_after_commit |=
-                            !matches!(e, gatemesh_ledger::LedgerError::BadMessage(_));
+                        // Only a message that reached the document can have left traces: one
+                        // that did not decode or broke the rules was refused before it did.
+                        self.reload_after_commit |= !matches!(
+                            e,
+                            gatemesh_ledger::LedgerError::BadMessage(_)
+                                | gatemesh_ledger::LedgerError::Refused(_)
+                        );
                         Err(e.to_string())
                     }
                 };

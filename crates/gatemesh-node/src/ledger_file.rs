@@ -66,7 +66,7 @@ pub fn import_ledger_file(data_dir: &Path, event: &EventId, file: &Path) -> Resu
     let _lock = crate::lock_data_dir(data_dir)?;
     let (mut store, mut ledger) = crate::open_ledger(data_dir, event, Durability::Power)?;
     let new = ledger
-        .merge_saved(&document)
+        .merge_saved(&document, gatemesh_wire::time::now_ms())
         .with_context(|| format!("merging {}", file.display()))?;
     store.append(&new)?;
     Ok(new.len())

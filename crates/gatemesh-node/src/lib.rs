@@ -452,6 +452,17 @@ impl Node {
             .unwrap_or_default()
     }
 
+    /// Peers whose sync messages this gate refused (each lost its connection), the latest
+    /// last (empty without a mesh).
+    pub fn refusals(&self) -> Vec<gatemesh_mesh::session::Refusal> {
+        self.shared
+            .mesh
+            .lock()
+            .ok()
+            .and_then(|m| m.as_ref().map(|m| m.refusals()))
+            .unwrap_or_default()
+    }
+
     /// Stops taking commands, lets the writer finish and compact, and waits for it.
     pub async fn shutdown(self) {
         let uplink = self.shared.uplink.lock().ok().and_then(|mut u| u.take());

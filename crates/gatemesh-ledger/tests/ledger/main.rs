@@ -1,6 +1,7 @@
 //! The ledger across nodes and restarts: decisions, flags after a partition, resolutions,
 //! idempotent merges, durable storage, refusal of foreign data.
 
+mod attacks;
 mod sync_fuzz;
 
 use gatemesh_ledger::{
@@ -13,6 +14,11 @@ use gatemesh_ticket::{
 };
 
 const T0: i64 = 1_780_000_000_000;
+/// This node's clock when it takes a peer's message or a file: now, and at least a day
+/// after the scans at `T0` (some tests scan at the real time).
+fn now() -> i64 {
+    gatemesh_wire::time::now_ms().max(T0 + 86_400_000)
+}
 
 fn event() -> EventId {
     EventId::new("ROCK-2026").unwrap()
@@ -115,7 +121,7 @@ impl Gate {
     /// Takes in everything `other` knows.
     fn learn(&mut self, other: &mut Gate) {
         let bytes = other.ledger.save();
-        self.ledger.merge_saved(&bytes).unwrap();
+        self.ledger.merge_saved(&bytes, now()).unwrap();
     }
 }
 
@@ -457,14 +463,14 @@ fn foreign_or_broken_imports_change_nothing() {
     )
     .unwrap();
     assert!(matches!(
-        a.ledger.merge_saved(&jazz.save()),
+        a.ledger.merge_saved(&jazz.save(), now()),
         Err(LedgerError::WrongEvent { .. })
     ));
     let mut truncated = Gate::new("B");
     truncated.scan(&TicketId::generate(), "b1", T0);
     let bytes = truncated.ledger.save();
     for bad in [&b"not a ledger"[..], &bytes[..bytes.len() / 2], &[]] {
-        assert!(a.ledger.merge_saved(bad).is_err());
+        assert!(a.ledger.merge_saved(bad, now()).is_err());
     }
     assert_eq!(a.ledger.save(), before);
 }
@@ -584,11 +590,11 @@ fn sync_pair(a: &mut Ledger, b: &mut Ledger) -> (usize, usize) {
     for _ in 0..20 {
         let mut progressed = false;
         if let Some(m) = a.sync_message(&mut sa) {
-            learned_b += b.receive_sync(&mut sb, &m).unwrap().len();
+            learned_b += b.receive_sync(&mut sb, &m, now()).unwrap().len();
             progressed = true;
         }
         if let Some(m) = b.sync_message(&mut sb) {
-            learned_a += a.receive_sync(&mut sa, &m).unwrap().len();
+            learned_a += a.receive_sync(&mut sa, &m, now()).unwrap().len();
             progressed = true;
         }
         if !progressed {
@@ -625,14 +631,14 @@ fn garbage_sync_messages_are_refused_and_change_nothing() {
     let before = a.ledger.save();
     let mut state = gatemesh_ledger::PeerSync::default();
     for bad in [&b""[..], b"\x00\x01garbage", &[0x42; 4096]] {
-        assert!(a.ledger.receive_sync(&mut state, bad).is_err());
+        assert!(a.ledger.receive_sync(&mut state, bad, now()).is_err());
     }
     // A well-formed message from another event's ledger.
     let jazz = EventId::new("JAZZ-2026").unwrap();
     let mut other = Ledger::open(&jazz, NodeId::random(), &genesis(&jazz), None, []).unwrap();
     let mut os = gatemesh_ledger::PeerSync::default();
     let hello = other.sync_message(&mut os).unwrap();
-    let _ = a.ledger.receive_sync(&mut state, &hello);
+    let _ = a.ledger.receive_sync(&mut state, &hello, now());
     assert_eq!(a.ledger.save(), before);
 }
 

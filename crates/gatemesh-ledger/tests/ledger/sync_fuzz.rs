@@ -14,7 +14,7 @@ use gatemesh_ledger::{
 use gatemesh_ticket::{EventId, TicketId};
 use proptest::{prelude::*, sample::Index, test_runner::FileFailurePersistence};
 
-use super::{Gate, T0, event};
+use super::{Gate, T0, event, now};
 
 /// Two replicas that have diverged, saved, and the traffic of a real sync between them.
 struct Fixture {
@@ -76,7 +76,7 @@ static FIXTURE: LazyLock<Fixture> = LazyLock::new(|| {
 fn changes_beyond(event: &EventId, base: Option<&[u8]>, doc: &[u8]) -> Vec<Vec<u8>> {
     Ledger::open(event, NodeId::random(), &genesis(event), base, [])
         .expect("the base opens")
-        .merge_saved(doc)
+        .merge_saved(doc, now())
         .expect("a document of the same event merges")
         .into_iter()
         .map(|c| c.bytes)
@@ -107,12 +107,14 @@ fn sync_transcript(a: &mut Ledger, b: &mut Ledger) -> Vec<Vec<u8>> {
     for _ in 0..20 {
         let mut progressed = false;
         if let Some(m) = a.sync_message(&mut sa) {
-            b.receive_sync(&mut sb, &m).expect("a real message applies");
+            b.receive_sync(&mut sb, &m, now())
+                .expect("a real message applies");
             out.push(m);
             progressed = true;
         }
         if let Some(m) = b.sync_message(&mut sb) {
-            a.receive_sync(&mut sa, &m).expect("a real message applies");
+            a.receive_sync(&mut sa, &m, now())
+                .expect("a real message applies");
             out.push(m);
             progressed = true;
         }
@@ -450,7 +452,7 @@ fn check(inputs: &[Input]) -> Result<(), TestCaseError> {
     let their_hashes = &f.hashes[f.hashes.len() - f.their_changes.len()..];
     for input in inputs {
         let before = content(&mut ours);
-        match ours.receive_sync(&mut state, &input.bytes()) {
+        match ours.receive_sync(&mut state, &input.bytes(), now()) {
             Ok(new) => {
                 for change in &new {
                     prop_assert!(
@@ -527,7 +529,7 @@ fn messages_that_broke_planning_the_reply_are_refused() {
         let mut ours = open(&f.ours);
         let before = content(&mut ours);
         let mut state = PeerSync::default();
-        let refused = ours.receive_sync(&mut state, &crafted.encode());
+        let refused = ours.receive_sync(&mut state, &crafted.encode(), now());
         assert!(
             matches!(refused, Err(LedgerError::BadMessage(_))),
             "{crafted:?}: {refused:?}"

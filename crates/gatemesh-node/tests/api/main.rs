@@ -334,6 +334,60 @@ async fn a_flag_from_an_imported_ledger_is_resolved_and_audited() {
     b.stop().await;
 }
 
+/// A ledger file rewritten with automerge itself, as an attacker with a stopped gate's file
+/// (or a page posting to the local API) would: the import is refused and the admitted ticket
+/// stays admitted.
+#[tokio::test]
+async fn a_tampered_ledger_import_changes_nothing() {
+    use automerge::{ObjType, ROOT, ReadDoc, transaction::Transactable};
+    let issuer = Issuer::new();
+    let dir = tempfile::tempdir().unwrap();
+    let a = Gate::start(dir.path(), "A", &issuer, None, Policy::default()).await;
+    let tid = TicketId::generate();
+    let code = issuer.ticket(&tid);
+    assert_eq!(verdict(&a.scan(&code, "a1").await).0, "admit");
+    let saved = a.node.export_ledger().await.unwrap();
+    let tampered: [(&str, fn(&mut automerge::AutoCommit)); 2] = [
+        ("delete every redemption", |doc| {
+            let m = doc.get(ROOT, "redemptions").unwrap().unwrap().1;
+            for key in doc.keys(&m).collect::<Vec<_>>() {
+                doc.delete(&m, key.as_str()).unwrap();
+            }
+        }),
+        ("swap the redemptions map for an empty one", |doc| {
+            doc.put_object(ROOT, "redemptions", ObjType::Map).unwrap();
+        }),
+    ];
+    let (_, before) = a.get(&format!("/v1/tickets/{tid}")).await;
+    for (what, tamper) in tampered {
+        let mut doc = automerge::AutoCommit::load(&saved).unwrap();
+        doc.set_actor(automerge::ActorId::random());
+        tamper(&mut doc);
+        doc.commit();
+        let mut file = format!("gatemesh-ledger 1 {EVENT}\n").into_bytes();
+        file.extend(doc.save());
+        let r = a
+            .client
+            .post(format!("{}/v1/import", a.base))
+            .body(file)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{what}");
+        let body: Value = r.json().await.unwrap();
+        assert!(
+            body["error"]["message"].as_str().unwrap().contains("rules"),
+            "{what}: {body}"
+        );
+        assert_eq!(
+            a.get(&format!("/v1/tickets/{tid}")).await.1,
+            before,
+            "{what}"
+        );
+        assert_eq!(verdict(&a.scan(&code, "a9").await).0, "duplicate", "{what}");
+    }
+}
+
 #[tokio::test]
 async fn bad_requests_get_json_4xx_and_change_nothing() {
     let dir = tempfile::tempdir().unwrap();

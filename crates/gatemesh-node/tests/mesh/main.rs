@@ -245,6 +245,145 @@ async fn a_peer_sending_garbage_is_dropped_and_the_others_keep_syncing() {
 }
 
 /// A sync message as automerge encodes it (version 1), hashes as given.
+/// An enrolled gate whose software is dishonest, speaking the real protocol over QUIC: it
+/// syncs honestly with `victim` until it holds the victim's redemptions, then `craft`s a
+/// change of its own with automerge and sends it. Returns how the victim ended the
+/// connection.
+async fn dishonest_peer(
+    broken: &pki::Identity,
+    victim: SocketAddr,
+    craft: impl FnOnce(&mut automerge::AutoCommit),
+) -> quinn::ConnectionError {
+    use automerge::{ReadDoc, sync::SyncDoc};
+    let ep = gatemesh_mesh::net::mesh_endpoint(
+        &broken.trust,
+        &broken.creds,
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .unwrap();
+    let (conn, _) = gatemesh_mesh::net::dial(&ep, victim, EVENT).await.unwrap();
+    let (mut send, mut recv) = conn.open_bi().await.unwrap();
+    gatemesh_mesh::net::write_frame(&mut send, &[])
+        .await
+        .unwrap();
+    let genesis = gatemesh_ledger::genesis(&EventId::new(EVENT).unwrap());
+    let mut doc = automerge::AutoCommit::load(&genesis).unwrap();
+    doc.set_actor(automerge::ActorId::random());
+    let mut state = automerge::sync::State::new();
+    let holds = |doc: &automerge::AutoCommit| {
+        let m = doc.get(automerge::ROOT, "redemptions").unwrap().unwrap().1;
+        doc.length(&m) > 0
+    };
+    let mut craft = Some(craft);
+    loop {
+        if let Some(m) = doc.sync().generate_sync_message(&mut state) {
+            if gatemesh_mesh::net::write_frame(&mut send, &m.encode())
+                .await
+                .is_err()
+            {
+                break;
+            }
+        }
+        if holds(&doc)
+            && let Some(craft) = craft.take()
+        {
+            craft(&mut doc);
+            doc.commit();
+            continue;
+        }
+        let frame = tokio::time::timeout(
+            Duration::from_secs(5),
+            gatemesh_mesh::net::read_frame(&mut recv),
+        )
+        .await;
+        match frame {
+            Ok(Ok(Some(bytes))) => {
+                let m = automerge::sync::Message::decode(&bytes).unwrap();
+                doc.sync().receive_sync_message(&mut state, m).unwrap();
+            }
+            _ => break,
+        }
+    }
+    tokio::time::timeout(Duration::from_secs(10), conn.closed())
+        .await
+        .expect("the victim drops the peer")
+}
+
+/// What an attacker must not change: every redemption and audit line, and the flags.
+async fn records(
+    n: &Node,
+) -> (
+    Vec<gatemesh_ledger::Redemption>,
+    Vec<gatemesh_ledger::AuditEntry>,
+    usize,
+) {
+    let (r, a) = n.records().await.unwrap();
+    (r, a, n.snapshot().await.unwrap().flagged)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dishonest_peer_cannot_delete_or_replace_what_gates_hold() {
+    use automerge::{ObjType, ROOT, ReadDoc, transaction::Transactable};
+    let w = World::new();
+    let (a, a_addr) = w.gate("gate-a", "ca", &[]).await;
+    let (b, _) = w.gate("gate-b", "ca", &[a_addr]).await;
+    eventually("A and B are connected", || async { a.peers().len() == 1 }).await;
+    let tid = TicketId::generate();
+    a.scan(&w.code(&tid), "a1", Direction::Entry).await.unwrap();
+    eventually("B knows A's admission", || knows(&b, &tid, "gate-a")).await;
+    let before = (records(&a).await, records(&b).await);
+
+    // Delete A's redemption (the ticket would admit again), then replace the whole map.
+    let broken = w.broken_identity();
+    let deleted = dishonest_peer(&broken, a_addr, |doc| {
+        let m = doc.get(ROOT, "redemptions").unwrap().unwrap().1;
+        let key = doc.keys(&m).next().unwrap();
+        doc.delete(&m, key.as_str()).unwrap();
+    })
+    .await;
+    let replaced = dishonest_peer(&broken, a_addr, |doc| {
+        doc.put_object(ROOT, "redemptions", ObjType::Map).unwrap();
+    })
+    .await;
+    for reason in [&deleted, &replaced] {
+        match reason {
+            quinn::ConnectionError::ApplicationClosed(close) => assert_eq!(
+                close.error_code,
+                quinn::VarInt::from_u32(gatemesh_mesh::session::CLOSE_BAD_SYNC),
+                "{reason}"
+            ),
+            other => panic!("expected A to drop the attacker for bad sync, got {other}"),
+        }
+    }
+    let refusals = a.refusals();
+    let reasons: Vec<&str> = refusals
+        .iter()
+        .filter(|r| r.name == "gate-broken")
+        .map(|r| r.reason.as_str())
+        .collect();
+    assert!(
+        reasons.iter().any(|r| r.contains("deletes redemptions/")),
+        "{reasons:?}"
+    );
+    assert!(reasons.iter().any(|r| r.contains("root")), "{reasons:?}");
+
+    // Nothing changed, on A or on B, and the ticket is still a duplicate at both.
+    assert_eq!((records(&a).await, records(&b).await), before);
+    for n in [&a, &b] {
+        let again = n.scan(&w.code(&tid), "x9", Direction::Entry).await.unwrap();
+        assert_eq!(again.verdict, Verdict::Duplicate);
+    }
+    // And they keep syncing with each other.
+    let next = TicketId::generate();
+    b.scan(&w.code(&next), "b1", Direction::Entry)
+        .await
+        .unwrap();
+    eventually("A still hears from B", || knows(&a, &next, "gate-b")).await;
+    for n in [a, b] {
+        n.shutdown().await;
+    }
+}
+
 fn sync_message(heads: &[[u8; 32]], need: &[[u8; 32]], blooms: &[&[u8]]) -> Vec<u8> {
     let mut out = vec![0x42];
     for hashes in [heads, need] {

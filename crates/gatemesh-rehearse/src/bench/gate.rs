@@ -330,7 +330,7 @@ fn merge(event: &EventId, n: usize) -> Result<f64> {
     let mut a = sides.pop().context("two sides")?;
     let t = Instant::now();
     let bytes = b.save();
-    let new = a.merge_saved(&bytes)?;
+    let new = a.merge_saved(&bytes, gatemesh_wire::time::now_ms())?;
     let took = t.elapsed().as_secs_f64() * 1000.0;
     anyhow::ensure!(
         new.len() >= n,

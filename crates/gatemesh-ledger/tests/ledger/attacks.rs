@@ -1,0 +1,390 @@
+//! A dishonest writer, playing the real sync protocol (and, separately, handing over a file)
+//! with a document it changed with automerge itself: every way around the ledger's rules is
+//! refused whole, the victim's records stay exactly as they were, and honest traffic —
+//! including two gates writing the same learned admission — still goes through.
+
+use automerge::{
+    ActorId, AutoCommit, ObjId, ObjType, ROOT, ReadDoc,
+    sync::{self, SyncDoc},
+    transaction::Transactable,
+};
+use gatemesh_ledger::{
+    Action, Hlc, Ledger, LedgerError, MAX_CHANGE_BYTES, MAX_CLOCK_AHEAD_MS, NodeId, PeerSync,
+    Redemption, RedemptionId, Standing, Status,
+};
+use gatemesh_ticket::TicketId;
+
+use super::{Gate, T0, now};
+
+/// Everything a victim holds that an attacker must not change.
+#[derive(Debug, PartialEq)]
+struct Held {
+    redemptions: Vec<Redemption>,
+    audit: Vec<gatemesh_ledger::AuditEntry>,
+    flagged: Vec<TicketId>,
+    standing: Vec<Standing>,
+}
+
+fn held(l: &Ledger, tickets: &[TicketId]) -> Held {
+    Held {
+        redemptions: l.redemptions(),
+        audit: l.audit(),
+        flagged: l.flagged().cloned().collect(),
+        standing: tickets.iter().map(|t| l.ticket(t).standing()).collect(),
+    }
+}
+
+/// A victim with two admissions and a void, and an attacker holding a copy of its document.
+struct Scene {
+    victim: Gate,
+    attacker: AutoCommit,
+    tickets: Vec<TicketId>,
+}
+
+fn scene() -> Scene {
+    let mut victim = Gate::new("North");
+    let tickets: Vec<TicketId> = (0..3).map(|_| TicketId::generate()).collect();
+    victim.scan(&tickets[0], "n1", T0);
+    victim.scan(&tickets[1], "n1", T0 + 1);
+    let status = Status {
+        tid: tickets[2].clone(),
+        standing: Standing::Void {
+            reason: "refund".into(),
+        },
+        by: "server".into(),
+        at_ms: T0 + 2,
+        hlc: victim.ledger.tick(T0 + 2),
+    };
+    victim.ledger.record_status(&status, "refund").unwrap();
+    let mut attacker = AutoCommit::load(&victim.ledger.save()).unwrap();
+    attacker.set_actor(ActorId::random());
+    Scene {
+        victim,
+        attacker,
+        tickets,
+    }
+}
+
+fn map(doc: &AutoCommit, name: &str) -> ObjId {
+    doc.get(ROOT, name).unwrap().unwrap().1
+}
+
+fn first_key(doc: &AutoCommit, name: &str) -> String {
+    doc.keys(map(doc, name)).next().unwrap()
+}
+
+/// Plays the sync protocol between the attacker's document and the victim until one side
+/// has nothing to say or the victim refuses a message.
+fn sync_with(victim: &mut Ledger, attacker: &mut AutoCommit) -> Result<(), LedgerError> {
+    let (mut theirs, mut ours) = (sync::State::new(), PeerSync::default());
+    for _ in 0..20 {
+        let mut progressed = false;
+        if let Some(m) = attacker.sync().generate_sync_message(&mut theirs) {
+            victim.receive_sync(&mut ours, &m.encode(), now())?;
+            progressed = true;
+        }
+        if let Some(m) = victim.sync_message(&mut ours) {
+            let m = sync::Message::decode(&m).unwrap();
+            attacker
+                .sync()
+                .receive_sync_message(&mut theirs, m)
+                .unwrap();
+            progressed = true;
+        }
+        if !progressed {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// The attack, over sync and through a file: refused both ways with a message naming
+/// `expect`, and nothing the victim holds changes.
+fn refused(mut s: Scene, attack: impl FnOnce(&mut AutoCommit), expect: &str) {
+    attack(&mut s.attacker);
+    s.attacker.commit();
+    let before = held(&s.victim.ledger, &s.tickets);
+    let heads = s.victim.ledger.heads();
+    let file = s.attacker.save();
+    let by_sync = sync_with(&mut s.victim.ledger, &mut s.attacker);
+    match &by_sync {
+        Err(LedgerError::Refused(why)) => assert!(why.contains(expect), "{why}"),
+        other => panic!("the attack went through by sync: {other:?} (wanted {expect:?})"),
+    }
+    // A file is refused too (one that rewrote `meta` already for naming another event).
+    let by_file = s.victim.ledger.merge_saved(&file, now());
+    match &by_file {
+        Err(LedgerError::Refused(why)) => assert!(why.contains(expect), "{why}"),
+        Err(LedgerError::WrongEvent { .. }) => {}
+        other => panic!("the attack went through by file: {other:?}"),
+    }
+    assert_eq!(held(&s.victim.ledger, &s.tickets), before);
+    assert_eq!(s.victim.ledger.heads(), heads);
+    // The victim still takes honest news afterwards.
+    let mut peer = Gate::new("South");
+    peer.learn(&mut s.victim);
+    peer.scan(&TicketId::generate(), "s1", T0 + 10);
+    s.victim.learn(&mut peer);
+    assert_eq!(
+        s.victim.ledger.redemption_count(),
+        before.redemptions.len() + 1
+    );
+}
+
+#[test]
+fn deleting_another_gates_redemption_is_refused() {
+    refused(
+        scene(),
+        |a| {
+            let m = map(a, "redemptions");
+            let key = first_key(a, "redemptions");
+            a.delete(&m, key.as_str()).unwrap();
+        },
+        "overwrites or deletes redemptions/",
+    );
+}
+
+#[test]
+fn replacing_a_root_map_is_refused() {
+    refused(
+        scene(),
+        |a| {
+            a.put_object(ROOT, "redemptions", ObjType::Map).unwrap();
+        },
+        "writes the document's root",
+    );
+}
+
+#[test]
+fn writing_meta_is_refused() {
+    refused(
+        scene(),
+        |a| {
+            let meta = map(a, "meta");
+            a.put(&meta, "event", "ANOTHER").unwrap();
+        },
+        "which is no record map",
+    );
+}
+
+#[test]
+fn overwriting_another_gates_record_is_refused() {
+    refused(
+        scene(),
+        |a| {
+            let m = map(a, "redemptions");
+            let key = first_key(a, "redemptions");
+            a.put(&m, key.as_str(), "{}").unwrap();
+        },
+        "overwrites or deletes redemptions/",
+    );
+}
+
+#[test]
+fn a_status_hidden_under_a_new_one_is_refused() {
+    refused(
+        scene(),
+        |a| {
+            let m = map(a, "status");
+            let key = first_key(a, "status");
+            a.put(&m, key.as_str(), "{}").unwrap();
+        },
+        "overwrites or deletes status/",
+    );
+}
+
+/// A well-formed redemption of a fresh ticket, as the attacker writes it.
+fn forged(tid: &TicketId, at_ms: i64) -> Redemption {
+    let node = NodeId::random();
+    Redemption {
+        id: RedemptionId::random(),
+        tid: tid.clone(),
+        direction: gatemesh_ledger::Direction::Entry,
+        node: node.clone(),
+        gate: "North".into(),
+        scanner: "n1".into(),
+        at_ms,
+        hlc: Hlc {
+            wall_ms: at_ms,
+            counter: 0,
+            node,
+        },
+        seen: Vec::new(),
+        unlisted: false,
+    }
+}
+
+fn put_record(a: &mut AutoCommit, key: &str, r: &Redemption) {
+    let m = map(a, "redemptions");
+    a.put(&m, key, serde_json::to_string(r).unwrap()).unwrap();
+}
+
+#[test]
+fn a_record_from_the_far_future_is_refused() {
+    let s = scene();
+    let tid = s.tickets[0].clone();
+    refused(
+        s,
+        |a| {
+            let r = forged(&tid, now() + MAX_CLOCK_AHEAD_MS + 60_000);
+            put_record(a, &format!("{},{}", r.tid, r.id), &r);
+        },
+        "ahead of this gate's clock",
+    );
+}
+
+#[test]
+fn a_record_under_another_key_is_refused() {
+    let s = scene();
+    let tid = s.tickets[1].clone();
+    refused(
+        s,
+        |a| {
+            // A real record replayed under a key of a fresh id: it would count twice.
+            let r = forged(&tid, T0);
+            put_record(a, &format!("{},{}", r.tid, RedemptionId::random()), &r);
+        },
+        "which is not its key",
+    );
+}
+
+#[test]
+fn something_that_is_no_record_is_refused() {
+    refused(
+        scene(),
+        |a| {
+            let m = map(a, "resolutions");
+            a.put(&m, "x,y", "not json").unwrap();
+        },
+        "does not read",
+    );
+}
+
+#[test]
+fn a_compressed_bomb_is_refused_before_it_is_inflated() {
+    // A compressed change chunk (type 2) whose body inflates past the bound.
+    let body = miniz_oxide::deflate::compress_to_vec(&vec![0u8; MAX_CHANGE_BYTES + 1], 10);
+    let mut chunk = vec![0x85, 0x6f, 0x4a, 0x83, 0, 0, 0, 0, 2];
+    let mut len = body.len();
+    loop {
+        let byte = (len & 0x7f) as u8;
+        len >>= 7;
+        chunk.push(if len == 0 { byte } else { byte | 0x80 });
+        if len == 0 {
+            break;
+        }
+    }
+    chunk.extend(&body);
+    let message = sync::Message {
+        heads: Vec::new(),
+        need: Vec::new(),
+        have: Vec::new(),
+        changes: vec![chunk].into(),
+        flags: None,
+        version: sync::MessageVersion::V1,
+    };
+    let mut victim = Gate::new("North");
+    victim.scan(&TicketId::generate(), "n1", T0);
+    let before = victim.ledger.redemptions();
+    let refusal = victim
+        .ledger
+        .receive_sync(&mut PeerSync::default(), &message.encode(), now());
+    assert!(
+        matches!(&refusal, Err(LedgerError::Refused(why)) if why.contains("inflate")),
+        "{refusal:?}"
+    );
+    assert_eq!(victim.ledger.redemptions(), before);
+}
+
+#[test]
+fn two_gates_writing_the_same_learned_admission_is_no_attack() {
+    // Both learn gate C's admission from the server and write it, each in its own change.
+    let (mut a, mut b) = (Gate::new("A"), Gate::new("B"));
+    a.learn(&mut b);
+    let tid = TicketId::generate();
+    let learned = forged(&tid, T0);
+    a.ledger.record_redemption(&learned).unwrap();
+    b.ledger.record_redemption(&learned).unwrap();
+    super::sync_pair(&mut a.ledger, &mut b.ledger);
+    assert_eq!(
+        a.ledger.ticket(&tid).redemptions,
+        std::slice::from_ref(&learned)
+    );
+    assert_eq!(b.ledger.ticket(&tid).redemptions, [learned]);
+    assert_eq!(a.ledger.heads(), b.ledger.heads());
+}
+
+#[test]
+fn honest_statuses_and_resolutions_sync_under_the_rules() {
+    let (mut a, mut b) = (Gate::new("A"), Gate::new("B"));
+    a.learn(&mut b);
+    let tid = TicketId::generate();
+    a.scan(&tid, "a1", T0);
+    b.scan(&tid, "b1", T0 + 1);
+    super::sync_pair(&mut a.ledger, &mut b.ledger);
+    a.resolve(&tid, Action::Accept, T0 + 2);
+    for (i, standing) in [
+        Standing::Void {
+            reason: "refund".into(),
+        },
+        Standing::Active,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let at = T0 + 3 + i as i64;
+        let s = Status {
+            tid: tid.clone(),
+            standing,
+            by: "server".into(),
+            at_ms: at,
+            hlc: b.ledger.tick(at),
+        };
+        b.ledger.record_status(&s, "from the server").unwrap();
+    }
+    super::sync_pair(&mut a.ledger, &mut b.ledger);
+    assert_eq!(a.ledger.heads(), b.ledger.heads());
+    assert_eq!(a.ledger.ticket(&tid).standing(), Standing::Active);
+    assert!(a.ledger.flagged().next().is_none());
+}
+
+/// The genesis format 1 made: one status per ticket, overwritten.
+fn format_1_genesis() -> Vec<u8> {
+    let mut doc = AutoCommit::new().with_actor(ActorId::from(&b"gatemesh-genesis"[..]));
+    let meta = doc.put_object(ROOT, "meta", ObjType::Map).unwrap();
+    doc.put(&meta, "event", super::event().as_str()).unwrap();
+    doc.put(&meta, "format", 1).unwrap();
+    for root in ["redemptions", "resolutions", "status", "audit"] {
+        doc.put_object(ROOT, root, ObjType::Map).unwrap();
+    }
+    doc.commit_with(
+        automerge::transaction::CommitOptions::default()
+            .with_time(0)
+            .with_message("genesis"),
+    );
+    doc.save()
+}
+
+#[test]
+fn a_ledger_of_the_old_format_is_refused_with_a_message_saying_so() {
+    let old = format_1_genesis();
+    let opened = Ledger::open(&super::event(), NodeId::random(), &old, None, []);
+    let e = opened.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            LedgerError::Format {
+                found: 1,
+                expected: 2
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("format 1"), "{e}");
+    let mut g = Gate::new("North");
+    let merged = g.ledger.merge_saved(&old, now());
+    assert!(
+        matches!(merged, Err(LedgerError::Format { found: 1, .. })),
+        "{merged:?}"
+    );
+}
