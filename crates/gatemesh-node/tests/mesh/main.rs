@@ -276,13 +276,12 @@ async fn dishonest_peer(
     };
     let mut craft = Some(craft);
     loop {
-        if let Some(m) = doc.sync().generate_sync_message(&mut state) {
-            if gatemesh_mesh::net::write_frame(&mut send, &m.encode())
+        if let Some(m) = doc.sync().generate_sync_message(&mut state)
+            && gatemesh_mesh::net::write_frame(&mut send, &m.encode())
                 .await
                 .is_err()
-            {
-                break;
-            }
+        {
+            break;
         }
         if holds(&doc)
             && let Some(craft) = craft.take()
