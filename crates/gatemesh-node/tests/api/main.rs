@@ -347,7 +347,8 @@ async fn a_tampered_ledger_import_changes_nothing() {
     let code = issuer.ticket(&tid);
     assert_eq!(verdict(&a.scan(&code, "a1").await).0, "admit");
     let saved = a.node.export_ledger().await.unwrap();
-    let tampered: [(&str, fn(&mut automerge::AutoCommit)); 2] = [
+    type Tamper = fn(&mut automerge::AutoCommit);
+    let tampered: [(&str, Tamper); 2] = [
         ("delete every redemption", |doc| {
             let m = doc.get(ROOT, "redemptions").unwrap().unwrap().1;
             for key in doc.keys(&m).collect::<Vec<_>>() {
