@@ -83,9 +83,9 @@ fn leb128(bytes: &[u8]) -> Option<(u64, usize)> {
     None
 }
 
-/// The changes `bytes` carries that `doc` does not hold yet (a document's are every change
-/// it holds). Automerge can panic on crafted input; the caller guards this.
-pub(crate) fn new_changes(doc: &AutoCommit, bytes: &[u8]) -> Result<Vec<Change>, LedgerError> {
+/// The changes `bytes` carries that `doc` does not hold yet (of a document, those of its
+/// history `doc` lacks). Automerge can panic on crafted input; the caller guards this.
+pub(crate) fn new_changes(doc: &mut AutoCommit, bytes: &[u8]) -> Result<Vec<Change>, LedgerError> {
     let mut out = Vec::new();
     for (kind, chunk) in chunks(bytes)? {
         match kind {
@@ -105,13 +105,37 @@ pub(crate) fn new_changes(doc: &AutoCommit, bytes: &[u8]) -> Result<Vec<Change>,
             DOCUMENT => {
                 let other = automerge::Automerge::load(chunk)
                     .map_err(|e| LedgerError::BadMessage(e.to_string()))?;
-                out.extend(other.get_changes(&[]));
+                out.extend(missing_from(doc, &other));
             }
             other => return Err(refused(format!("a chunk of type {other}"))),
         }
     }
-    out.retain(|c| doc.get_change_by_hash(&c.hash()).is_none());
+    out.retain(|c| !holds(doc, &c.hash()));
     Ok(out)
+}
+
+/// Whether `doc` holds the change (its metadata only: building the change would cost its
+/// operations).
+fn holds(doc: &mut AutoCommit, hash: &ChangeHash) -> bool {
+    doc.get_change_meta_by_hash(hash).is_some()
+}
+
+/// The changes of `other` that `doc` lacks, found from `other`'s heads down to what `doc`
+/// holds: a document that shares most of its history costs only what it adds.
+pub(crate) fn missing_from(doc: &mut AutoCommit, other: &automerge::Automerge) -> Vec<Change> {
+    let mut stack = other.get_heads();
+    let mut seen = std::collections::HashSet::new();
+    let mut missing = Vec::new();
+    while let Some(hash) = stack.pop() {
+        if !seen.insert(hash) || holds(doc, &hash) {
+            continue;
+        }
+        if let Some(meta) = other.get_change_meta_by_hash(&hash) {
+            stack.extend(meta.deps.iter().copied());
+        }
+        missing.extend(other.get_change_by_hash(&hash));
+    }
+    missing
 }
 
 fn parse_change(chunk: &[u8]) -> Result<Change, LedgerError> {

@@ -621,14 +621,8 @@ impl Ledger {
         {
             return Err(LedgerError::ForeignGenesis);
         }
-        let doc = &self.doc;
-        let incoming = guarded(|| {
-            Ok(other
-                .get_changes(&[])
-                .into_iter()
-                .filter(|c| doc.get_change_by_hash(&c.hash()).is_none())
-                .collect::<Vec<_>>())
-        })?;
+        let doc = &mut self.doc;
+        let incoming = guarded(|| Ok(crate::admit::missing_from(doc, other.document())))?;
         guarded(|| crate::admit::check(&self.doc, &self.roots, &incoming, now_ms))?;
         // Merge into a copy first: a change that the engine rejects half-way must not leave
         // this replica half-merged.
@@ -705,7 +699,7 @@ impl Ledger {
         let message = Message::decode(bytes).map_err(|e| LedgerError::BadMessage(e.to_string()))?;
         check_message(&message)?;
         // Every change the message carries is checked before any reaches the document.
-        let doc = &self.doc;
+        let doc = &mut self.doc;
         let incoming = guarded(|| {
             let mut all = Vec::new();
             for chunk in message.changes.iter() {
