@@ -41,8 +41,9 @@ pub struct Policy {
     pub entry: EntryPolicy,
     /// What to do with a ticket the loaded manifest does not list.
     pub unlisted: UnlistedPolicy,
-    /// A scanner that sends the same ticket again within this window gets its first answer
-    /// again: scanners double-fire and pages hang.
+    /// A scanner that sends the same ticket again within this window after its first answer
+    /// gets that answer again: scanners double-fire and pages hang. (Not before it: an
+    /// answer dated in the future repeats nothing.)
     pub repeat_window_ms: i64,
 }
 
@@ -152,14 +153,19 @@ pub enum Outcome {
 
 /// This scanner's own entry of the ticket within the repeat window, with no exit after it:
 /// a scanner that fired twice, or a holder who held the code up again.
+///
+/// The window is the `repeat_window_ms` up to now, `0 <= now - at <= window`: a record dated
+/// after now (forged, or written before this node's clock was stepped back) is no repeat, or
+/// it would turn every copy green without recording anything.
 fn repeat<'s>(state: &'s TicketState, policy: &Policy, scan: &Scan<'_>) -> Option<&'s Redemption> {
+    let window = 0..=policy.repeat_window_ms;
     // One pass, in HLC order: the latest own entry in the window, forgotten at any exit after.
     state.effective().fold(None, |own, r| match r.direction {
         Direction::Exit => None,
         Direction::Entry
             if &r.node == scan.node
                 && r.scanner == scan.scanner
-                && scan.now_ms.saturating_sub(r.at_ms) <= policy.repeat_window_ms =>
+                && window.contains(&scan.now_ms.saturating_sub(r.at_ms)) =>
         {
             Some(r)
         }

@@ -5,6 +5,10 @@ use std::collections::HashSet;
 
 use crate::model::{Action, Direction, Redemption, RedemptionId, Resolution, Standing, Status};
 
+mod flags;
+#[cfg(test)]
+mod tests;
+
 /// Everything recorded about one ticket. Lists are kept in HLC order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TicketState {
@@ -14,10 +18,6 @@ pub struct TicketState {
     pub resolutions: Vec<Resolution>,
     /// The winning status, if any was written.
     pub status: Option<Status>,
-}
-
-fn concurrent(a: &Redemption, b: &Redemption) -> bool {
-    !a.seen.contains(&b.id) && !b.seen.contains(&a.id)
 }
 
 impl TicketState {
@@ -57,6 +57,11 @@ impl TicketState {
 
     /// Entries made while their gates could not see each other, not yet all resolved by
     /// staff. Empty when the ticket is not flagged.
+    ///
+    /// Among the effective entries, two are concurrent when neither's `seen` lists the other's
+    /// id; the pair is open while at least one of them is covered by no resolution. The result
+    /// is every entry in an open concurrent pair, one per id, sorted by HLC. Counted without
+    /// comparing pairs (see `state/flags.rs`): O((n + Σ|seen|) log n) for n entries.
     pub fn flagged(&self) -> Vec<&Redemption> {
         let resolved: HashSet<&RedemptionId> =
             self.resolutions.iter().flat_map(|r| &r.covers).collect();
@@ -64,21 +69,7 @@ impl TicketState {
             .effective()
             .filter(|r| r.direction == Direction::Entry)
             .collect();
-        let mut involved: Vec<&Redemption> = Vec::new();
-        for (i, a) in entries.iter().enumerate() {
-            for b in &entries[i + 1..] {
-                let open = !resolved.contains(&a.id) || !resolved.contains(&b.id);
-                if open && concurrent(a, b) {
-                    for r in [*a, *b] {
-                        if !involved.iter().any(|x| x.id == r.id) {
-                            involved.push(r);
-                        }
-                    }
-                }
-            }
-        }
-        involved.sort_by(|a, b| a.hlc.cmp(&b.hlc));
-        involved
+        flags::flagged(&entries, &resolved)
     }
 
     /// Whether staff's latest word on this ticket was `deny`.

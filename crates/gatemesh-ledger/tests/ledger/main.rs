@@ -203,6 +203,103 @@ fn a_double_fire_stays_green_when_a_concurrent_entry_arrives_in_between() {
 }
 
 #[test]
+fn an_own_admit_dated_in_the_future_is_no_repeat() {
+    // The node's clock was a second ahead when it admitted, then was stepped back: the same
+    // scanner's next scan is told of the first use, as any other scanner is, and nothing is
+    // recorded. Once the clock passes the record, the window holds again.
+    let mut a = Gate::new("North 1");
+    let tid = TicketId::generate();
+    let first = a.scan(&tid, "s1", T0 + 1_000);
+    assert_eq!(first.verdict, Verdict::Admit);
+    let again = a.scan(&tid, "s1", T0);
+    assert_eq!(
+        (again.verdict, again.reason),
+        (Verdict::Duplicate, Reason::AlreadyAdmitted)
+    );
+    assert_eq!(
+        again.first.as_ref().map(|f| &f.redemption_id),
+        first.redemption_id.as_ref()
+    );
+    assert_eq!(again, a.scan(&tid, "s2", T0), "what another scanner gets");
+    assert_eq!(a.ledger.ticket(&tid).redemptions.len(), 1);
+    let later = a.scan(&tid, "s1", T0 + 2_000);
+    assert_eq!(later.verdict, Verdict::Admit);
+    assert_eq!(later.redemption_id, first.redemption_id);
+}
+
+#[test]
+fn the_repeat_window_takes_a_record_a_second_old_and_not_one_a_second_ahead() {
+    // A record of this node and scanner, as a peer could forge it: a second in the past it is
+    // a double fire; a second in the future the scan is decided as if another scanner had
+    // written it (here: a duplicate).
+    let tid = TicketId::generate();
+    let node = NodeId::random();
+    let history = |at_ms: i64, scanner: &str| gatemesh_ledger::TicketState {
+        redemptions: vec![Redemption {
+            id: RedemptionId::random(),
+            tid: tid.clone(),
+            direction: Direction::Entry,
+            node: node.clone(),
+            gate: "North 1".into(),
+            scanner: scanner.into(),
+            at_ms,
+            hlc: gatemesh_ledger::Hlc {
+                wall_ms: at_ms,
+                counter: 0,
+                node: node.clone(),
+            },
+            seen: vec![],
+            unlisted: false,
+        }],
+        ..Default::default()
+    };
+    let decide_at = |state: &gatemesh_ledger::TicketState| {
+        let scan = Scan {
+            node: &node,
+            scanner: "s1",
+            direction: Direction::Entry,
+            now_ms: T0,
+        };
+        let verified = Ok(verified(&tid));
+        decide(
+            &verified,
+            Some(state),
+            Listing::NoManifest,
+            &Policy::default(),
+            &scan,
+        )
+    };
+
+    let past = history(T0 - 1_000, "s1");
+    match decide_at(&past) {
+        Outcome::Answer(a) => {
+            assert_eq!((a.verdict, a.reason), (Verdict::Admit, Reason::Valid));
+            assert_eq!(a.redemption_id.as_ref(), Some(&past.redemptions[0].id));
+        }
+        other => panic!("a double fire is answered, not recorded: {other:?}"),
+    }
+
+    let future = history(T0 + 1_000, "s1");
+    let mut by_another_scanner = future.clone();
+    by_another_scanner.redemptions[0].scanner = "s2".into();
+    let answer = |state| match decide_at(state) {
+        Outcome::Answer(a) => (
+            a.verdict,
+            a.reason,
+            a.first.map(|f| f.redemption_id),
+            a.redemption_id,
+        ),
+        other => panic!("a duplicate is answered, not recorded: {other:?}"),
+    };
+    let first = Some(future.redemptions[0].id.clone());
+    assert_eq!(
+        answer(&future),
+        (Verdict::Duplicate, Reason::AlreadyAdmitted, first, None)
+    );
+    assert_eq!(answer(&future), answer(&by_another_scanner));
+}
+
+#[test]
 fn an_admit_at_one_gate_is_a_duplicate_at_another_after_sync() {
     let (mut a, mut b) = (Gate::new("A"), Gate::new("B"));
     let tid = TicketId::generate();
