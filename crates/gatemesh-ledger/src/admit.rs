@@ -3,8 +3,8 @@
 //! deleting other gates' redemptions, replacing a root map, rewriting `meta` — so each new
 //! change is decoded and its operations checked first:
 //!
-//! - only puts of text into the four record maps (`redemptions`, `resolutions`, `status`,
-//!   `audit`), never into the root, `meta` or any other object; no deletes, increments,
+//! - only puts of text into the five record maps (`redemptions`, `resolutions`, `status`,
+//!   `audit`, `devices`), never into the root, `meta` or any other object; no deletes, increments,
 //!   marks, list inserts or new objects;
 //! - each put writes a key not yet written, or the very value already there (two gates
 //!   that learned the same admission from the server write it alike), and overwrites
@@ -17,18 +17,21 @@
 //! ([`LedgerError::Refused`]): nothing of it is stored or passed on. Compressed change
 //! chunks are inflated under a bound before automerge sees them.
 //!
-//! What this cannot tell yet is *who* wrote a record: a peer may still write a well-formed
-//! record in another device's name (until records are signed).
+//! - each record is signed by its writer, a device whose certificate (from the event's mesh
+//!   CA) the ledger holds or the same batch brings, whose role may write that record, and
+//!   whose clock readings name it (see `sign.rs`): nobody writes in another device's name.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, sync::Arc};
 
 use automerge::{AutoCommit, Change, ChangeHash, ObjId, ReadDoc, ScalarValue, legacy};
+use gatemesh_ticket::EventId;
 use serde::de::DeserializeOwned;
 
 use crate::{
     LedgerError,
     doc::{Roots, audit_key, record_key, status_key},
-    model::{AuditEntry, Hlc, Redemption, Resolution, Status},
+    model::{AuditEntry, NodeId, Record, Redemption, Resolution, Status},
+    sign::{Device, DeviceRecord, Trust},
 };
 
 /// How far ahead of this node's clock a record's times may be. Venue laptops run without
@@ -148,6 +151,7 @@ struct Maps {
     resolutions: legacy::ObjectId,
     status: legacy::ObjectId,
     audit: legacy::ObjectId,
+    devices: legacy::ObjectId,
 }
 
 fn legacy_id(id: &ObjId) -> legacy::ObjectId {
@@ -163,6 +167,7 @@ enum Map {
     Resolutions,
     Status,
     Audit,
+    Devices,
 }
 
 impl Map {
@@ -172,64 +177,191 @@ impl Map {
             Self::Resolutions => "resolutions",
             Self::Status => "status",
             Self::Audit => "audit",
+            Self::Devices => "devices",
         }
     }
 }
 
+/// What the check knows of who may write: the event's CA and the devices already checked.
+pub(crate) struct Checker<'a> {
+    pub event: &'a EventId,
+    /// Without it nothing from outside is taken: no writer could be checked.
+    pub trust: Option<&'a Trust>,
+    /// Devices whose certificates the ledger holds, checked; grows with those a taken
+    /// batch brings.
+    pub devices: &'a mut HashMap<NodeId, Arc<Device>>,
+}
+
+/// One put of a change, as `put_of` read it.
+struct Put {
+    change: ChangeHash,
+    map: Map,
+    key: String,
+    value: String,
+}
+
 /// Checks every change in `changes` (none of which `doc` holds) against the rules in the
-/// module docs, at this node's time `now_ms`.
+/// module docs, at this node's time `now_ms`: first the device certificates the changes
+/// bring, then every record against its writer's.
 pub(crate) fn check(
     doc: &AutoCommit,
     roots: &Roots,
     changes: &[Change],
     now_ms: i64,
+    checker: &mut Checker<'_>,
 ) -> Result<(), LedgerError> {
     let maps = Maps {
         redemptions: legacy_id(&roots.redemptions),
         resolutions: legacy_id(&roots.resolutions),
         status: legacy_id(&roots.status),
         audit: legacy_id(&roots.audit),
+        devices: legacy_id(&roots.devices),
     };
-    // Keys written by the changes checked so far, and the value each wrote.
-    let mut written: HashMap<(Map, String), String> = HashMap::new();
+    let mut puts = Vec::new();
     for change in changes {
         let hash = change.hash();
         let expanded = change.decode();
         for op in &expanded.operations {
             let (map, key, value) = put_of(&maps, op).map_err(|why| in_change(&hash, why))?;
-            check_record(map, &key, value, now_ms).map_err(|why| in_change(&hash, why))?;
-            let root = match map {
-                Map::Redemptions => &roots.redemptions,
-                Map::Resolutions => &roots.resolutions,
-                Map::Status => &roots.status,
-                Map::Audit => &roots.audit,
-            };
-            let held = doc.get_all(root, key.as_str()).map_err(LedgerError::from)?;
-            if held.iter().any(|(v, _)| v.as_str() != Some(value)) {
+            puts.push(Put {
+                change: hash,
+                map,
+                key,
+                value: value.to_owned(),
+            });
+        }
+    }
+    if puts.is_empty() {
+        return Ok(());
+    }
+    let Some(trust) = checker.trust else {
+        return Err(refused(
+            "this node has no mesh identity, so it cannot check who wrote the records it is \
+             given (pair it with the event first)",
+        ));
+    };
+    // Keys written by the changes checked so far, and the value each wrote.
+    let mut written: HashMap<(Map, String), &str> = HashMap::new();
+    for put in &puts {
+        let root = match put.map {
+            Map::Redemptions => &roots.redemptions,
+            Map::Resolutions => &roots.resolutions,
+            Map::Status => &roots.status,
+            Map::Audit => &roots.audit,
+            Map::Devices => &roots.devices,
+        };
+        let held = doc
+            .get_all(root, put.key.as_str())
+            .map_err(LedgerError::from)?;
+        if held
+            .iter()
+            .any(|(v, _)| v.as_str() != Some(put.value.as_str()))
+        {
+            return Err(in_change(
+                &put.change,
+                format!(
+                    "overwrites {}/{} with another value",
+                    put.map.name(),
+                    put.key
+                ),
+            ));
+        }
+        match written.get(&(put.map, put.key.clone())) {
+            Some(earlier) if *earlier != put.value => {
                 return Err(in_change(
-                    &hash,
-                    format!("overwrites {}/{key} with another value", map.name()),
+                    &put.change,
+                    format!(
+                        "writes {}/{} twice with different values",
+                        put.map.name(),
+                        put.key
+                    ),
                 ));
             }
-            match written.get(&(map, key.clone())) {
-                Some(earlier) if earlier != value => {
-                    return Err(in_change(
-                        &hash,
-                        format!("writes {}/{key} twice with different values", map.name()),
-                    ));
-                }
-                Some(_) => {}
-                None => {
-                    written.insert((map, key), value.to_owned());
-                }
+            Some(_) => {}
+            None => {
+                written.insert((put.map, put.key.clone()), &put.value);
             }
         }
     }
+    // Devices first: a batch may bring a certificate after records it signed.
+    let mut brought: HashMap<NodeId, Arc<Device>> = HashMap::new();
+    for put in puts.iter().filter(|p| p.map == Map::Devices) {
+        let device =
+            device_of(trust, &put.key, &put.value).map_err(|why| in_change(&put.change, why))?;
+        brought.insert(device.node.clone(), Arc::new(device));
+    }
+    let mut lookup = |node: &NodeId| -> Option<Arc<Device>> {
+        if let Some(d) = brought.get(node).or_else(|| checker.devices.get(node)) {
+            return Some(d.clone());
+        }
+        let text = doc
+            .get(&roots.devices, node.as_str())
+            .ok()
+            .flatten()
+            .and_then(|(v, _)| v.as_str().map(str::to_owned))?;
+        let device = Arc::new(device_of(trust, node.as_str(), &text).ok()?);
+        checker.devices.insert(node.clone(), device.clone());
+        Some(device)
+    };
+    for put in puts.iter().filter(|p| p.map != Map::Devices) {
+        let why = |why| in_change(&put.change, why);
+        let (key, value, event) = (&put.key, &put.value, checker.event);
+        match put.map {
+            Map::Redemptions => taken(
+                &read::<Redemption>(put.map, value).map_err(why)?,
+                key,
+                |r| record_key(&r.tid, r.id.as_str()),
+                now_ms,
+                event,
+                &mut lookup,
+            ),
+            Map::Resolutions => taken(
+                &read::<Resolution>(put.map, value).map_err(why)?,
+                key,
+                |r| record_key(&r.tid, r.id.as_str()),
+                now_ms,
+                event,
+                &mut lookup,
+            ),
+            Map::Status => taken(
+                &read::<Status>(put.map, value).map_err(why)?,
+                key,
+                status_key,
+                now_ms,
+                event,
+                &mut lookup,
+            ),
+            Map::Audit => taken(
+                &read::<AuditEntry>(put.map, value).map_err(why)?,
+                key,
+                |a| audit_key(&a.hlc),
+                now_ms,
+                event,
+                &mut lookup,
+            ),
+            Map::Devices => Ok(()),
+        }
+        .map_err(why)?;
+    }
+    checker.devices.extend(brought);
     Ok(())
 }
 
 fn in_change(hash: &ChangeHash, why: String) -> LedgerError {
     refused(format!("change {hash}: {why}"))
+}
+
+/// The device a `devices` record names under `key`, vouched for by the CA.
+fn device_of(trust: &Trust, key: &str, text: &str) -> Result<Device, String> {
+    let record: DeviceRecord = serde_json::from_str(text)
+        .map_err(|e| format!("a devices record that does not read: {e}"))?;
+    if record.node.as_str() != key {
+        return Err(format!(
+            "a devices record under {key:?}, which is not its node id ({})",
+            record.node
+        ));
+    }
+    record.device(trust)
 }
 
 /// The map, key and text of an operation that puts a record; anything else is refused.
@@ -242,6 +374,8 @@ fn put_of<'a>(maps: &Maps, op: &'a legacy::Op) -> Result<(Map, String, &'a str),
         Map::Status
     } else if op.obj == maps.audit {
         Map::Audit
+    } else if op.obj == maps.devices {
+        Map::Devices
     } else if op.obj == legacy::ObjectId::Root {
         return Err(
             "writes the document's root (the record maps are made once, at genesis)".into(),
@@ -270,43 +404,74 @@ fn put_of<'a>(maps: &Maps, op: &'a legacy::Op) -> Result<(Map, String, &'a str),
     }
 }
 
-fn record<T: DeserializeOwned>(map: Map, text: &str) -> Result<T, String> {
+fn read<T: DeserializeOwned>(map: Map, text: &str) -> Result<T, String> {
     serde_json::from_str(text)
         .map_err(|e| format!("a {} record that does not read: {e}", map.name()))
 }
 
-/// The value is the record its map holds, under its own key, not dated ahead of `now_ms`.
-fn check_record(map: Map, key: &str, text: &str, now_ms: i64) -> Result<(), String> {
-    let (derived, at_ms, hlc): (String, i64, Hlc) = match map {
-        Map::Redemptions => {
-            let r: Redemption = record(map, text)?;
-            (record_key(&r.tid, r.id.as_str()), r.at_ms, r.hlc)
-        }
-        Map::Resolutions => {
-            let r: Resolution = record(map, text)?;
-            (record_key(&r.tid, r.id.as_str()), r.at_ms, r.hlc)
-        }
-        Map::Status => {
-            let s: Status = record(map, text)?;
-            (status_key(&s), s.at_ms, s.hlc)
-        }
-        Map::Audit => {
-            let a: AuditEntry = record(map, text)?;
-            (audit_key(&a.hlc), a.at_ms, a.hlc)
-        }
-    };
+/// A record is taken when it sits under its own key, is not dated ahead of `now_ms`, and
+/// its writer — a device whose certificate the ledger holds — signed it and may write it.
+fn taken<R: Record>(
+    r: &R,
+    key: &str,
+    derive: impl Fn(&R) -> String,
+    now_ms: i64,
+    event: &EventId,
+    lookup: &mut impl FnMut(&NodeId) -> Option<Arc<Device>>,
+) -> Result<(), String> {
+    let derived = derive(r);
     if derived != key {
         return Err(format!(
             "a {} record under {key:?}, which is not its key ({derived:?})",
-            map.name()
+            R::MAP
         ));
     }
-    let ahead = at_ms.max(hlc.wall_ms).saturating_sub(now_ms);
+    let ahead = r.at_ms().max(r.hlc().wall_ms).saturating_sub(now_ms);
     if ahead > MAX_CLOCK_AHEAD_MS {
         return Err(format!(
             "a {} record dated {} s ahead of this gate's clock",
-            map.name(),
+            R::MAP,
             ahead / 1000
+        ));
+    }
+    let writer = r.writer();
+    let device = lookup(writer).ok_or_else(|| {
+        format!(
+            "a {} record of node {writer}, whose certificate the ledger does not hold",
+            R::MAP
+        )
+    })?;
+    signed_by(r, &device, event)
+}
+
+/// Whether `device` wrote `r`: its signature, its role's rights, its HLC in its own name.
+/// (Not the certificate's validity at the record's time: a device sets its own clock, so
+/// that would prove nothing, and records must stay checkable after the event. An expired
+/// or revoked device is kept out at the handshake.)
+pub(crate) fn signed_by<R: Record>(r: &R, device: &Device, event: &EventId) -> Result<(), String> {
+    let what = R::MAP;
+    if r.writer() != &device.node || r.hlc().node != device.node {
+        return Err(format!(
+            "a {what} record whose clock reading names node {}, not its writer {}",
+            r.hlc().node,
+            device.node
+        ));
+    }
+    if !crate::sign::may_write(device.role(), what) {
+        return Err(format!(
+            "a {what} record from {} {:?}, whose role may not write {what}",
+            device.role(),
+            device.peer.name
+        ));
+    }
+    let Some(sig) = r.sig() else {
+        return Err(format!("an unsigned {what} record of node {}", device.node));
+    };
+    let unsigned = r.unsigned_json().map_err(|e| e.to_string())?;
+    if !device.verifies(&crate::sign::message(event, what, &unsigned), sig) {
+        return Err(format!(
+            "a {what} record whose signature is not {:?}'s",
+            device.peer.name
         ));
     }
     Ok(())

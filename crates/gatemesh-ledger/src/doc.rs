@@ -1,14 +1,15 @@
 //! The event's ledger as one Automerge document.
 //!
-//! Layout (format 2): the genesis change (fixed actor, time 0, so every node of an event
-//! builds the same bytes and the root maps are never created twice) makes four root maps —
-//! `redemptions`, `resolutions`, `status`, `audit` — and a `meta` map naming the event and
-//! the format. Each record is one JSON string under a flat key derived from the record
-//! itself, written once and never overwritten: `"<tid>,<id>"` for redemptions and
+//! Layout (format 3): the genesis change (fixed actor, time 0, so every node of an event
+//! builds the same bytes and the root maps are never created twice) makes five root maps —
+//! `redemptions`, `resolutions`, `status`, `audit`, `devices` — and a `meta` map naming the
+//! event and the format. Each record is one JSON string under a flat key derived from the
+//! record itself, written once and never overwritten: `"<tid>,<id>"` for redemptions and
 //! resolutions, `"<tid>,<hlc>,<node>"` for statuses (`,` never occurs in a ticket id, so a
-//! range scan over `"<tid>,"` reads exactly one ticket), `"<hlc>,<node>"` for audit lines.
-//! A status is the latest of its ticket's status records by HLC. (Format 1 kept one status
-//! per ticket and overwrote it, which let any writer hide another's.)
+//! range scan over `"<tid>,"` reads exactly one ticket), `"<hlc>,<node>"` for audit lines,
+//! `"<node>"` for a device's certificate. A status is the latest of its ticket's status
+//! records by HLC. Every record is signed by the device that wrote it (`sign.rs`). (Format 1
+//! kept one status per ticket and overwrote it; format 2 had no signatures.)
 //!
 //! Changes from outside (a peer, an imported file) are checked before they reach the
 //! document: see `admit.rs`.
@@ -19,8 +20,9 @@
 //! automerge 0.12: 15 s against 2 s).
 
 use std::{
-    collections::{BTreeSet, HashSet},
+    collections::{BTreeSet, HashMap, HashSet},
     panic::{AssertUnwindSafe, catch_unwind},
+    sync::Arc,
 };
 
 use automerge::{
@@ -28,18 +30,19 @@ use automerge::{
     ValueRef, patches::PatchAction, transaction::CommitOptions, transaction::Transactable,
 };
 use gatemesh_ticket::{EventId, TicketId};
-use serde::{Serialize, de::DeserializeOwned};
+use serde::de::DeserializeOwned;
 
 use crate::{
-    model::{AuditEntry, HlcClock, NodeId, Redemption, RedemptionId, Resolution, Status},
+    model::{AuditEntry, HlcClock, NodeId, Record, Redemption, RedemptionId, Resolution, Status},
+    sign::{Device, DeviceRecord, Signer, Trust},
     state::TicketState,
     tally::EntryTally,
 };
 
 const GENESIS_ACTOR: &[u8; 16] = b"gatemesh-genesis";
 /// Layout version, in the genesis `meta` map.
-const FORMAT: i64 = 2;
-const ROOTS: [&str; 4] = ["redemptions", "resolutions", "status", "audit"];
+const FORMAT: i64 = 3;
+const ROOTS: [&str; 5] = ["redemptions", "resolutions", "status", "audit", "devices"];
 
 /// Anything that stops a ledger from loading or taking outside data. None of them changes
 /// the ledger.
@@ -71,6 +74,10 @@ pub enum LedgerError {
     /// of it reached the document.
     #[error("a change breaks the ledger's rules: {0}")]
     Refused(String),
+    /// A device identity that cannot sign or check records: a certificate the CA did not
+    /// sign, a key that is not the certificate's.
+    #[error("the device identity cannot be used: {0}")]
+    Identity(String),
     /// A ledger of another layout version.
     #[error(
         "this ledger is of format {found}, this gatemesh keeps format {expected}: it was made \
@@ -129,6 +136,7 @@ pub(crate) struct Roots {
     pub(crate) resolutions: ObjId,
     pub(crate) status: ObjId,
     pub(crate) audit: ObjId,
+    pub(crate) devices: ObjId,
 }
 
 /// The key of a redemption or resolution: its ticket and its id.
@@ -169,6 +177,12 @@ pub struct Ledger {
     arrived: HashSet<RedemptionId>,
     /// Names this value of the ledger: positions in `arrivals` mean nothing to another.
     epoch: u64,
+    /// Signs this node's records (a gate with no mesh identity writes them unsigned).
+    signer: Option<Signer>,
+    /// Checks every record from outside; without it, nothing from outside is taken.
+    trust: Option<Trust>,
+    /// Devices whose certificates this ledger holds and the CA vouches for.
+    devices: HashMap<NodeId, Arc<Device>>,
 }
 
 /// Every ledger value gets its own epoch, so a position kept from one (a reloaded ledger
@@ -195,6 +209,7 @@ fn roots_of(doc: &AutoCommit) -> Result<Roots, LedgerError> {
         resolutions: find("resolutions")?,
         status: find("status")?,
         audit: find("audit")?,
+        devices: find("devices")?,
     })
 }
 
@@ -323,6 +338,9 @@ impl Ledger {
             arrivals: Vec::new(),
             arrived: HashSet::new(),
             epoch: EPOCHS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            signer: None,
+            trust: None,
+            devices: HashMap::new(),
         };
         let all: HashSet<TicketId> = ledger.all_tickets();
         ledger.refresh(all);
@@ -426,13 +444,137 @@ impl Ledger {
         self.clock.tick(now_ms)
     }
 
-    fn put_json(
+    /// Signs this node's records from now on with `signer`, and checks everything from
+    /// outside against `trust`. The signer is this node: a node id is derived from its key,
+    /// so a ledger opened under another node id is refused.
+    pub fn sign_with(&mut self, signer: Signer, trust: Trust) -> Result<(), LedgerError> {
+        if signer.node() != &self.node {
+            return Err(LedgerError::Identity(format!(
+                "the device key makes node {}, this ledger is written as node {}",
+                signer.node(),
+                self.node
+            )));
+        }
+        if trust.event() != &self.event {
+            return Err(LedgerError::Identity(format!(
+                "the mesh CA is for event {}, this ledger for {}",
+                trust.event(),
+                self.event
+            )));
+        }
+        self.devices
+            .insert(signer.node().clone(), signer.device().clone());
+        self.signer = Some(signer);
+        self.trust = Some(trust);
+        Ok(())
+    }
+
+    /// Checks everything from outside against `trust`, writing nothing of its own signed: a
+    /// replica that only reads (a tool, a check at the server).
+    pub fn check_with(&mut self, trust: Trust) -> Result<(), LedgerError> {
+        if trust.event() != &self.event {
+            return Err(LedgerError::Identity(format!(
+                "the mesh CA is for event {}, this ledger for {}",
+                trust.event(),
+                self.event
+            )));
+        }
+        self.trust = Some(trust);
+        Ok(())
+    }
+
+    /// This node's device, when it signs.
+    pub fn own_device(&self) -> Option<&Arc<Device>> {
+        self.signer.as_ref().map(Signer::device)
+    }
+
+    /// Whether this ledger signs its records and checks others'.
+    pub fn is_signing(&self) -> bool {
+        self.signer.is_some()
+    }
+
+    /// A device whose certificate this ledger holds and the CA vouches for.
+    fn known_device(&mut self, node: &NodeId) -> Option<Arc<Device>> {
+        if let Some(d) = self.devices.get(node) {
+            return Some(d.clone());
+        }
+        let trust = self.trust.as_ref()?;
+        let text = match self.doc.get(&self.roots.devices, node.as_str()) {
+            Ok(Some((value, _))) => value.as_str().map(str::to_owned)?,
+            _ => return None,
+        };
+        let device = Arc::new(parse::<DeviceRecord>(&text)?.device(trust).ok()?);
+        self.devices.insert(node.clone(), device.clone());
+        Some(device)
+    }
+
+    /// Puts a device's certificate (DER) into the ledger, so that records it signed can be
+    /// checked by every replica; nothing is written when the ledger already holds it.
+    /// Refused when the event's CA does not vouch for it.
+    pub fn learn_device(&mut self, cert_der: &[u8]) -> Result<Option<StoredChange>, LedgerError> {
+        let trust = self.trust.as_ref().ok_or_else(|| {
+            LedgerError::Identity("this ledger has no mesh CA to check devices with".into())
+        })?;
+        let device = trust.device(cert_der).map_err(LedgerError::Refused)?;
+        if self.known_device(&device.node).is_some() {
+            return Ok(None);
+        }
+        let record = DeviceRecord::of(&device);
+        let json =
+            serde_json::to_string(&record).map_err(|e| LedgerError::Corrupt(e.to_string()))?;
+        self.doc
+            .put(&self.roots.devices, device.node.as_str(), json)?;
+        self.devices.insert(device.node.clone(), Arc::new(device));
+        self.doc
+            .commit_with(CommitOptions::default().with_message("device".to_owned()));
+        Ok(self
+            .doc
+            .get_last_local_change()
+            .as_ref()
+            .map(StoredChange::from))
+    }
+
+    /// Writes a record under `key`: this node's own, signed when it has an identity; another
+    /// device's (relayed by the server) only as its writer signed it, when this ledger
+    /// checks signatures.
+    fn put_record<R: Record>(
         &mut self,
         obj: ObjId,
         key: String,
-        value: &impl Serialize,
+        record: &R,
     ) -> Result<(), LedgerError> {
-        let json = serde_json::to_string(value).map_err(|e| LedgerError::Corrupt(e.to_string()))?;
+        let mut record = record.clone();
+        if record.writer() == &self.node {
+            if let Some(signer) = &self.signer {
+                let unsigned = record
+                    .unsigned_json()
+                    .map_err(|e| LedgerError::Corrupt(e.to_string()))?;
+                let sig = signer.sign(&crate::sign::message(&self.event, R::MAP, &unsigned))?;
+                *record.sig_mut() = Some(sig);
+                if self
+                    .doc
+                    .get(&self.roots.devices, self.node.as_str())?
+                    .is_none()
+                {
+                    let own = DeviceRecord::of(signer.device());
+                    let json = serde_json::to_string(&own)
+                        .map_err(|e| LedgerError::Corrupt(e.to_string()))?;
+                    self.doc
+                        .put(&self.roots.devices, self.node.as_str(), json)?;
+                }
+            }
+        } else if self.trust.is_some() {
+            let writer = record.writer().clone();
+            let device = self.known_device(&writer).ok_or_else(|| {
+                LedgerError::Refused(format!(
+                    "a {} record of node {writer}, whose certificate this ledger does not hold",
+                    R::MAP
+                ))
+            })?;
+            crate::admit::signed_by(&record, &device, &self.event).map_err(LedgerError::Refused)?;
+        }
+        let json =
+            serde_json::to_string(&record).map_err(|e| LedgerError::Corrupt(e.to_string()))?;
         self.doc.put(&obj, key, json)?;
         Ok(())
     }
@@ -452,7 +594,7 @@ impl Ledger {
         &mut self,
         r: &Redemption,
     ) -> Result<Option<StoredChange>, LedgerError> {
-        self.put_json(
+        self.put_record(
             self.roots.redemptions.clone(),
             record_key(&r.tid, r.id.as_str()),
             r,
@@ -465,7 +607,7 @@ impl Ledger {
         &mut self,
         r: &Resolution,
     ) -> Result<Option<StoredChange>, LedgerError> {
-        self.put_json(
+        self.put_record(
             self.roots.resolutions.clone(),
             record_key(&r.tid, r.id.as_str()),
             r,
@@ -486,6 +628,7 @@ impl Ledger {
                     .collect::<Vec<_>>()
                     .join(" ")
             ),
+            sig: None,
         };
         self.put_audit(&audit)?;
         Ok(self.commit("resolution", &r.tid))
@@ -497,7 +640,7 @@ impl Ledger {
         s: &Status,
         detail: &str,
     ) -> Result<Option<StoredChange>, LedgerError> {
-        self.put_json(self.roots.status.clone(), status_key(s), s)?;
+        self.put_record(self.roots.status.clone(), status_key(s), s)?;
         let action = match &s.standing {
             crate::model::Standing::Active => "status:active",
             crate::model::Standing::Void { .. } => "status:void",
@@ -506,18 +649,19 @@ impl Ledger {
         let audit = AuditEntry {
             hlc: s.hlc.clone(),
             at_ms: s.at_ms,
-            node: self.node.clone(),
+            node: s.hlc.node.clone(),
             actor: s.by.clone(),
             action: action.into(),
             tid: Some(s.tid.clone()),
             detail: detail.into(),
+            sig: None,
         };
         self.put_audit(&audit)?;
         Ok(self.commit("status", &s.tid))
     }
 
     fn put_audit(&mut self, a: &AuditEntry) -> Result<(), LedgerError> {
-        self.put_json(self.roots.audit.clone(), audit_key(&a.hlc), a)
+        self.put_record(self.roots.audit.clone(), audit_key(&a.hlc), a)
     }
 
     /// The audit trail, oldest first.
@@ -623,7 +767,12 @@ impl Ledger {
         }
         let doc = &mut self.doc;
         let incoming = guarded(|| Ok(crate::admit::missing_from(doc, other.document())))?;
-        guarded(|| crate::admit::check(&self.doc, &self.roots, &incoming, now_ms))?;
+        let mut checker = crate::admit::Checker {
+            event: &self.event,
+            trust: self.trust.as_ref(),
+            devices: &mut self.devices,
+        };
+        guarded(|| crate::admit::check(&self.doc, &self.roots, &incoming, now_ms, &mut checker))?;
         // Merge into a copy first: a change that the engine rejects half-way must not leave
         // this replica half-merged.
         let mut trial = self.doc.fork();
@@ -707,7 +856,12 @@ impl Ledger {
             }
             Ok(all)
         })?;
-        guarded(|| crate::admit::check(&self.doc, &self.roots, &incoming, now_ms))?;
+        let mut checker = crate::admit::Checker {
+            event: &self.event,
+            trust: self.trust.as_ref(),
+            devices: &mut self.devices,
+        };
+        guarded(|| crate::admit::check(&self.doc, &self.roots, &incoming, now_ms, &mut checker))?;
         let before = self.doc.get_heads();
         let event = self.event.clone();
         // automerge 0.12 can panic on crafted changes; if it does, this replica's document

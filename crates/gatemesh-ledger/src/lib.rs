@@ -27,6 +27,7 @@ mod admit;
 mod decide;
 mod doc;
 mod model;
+mod sign;
 mod state;
 mod store;
 mod tally;
@@ -39,8 +40,9 @@ pub use decide::{
 pub use doc::{Ledger, LedgerError, MAX_SYNC_MESSAGE, PeerSync, StoredChange, genesis};
 pub use model::{
     Action, AuditEntry, Direction, Hlc, NodeId, Redemption, RedemptionId, Resolution, ResolutionId,
-    Standing, Status,
+    Role, Standing, Status,
 };
+pub use sign::{Device, DeviceRecord, Signer, Trust, node_of_key};
 pub use state::TicketState;
 pub use store::{Durability, Store, StoreError, Stored};
 pub use tally::{Activity, EntryTally, GateActivity};

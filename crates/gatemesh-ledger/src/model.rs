@@ -2,7 +2,7 @@
 //! document's root maps (see `doc.rs` for why flat, and why one scalar per record).
 
 use gatemesh_ticket::TicketId;
-pub use gatemesh_wire::{Action, Direction, NodeId, RedemptionId, ResolutionId, Standing};
+pub use gatemesh_wire::{Action, Direction, NodeId, RedemptionId, ResolutionId, Role, Standing};
 use serde::{Deserialize, Serialize};
 
 /// A hybrid logical clock reading: wall time in milliseconds, a counter for events in the
@@ -87,6 +87,10 @@ pub struct Redemption {
     /// Admitted although the loaded manifest does not list the ticket.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unlisted: bool,
+    /// The writer's signature of the record (see `sign.rs`); absent only on a gate with no
+    /// mesh identity, whose records no other device takes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sig: Option<String>,
 }
 
 /// A staff resolution, itself a replicated and audited entry.
@@ -114,6 +118,10 @@ pub struct Resolution {
     /// back up).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub from_server: bool,
+    /// The writer's signature of the record (see `sign.rs`); absent only on a gate with no
+    /// mesh identity, whose records no other device takes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sig: Option<String>,
 }
 
 /// A status entry; the latest by HLC wins.
@@ -130,6 +138,10 @@ pub struct Status {
     pub at_ms: i64,
     /// Decides which status wins.
     pub hlc: Hlc,
+    /// The writer's signature of the record (see `sign.rs`); absent only on a gate with no
+    /// mesh identity, whose records no other device takes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sig: Option<String>,
 }
 
 /// One line of the audit trail: who did what, when and why.
@@ -149,4 +161,60 @@ pub struct AuditEntry {
     pub tid: Option<TicketId>,
     /// Why: the resolution's note and the redemptions it covers, or the standing's detail.
     pub detail: String,
+    /// The writer's signature of the record (see `sign.rs`); absent only on a gate with no
+    /// mesh identity, whose records no other device takes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sig: Option<String>,
 }
+
+/// What every signed record offers the signing code.
+pub(crate) trait Record: Serialize + Clone {
+    /// The root map that holds it.
+    const MAP: &'static str;
+    /// The node that wrote it, whose key signs it.
+    fn writer(&self) -> &NodeId;
+    /// Its HLC reading, which must name the writer too.
+    fn hlc(&self) -> &Hlc;
+    /// Wall time at the writer.
+    fn at_ms(&self) -> i64;
+    /// Its signature.
+    fn sig(&self) -> Option<&str>;
+    /// Its signature, to set.
+    fn sig_mut(&mut self) -> &mut Option<String>;
+
+    /// The JSON its signature covers: the record without `sig`.
+    fn unsigned_json(&self) -> Result<String, serde_json::Error> {
+        let mut bare = self.clone();
+        *bare.sig_mut() = None;
+        serde_json::to_string(&bare)
+    }
+}
+
+macro_rules! record {
+    ($ty:ty, $map:literal, |$r:ident| $writer:expr) => {
+        impl Record for $ty {
+            const MAP: &'static str = $map;
+            fn writer(&self) -> &NodeId {
+                let $r = self;
+                $writer
+            }
+            fn hlc(&self) -> &Hlc {
+                &self.hlc
+            }
+            fn at_ms(&self) -> i64 {
+                self.at_ms
+            }
+            fn sig(&self) -> Option<&str> {
+                self.sig.as_deref()
+            }
+            fn sig_mut(&mut self) -> &mut Option<String> {
+                &mut self.sig
+            }
+        }
+    };
+}
+
+record!(Redemption, "redemptions", |r| &r.node);
+record!(Resolution, "resolutions", |r| &r.node);
+record!(Status, "status", |s| &s.hlc.node);
+record!(AuditEntry, "audit", |a| &a.node);

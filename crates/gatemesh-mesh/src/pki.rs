@@ -226,6 +226,8 @@ pub struct Identity {
     pub creds: std::sync::Arc<Credentials>,
     /// The CA it trusts, for its own event only.
     pub trust: crate::tls::MeshTrust,
+    /// The mesh CA certificate itself (records in the ledger are checked against it).
+    pub ca: CertificateDer<'static>,
 }
 
 impl std::fmt::Debug for Credentials {
@@ -245,11 +247,12 @@ impl Identity {
             Credentials::from_pem(&cert_pem, &std::fs::read_to_string(dir.join(DEVICE_KEY))?)?;
         let peer = crate::identity::PeerId::from_cert(&creds.chain[0])?;
         let ca = ca_cert_from_pem(&std::fs::read_to_string(dir.join(CA_CERT))?)?;
-        let trust = crate::tls::MeshTrust::new(ca, &peer.event)?;
+        let trust = crate::tls::MeshTrust::new(ca.clone(), &peer.event)?;
         Ok(Self {
             peer,
             creds: std::sync::Arc::new(creds),
             trust,
+            ca,
         })
     }
 }

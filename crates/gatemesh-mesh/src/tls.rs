@@ -82,6 +82,12 @@ fn check_event(end_entity: &CertificateDer<'_>, event: &str) -> Result<PeerId, r
             id.event
         )));
     }
+    if id.role == crate::identity::Role::Server {
+        // The server's identity signs what the server writes; it is no member of the mesh.
+        return Err(reject(
+            "the server's identity does not join the mesh".into(),
+        ));
+    }
     Ok(id)
 }
 

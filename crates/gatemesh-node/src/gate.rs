@@ -244,6 +244,7 @@ impl Writer {
             }
             let now = now_ms();
             let status = Status {
+                sig: None,
                 tid: tid.clone(),
                 standing: standing.clone(),
                 by: "manifest".into(),
@@ -616,6 +617,7 @@ impl Writer {
                     ));
                 };
                 let redemption = Redemption {
+                    sig: None,
                     id: RedemptionId::random(),
                     tid: c.tid.clone(),
                     direction,
@@ -676,6 +678,7 @@ impl Writer {
             if state.standing() != t.standing {
                 let now = now_ms();
                 let status = Status {
+                    sig: None,
                     tid: t.tid.clone(),
                     standing: t.standing.clone(),
                     by: "server".into(),
@@ -700,6 +703,7 @@ impl Writer {
             if !covers.is_empty() {
                 let now = now_ms();
                 let resolution = Resolution {
+                    sig: None,
                     id: ResolutionId::random(),
                     tid: t.tid.clone(),
                     action: Action::Revert,
@@ -732,6 +736,7 @@ impl Writer {
             if !known && !decision.covers.is_empty() {
                 let now = now_ms();
                 let resolution = Resolution {
+                    sig: None,
                     id: ResolutionId::random(),
                     tid: t.tid.clone(),
                     action: decision.action,
@@ -794,6 +799,7 @@ impl Writer {
         };
         let now = now_ms();
         let resolution = Resolution {
+            sig: None,
             id: ResolutionId::random(),
             tid: tid.clone(),
             action,

@@ -453,6 +453,7 @@ fn learned(tid: &TicketId, first: Admission) -> Result<Redemption, String> {
     let node = NodeId::parse("server").ok_or("the server's node id")?;
     let at_ms = first.at.ms();
     Ok(Redemption {
+        sig: None,
         id: first.redemption_id,
         tid: tid.clone(),
         direction: gatemesh_ledger::Direction::Entry,

@@ -176,6 +176,9 @@ pub enum Role {
     Gate,
     /// Watches every gate and resolves flags; admits no one (a manager's laptop).
     Observer,
+    /// The central server's own identity under the event's mesh CA: it signs what the
+    /// server itself writes (admissions taken online). Never a paired device.
+    Server,
 }
 
 impl Role {
@@ -184,6 +187,7 @@ impl Role {
         match self {
             Self::Gate => "gate",
             Self::Observer => "observer",
+            Self::Server => "server",
         }
     }
 }
@@ -194,8 +198,9 @@ impl std::str::FromStr for Role {
         match s {
             "gate" => Ok(Self::Gate),
             "observer" => Ok(Self::Observer),
+            "server" => Ok(Self::Server),
             other => Err(WireError::Invalid {
-                what: "role (gate or observer)",
+                what: "role (gate, observer or server)",
                 value: crate::error::shorten(other),
             }),
         }
@@ -316,7 +321,7 @@ mod tests {
         for a in [Action::Accept, Action::Deny, Action::Revert] {
             assert_eq!(wire(a), a.as_str());
         }
-        for r in [Role::Gate, Role::Observer] {
+        for r in [Role::Gate, Role::Observer, Role::Server] {
             assert_eq!(wire(r), r.as_str());
             assert_eq!(r.as_str().parse::<Role>().unwrap(), r);
         }

@@ -62,6 +62,7 @@ fn hlc(wall_ms: i64, counter: u32, n: usize) -> Hlc {
 
 fn entry(id: RedemptionId, at_ms: i64, seen: Vec<RedemptionId>) -> Redemption {
     Redemption {
+        sig: None,
         id,
         tid: TicketId::new("T-1").unwrap(),
         direction: Direction::Entry,
@@ -77,6 +78,7 @@ fn entry(id: RedemptionId, at_ms: i64, seen: Vec<RedemptionId>) -> Redemption {
 
 fn resolution(action: Action, covers: Vec<RedemptionId>, at_ms: i64) -> Resolution {
     Resolution {
+        sig: None,
         id: ResolutionId::random(),
         tid: TicketId::new("T-1").unwrap(),
         action,

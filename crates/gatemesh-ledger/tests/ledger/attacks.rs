@@ -47,6 +47,7 @@ fn scene() -> Scene {
     victim.scan(&tickets[0], "n1", T0);
     victim.scan(&tickets[1], "n1", T0 + 1);
     let status = Status {
+        sig: None,
         tid: tickets[2].clone(),
         standing: Standing::Void {
             reason: "refund".into(),
@@ -197,6 +198,7 @@ fn a_status_hidden_under_a_new_one_is_refused() {
 fn forged(tid: &TicketId, at_ms: i64) -> Redemption {
     let node = NodeId::random();
     Redemption {
+        sig: None,
         id: RedemptionId::random(),
         tid: tid.clone(),
         direction: gatemesh_ledger::Direction::Entry,
@@ -298,13 +300,18 @@ fn a_compressed_bomb_is_refused_before_it_is_inflated() {
 
 #[test]
 fn two_gates_writing_the_same_learned_admission_is_no_attack() {
-    // Both learn gate C's admission from the server and write it, each in its own change.
-    let (mut a, mut b) = (Gate::new("A"), Gate::new("B"));
+    // Both learn gate C's admission from the server and write it, each in its own change,
+    // with C's certificate (as the server relays it).
+    let (mut a, mut b, mut c) = (Gate::new("A"), Gate::new("B"), Gate::new("C"));
     a.learn(&mut b);
     let tid = TicketId::generate();
-    let learned = forged(&tid, T0);
-    a.ledger.record_redemption(&learned).unwrap();
-    b.ledger.record_redemption(&learned).unwrap();
+    c.scan(&tid, "c1", T0);
+    let learned = c.ledger.ticket(&tid).redemptions[0].clone();
+    let cert = c.ledger.own_device().unwrap().cert_der.clone();
+    for gate in [&mut a, &mut b] {
+        gate.ledger.learn_device(&cert).unwrap();
+        gate.ledger.record_redemption(&learned).unwrap();
+    }
     super::sync_pair(&mut a.ledger, &mut b.ledger);
     assert_eq!(
         a.ledger.ticket(&tid).redemptions,
@@ -334,6 +341,7 @@ fn honest_statuses_and_resolutions_sync_under_the_rules() {
     {
         let at = T0 + 3 + i as i64;
         let s = Status {
+            sig: None,
             tid: tid.clone(),
             standing,
             by: "server".into(),
@@ -348,12 +356,12 @@ fn honest_statuses_and_resolutions_sync_under_the_rules() {
     assert!(a.ledger.flagged().next().is_none());
 }
 
-/// The genesis format 1 made: one status per ticket, overwritten.
-fn format_1_genesis() -> Vec<u8> {
+/// The genesis format 2 made: records without signatures, no `devices` map.
+fn format_2_genesis() -> Vec<u8> {
     let mut doc = AutoCommit::new().with_actor(ActorId::from(&b"gatemesh-genesis"[..]));
     let meta = doc.put_object(ROOT, "meta", ObjType::Map).unwrap();
     doc.put(&meta, "event", super::event().as_str()).unwrap();
-    doc.put(&meta, "format", 1).unwrap();
+    doc.put(&meta, "format", 2).unwrap();
     for root in ["redemptions", "resolutions", "status", "audit"] {
         doc.put_object(ROOT, root, ObjType::Map).unwrap();
     }
@@ -367,24 +375,219 @@ fn format_1_genesis() -> Vec<u8> {
 
 #[test]
 fn a_ledger_of_the_old_format_is_refused_with_a_message_saying_so() {
-    let old = format_1_genesis();
+    let old = format_2_genesis();
     let opened = Ledger::open(&super::event(), NodeId::random(), &old, None, []);
     let e = opened.unwrap_err();
     assert!(
         matches!(
             e,
             LedgerError::Format {
-                found: 1,
-                expected: 2
+                found: 2,
+                expected: 3
             }
         ),
         "{e:?}"
     );
-    assert!(e.to_string().contains("format 1"), "{e}");
+    assert!(e.to_string().contains("format 2"), "{e}");
     let mut g = Gate::new("North");
     let merged = g.ledger.merge_saved(&old, now());
     assert!(
-        matches!(merged, Err(LedgerError::Format { found: 1, .. })),
+        matches!(merged, Err(LedgerError::Format { found: 2, .. })),
         "{merged:?}"
     );
+}
+
+// ---- who wrote it: signatures, certificates and roles ------------------------------------
+
+/// Syncs `from` into `to` until `to` refuses a message; the refusal's text.
+fn refusal(from: &mut Ledger, to: &mut Ledger) -> String {
+    let (mut sf, mut st) = (PeerSync::default(), PeerSync::default());
+    for _ in 0..20 {
+        if let Some(m) = from.sync_message(&mut sf) {
+            match to.receive_sync(&mut st, &m, now()) {
+                Err(LedgerError::Refused(why)) => return why,
+                Err(e) => panic!("refused for another reason: {e}"),
+                Ok(_) => {}
+            }
+        }
+        if let Some(m) = to.sync_message(&mut st) {
+            from.receive_sync(&mut sf, &m, now()).unwrap();
+        }
+    }
+    panic!("everything was taken");
+}
+
+/// The victim's first redemption as stored, signature and all.
+fn victims_record(s: &Scene) -> Redemption {
+    s.victim.ledger.ticket(&s.tickets[0]).redemptions[0].clone()
+}
+
+#[test]
+fn a_record_in_another_devices_name_is_refused() {
+    // A device of the event writes an admission naming the victim's node, signed by itself.
+    let s = scene();
+    let victim = s.victim.ledger.node().clone();
+    let mut thief = Gate::new("Thief");
+    let tid = TicketId::generate();
+    thief.scan(&tid, "t1", T0);
+    let mut r = thief.ledger.ticket(&tid).redemptions[0].clone();
+    r.node = victim.clone();
+    r.hlc.node = victim;
+    refused(
+        s,
+        |a| put_record(a, &format!("{},{}", r.tid, r.id), &r),
+        "whose signature is not",
+    );
+}
+
+#[test]
+fn an_unsigned_record_in_an_enrolled_devices_name_is_refused() {
+    let s = scene();
+    let mut r = victims_record(&s);
+    r.id = RedemptionId::random();
+    r.tid = TicketId::generate();
+    r.sig = None;
+    refused(
+        s,
+        |a| put_record(a, &format!("{},{}", r.tid, r.id), &r),
+        "an unsigned redemptions record",
+    );
+}
+
+#[test]
+fn a_signed_record_altered_in_one_field_is_refused() {
+    // The victim's own admission, copied under a new id for another ticket: its signature
+    // covered the old id and ticket.
+    let s = scene();
+    let mut r = victims_record(&s);
+    r.id = RedemptionId::random();
+    r.gate = "Elsewhere".into();
+    refused(
+        s,
+        |a| put_record(a, &format!("{},{}", r.tid, r.id), &r),
+        "whose signature is not",
+    );
+}
+
+#[test]
+fn a_record_of_a_node_whose_certificate_nobody_holds_is_refused() {
+    let s = scene();
+    let r = forged(&TicketId::generate(), T0);
+    refused(
+        s,
+        |a| put_record(a, &format!("{},{}", r.tid, r.id), &r),
+        "whose certificate the ledger does not hold",
+    );
+}
+
+#[test]
+fn a_certificate_under_another_node_id_or_from_another_ca_is_refused() {
+    let s = scene();
+    let cert = s.victim.ledger.own_device().unwrap().cert_der.clone();
+    let claim = gatemesh_ledger::DeviceRecord {
+        node: NodeId::random(),
+        cert: base64_url(&cert),
+    };
+    refused(
+        s,
+        |a| {
+            let m = map(a, "devices");
+            let json = serde_json::to_string(&claim).unwrap();
+            a.put(&m, claim.node.as_str(), json).unwrap();
+        },
+        "whose key makes it",
+    );
+
+    // A certificate another CA made for this event's name.
+    let other = gatemesh_mesh::pki::create_ca("ROCK-2026", 30).unwrap();
+    let ca = gatemesh_mesh::pki::MeshCa::from_pem(&other.cert_pem, &other.key_pem).unwrap();
+    let id =
+        gatemesh_mesh::identity::PeerId::new("ROCK-2026", gatemesh_ledger::Role::Gate, "North");
+    let pem = ca.enroll(&id, 30).unwrap();
+    let trust = gatemesh_ledger::Trust::from_pem(&other.cert_pem, &super::event()).unwrap();
+    let foreign = gatemesh_ledger::Signer::from_pem(&trust, &pem.cert_pem, &pem.key_pem).unwrap();
+    let claim = gatemesh_ledger::DeviceRecord::of(foreign.device());
+    refused(
+        scene(),
+        |a| {
+            let m = map(a, "devices");
+            let json = serde_json::to_string(&claim).unwrap();
+            a.put(&m, claim.node.as_str(), json).unwrap();
+        },
+        "CA",
+    );
+}
+
+fn base64_url(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+#[test]
+fn an_observer_may_resolve_but_neither_admit_nor_set_a_standing() {
+    let mut victim = Gate::new("North");
+    let event = super::event();
+    let tid = TicketId::generate();
+    victim.scan(&tid, "n1", T0);
+    let before = victim.ledger.redemptions();
+
+    // Its redemption: signed, by a real observer certificate, and refused for the role.
+    let mut observer = super::signed_ledger(&event, gatemesh_ledger::Role::Observer, "Desk");
+    let at = T0 + 5;
+    let r = Redemption {
+        sig: None,
+        id: RedemptionId::random(),
+        tid: TicketId::generate(),
+        direction: gatemesh_ledger::Direction::Entry,
+        node: observer.node().clone(),
+        gate: "Desk".into(),
+        scanner: "d".into(),
+        at_ms: at,
+        hlc: observer.tick(at),
+        seen: Vec::new(),
+        unlisted: false,
+    };
+    observer.record_redemption(&r).unwrap();
+    let why = refusal(&mut observer, &mut victim.ledger);
+    assert!(why.contains("may not write redemptions"), "{why}");
+    assert_eq!(victim.ledger.redemptions(), before);
+
+    // Its standing: refused the same way.
+    let mut observer = super::signed_ledger(&event, gatemesh_ledger::Role::Observer, "Desk");
+    let s = Status {
+        sig: None,
+        tid: tid.clone(),
+        standing: Standing::Void {
+            reason: "because".into(),
+        },
+        by: "Desk".into(),
+        at_ms: at,
+        hlc: observer.tick(at),
+    };
+    observer.record_status(&s, "void").unwrap();
+    let why = refusal(&mut observer, &mut victim.ledger);
+    assert!(why.contains("may not write status"), "{why}");
+    assert_eq!(victim.ledger.ticket(&tid).standing(), Standing::Active);
+
+    // Its resolution of a flag: taken.
+    let mut observer = super::signed_ledger(&event, gatemesh_ledger::Role::Observer, "Desk");
+    super::sync_pair(&mut observer, &mut victim.ledger);
+    let res = gatemesh_ledger::Resolution {
+        sig: None,
+        id: gatemesh_ledger::ResolutionId::random(),
+        tid: tid.clone(),
+        action: Action::Revert,
+        staff: "Kim".into(),
+        note: "let in by mistake".into(),
+        node: observer.node().clone(),
+        at_ms: at,
+        hlc: observer.tick(at),
+        covers: before.iter().map(|r| r.id.clone()).collect(),
+        from_server: false,
+    };
+    observer.record_resolution(&res).unwrap();
+    super::sync_pair(&mut observer, &mut victim.ledger);
+    let resolutions = victim.ledger.ticket(&tid).resolutions;
+    assert_eq!(resolutions.len(), 1);
+    assert_eq!(resolutions[0].node, *observer.node());
 }

@@ -6,8 +6,8 @@ mod sync_fuzz;
 
 use gatemesh_ledger::{
     Action, Answer, Direction, Durability, EntryPolicy, Ledger, LedgerError, Listing, NodeId,
-    Outcome, Policy, Reason, Redemption, RedemptionId, Resolution, ResolutionId, Scan, Standing,
-    Status, Store, StoreError, UnlistedPolicy, Verdict, decide, genesis,
+    Outcome, Policy, Reason, Redemption, RedemptionId, Resolution, ResolutionId, Role, Scan,
+    Signer, Standing, Status, Store, StoreError, Trust, UnlistedPolicy, Verdict, decide, genesis,
 };
 use gatemesh_ticket::{
     Claims, EventId, Format, IssuerKey, Keyring, TicketId, Verified, Verifier, VerifyError,
@@ -24,8 +24,39 @@ fn event() -> EventId {
     EventId::new("ROCK-2026").unwrap()
 }
 
+/// The event's mesh CA, made once for the whole test binary.
+static CA: std::sync::LazyLock<gatemesh_mesh::pki::CaPem> =
+    std::sync::LazyLock::new(|| gatemesh_mesh::pki::create_ca("ROCK-2026", 30).unwrap());
+
+fn trust_of(event: &EventId) -> Trust {
+    Trust::from_pem(&CA.cert_pem, event).unwrap()
+}
+
+/// A device of `event` enrolled under the CA, as its signer.
+fn device_of(event: &EventId, role: Role, name: &str) -> Signer {
+    let ca = gatemesh_mesh::pki::MeshCa::from_pem(&CA.cert_pem, &CA.key_pem).unwrap();
+    let id = gatemesh_mesh::identity::PeerId::new(event.as_str(), role, name);
+    let pem = ca.enroll(&id, 30).unwrap();
+    Signer::from_pem(&trust_of(event), &pem.cert_pem, &pem.key_pem).unwrap()
+}
+
+/// A ledger of `event` written by a new device of `role`, signing and checking.
+fn signed_ledger(event: &EventId, role: Role, name: &str) -> Ledger {
+    let signer = device_of(event, role, name);
+    let mut ledger = Ledger::open(event, signer.node().clone(), &genesis(event), None, []).unwrap();
+    ledger.sign_with(signer, trust_of(event)).unwrap();
+    ledger
+}
+
 fn ledger() -> Ledger {
-    Ledger::open(&event(), NodeId::random(), &genesis(&event()), None, []).unwrap()
+    signed_ledger(&event(), Role::Gate, "gate")
+}
+
+/// `ledger`, checking what it takes against the CA.
+fn checking(mut ledger: Ledger) -> Ledger {
+    let event = ledger.event().clone();
+    ledger.check_with(trust_of(&event)).unwrap();
+    ledger
 }
 
 /// A gate as far as the ledger is concerned: decide, and record what the decision says.
@@ -74,6 +105,7 @@ impl Gate {
                 unlisted,
             } => {
                 let r = Redemption {
+                    sig: None,
                     id: RedemptionId::random(),
                     tid: tid.clone(),
                     direction,
@@ -104,6 +136,7 @@ impl Gate {
     fn resolve(&mut self, tid: &TicketId, action: Action, now_ms: i64) {
         let state = self.ledger.ticket(tid);
         let r = Resolution {
+            sig: None,
             id: ResolutionId::random(),
             tid: tid.clone(),
             action,
@@ -236,6 +269,7 @@ fn the_repeat_window_takes_a_record_a_second_old_and_not_one_a_second_ahead() {
     let node = NodeId::random();
     let history = |at_ms: i64, scanner: &str| gatemesh_ledger::TicketState {
         redemptions: vec![Redemption {
+            sig: None,
             id: RedemptionId::random(),
             tid: tid.clone(),
             direction: Direction::Entry,
@@ -407,6 +441,7 @@ fn standings_void_and_transfer_are_refused() {
         (&moved, Standing::Transferred { to: new.clone() }),
     ] {
         let s = Status {
+            sig: None,
             tid: tid.clone(),
             standing,
             by: "server".into(),
@@ -551,14 +586,7 @@ fn foreign_or_broken_imports_change_nothing() {
     let before = a.ledger.save();
 
     let other_event = EventId::new("JAZZ-2026").unwrap();
-    let mut jazz = Ledger::open(
-        &other_event,
-        NodeId::random(),
-        &genesis(&other_event),
-        None,
-        [],
-    )
-    .unwrap();
+    let mut jazz = signed_ledger(&other_event, Role::Gate, "jazz");
     assert!(matches!(
         a.ledger.merge_saved(&jazz.save(), now()),
         Err(LedgerError::WrongEvent { .. })
@@ -574,6 +602,7 @@ fn foreign_or_broken_imports_change_nothing() {
 
 fn redemption(ledger: &mut Ledger, tid: &TicketId, at_ms: i64) -> Redemption {
     Redemption {
+        sig: None,
         id: RedemptionId::random(),
         tid: tid.clone(),
         direction: Direction::Entry,
@@ -732,7 +761,7 @@ fn garbage_sync_messages_are_refused_and_change_nothing() {
     }
     // A well-formed message from another event's ledger.
     let jazz = EventId::new("JAZZ-2026").unwrap();
-    let mut other = Ledger::open(&jazz, NodeId::random(), &genesis(&jazz), None, []).unwrap();
+    let mut other = signed_ledger(&jazz, Role::Gate, "jazz");
     let mut os = gatemesh_ledger::PeerSync::default();
     let hello = other.sync_message(&mut os).unwrap();
     let _ = a.ledger.receive_sync(&mut state, &hello, now());
@@ -856,7 +885,9 @@ fn arrivals_list_every_redemption_once_in_the_order_learned() {
     assert_eq!(ids(&a, 2), vec![rb.id.clone()]);
     assert!(a.arrivals(3).is_empty() && a.arrivals(99).is_empty());
     let (tid, id) = &a.arrivals(2)[0];
-    assert_eq!(a.redemption(tid, id).as_ref(), Some(&rb));
+    let held = b.redemption(tid, id).expect("b holds its own");
+    assert_eq!(held.sig.is_some() && held.id == rb.id, true, "b signed it");
+    assert_eq!(a.redemption(tid, id).as_ref(), Some(&held));
     assert_eq!(a.redemption(&t1, id), None, "another ticket's key");
     // A reopened ledger is another value: positions from the old one do not apply.
     let reopened = reopened(&mut a);

@@ -14,7 +14,7 @@ use gatemesh_ledger::{
 use gatemesh_ticket::{EventId, TicketId};
 use proptest::{prelude::*, sample::Index, test_runner::FileFailurePersistence};
 
-use super::{Gate, T0, event, now};
+use super::{Gate, T0, checking, event, now};
 
 /// Two replicas that have diverged, saved, and the traffic of a real sync between them.
 struct Fixture {
@@ -56,8 +56,7 @@ static FIXTURE: LazyLock<Fixture> = LazyLock::new(|| {
 
     let jazz = EventId::new("JAZZ-2026").expect("an event id");
     let mut j = Gate::new("J");
-    j.ledger =
-        Ledger::open(&jazz, NodeId::random(), &genesis(&jazz), None, []).expect("genesis opens");
+    j.ledger = super::signed_ledger(&jazz, gatemesh_ledger::Role::Gate, "J");
     j.scan(&TicketId::generate(), "j1", T0);
     let mut foreign = vec![genesis(&jazz)];
     foreign.extend(changes_beyond(&jazz, None, &j.ledger.save()));
@@ -74,13 +73,14 @@ static FIXTURE: LazyLock<Fixture> = LazyLock::new(|| {
 /// The raw changes of the saved document `doc` that a replica opened from `base` (or from
 /// genesis) lacks.
 fn changes_beyond(event: &EventId, base: Option<&[u8]>, doc: &[u8]) -> Vec<Vec<u8>> {
-    Ledger::open(event, NodeId::random(), &genesis(event), base, [])
-        .expect("the base opens")
-        .merge_saved(doc, now())
-        .expect("a document of the same event merges")
-        .into_iter()
-        .map(|c| c.bytes)
-        .collect()
+    checking(
+        Ledger::open(event, NodeId::random(), &genesis(event), base, []).expect("the base opens"),
+    )
+    .merge_saved(doc, now())
+    .expect("a document of the same event merges")
+    .into_iter()
+    .map(|c| c.bytes)
+    .collect()
 }
 
 fn hash_of(change: &[u8]) -> ChangeHash {
@@ -90,14 +90,16 @@ fn hash_of(change: &[u8]) -> ChangeHash {
 }
 
 fn open(saved: &[u8]) -> Ledger {
-    Ledger::open(
-        &event(),
-        NodeId::random(),
-        &genesis(&event()),
-        Some(saved),
-        [],
+    checking(
+        Ledger::open(
+            &event(),
+            NodeId::random(),
+            &genesis(&event()),
+            Some(saved),
+            [],
+        )
+        .expect("the fixture opens"),
     )
-    .expect("the fixture opens")
 }
 
 /// Runs a real sync between two replicas until both are quiet; returns every message.
@@ -446,6 +448,7 @@ fn check(inputs: &[Input]) -> Result<(), TestCaseError> {
             Some(&f.ours),
             stored.iter().cloned(),
         )
+        .map(checking)
     };
     let mut ours = reopen(&stored).expect("the fixture opens");
     let mut state = PeerSync::default();

@@ -104,6 +104,7 @@ fn record(tid: &str, gate: &str) -> Redemption {
     let node = NodeId::random();
     let at_ms = gatemesh_wire::time::now_ms();
     Redemption {
+        sig: None,
         id: RedemptionId::random(),
         tid: TicketId::new(tid).unwrap(),
         direction: Direction::Entry,

@@ -183,6 +183,11 @@ pub(crate) async fn create(
     Body(req): Body<NewDevice>,
 ) -> Result<Response, ApiError> {
     let eid = event_id(&eid)?;
+    if req.role == Role::Server {
+        return Err(bad(
+            "a device is a gate or an observer; the server's own identity is made by the server",
+        ));
+    }
     known_event(&s, &eid).await?;
     let code = random_code();
     let expires_ms = now_ms() + CODE_LIFETIME.as_millis() as i64;

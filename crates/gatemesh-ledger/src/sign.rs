@@ -1,0 +1,347 @@
+//! Who wrote each record, provably. Every record a device writes carries, in its `sig`
+//! field, an ECDSA P-256 signature by the device's mesh key over the record's canonical
+//! bytes; the device's certificate, issued by the event's mesh CA, travels in the ledger
+//! once per device (the `devices` map, keyed by node id). So anyone holding the CA
+//! certificate can tell, for any record wherever it came from, which device wrote it and
+//! whether that device's role may write it.
+//!
+//! - A node id is derived from the device's public key ([`node_of_key`]): a certificate
+//!   proves its own node id, and nobody can claim another device's.
+//! - The canonical bytes of a record ([`message`]): a domain tag, the event, the map and
+//!   the record's JSON without its `sig` field, as this crate writes it. A record read back
+//!   is serialised again to check it, so a record altered in any field, replayed into
+//!   another event or another map, fails.
+//! - Roles ([`may_write`]): a gate writes redemptions, resolutions, audit lines and (until
+//!   the server signs standings itself) statuses; an observer writes resolutions and audit
+//!   lines only; the server writes any record.
+
+use std::sync::Arc;
+
+use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD as B64};
+use gatemesh_mesh::identity::PeerId;
+use gatemesh_ticket::EventId;
+use ring::{
+    rand::SystemRandom,
+    signature::{
+        ECDSA_P256_SHA256_ASN1, ECDSA_P256_SHA256_FIXED, ECDSA_P256_SHA256_FIXED_SIGNING,
+        EcdsaKeyPair, KeyPair, UnparsedPublicKey,
+    },
+};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use x509_parser::prelude::{FromDer, X509Certificate};
+
+use crate::{
+    LedgerError,
+    model::{NodeId, Role},
+};
+
+/// ecdsa-with-SHA256, the only certificate signature the mesh CA makes.
+const ECDSA_SHA256: &str = "1.2.840.10045.4.3.2";
+/// id-ecPublicKey with the P-256 curve.
+const EC_PUBLIC_KEY: &str = "1.2.840.10045.2.1";
+const P256: &str = "1.2.840.10045.3.1.7";
+/// Separates record signatures from anything else a mesh key might sign.
+const DOMAIN: &[u8] = b"gatemesh-record-v1";
+
+/// The node id of the device whose public key (a SEC1 point) is `public_key`: 26 base32
+/// characters of its SHA-256 — the form of a random node id, and as unguessable.
+pub fn node_of_key(public_key: &[u8]) -> NodeId {
+    const ALPHABET: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
+    let digest = Sha256::digest(public_key);
+    let mut bits = [0u8; 16];
+    bits.copy_from_slice(&digest[..16]);
+    let value = u128::from_be_bytes(bits);
+    let id: String = (0..26)
+        .map(|i| ALPHABET[((value >> (5 * (25 - i))) & 0x1f) as usize] as char)
+        .collect();
+    // 26 characters of the node id alphabet always parse.
+    NodeId::parse(&id).unwrap_or_else(NodeId::random)
+}
+
+/// A device the event's CA vouches for, as its certificate says.
+#[derive(Debug, Clone)]
+pub struct Device {
+    /// Derived from its key.
+    pub node: NodeId,
+    /// Event, role and name, from the certificate's SAN URI.
+    pub peer: PeerId,
+    /// Its public key, a SEC1 point.
+    key: Vec<u8>,
+    /// The certificate's validity, ms since 1970.
+    pub not_before_ms: i64,
+    /// The end of it.
+    pub not_after_ms: i64,
+    /// The certificate, DER.
+    pub cert_der: Vec<u8>,
+}
+
+impl Device {
+    /// Whether `sig` (base64url) is this device's signature of `message`.
+    pub(crate) fn verifies(&self, message: &[u8], sig: &str) -> bool {
+        let Ok(sig) = B64.decode(sig) else {
+            return false;
+        };
+        UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, &self.key)
+            .verify(message, &sig)
+            .is_ok()
+    }
+
+    /// Its role.
+    pub fn role(&self) -> Role {
+        self.peer.role
+    }
+}
+
+/// The event's mesh CA, as a checker of device certificates.
+#[derive(Debug, Clone)]
+pub struct Trust {
+    event: EventId,
+    ca_key: Vec<u8>,
+    ca_subject: Vec<u8>,
+}
+
+impl Trust {
+    /// Trusts devices of `event` whose certificates the CA in `ca_cert_der` signed.
+    pub fn new(ca_cert_der: &[u8], event: &EventId) -> Result<Self, LedgerError> {
+        let (_, ca) = X509Certificate::from_der(ca_cert_der)
+            .map_err(|e| LedgerError::Identity(format!("the mesh CA certificate: {e}")))?;
+        if !ca.is_ca() {
+            return Err(LedgerError::Identity(
+                "the mesh CA certificate is no CA".into(),
+            ));
+        }
+        Ok(Self {
+            event: event.clone(),
+            ca_key: ca.public_key().subject_public_key.data.to_vec(),
+            ca_subject: ca.subject().as_raw().to_vec(),
+        })
+    }
+
+    /// Trusts devices of `event` under the CA certificate in `ca_pem`.
+    pub fn from_pem(ca_pem: &str, event: &EventId) -> Result<Self, LedgerError> {
+        use rustls_pki_types::{CertificateDer, pem::PemObject};
+        let der = CertificateDer::from_pem_slice(ca_pem.as_bytes())
+            .map_err(|e| LedgerError::Identity(format!("the mesh CA certificate: {e}")))?;
+        Self::new(der.as_ref(), event)
+    }
+
+    /// The device a certificate names, if the CA signed it for this event; says why not.
+    pub fn device(&self, cert_der: &[u8]) -> Result<Device, String> {
+        let (rest, cert) = X509Certificate::from_der(cert_der)
+            .map_err(|e| format!("a certificate that does not read: {e}"))?;
+        if !rest.is_empty() {
+            return Err("a certificate with trailing bytes".into());
+        }
+        if cert.signature_algorithm.algorithm.to_id_string() != ECDSA_SHA256
+            || cert.tbs_certificate.signature.algorithm.to_id_string() != ECDSA_SHA256
+        {
+            return Err("a certificate not signed with ECDSA P-256".into());
+        }
+        if cert.issuer().as_raw() != self.ca_subject.as_slice() {
+            return Err("a certificate from another CA".into());
+        }
+        UnparsedPublicKey::new(&ECDSA_P256_SHA256_ASN1, &self.ca_key)
+            .verify(cert.tbs_certificate.as_ref(), &cert.signature_value.data)
+            .map_err(|_| "a certificate the event's mesh CA did not sign".to_string())?;
+        if cert.is_ca() {
+            return Err("a CA certificate as a device".into());
+        }
+        let spki = cert.public_key();
+        let curve = spki
+            .algorithm
+            .parameters
+            .as_ref()
+            .and_then(|p| p.as_oid().ok())
+            .map(|o| o.to_id_string());
+        if spki.algorithm.algorithm.to_id_string() != EC_PUBLIC_KEY
+            || curve.as_deref() != Some(P256)
+        {
+            return Err("a device key that is not ECDSA P-256".into());
+        }
+        let peer = PeerId::from_cert(&rustls_pki_types::CertificateDer::from(cert_der))
+            .map_err(|e| format!("a certificate naming no device: {e}"))?;
+        if peer.event != self.event.as_str() {
+            return Err(format!("a device of event {:?}", peer.event));
+        }
+        let key = spki.subject_public_key.data.to_vec();
+        let validity = cert.validity();
+        Ok(Device {
+            node: node_of_key(&key),
+            peer,
+            key,
+            not_before_ms: validity.not_before.timestamp().saturating_mul(1000),
+            not_after_ms: validity.not_after.timestamp().saturating_mul(1000),
+            cert_der: cert_der.to_vec(),
+        })
+    }
+
+    /// The event.
+    pub fn event(&self) -> &EventId {
+        &self.event
+    }
+}
+
+/// What this device signs its records with.
+pub struct Signer {
+    device: Arc<Device>,
+    key: EcdsaKeyPair,
+    rng: SystemRandom,
+}
+
+impl std::fmt::Debug for Signer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Signer")
+            .field("node", &self.device.node)
+            .field("peer", &self.device.peer)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Signer {
+    /// The signer of the device with this certificate (DER) and PKCS#8 key, which must be
+    /// the certificate's and vouched for by `trust`.
+    pub fn new(trust: &Trust, cert_der: &[u8], pkcs8: &[u8]) -> Result<Self, LedgerError> {
+        let device = trust
+            .device(cert_der)
+            .map_err(|why| LedgerError::Identity(format!("this device's certificate: {why}")))?;
+        let rng = SystemRandom::new();
+        let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8, &rng)
+            .map_err(|e| LedgerError::Identity(format!("this device's key: {e}")))?;
+        if key.public_key().as_ref() != device.key.as_slice() {
+            return Err(LedgerError::Identity(
+                "this device's key does not belong to its certificate".into(),
+            ));
+        }
+        Ok(Self {
+            device: Arc::new(device),
+            key,
+            rng,
+        })
+    }
+
+    /// The signer of a device certificate and PKCS#8 key in PEM form.
+    pub fn from_pem(trust: &Trust, cert_pem: &str, key_pem: &str) -> Result<Self, LedgerError> {
+        use rustls_pki_types::{CertificateDer, PrivatePkcs8KeyDer, pem::PemObject};
+        let cert = CertificateDer::from_pem_slice(cert_pem.as_bytes())
+            .map_err(|e| LedgerError::Identity(format!("the device certificate: {e}")))?;
+        let key = PrivatePkcs8KeyDer::from_pem_slice(key_pem.as_bytes())
+            .map_err(|e| LedgerError::Identity(format!("the device key: {e}")))?;
+        Self::new(trust, cert.as_ref(), key.secret_pkcs8_der())
+    }
+
+    /// The signer and the trust of a device identity as `gatemesh_mesh` loads it.
+    pub fn from_identity(
+        identity: &gatemesh_mesh::pki::Identity,
+        event: &EventId,
+    ) -> Result<(Self, Trust), LedgerError> {
+        let trust = Trust::new(identity.ca.as_ref(), event)?;
+        let cert = identity
+            .creds
+            .chain
+            .first()
+            .ok_or_else(|| LedgerError::Identity("no device certificate".into()))?;
+        let rustls_pki_types::PrivateKeyDer::Pkcs8(key) = &identity.creds.key else {
+            return Err(LedgerError::Identity("the device key is not PKCS#8".into()));
+        };
+        let signer = Self::new(&trust, cert.as_ref(), key.secret_pkcs8_der())?;
+        Ok((signer, trust))
+    }
+
+    /// This device's node id, derived from its key.
+    pub fn node(&self) -> &NodeId {
+        &self.device.node
+    }
+
+    /// This device, as its certificate says.
+    pub fn device(&self) -> &Arc<Device> {
+        &self.device
+    }
+
+    /// The signature (base64url of the 64-byte r‖s) of `message`.
+    pub(crate) fn sign(&self, message: &[u8]) -> Result<String, LedgerError> {
+        let sig = self
+            .key
+            .sign(&self.rng, message)
+            .map_err(|_| LedgerError::Identity("signing failed".into()))?;
+        Ok(B64.encode(sig.as_ref()))
+    }
+}
+
+/// The bytes a record's signature covers.
+pub(crate) fn message(event: &EventId, map: &str, unsigned_json: &str) -> Vec<u8> {
+    let mut out =
+        Vec::with_capacity(DOMAIN.len() + event.as_str().len() + unsigned_json.len() + 16);
+    for part in [DOMAIN, event.as_str().as_bytes(), map.as_bytes()] {
+        out.extend_from_slice(part);
+        out.push(0);
+    }
+    out.extend_from_slice(unsigned_json.as_bytes());
+    out
+}
+
+/// Whether a device of `role` may write records of `map`.
+pub(crate) fn may_write(role: Role, map: &str) -> bool {
+    match role {
+        Role::Server => true,
+        Role::Gate => matches!(map, "redemptions" | "resolutions" | "status" | "audit"),
+        Role::Observer => matches!(map, "resolutions" | "audit"),
+    }
+}
+
+/// A device's certificate as the `devices` map holds it, under its node id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceRecord {
+    /// Derived from the certificate's key.
+    pub node: NodeId,
+    /// The certificate, base64url DER.
+    pub cert: String,
+}
+
+impl DeviceRecord {
+    /// The record of `device`.
+    pub fn of(device: &Device) -> Self {
+        Self {
+            node: device.node.clone(),
+            cert: B64.encode(&device.cert_der),
+        }
+    }
+
+    /// The device it names, if `trust` vouches for it under this very node id.
+    pub fn device(&self, trust: &Trust) -> Result<Device, String> {
+        let der = B64
+            .decode(&self.cert)
+            .map_err(|_| "a device certificate that is not base64url".to_string())?;
+        let device = trust.device(&der)?;
+        if device.node != self.node {
+            return Err(format!(
+                "a certificate under node id {}, whose key makes it {}",
+                self.node, device.node
+            ));
+        }
+        Ok(device)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_ids_from_keys_are_node_ids_and_differ() {
+        let a = node_of_key(b"one key");
+        let b = node_of_key(b"another key");
+        assert_eq!(a.as_str().len(), 26);
+        assert_ne!(a, b);
+        assert_eq!(a, node_of_key(b"one key"));
+    }
+
+    #[test]
+    fn the_message_separates_event_map_and_record() {
+        let e = EventId::new("E").unwrap();
+        let f = EventId::new("F").unwrap();
+        assert_ne!(message(&e, "audit", "{}"), message(&f, "audit", "{}"));
+        assert_ne!(message(&e, "audit", "{}"), message(&e, "status", "{}"));
+    }
+}
