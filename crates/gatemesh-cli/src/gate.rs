@@ -130,24 +130,32 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
         Durability::Power
     };
 
+    let identity = match &args.identity {
+        Some(dir) => {
+            let identity = gatemesh_mesh::pki::Identity::load(dir)
+                .with_context(|| format!("loading the device identity in {}", dir.display()))?;
+            anyhow::ensure!(
+                identity.peer.role == args.role,
+                "the identity in {} is enrolled as {}, not {} (enroll it again with --role {})",
+                dir.display(),
+                identity.peer.role,
+                args.role,
+                args.role
+            );
+            Some(identity)
+        }
+        None => None,
+    };
+    config.identity = identity.clone();
+
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(async move {
         let node = Node::start(config)?;
-        let mesh_addr = match &args.identity {
-            Some(dir) => {
-                let identity = gatemesh_mesh::pki::Identity::load(dir)
-                    .with_context(|| format!("loading the device identity in {}", dir.display()))?;
-                anyhow::ensure!(
-                    identity.peer.role == args.role,
-                    "the identity in {} is enrolled as {}, not {} (enroll it again with --role {})",
-                    dir.display(),
-                    identity.peer.role,
-                    args.role,
-                    args.role
-                );
+        let mesh_addr = match identity {
+            Some(identity) => {
                 use gatemesh_mesh::discovery::Interfaces;
                 let discovery = match (args.discovery.as_str(), args.mdns_interfaces.is_empty()) {
                     ("off", _) => None,
@@ -218,12 +226,19 @@ pub struct ImportArgs {
     data: PathBuf,
     #[arg(long)]
     event: EventId,
+    /// The gate's device identity (`device.pem`, `device.key`, `ca.pem`): every record in
+    /// the file is checked against the event's mesh CA before any of it is merged.
+    #[arg(long)]
+    identity: PathBuf,
     /// A file written by `gatemesh export`.
     file: PathBuf,
 }
 
 pub fn import(args: ImportArgs) -> Result<ExitCode> {
-    let n = gatemesh_node::import_ledger_file(&args.data, &args.event, &args.file)?;
+    let identity = gatemesh_mesh::pki::Identity::load(&args.identity).with_context(|| {
+        format!("loading the device identity in {}", args.identity.display())
+    })?;
+    let n = gatemesh_node::import_ledger_file(&args.data, &args.event, &args.file, &identity)?;
     println!("merged {}: {n} new changes", args.file.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -71,10 +71,18 @@ async fn start_gate(
     config: &DeskConfig,
     stop: tokio::sync::watch::Receiver<bool>,
 ) -> Result<(Node, SocketAddr)> {
-    let node = Node::start(node_config(data, config)?)?;
-    if let Some(dir) = &config.identity_dir {
-        let identity = gatemesh_mesh::pki::Identity::load(dir)
-            .with_context(|| format!("loading the device identity in {}", dir.display()))?;
+    let identity = config
+        .identity_dir
+        .as_ref()
+        .map(|dir| {
+            gatemesh_mesh::pki::Identity::load(dir)
+                .with_context(|| format!("loading the device identity in {}", dir.display()))
+        })
+        .transpose()?;
+    let mut node_config = node_config(data, config)?;
+    node_config.identity = identity.clone();
+    let node = Node::start(node_config)?;
+    if let Some(identity) = identity {
         node.start_mesh(gatemesh_mesh::session::MeshConfig {
             identity,
             bind: config.mesh_bind,

@@ -483,6 +483,16 @@ impl Ledger {
         Ok(())
     }
 
+    /// Whether this ledger may be written under another node id from now on: none of its
+    /// records is this node's unsigned work (which no other device would take). A gate that
+    /// ran without an identity and wrote records cannot take one on.
+    pub fn may_become(&self) -> bool {
+        let signed = matches!(self.doc.get(&self.roots.devices, self.node.as_str()), Ok(Some(_)));
+        signed
+            || (!self.redemptions().iter().any(|r| r.node == self.node)
+                && !self.audit().iter().any(|a| a.node == self.node))
+    }
+
     /// This node's device, when it signs.
     pub fn own_device(&self) -> Option<&Arc<Device>> {
         self.signer.as_ref().map(Signer::device)
@@ -506,6 +516,12 @@ impl Ledger {
         let device = Arc::new(parse::<DeviceRecord>(&text)?.device(trust).ok()?);
         self.devices.insert(node.clone(), device.clone());
         Some(device)
+    }
+
+    /// The certificate (DER) of a device whose records this ledger holds, when it holds it
+    /// and the CA vouches for it.
+    pub fn device_cert(&mut self, node: &NodeId) -> Option<Vec<u8>> {
+        self.known_device(node).map(|d| d.cert_der.clone())
     }
 
     /// Puts a device's certificate (DER) into the ledger, so that records it signed can be

@@ -258,6 +258,24 @@ impl Signer {
         &self.device
     }
 
+    /// Signs a redemption this device writes outside any ledger (the server's admissions
+    /// taken online): sets its writer to this device and its `sig`.
+    pub fn sign_redemption(
+        &self,
+        event: &EventId,
+        r: &mut crate::model::Redemption,
+    ) -> Result<(), LedgerError> {
+        use crate::model::Record;
+        r.node = self.device.node.clone();
+        r.hlc.node = self.device.node.clone();
+        r.sig = None;
+        let unsigned = r
+            .unsigned_json()
+            .map_err(|e| LedgerError::Corrupt(e.to_string()))?;
+        r.sig = Some(self.sign(&message(event, "redemptions", &unsigned))?);
+        Ok(())
+    }
+
     /// The signature (base64url of the 64-byte r‖s) of `message`.
     pub(crate) fn sign(&self, message: &[u8]) -> Result<String, LedgerError> {
         let sig = self

@@ -98,6 +98,16 @@ impl Store {
             .optional()?)
     }
 
+    /// Writes this store's ledger as `node` from now on: a device that got a mesh identity
+    /// writes under the node id its key makes (see `Ledger::may_become`).
+    pub fn set_node(&mut self, node: &NodeId) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE meta SET value = ?1 WHERE key = 'node'",
+            [node.as_str().as_bytes()],
+        )?;
+        Ok(())
+    }
+
     /// Reads everything back, or sets the store up for `event` on first use: a fresh node id
     /// and this event's genesis. A store set up for another event is refused.
     pub fn load_or_init(&mut self, event: &EventId) -> Result<Stored, StoreError> {

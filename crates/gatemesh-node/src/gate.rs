@@ -175,6 +175,9 @@ pub struct ServerUpdate {
     /// Redemptions the server knows of (another gate's admission of a ticket this gate also
     /// admitted); written into the ledger, where concurrent admissions become flags.
     pub learned: Vec<Redemption>,
+    /// Certificates (DER) of the devices that wrote the records above, as the server relays
+    /// them: learned first, so each record can be checked against its writer's.
+    pub certs: Vec<Vec<u8>>,
 }
 
 /// Where the uplink's next look for unsent redemptions starts: a position in the ledger's
@@ -194,6 +197,9 @@ pub(crate) struct Unsent {
     pub total: usize,
     /// Where the next look starts: the first unsent one (everything before it was sent).
     pub next: UnsentCursor,
+    /// The certificates (DER) of their writers that the ledger holds: they travel with the
+    /// records, so the server and gates elsewhere can check who wrote each.
+    pub certs: std::collections::HashMap<gatemesh_ledger::NodeId, Vec<u8>>,
 }
 
 /// A reply held back until the batch's changes are on disk.
@@ -496,7 +502,7 @@ impl Writer {
     /// the cost follows the backlog and the news, not the ledger's size (a whole-ledger look
     /// took 23 ms at 50,000 redemptions, on the thread that decides scans). A cursor from
     /// another ledger value (a reload) starts over.
-    fn unsent(&self, sent: &HashSet<String>, from: UnsentCursor, limit: usize) -> Unsent {
+    fn unsent(&mut self, sent: &HashSet<String>, from: UnsentCursor, limit: usize) -> Unsent {
         let epoch = self.ledger.epoch();
         let start = if from.epoch == epoch {
             from.position
@@ -505,8 +511,9 @@ impl Writer {
         };
         let mut first_unsent = None;
         let mut total = 0;
-        let mut redemptions = Vec::new();
+        let mut redemptions: Vec<Redemption> = Vec::new();
         let arrivals = self.ledger.arrivals(start);
+        let seen_all = start + arrivals.len();
         for (i, (tid, id)) in arrivals.iter().enumerate() {
             if sent.contains(id.as_str()) {
                 continue;
@@ -517,13 +524,22 @@ impl Writer {
                 redemptions.extend(self.ledger.redemption(tid, id));
             }
         }
+        let mut certs = std::collections::HashMap::new();
+        for r in &redemptions {
+            if !certs.contains_key(&r.node)
+                && let Some(cert) = self.ledger.device_cert(&r.node)
+            {
+                certs.insert(r.node.clone(), cert);
+            }
+        }
         Unsent {
             redemptions,
             total,
             next: UnsentCursor {
                 epoch,
-                position: first_unsent.unwrap_or(start + arrivals.len()),
+                position: first_unsent.unwrap_or(seen_all),
             },
+            certs,
         }
     }
 
@@ -668,6 +684,14 @@ impl Writer {
     ) -> Result<usize, NodeError> {
         let before: HashSet<TicketId> = self.ledger.flagged().cloned().collect();
         let mut written = 0;
+        if self.ledger.is_signing() {
+            for cert in &update.certs {
+                match self.ledger.learn_device(cert) {
+                    Ok(change) => changes.extend(change),
+                    Err(e) => tracing::warn!("a device certificate from the server: {e}"),
+                }
+            }
+        }
         if update.full {
             self.manifest = Some(update.tickets.iter().map(|t| t.tid.clone()).collect());
         } else if let Some(listed) = &mut self.manifest {
@@ -722,8 +746,7 @@ impl Writer {
         for t in &update.tickets {
             for r in &t.admissions {
                 if !self.ledger.has_redemption(&r.tid, &r.id) {
-                    changes.extend(self.ledger.record_redemption(r)?);
-                    written += 1;
+                    written += self.relay(r, changes)?;
                 }
             }
             let Some(decision) = &t.resolution else {
@@ -759,14 +782,33 @@ impl Writer {
         }
         for r in &update.learned {
             if !self.ledger.has_redemption(&r.tid, &r.id) {
-                changes.extend(self.ledger.record_redemption(r)?);
-                written += 1;
+                written += self.relay(r, changes)?;
             }
         }
         for tid in self.ledger.flagged().filter(|t| !before.contains(*t)) {
             events.push(NodeEvent::Flagged { tid: tid.clone() });
         }
         Ok(written)
+    }
+
+    /// Writes another device's redemption that the server relayed; one that its writer did
+    /// not sign (or whose writer's certificate did not come with it) is left out, and said.
+    fn relay(&mut self, r: &Redemption, changes: &mut Vec<StoredChange>) -> Result<usize, NodeError> {
+        match self.ledger.record_redemption(r) {
+            Ok(change) => {
+                changes.extend(change);
+                Ok(1)
+            }
+            Err(gatemesh_ledger::LedgerError::Refused(why)) => {
+                tracing::warn!(
+                    "left out redemption {} of ticket {} from the server: {why}",
+                    r.id,
+                    r.tid
+                );
+                Ok(0)
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     fn resolve(

@@ -50,13 +50,20 @@ pub fn read_ledger_file(path: &Path) -> Result<(EventId, Vec<u8>)> {
 /// Writes the ledger of a stopped gate's data directory to `out`.
 pub fn export_ledger_file(data_dir: &Path, event: &EventId, out: &Path) -> Result<()> {
     let _lock = crate::lock_data_dir(data_dir)?;
-    let (_, mut ledger) = crate::open_ledger(data_dir, event, Durability::Power)?;
+    let (_, mut ledger) = crate::open_ledger(data_dir, event, Durability::Power, None)?;
     write_ledger_file(out, event, &ledger.save())
 }
 
-/// Merges a ledger file into a stopped gate's data directory; returns the number of changes
-/// that were new. A file of another event, or a damaged one, changes nothing.
-pub fn import_ledger_file(data_dir: &Path, event: &EventId, file: &Path) -> Result<usize> {
+/// Merges a ledger file into a stopped gate's data directory, checking every record against
+/// the gate's device `identity` (its writer's signature and role); returns the number of
+/// changes that were new. A file of another event, a damaged one or one with a single record
+/// that fails the checks changes nothing.
+pub fn import_ledger_file(
+    data_dir: &Path,
+    event: &EventId,
+    file: &Path,
+    identity: &gatemesh_mesh::pki::Identity,
+) -> Result<usize> {
     let (file_event, document) = read_ledger_file(file)?;
     ensure!(
         &file_event == event,
@@ -64,7 +71,8 @@ pub fn import_ledger_file(data_dir: &Path, event: &EventId, file: &Path) -> Resu
         file.display()
     );
     let _lock = crate::lock_data_dir(data_dir)?;
-    let (mut store, mut ledger) = crate::open_ledger(data_dir, event, Durability::Power)?;
+    let keys = crate::keys_of(Some(identity), event)?;
+    let (mut store, mut ledger) = crate::open_ledger(data_dir, event, Durability::Power, keys)?;
     let new = ledger
         .merge_saved(&document, gatemesh_wire::time::now_ms())
         .with_context(|| format!("merging {}", file.display()))?;

@@ -88,6 +88,11 @@ pub struct Config {
     pub durability: Durability,
     /// Seconds of clock skew forgiven on ticket validity times.
     pub leeway_s: u32,
+    /// The device's mesh identity: the gate signs every record with its key, writes under
+    /// the node id the key makes, and takes records from outside only as their writers
+    /// signed them. Without one the gate works alone: its records stay unsigned, and it
+    /// takes nothing from peers or files.
+    pub identity: Option<gatemesh_mesh::pki::Identity>,
 }
 
 impl Config {
@@ -101,6 +106,7 @@ impl Config {
             policy: Policy::default(),
             durability: Durability::default(),
             leeway_s: 60,
+            identity: None,
         }
     }
 }
@@ -124,6 +130,8 @@ struct Shared {
     /// Set when the device's certificate names it an observer (a manager's laptop): it
     /// receives everything and may resolve flags, but admits no one.
     observer: std::sync::atomic::AtomicBool,
+    /// The identity the gate signs with, if any; the mesh must use the same.
+    identity: Option<gatemesh_mesh::pki::Identity>,
     data_dir: PathBuf,
     uplink: std::sync::Mutex<Option<Arc<uplink::Uplink>>>,
     _lock: File,
@@ -160,26 +168,63 @@ pub fn lock_data_dir(dir: &Path) -> anyhow::Result<File> {
     }
 }
 
+/// The signer and trust of a device identity, for the ledger.
+pub(crate) type Keys = Option<(gatemesh_ledger::Signer, gatemesh_ledger::Trust)>;
+
+pub(crate) fn keys_of(identity: Option<&gatemesh_mesh::pki::Identity>, event: &EventId) -> anyhow::Result<Keys> {
+    use anyhow::Context;
+    identity
+        .map(|id| {
+            anyhow::ensure!(
+                id.peer.event == event.as_str(),
+                "the identity is for event {}, this gate checks in {}",
+                id.peer.event,
+                event
+            );
+            gatemesh_ledger::Signer::from_identity(id, event).context("the device identity")
+        })
+        .transpose()
+}
+
 pub(crate) fn open_ledger(
     dir: &Path,
     event: &EventId,
     durability: Durability,
+    keys: Keys,
 ) -> anyhow::Result<(Store, Ledger)> {
     use anyhow::Context;
     let path = dir.join("ledger.sqlite");
     let mut store =
         Store::open(&path, durability).with_context(|| format!("opening {}", path.display()))?;
-    let stored = store
-        .load_or_init(event)
-        .with_context(|| format!("reading {}", path.display()))?;
-    let ledger = Ledger::open(
-        event,
-        stored.node,
-        &stored.genesis,
-        stored.snapshot.as_deref(),
-        stored.changes,
-    )
-    .with_context(|| format!("loading the ledger from {}", path.display()))?;
+    let load = |store: &mut Store| -> anyhow::Result<Ledger> {
+        let stored = store
+            .load_or_init(event)
+            .with_context(|| format!("reading {}", path.display()))?;
+        Ledger::open(
+            event,
+            stored.node,
+            &stored.genesis,
+            stored.snapshot.as_deref(),
+            stored.changes,
+        )
+        .with_context(|| format!("loading the ledger from {}", path.display()))
+    };
+    let mut ledger = load(&mut store)?;
+    if let Some((signer, trust)) = keys {
+        if ledger.node() != signer.node() {
+            // A first identity, or a new one after pairing again: the node id is the key's.
+            anyhow::ensure!(
+                ledger.may_become(),
+                "{} holds records this gate wrote without a mesh identity, which no other \
+                 device would take; start the gate with this identity on a fresh data \
+                 directory (export the old ledger first to keep it)",
+                dir.display()
+            );
+            store.set_node(signer.node())?;
+            ledger = load(&mut store)?;
+        }
+        ledger.sign_with(signer, trust)?;
+    }
     Ok((store, ledger))
 }
 
@@ -195,7 +240,9 @@ impl Node {
             config.name
         );
         let lock = lock_data_dir(&config.data_dir)?;
-        let (store, ledger) = open_ledger(&config.data_dir, &config.event, config.durability)?;
+        let keys = keys_of(config.identity.as_ref(), &config.event)?;
+        let (store, ledger) =
+            open_ledger(&config.data_dir, &config.event, config.durability, keys)?;
         let uncompacted = store.pending_changes()?;
         let info = NodeInfo {
             node_id: ledger.node().clone(),
@@ -238,7 +285,13 @@ impl Node {
                 writer: std::sync::Mutex::new(Some(handle)),
                 changed: changed_rx,
                 mesh: std::sync::Mutex::new(None),
-                observer: std::sync::atomic::AtomicBool::new(false),
+                observer: std::sync::atomic::AtomicBool::new(
+                    config
+                        .identity
+                        .as_ref()
+                        .is_some_and(|id| id.peer.role == gatemesh_mesh::identity::Role::Observer),
+                ),
+                identity: config.identity.clone(),
                 data_dir: config.data_dir.clone(),
                 uplink: std::sync::Mutex::new(None),
                 _lock: lock,
@@ -387,17 +440,14 @@ impl Node {
         config: gatemesh_mesh::session::MeshConfig,
     ) -> anyhow::Result<std::net::SocketAddr> {
         use anyhow::Context;
+        let same = self.shared.identity.as_ref().is_some_and(|own| {
+            own.creds.chain.first() == config.identity.creds.chain.first()
+        });
         anyhow::ensure!(
-            config.identity.peer.event == self.shared.info.event.as_str(),
-            "the identity is for event {}, this gate checks in {}",
-            config.identity.peer.event,
-            self.shared.info.event
+            same,
+            "the mesh needs the identity the gate was started with (Config::identity): the gate \
+             signs its records with it, and takes peers' records only as their writers signed them"
         );
-        if config.identity.peer.role == gatemesh_mesh::identity::Role::Observer {
-            self.shared
-                .observer
-                .store(true, std::sync::atomic::Ordering::Relaxed);
-        }
         let (requests, mut rx) = mpsc::channel(256);
         let port = gatemesh_mesh::session::SyncPort {
             requests,

@@ -255,7 +255,11 @@ fn next_backoff(b: Duration) -> Duration {
 
 /// A manifest entry as the ledger takes it; its admissions that cannot be read as ledger
 /// records are reported in `skipped`.
-fn server_ticket(t: ManifestEntry, skipped: &mut Vec<Skipped>) -> Result<ServerTicket, WireError> {
+fn server_ticket(
+    t: ManifestEntry,
+    skipped: &mut Vec<Skipped>,
+    certs: &mut Vec<Vec<u8>>,
+) -> Result<ServerTicket, WireError> {
     let standing = t.standing()?;
     let resolution = t.resolution.map(|r| ServerDecision {
         action: r.action,
@@ -266,7 +270,10 @@ fn server_ticket(t: ManifestEntry, skipped: &mut Vec<Skipped>) -> Result<ServerT
     let mut admissions = Vec::with_capacity(t.admissions.len());
     for a in t.admissions {
         match learned(&t.tid, a) {
-            Ok(r) => admissions.push(r),
+            Ok((r, cert)) => {
+                admissions.push(r);
+                certs.extend(cert);
+            }
             Err(error) => skipped.push(Skipped {
                 tid: Some(t.tid.to_string()),
                 error,
@@ -287,9 +294,10 @@ fn server_ticket(t: ManifestEntry, skipped: &mut Vec<Skipped>) -> Result<ServerT
 fn update_from(body: &[u8], full: bool, uplink: &Uplink) -> anyhow::Result<(i64, ServerUpdate)> {
     let (manifest, mut skipped) = Manifest::read_lenient(body)?;
     let mut tickets = Vec::with_capacity(manifest.tickets.len());
+    let mut certs = Vec::new();
     for entry in manifest.tickets {
         let tid = entry.tid.to_string();
-        match server_ticket(entry, &mut skipped) {
+        match server_ticket(entry, &mut skipped, &mut certs) {
             Ok(t) => tickets.push(t),
             Err(e) => uplink.skipped(&format!("ticket {tid} of the manifest"), &e),
         }
@@ -303,6 +311,7 @@ fn update_from(body: &[u8], full: bool, uplink: &Uplink) -> anyhow::Result<(i64,
             tickets,
             full,
             learned: Vec::new(),
+            certs,
         },
     ))
 }
@@ -435,11 +444,21 @@ struct Up {
     unsent_from: UnsentCursor,
 }
 
-/// The redemption the server holds as the first admission, as a ledger record: the gate's
-/// own record when the server has it, else one made from what the server knows. Says why
-/// when it cannot be taken.
-fn learned(tid: &TicketId, first: Admission) -> Result<Redemption, String> {
-    if let Some(record) = first.record {
+/// The key of a journal item's record under which its writer's certificate travels.
+const CERT: &str = "cert";
+
+/// The redemption the server holds as the first admission, as a ledger record (and the
+/// certificate of its writer, when it came along): the writer's own signed record when the
+/// server has it, else one made from what the server knows (which a gate that checks
+/// signatures leaves out). Says why when it cannot be taken.
+fn learned(tid: &TicketId, first: Admission) -> Result<(Redemption, Option<Vec<u8>>), String> {
+    if let Some(mut record) = first.record {
+        use base64::Engine;
+        let cert = record
+            .as_object_mut()
+            .and_then(|o| o.remove(CERT))
+            .and_then(|c| c.as_str().map(str::to_owned))
+            .and_then(|c| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(c).ok());
         let r = serde_json::from_value::<Redemption>(record)
             .map_err(|e| format!("the record of admission {}: {e}", first.redemption_id))?;
         if &r.tid != tid || r.id != first.redemption_id {
@@ -448,11 +467,11 @@ fn learned(tid: &TicketId, first: Admission) -> Result<Redemption, String> {
                 first.redemption_id
             ));
         }
-        return Ok(r);
+        return Ok((r, cert));
     }
     let node = NodeId::parse("server").ok_or("the server's node id")?;
     let at_ms = first.at.ms();
-    Ok(Redemption {
+    Ok((Redemption {
         sig: None,
         id: first.redemption_id,
         tid: tid.clone(),
@@ -468,18 +487,30 @@ fn learned(tid: &TicketId, first: Admission) -> Result<Redemption, String> {
         },
         seen: Vec::new(),
         unlisted: false,
-    })
+    }, None))
 }
 
-/// A ledger redemption as a journal item, when the server would take it.
-fn journal_item(r: &Redemption) -> Result<RedemptionRequest, WireError> {
+/// A ledger redemption as a journal item, when the server would take it; its writer's
+/// certificate (DER) travels inside the record, for the server and for gates elsewhere.
+fn journal_item(r: &Redemption, cert: Option<&Vec<u8>>) -> Result<RedemptionRequest, WireError> {
+    use base64::Engine;
+    let mut record =
+        serde_json::to_value(r).map_err(|e| WireError::Inconsistent(e.to_string()))?;
+    if let (Some(cert), Some(o)) = (cert, record.as_object_mut()) {
+        o.insert(
+            CERT.into(),
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .encode(cert)
+                .into(),
+        );
+    }
     let item = RedemptionRequest {
         redemption_id: r.id.clone(),
         tid: r.tid.clone(),
         gate: r.gate.parse()?,
         scanner: r.scanner.parse()?,
         at: Timestamp::from_ms(r.at_ms),
-        record: Some(serde_json::to_value(r).map_err(|e| WireError::Inconsistent(e.to_string()))?),
+        record: Some(record),
     };
     item.check()?;
     Ok(item)
@@ -648,7 +679,7 @@ impl Up {
             .await?;
         self.last_scan = asked.elapsed();
         self.unsent_from = found.next;
-        let (batch, total) = (found.redemptions, found.total);
+        let (batch, total, certs) = (found.redemptions, found.total, found.certs);
         self.uplink.update(|s| s.backlog = total);
         if batch.is_empty() {
             return Ok(false);
@@ -657,7 +688,7 @@ impl Up {
         let mut items = Vec::with_capacity(batch.len());
         let mut sending = Vec::with_capacity(batch.len());
         for r in &batch {
-            match journal_item(r) {
+            match journal_item(r, certs.get(&r.node)) {
                 Ok(item) => {
                     items.push(item);
                     sending.push(r);
@@ -668,6 +699,7 @@ impl Up {
             }
         }
         let mut learned_now = Vec::new();
+        let mut learned_certs = Vec::new();
         if !items.is_empty() {
             let response = self
                 .client
@@ -701,7 +733,10 @@ impl Up {
                     && first.redemption_id != r.id
                 {
                     match learned(&r.tid, first) {
-                        Ok(first) => learned_now.push(first),
+                        Ok((first, cert)) => {
+                            learned_now.push(first);
+                            learned_certs.extend(cert);
+                        }
                         Err(e) => self.uplink.skipped(&format!("ticket {}", r.tid), &e),
                     }
                 }
@@ -715,6 +750,7 @@ impl Up {
             self.node
                 .apply_server_news(ServerUpdate {
                     learned: learned_now,
+                    certs: learned_certs,
                     ..Default::default()
                 })
                 .await?;

@@ -15,6 +15,7 @@
 pub mod api;
 
 mod metrics;
+mod signer;
 pub mod openapi;
 pub mod store;
 
@@ -41,6 +42,8 @@ pub struct Server {
     /// known for good; one not found is asked again (another instance may create it).
     pub(crate) known_events:
         Arc<std::sync::RwLock<std::collections::HashSet<gatemesh_ticket::EventId>>>,
+    /// The server's own identity per event, which signs the admissions it takes online.
+    pub(crate) signers: Arc<signer::Signers>,
 }
 
 impl std::fmt::Debug for Server {
@@ -167,6 +170,7 @@ impl Server {
                 pair_guard: Arc::default(),
                 credentials: Arc::default(),
                 known_events: Arc::default(),
+                signers: Arc::default(),
             },
             new_admin_token,
         })

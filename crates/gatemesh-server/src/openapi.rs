@@ -203,7 +203,10 @@ mod tests {
         assert_eq!(names("Verdict"), verdicts);
         let actions = [Action::Accept, Action::Deny, Action::Revert].map(wire);
         assert_eq!(names("Action"), actions);
-        assert_eq!(names("Role"), [Role::Gate, Role::Observer].map(wire));
+        assert_eq!(
+            names("Role"),
+            [Role::Gate, Role::Observer, Role::Server].map(wire)
+        );
         let statuses = [
             TicketStatus::Active,
             TicketStatus::Void,

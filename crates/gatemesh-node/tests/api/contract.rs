@@ -130,6 +130,23 @@ fn item(r: &Redemption) -> Value {
     })
 }
 
+/// `r` as the device `gate` of event `eid` writes it: signed, its certificate in the journal
+/// item's record (as a gate's uplink sends it).
+fn signed_item(eid: &str, r: &Redemption) -> Value {
+    use base64::Engine;
+    let dir = tempfile::tempdir().unwrap();
+    let identity = super::identity(eid, dir.path(), &r.gate);
+    let event = EventId::new(eid).unwrap();
+    let (signer, _) = gatemesh_ledger::Signer::from_identity(&identity, &event).unwrap();
+    let mut r = r.clone();
+    signer.sign_redemption(&event, &mut r).unwrap();
+    let mut item = item(&r);
+    item["record"]["cert"] = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(identity.creds.chain[0].as_ref())
+        .into();
+    item
+}
+
 /// Waits up to 30 s until `check` holds.
 async fn until(what: &str, check: impl AsyncFnMut() -> bool) {
     let (within, every) = (Duration::from_secs(30), Duration::from_millis(100));
@@ -139,6 +156,7 @@ async fn until(what: &str, check: impl AsyncFnMut() -> bool) {
 fn gate_config(dir: &Path, eid: &str, name: &str, keyring: Keyring) -> Config {
     let mut config = Config::new(dir.to_owned(), EventId::new(eid).unwrap(), name.into());
     config.keyring = keyring;
+    config.identity = Some(super::identity(eid, dir, name));
     config
 }
 
@@ -165,7 +183,7 @@ async fn the_gate_reads_what_the_server_writes() {
     let answers = central
         .post(
             &format!("{e}/redemptions"),
-            json!({ "redemptions": [item(&a), item(&b)] }),
+            json!({ "redemptions": [signed_item("WIRE", &a), signed_item("WIRE", &b)] }),
         )
         .await;
     assert_eq!(answers["answers"][1]["verdict"], "duplicate");
@@ -179,7 +197,7 @@ async fn the_gate_reads_what_the_server_writes() {
     central
         .post(
             &format!("{e}/redemptions"),
-            json!({ "redemptions": [item(&c)] }),
+            json!({ "redemptions": [signed_item("WIRE", &c)] }),
         )
         .await;
     central
@@ -344,15 +362,22 @@ async fn items_the_gate_cannot_take_are_skipped_and_counted_not_a_stall() {
     // A ledger from an older gate, whose name the server's rules refuse: its record can
     // never be sent.
     let event = EventId::new("SKIP").unwrap();
+    let old_dir = tempfile::tempdir().unwrap();
+    let (signer, trust) =
+        gatemesh_ledger::Signer::from_identity(&super::identity("SKIP", old_dir.path(), "Old"), &event)
+            .unwrap();
     let mut old = Ledger::open(
         &event,
-        NodeId::random(),
+        signer.node().clone(),
         &gatemesh_ledger::genesis(&event),
         None,
         [],
     )
     .unwrap();
-    let unsendable = record(&t[0], &"G".repeat(100));
+    let mut unsendable = record(&t[0], &"G".repeat(100));
+    unsendable.node = signer.node().clone();
+    unsendable.hlc.node = signer.node().clone();
+    old.sign_with(signer, trust).unwrap();
     old.record_redemption(&unsendable).unwrap();
     node.import_ledger(old.save()).await.unwrap();
     node.start_uplink(UplinkConfig {

@@ -4,7 +4,11 @@
 
 mod contract;
 
-use std::{path::Path, time::Duration};
+use std::{
+    path::{Path, PathBuf},
+    sync::{LazyLock, Mutex},
+    time::Duration,
+};
 
 use gatemesh_ledger::{EntryPolicy, Policy, UnlistedPolicy};
 use gatemesh_node::{Config, Manifest, Node};
@@ -57,6 +61,40 @@ impl Issuer {
     }
 }
 
+/// The events' mesh CAs of this test binary, made on first use.
+static CAS: LazyLock<Mutex<tempfile::TempDir>> =
+    LazyLock::new(|| Mutex::new(tempfile::tempdir().unwrap()));
+
+fn ca_dir(event: &str) -> PathBuf {
+    let root = CAS.lock().unwrap();
+    let dir = root.path().join(event);
+    if !dir.join(gatemesh_mesh::pki::CA_CERT).exists() {
+        gatemesh_mesh::pki::write_new_ca(&dir, event, 30).unwrap();
+    }
+    dir
+}
+
+/// The device identity of the gate in `data` (made on first start, kept after): a gate
+/// signs its records, and takes others' only as their writers signed them.
+pub(crate) fn identity(event: &str, data: &Path, name: &str) -> gatemesh_mesh::pki::Identity {
+    let dir = data.join("identity");
+    if !dir.join(gatemesh_mesh::pki::DEVICE_CERT).exists() {
+        let device: String = name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        gatemesh_mesh::pki::enroll_into(
+            &ca_dir(event),
+            &dir,
+            gatemesh_wire::Role::Gate,
+            &device,
+            30,
+        )
+        .unwrap();
+    }
+    gatemesh_mesh::pki::Identity::load(&dir).unwrap()
+}
+
 struct Gate {
     node: Node,
     base: String,
@@ -77,6 +115,7 @@ impl Gate {
         config.keyring = Keyring::from_keys([issuer.key.public()]).unwrap();
         config.manifest = manifest;
         config.policy = policy;
+        config.identity = Some(identity(EVENT, dir, name));
         let node = Node::start(config).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());

@@ -74,6 +74,7 @@ impl World {
             name.into(),
         );
         config.keyring = Keyring::from_keys([self.issuer.public()]).unwrap();
+        config.identity = Some(pki::Identity::load(&id_dir).unwrap());
         let node = Node::start(config).unwrap();
         let mesh = MeshConfig {
             identity: pki::Identity::load(&id_dir).unwrap(),
@@ -547,6 +548,7 @@ async fn a_gate_restarted_mid_sync_converges() {
         "gate-b".into(),
     );
     config.keyring = Keyring::from_keys([w.issuer.public()]).unwrap();
+    config.identity = Some(pki::Identity::load(&root.join("id-gate-b")).unwrap());
     let b = Node::start(config).unwrap();
     b.start_mesh(MeshConfig {
         identity: pki::Identity::load(&root.join("id-gate-b")).unwrap(),

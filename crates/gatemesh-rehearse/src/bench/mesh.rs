@@ -60,13 +60,18 @@ struct MeshBench {
 }
 
 impl MeshBench {
+    /// A gate enrolled under the bench's CA: it signs its records from its first scan.
     fn node(&self, name: &str) -> Result<Node> {
+        use gatemesh_mesh::{identity::Role, pki};
+        let id = self.dir.join(format!("id-{name}"));
+        pki::enroll_into(&self.dir.join("ca"), &id, Role::Gate, name, 1)?;
         let mut config = Config::new(
             self.dir.join(format!("data-{name}")),
             self.event.clone(),
             name.into(),
         );
         config.keyring = Keyring::from_keys([self.key.public()])?;
+        config.identity = Some(pki::Identity::load(&id)?);
         Node::start(config)
     }
 
@@ -76,10 +81,8 @@ impl MeshBench {
         name: &str,
         peers: Vec<std::net::SocketAddr>,
     ) -> Result<std::net::SocketAddr> {
-        use gatemesh_mesh::{identity::Role, pki, session::MeshConfig};
-        let id = self.dir.join(format!("id-{name}"));
-        pki::enroll_into(&self.dir.join("ca"), &id, Role::Gate, name, 1)?;
-        let identity = pki::Identity::load(&id)?;
+        use gatemesh_mesh::{pki, session::MeshConfig};
+        let identity = pki::Identity::load(&self.dir.join(format!("id-{name}")))?;
         node.start_mesh(MeshConfig {
             identity,
             bind: "127.0.0.1:0".parse()?,
@@ -215,6 +218,9 @@ pub async fn run_remote(args: &RemoteArgs) -> Result<serde_json::Value> {
     let key = IssuerKey::from_pem(&std::fs::read_to_string(args.keys.join("issuer.key.pem"))?)?;
     let mut config = Config::new(dir.join("data"), args.event.clone(), "bench-local".into());
     config.keyring = Keyring::from_keys([key.public()])?;
+    pki::enroll_into(&args.ca, &dir.join("id"), Role::Gate, "bench-local", 1)?;
+    let identity = pki::Identity::load(&dir.join("id"))?;
+    config.identity = Some(identity.clone());
     let node = Node::start(config)?;
     let b = MeshBench {
         dir: dir.clone(),
@@ -250,8 +256,6 @@ pub async fn run_remote(args: &RemoteArgs) -> Result<serde_json::Value> {
         Ok::<_, anyhow::Error>(status["redemptions"].as_u64().unwrap_or(0) as usize)
     };
     let base_remote = remote_redemptions().await?;
-    pki::enroll_into(&args.ca, &dir.join("id"), Role::Gate, "bench-local", 1)?;
-    let identity = pki::Identity::load(&dir.join("id"))?;
     let start = Instant::now();
     node.start_mesh(MeshConfig {
         identity,

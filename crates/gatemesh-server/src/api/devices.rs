@@ -140,14 +140,15 @@ impl CredentialCache {
 
 /// The event's mesh CA directory in the data directory, created on first use. Creation is
 /// atomic (built aside, then renamed), so servers sharing the directory agree on one CA.
-fn mesh_ca(data: &Path, eid: &EventId) -> anyhow::Result<std::path::PathBuf> {
+pub(crate) fn mesh_ca(data: &Path, eid: &EventId) -> anyhow::Result<std::path::PathBuf> {
     let root = data.join("mesh-ca");
     let dir = root.join(eid.as_str());
     if dir.join(gatemesh_mesh::pki::CA_CERT).exists() {
         return Ok(dir);
     }
     std::fs::create_dir_all(&root)?;
-    let aside = root.join(format!(".new-{}-{}", eid, std::process::id()));
+    // Unique per attempt: servers in one process (and threads) may race to make it.
+    let aside = root.join(format!(".new-{}-{}-{}", eid, std::process::id(), OsRng.next_u64()));
     let _ = std::fs::remove_dir_all(&aside);
     gatemesh_mesh::pki::write_new_ca(&aside, eid.as_str(), 3650)?;
     if std::fs::rename(&aside, &dir).is_err() {

@@ -68,8 +68,18 @@ pub(crate) async fn redeem(
     }
     known_event(&s, &eid).await?;
     match body {
-        RedeemBody::One(r) => {
+        RedeemBody::One(mut r) => {
             check(&r)?;
+            // A scanner asking the server gets an admission the server signed, which gates
+            // take like any device's record.
+            crate::signer::sign_online(&s.signers, &s.data, &eid, &mut r).map_err(|e| {
+                tracing::error!("signing an online admission: {e:#}");
+                err(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "the server could not sign the admission",
+                )
+            })?;
             let started = std::time::Instant::now();
             let answer = match s.store.submit_online(&eid, &r) {
                 // Gathered by the storage: nothing blocks while it is at the database.

@@ -1,0 +1,96 @@
+//! The server's own identity under each event's mesh CA, with role `server`: it signs the
+//! admissions the server takes online (a scanner asking it directly), so that gates take
+//! them as they take any device's record — checked against the writer's certificate, which
+//! travels inside the record. The identity is made on first use beside the event's CA
+//! (`mesh-ca/<event>/server/`), atomically, so servers sharing the data directory agree.
+
+use std::{collections::HashMap, path::Path, sync::Arc};
+
+use anyhow::Context;
+use base64::Engine;
+use gatemesh_ledger::{Hlc, Redemption, Signer};
+use gatemesh_mesh::{identity::Role, pki};
+use gatemesh_ticket::EventId;
+use gatemesh_wire::RedemptionRequest;
+use rand_core::{OsRng, RngCore};
+
+/// The name of the server's identity in its certificate.
+const NAME: &str = "server";
+
+/// One signer per event, loaded or made on first use.
+#[derive(Default)]
+pub(crate) struct Signers(std::sync::Mutex<HashMap<EventId, Arc<(Signer, String)>>>);
+
+impl Signers {
+    /// The server's signer for `eid` and its certificate (base64url DER).
+    pub(crate) fn get(&self, data: &Path, eid: &EventId) -> anyhow::Result<Arc<(Signer, String)>> {
+        // Held while the identity is made: concurrent first requests make it once.
+        let mut signers = self
+            .0
+            .lock()
+            .map_err(|_| anyhow::anyhow!("the signers' lock is poisoned"))?;
+        if let Some(s) = signers.get(eid) {
+            return Ok(s.clone());
+        }
+        let ca = crate::api::devices::mesh_ca(data, eid)?;
+        let dir = ca.join(NAME);
+        if !dir.join(pki::DEVICE_CERT).exists() {
+            let aside = ca.join(format!(".new-{NAME}-{}-{}", std::process::id(), OsRng.next_u64()));
+            let _ = std::fs::remove_dir_all(&aside);
+            pki::enroll_into(&ca, &aside, Role::Server, NAME, 3650)
+                .context("making the server's identity")?;
+            if std::fs::rename(&aside, &dir).is_err() {
+                // Another server made it first.
+                let _ = std::fs::remove_dir_all(&aside);
+            }
+        }
+        let identity = pki::Identity::load(&dir)
+            .with_context(|| format!("loading the server's identity in {}", dir.display()))?;
+        let (signer, _) = Signer::from_identity(&identity, eid)?;
+        let cert = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(identity.creds.chain[0].as_ref());
+        let made = Arc::new((signer, cert));
+        signers.insert(eid.clone(), made.clone());
+        Ok(made)
+    }
+}
+
+/// Gives an online request that carries no ledger record one the server signed: the
+/// admission as a ledger redemption by the server's identity, with its certificate.
+pub(crate) fn sign_online(
+    signers: &Signers,
+    data: &Path,
+    eid: &EventId,
+    r: &mut RedemptionRequest,
+) -> anyhow::Result<()> {
+    if r.record.is_some() {
+        return Ok(());
+    }
+    let made = signers.get(data, eid)?;
+    let (signer, cert) = &*made;
+    let at_ms = r.at.ms();
+    let mut record = Redemption {
+        id: r.redemption_id.clone(),
+        tid: r.tid.clone(),
+        direction: gatemesh_ledger::Direction::Entry,
+        node: signer.node().clone(),
+        gate: r.gate.to_string(),
+        scanner: r.scanner.to_string(),
+        at_ms,
+        hlc: Hlc {
+            wall_ms: at_ms,
+            counter: 0,
+            node: signer.node().clone(),
+        },
+        seen: Vec::new(),
+        unlisted: false,
+        sig: None,
+    };
+    signer.sign_redemption(eid, &mut record)?;
+    let mut value = serde_json::to_value(&record)?;
+    if let Some(o) = value.as_object_mut() {
+        o.insert("cert".into(), cert.clone().into());
+    }
+    r.record = Some(value);
+    Ok(())
+}
