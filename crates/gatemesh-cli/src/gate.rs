@@ -235,9 +235,8 @@ pub struct ImportArgs {
 }
 
 pub fn import(args: ImportArgs) -> Result<ExitCode> {
-    let identity = gatemesh_mesh::pki::Identity::load(&args.identity).with_context(|| {
-        format!("loading the device identity in {}", args.identity.display())
-    })?;
+    let identity = gatemesh_mesh::pki::Identity::load(&args.identity)
+        .with_context(|| format!("loading the device identity in {}", args.identity.display()))?;
     let n = gatemesh_node::import_ledger_file(&args.data, &args.event, &args.file, &identity)?;
     println!("merged {}: {n} new changes", args.file.display());
     Ok(ExitCode::SUCCESS)

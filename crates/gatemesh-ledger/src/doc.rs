@@ -487,7 +487,10 @@ impl Ledger {
     /// records is this node's unsigned work (which no other device would take). A gate that
     /// ran without an identity and wrote records cannot take one on.
     pub fn may_become(&self) -> bool {
-        let signed = matches!(self.doc.get(&self.roots.devices, self.node.as_str()), Ok(Some(_)));
+        let signed = matches!(
+            self.doc.get(&self.roots.devices, self.node.as_str()),
+            Ok(Some(_))
+        );
         signed
             || (!self.redemptions().iter().any(|r| r.node == self.node)
                 && !self.audit().iter().any(|a| a.node == self.node))

@@ -793,7 +793,11 @@ impl Writer {
 
     /// Writes another device's redemption that the server relayed; one that its writer did
     /// not sign (or whose writer's certificate did not come with it) is left out, and said.
-    fn relay(&mut self, r: &Redemption, changes: &mut Vec<StoredChange>) -> Result<usize, NodeError> {
+    fn relay(
+        &mut self,
+        r: &Redemption,
+        changes: &mut Vec<StoredChange>,
+    ) -> Result<usize, NodeError> {
         match self.ledger.record_redemption(r) {
             Ok(change) => {
                 changes.extend(change);

@@ -171,7 +171,10 @@ pub fn lock_data_dir(dir: &Path) -> anyhow::Result<File> {
 /// The signer and trust of a device identity, for the ledger.
 pub(crate) type Keys = Option<(gatemesh_ledger::Signer, gatemesh_ledger::Trust)>;
 
-pub(crate) fn keys_of(identity: Option<&gatemesh_mesh::pki::Identity>, event: &EventId) -> anyhow::Result<Keys> {
+pub(crate) fn keys_of(
+    identity: Option<&gatemesh_mesh::pki::Identity>,
+    event: &EventId,
+) -> anyhow::Result<Keys> {
     use anyhow::Context;
     identity
         .map(|id| {
@@ -440,9 +443,11 @@ impl Node {
         config: gatemesh_mesh::session::MeshConfig,
     ) -> anyhow::Result<std::net::SocketAddr> {
         use anyhow::Context;
-        let same = self.shared.identity.as_ref().is_some_and(|own| {
-            own.creds.chain.first() == config.identity.creds.chain.first()
-        });
+        let same = self
+            .shared
+            .identity
+            .as_ref()
+            .is_some_and(|own| own.creds.chain.first() == config.identity.creds.chain.first());
         anyhow::ensure!(
             same,
             "the mesh needs the identity the gate was started with (Config::identity): the gate \

@@ -458,7 +458,11 @@ fn learned(tid: &TicketId, first: Admission) -> Result<(Redemption, Option<Vec<u
             .as_object_mut()
             .and_then(|o| o.remove(CERT))
             .and_then(|c| c.as_str().map(str::to_owned))
-            .and_then(|c| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(c).ok());
+            .and_then(|c| {
+                base64::engine::general_purpose::URL_SAFE_NO_PAD
+                    .decode(c)
+                    .ok()
+            });
         let r = serde_json::from_value::<Redemption>(record)
             .map_err(|e| format!("the record of admission {}: {e}", first.redemption_id))?;
         if &r.tid != tid || r.id != first.redemption_id {
@@ -471,31 +475,33 @@ fn learned(tid: &TicketId, first: Admission) -> Result<(Redemption, Option<Vec<u
     }
     let node = NodeId::parse("server").ok_or("the server's node id")?;
     let at_ms = first.at.ms();
-    Ok((Redemption {
-        sig: None,
-        id: first.redemption_id,
-        tid: tid.clone(),
-        direction: gatemesh_ledger::Direction::Entry,
-        node: node.clone(),
-        gate: first.gate.to_string(),
-        scanner: first.scanner.to_string(),
-        at_ms,
-        hlc: Hlc {
-            wall_ms: at_ms,
-            counter: 0,
-            node,
+    Ok((
+        Redemption {
+            sig: None,
+            id: first.redemption_id,
+            tid: tid.clone(),
+            direction: gatemesh_ledger::Direction::Entry,
+            node: node.clone(),
+            gate: first.gate.to_string(),
+            scanner: first.scanner.to_string(),
+            at_ms,
+            hlc: Hlc {
+                wall_ms: at_ms,
+                counter: 0,
+                node,
+            },
+            seen: Vec::new(),
+            unlisted: false,
         },
-        seen: Vec::new(),
-        unlisted: false,
-    }, None))
+        None,
+    ))
 }
 
 /// A ledger redemption as a journal item, when the server would take it; its writer's
 /// certificate (DER) travels inside the record, for the server and for gates elsewhere.
 fn journal_item(r: &Redemption, cert: Option<&Vec<u8>>) -> Result<RedemptionRequest, WireError> {
     use base64::Engine;
-    let mut record =
-        serde_json::to_value(r).map_err(|e| WireError::Inconsistent(e.to_string()))?;
+    let mut record = serde_json::to_value(r).map_err(|e| WireError::Inconsistent(e.to_string()))?;
     if let (Some(cert), Some(o)) = (cert, record.as_object_mut()) {
         o.insert(
             CERT.into(),

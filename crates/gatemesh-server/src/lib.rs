@@ -15,8 +15,8 @@
 pub mod api;
 
 mod metrics;
-mod signer;
 pub mod openapi;
+mod signer;
 pub mod store;
 
 use std::{path::Path, sync::Arc};

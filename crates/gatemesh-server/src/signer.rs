@@ -35,7 +35,11 @@ impl Signers {
         let ca = crate::api::devices::mesh_ca(data, eid)?;
         let dir = ca.join(NAME);
         if !dir.join(pki::DEVICE_CERT).exists() {
-            let aside = ca.join(format!(".new-{NAME}-{}-{}", std::process::id(), OsRng.next_u64()));
+            let aside = ca.join(format!(
+                ".new-{NAME}-{}-{}",
+                std::process::id(),
+                OsRng.next_u64()
+            ));
             let _ = std::fs::remove_dir_all(&aside);
             pki::enroll_into(&ca, &aside, Role::Server, NAME, 3650)
                 .context("making the server's identity")?;

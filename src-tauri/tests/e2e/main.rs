@@ -271,6 +271,21 @@ fn gatemesh_cli() -> PathBuf {
 /// ticket, then its ledger is carried to the app (as `gatemesh export` / import would).
 fn admitted_elsewhere(demo: &Path, event: &str, code: &str) -> Vec<u8> {
     let data = demo.join("far-gate");
+    // A gate of the same event (enrolled under its mesh CA, so its records are signed and
+    // the app's gate takes them), with no mesh to the app's.
+    let identity = demo.join("far-gate-identity");
+    let enrolled = Command::new(gatemesh_cli())
+        .args(["enroll", "--ca"])
+        .arg(demo.join("mesh-ca"))
+        .args(["--name", "Far-Gate", "--out"])
+        .arg(&identity)
+        .output()
+        .unwrap();
+    assert!(
+        enrolled.status.success(),
+        "{}",
+        String::from_utf8_lossy(&enrolled.stderr)
+    );
     let mut child = Guard(
         Command::new(gatemesh_cli())
             .args(["gate", "--data", data.to_str().unwrap(), "--event", event])
@@ -281,7 +296,13 @@ fn admitted_elsewhere(demo: &Path, event: &str, code: &str) -> Vec<u8> {
                 "127.0.0.1:0",
                 "--durability",
                 "process",
+                "--discovery",
+                "off",
+                "--mesh",
+                "127.0.0.1:0",
             ])
+            .arg("--identity")
+            .arg(&identity)
             .arg("--issuer")
             .arg(demo.join("issuer.pub.pem"))
             .stdout(Stdio::piped())

@@ -51,6 +51,12 @@ fn start_gate(f: &World, data: &str, name: &str) -> GateProcess {
         "127.0.0.1:0",
         "--durability",
         "process",
+        "--identity",
+        p(&f.identity(data)),
+        "--discovery",
+        "off",
+        "--mesh",
+        "127.0.0.1:0",
     ]);
     let (child, ready) = spawn_ready(cmd);
     GateProcess {
@@ -249,6 +255,8 @@ async fn a_ledger_carried_by_file_catches_the_copy_and_flags_the_race() {
                 p(&f.root.join("b")),
                 "--event",
                 "CRASH-2026",
+                "--identity",
+                p(&f.identity("b")),
                 p(&file),
             ])
             .output()
@@ -272,6 +280,8 @@ async fn a_ledger_carried_by_file_catches_the_copy_and_flags_the_race() {
             p(&f.root.join("b")),
             "--event",
             "OTHER",
+            "--identity",
+            p(&f.identity("b")),
             p(&file),
         ])
         .output()
@@ -298,6 +308,8 @@ async fn a_ledger_carried_by_file_catches_the_copy_and_flags_the_race() {
             p(&f.root.join("b")),
             "--event",
             "CRASH-2026",
+            "--identity",
+            p(&f.identity("b")),
             p(&file),
         ])
         .output()

@@ -363,9 +363,11 @@ async fn items_the_gate_cannot_take_are_skipped_and_counted_not_a_stall() {
     // never be sent.
     let event = EventId::new("SKIP").unwrap();
     let old_dir = tempfile::tempdir().unwrap();
-    let (signer, trust) =
-        gatemesh_ledger::Signer::from_identity(&super::identity("SKIP", old_dir.path(), "Old"), &event)
-            .unwrap();
+    let (signer, trust) = gatemesh_ledger::Signer::from_identity(
+        &super::identity("SKIP", old_dir.path(), "Old"),
+        &event,
+    )
+    .unwrap();
     let mut old = Ledger::open(
         &event,
         signer.node().clone(),

@@ -345,7 +345,35 @@ async fn a_dishonest_peer_cannot_delete_or_replace_what_gates_hold() {
         doc.put_object(ROOT, "redemptions", ObjType::Map).unwrap();
     })
     .await;
-    for reason in [&deleted, &replaced] {
+    // A staff resolution written in A's own name (a revert of its admission), with a
+    // signature that is not A's.
+    let b_node = a.info().node_id.clone();
+    let forged = dishonest_peer(&broken, a_addr, |doc| {
+        let m = doc.get(ROOT, "resolutions").unwrap().unwrap().1;
+        let at = gatemesh_wire::time::now_ms();
+        let r = gatemesh_ledger::Resolution {
+            id: gatemesh_ledger::ResolutionId::random(),
+            tid: tid.clone(),
+            action: gatemesh_ledger::Action::Revert,
+            staff: "Kim".into(),
+            note: "reverted".into(),
+            node: b_node.clone(),
+            at_ms: at,
+            hlc: gatemesh_ledger::Hlc {
+                wall_ms: at,
+                counter: 0,
+                node: b_node.clone(),
+            },
+            covers: Vec::new(),
+            from_server: false,
+            sig: Some("AAAA".into()),
+        };
+        let key = format!("{},{}", r.tid, r.id);
+        doc.put(&m, key, serde_json::to_string(&r).unwrap())
+            .unwrap();
+    })
+    .await;
+    for reason in [&deleted, &replaced, &forged] {
         match reason {
             quinn::ConnectionError::ApplicationClosed(close) => assert_eq!(
                 close.error_code,
@@ -366,6 +394,12 @@ async fn a_dishonest_peer_cannot_delete_or_replace_what_gates_hold() {
         "{reasons:?}"
     );
     assert!(reasons.iter().any(|r| r.contains("root")), "{reasons:?}");
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("whose signature is not \"gate-a\"'s")),
+        "{reasons:?}"
+    );
 
     // Nothing changed, on A or on B, and the ticket is still a duplicate at both.
     assert_eq!((records(&a).await, records(&b).await), before);

@@ -148,7 +148,12 @@ pub(crate) fn mesh_ca(data: &Path, eid: &EventId) -> anyhow::Result<std::path::P
     }
     std::fs::create_dir_all(&root)?;
     // Unique per attempt: servers in one process (and threads) may race to make it.
-    let aside = root.join(format!(".new-{}-{}-{}", eid, std::process::id(), OsRng.next_u64()));
+    let aside = root.join(format!(
+        ".new-{}-{}-{}",
+        eid,
+        std::process::id(),
+        OsRng.next_u64()
+    ));
     let _ = std::fs::remove_dir_all(&aside);
     gatemesh_mesh::pki::write_new_ca(&aside, eid.as_str(), 3650)?;
     if std::fs::rename(&aside, &dir).is_err() {
