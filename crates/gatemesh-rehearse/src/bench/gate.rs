@@ -11,7 +11,7 @@ use std::{
 };
 
 use anyhow::{Context, Result};
-use gatemesh_ledger::{Direction, Durability, Ledger, NodeId, Redemption, RedemptionId, genesis};
+use gatemesh_ledger::{Direction, Durability, Ledger, Redemption, RedemptionId, genesis};
 use gatemesh_node::{Config, Manifest, Node};
 use gatemesh_ticket::{Claims, EventId, Format, IssuerKey, Keyring, Seat, TicketId};
 use rayon::prelude::*;
@@ -108,10 +108,14 @@ pub async fn run(args: &Args, gatemesh: &Path) -> Result<serde_json::Value> {
     } else {
         Durability::Power
     };
+    // The gate signs its records, as every enrolled gate does.
+    let ca = dir.join("mesh-ca");
+    gatemesh_mesh::pki::write_new_ca(&ca, event.as_str(), 1)?;
     let mut config = Config::new(dir.join("gate"), event.clone(), "Bench 1".into());
     config.keyring = Keyring::from_keys([key.public()])?;
     config.manifest = Some(manifest);
     config.durability = durability;
+    config.identity = Some(enrolled(&ca, &dir.join("identity"), "Bench-1")?);
     let node = Node::start(config.clone())?;
 
     eprintln!(
@@ -281,8 +285,14 @@ fn cold_start(gatemesh: &Path, dir: &Path, event: &EventId, key: &IssuerKey) -> 
             "Bench 1",
             "--api",
             "127.0.0.1:0",
-            "--issuer",
+            "--mesh",
+            "127.0.0.1:0",
+            "--discovery",
+            "off",
+            "--identity",
         ])
+        .arg(dir.join("identity"))
+        .arg("--issuer")
         .arg(&public)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -303,11 +313,26 @@ fn cold_start(gatemesh: &Path, dir: &Path, event: &EventId, key: &IssuerKey) -> 
     Ok((round(start_ms), round(rss_kb / 1024.0)))
 }
 
+/// A device identity enrolled under the CA in `ca`, in `dir`.
+fn enrolled(ca: &Path, dir: &Path, name: &str) -> Result<gatemesh_mesh::pki::Identity> {
+    use gatemesh_mesh::{identity::Role, pki};
+    pki::enroll_into(ca, dir, Role::Gate, name, 1)?;
+    Ok(pki::Identity::load(dir)?)
+}
+
+/// Two gates' diverged ledgers of `n` signed admissions each, merged: the cost includes
+/// checking every record's signature.
 fn merge(event: &EventId, n: usize) -> Result<f64> {
     let g = genesis(event);
+    let scratch = super::scratch_dir()?.join("merge");
+    let ca = scratch.join("mesh-ca");
+    gatemesh_mesh::pki::write_new_ca(&ca, event.as_str(), 1)?;
     let mut sides = Vec::new();
     for side in ["A", "B"] {
-        let mut ledger = Ledger::open(event, NodeId::random(), &g, None, [])?;
+        let identity = enrolled(&ca, &scratch.join(side), side)?;
+        let (signer, trust) = gatemesh_ledger::Signer::from_identity(&identity, event)?;
+        let mut ledger = Ledger::open(event, signer.node().clone(), &g, None, [])?;
+        ledger.sign_with(signer, trust)?;
         for i in 0..n {
             let at = 1_780_000_000_000 + i as i64;
             let r = Redemption {
