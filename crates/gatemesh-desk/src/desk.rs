@@ -309,17 +309,17 @@ impl Desk {
                 .context("checking a PIN")?
         };
         if verdict == PinMatch::No {
-            let mut failures = 0;
+            // The wait first: it holds even when saving the count fails.
+            let failures = entry.failures.saturating_add(1);
+            let wait = i64::try_from(delay_after(failures)).unwrap_or(i64::MAX);
+            lock(&self.not_before).insert(name.to_owned(), now.saturating_add(wait));
             self.edit(|c| {
                 if let Some(s) = c.staff.iter_mut().find(|s| s.name == name) {
-                    s.failures += 1;
-                    s.locked = s.failures >= LOCK_AFTER_FAILURES;
-                    failures = s.failures;
+                    s.failures = failures;
+                    s.locked = failures >= LOCK_AFTER_FAILURES;
                 }
                 Ok(())
             })?;
-            let wait = i64::try_from(delay_after(failures)).unwrap_or(i64::MAX);
-            lock(&self.not_before).insert(name.to_owned(), now.saturating_add(wait));
             return Err(if failures >= LOCK_AFTER_FAILURES {
                 DeskError::Locked(entry.name)
             } else {
@@ -353,11 +353,11 @@ impl Desk {
     /// command of the person's (`touch`) counts as activity; the screens' polls do not.
     fn current(&self, touch: bool) -> Result<StaffView, DeskError> {
         let now = self.clock.now_ms();
-        let idle = self.live().idle_sign_out_min;
+        let config = self.live();
         let mut slot = lock(&self.signed_in);
         let session = slot.as_mut().ok_or(DeskError::SignedOut)?;
-        let found = self
-            .live()
+        let idle = config.idle_sign_out_min;
+        let found = config
             .staff
             .into_iter()
             .find(|s| s.name == session.name && !s.locked);
