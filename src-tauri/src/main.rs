@@ -1,7 +1,8 @@
 //! gatemesh desktop app: a thin Tauri shell around the gate-supervisor desk
 //! (`gatemesh_desk`). Every command forwards to the desk and every node event is
-//! forwarded to the window as a `desk` event; nothing here decides anything. A refused
-//! command fails with the desk's error, which reaches the UI as `{code, message}`.
+//! forwarded to the window as a `desk` event; nothing here decides anything (who may run a
+//! command is the desk's to check too). A refused command fails with the desk's error, which
+//! reaches the UI as `{code, message}`.
 //!
 //! `gatemesh-app [--demo] [--data DIR]`: the app keeps its gate in DIR (default
 //! `$XDG_DATA_HOME/gatemesh`, or `…/gatemesh/demo` with `--demo`). With `--demo` it sets up a
@@ -43,8 +44,8 @@ async fn app_info(state: State<'_, AppState>) -> Answer<AppInfo> {
 }
 
 #[tauri::command]
-async fn sign_in(state: State<'_, AppState>, pin: String) -> Answer<StaffView> {
-    desk(&state).await?.sign_in(&pin)
+async fn sign_in(state: State<'_, AppState>, name: String, pin: String) -> Answer<StaffView> {
+    desk(&state).await?.sign_in(&name, &pin).await
 }
 
 #[tauri::command]
@@ -145,7 +146,7 @@ async fn setup_files(
 
 #[tauri::command]
 async fn settings(state: State<'_, AppState>) -> Answer<SettingsView> {
-    Ok(desk(&state).await?.settings())
+    desk(&state).await?.settings()
 }
 
 #[tauri::command]
@@ -154,10 +155,11 @@ async fn update_settings(
     gate_name: String,
     reentry: bool,
     reject_unlisted: bool,
+    idle_sign_out_min: u32,
 ) -> Answer<SettingsView> {
     desk(&state)
         .await?
-        .update_settings(&gate_name, reentry, reject_unlisted)
+        .update_settings(&gate_name, reentry, reject_unlisted, idle_sign_out_min)
 }
 
 #[tauri::command]
@@ -175,13 +177,21 @@ async fn remove_staff(state: State<'_, AppState>, name: String) -> Answer<Settin
     desk(&state).await?.remove_staff(&name)
 }
 
+#[tauri::command]
+async fn unlock_staff(state: State<'_, AppState>, name: String) -> Answer<SettingsView> {
+    desk(&state).await?.unlock_staff(&name)
+}
+
 /// Decodes QR codes in a camera frame, sent as a raw body (`gatemesh_desk::decode_frame`).
 #[tauri::command]
-fn decode_frame(request: tauri::ipc::Request<'_>) -> Answer<Vec<String>> {
+async fn decode_frame(
+    state: State<'_, AppState>,
+    request: tauri::ipc::Request<'_>,
+) -> Answer<Vec<String>> {
     let tauri::ipc::InvokeBody::Raw(bytes) = request.body() else {
         return Err(DeskError::BadInput("send the frame as raw bytes".into()));
     };
-    gatemesh_desk::decode_frame(bytes)
+    desk(&state).await?.decode_frame(bytes)
 }
 
 fn forward_events(app: &tauri::AppHandle, desk: &Desk) {
@@ -299,6 +309,7 @@ fn main() -> ExitCode {
             update_settings,
             put_staff,
             remove_staff,
+            unlock_staff,
             decode_frame
         ])
         .build(context);

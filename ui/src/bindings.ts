@@ -17,7 +17,11 @@ export type AppInfo = {
 /**
  * No event set up yet: the app opens on the set-up screen.
  */
-needs_setup: boolean, event: string | null, gate_name: string | null, capacity: number | null, observer: boolean, signed_in: StaffView | null, demo_pins: Array<DemoPin>, 
+needs_setup: boolean, event: string | null, gate_name: string | null, capacity: number | null, observer: boolean, signed_in: StaffView | null, 
+/**
+ * Who may sign in here, for the sign-in screen to list.
+ */
+staff_names: Array<string>, demo_pins: Array<DemoPin>, 
 /**
  * The gate's local HTTP API (`http://…`), when it runs.
  */
@@ -87,9 +91,17 @@ gate_name: string,
  */
 running_gate_name: string, reentry: boolean, reject_unlisted: boolean, 
 /**
+ * Minutes without a command before the app signs the person out (applies at once).
+ */
+idle_sign_out_min: number, 
+/**
  * A saved change waits for the app to start again.
  */
-restart_needed: boolean, staff: Array<StaffView>, server: string | null, 
+restart_needed: boolean, staff: Array<StaffView>, 
+/**
+ * Names locked after too many wrong PINs, until a manager unlocks them.
+ */
+locked: Array<string>, server: string | null, 
 /**
  * The gate has a mesh identity.
  */
@@ -107,7 +119,7 @@ identity_dir: string | null, capacity: number | null, };
 
 export type DeskEvent = { "type": "verdict", scan: ScanView, } | { "type": "flags" };
 
-export type ErrorCode = "not_set_up" | "signed_out" | "wrong_pin" | "not_allowed" | "bad_input" | "not_found" | "conflict" | "unavailable" | "internal";
+export type ErrorCode = "not_set_up" | "signed_out" | "wrong_pin" | "too_soon" | "locked" | "not_allowed" | "bad_input" | "not_found" | "conflict" | "unavailable" | "internal";
 
 export type ErrorView = { code: ErrorCode, 
 /**
@@ -129,3 +141,6 @@ export const PIN_EXAMPLES: readonly (readonly [string, boolean])[] = [["",false]
 
 /** The longest names and notes, in UTF-8 bytes: a label — a staff member's or a scanner's name (`gatemesh_wire::Label`) —, a gate name (`check_gate_name`), a resolution note (`gatemesh_wire::Note`). */
 export const LIMITS: { readonly label_bytes: number; readonly gate_name_bytes: number; readonly note_bytes: number } = {"label_bytes":64,"gate_name_bytes":63,"note_bytes":500};
+
+/** The idle sign-out's minutes (`check_idle_minutes`: 1 to `max_min`; new events get `default_min`). */
+export const IDLE_SIGN_OUT: { readonly default_min: number; readonly max_min: number } = {"default_min":15,"max_min":240};

@@ -23,7 +23,8 @@ import type { FileSetupRequest, SettingsForm } from "./logic/settings";
 
 export interface DeskApi {
   appInfo(): Promise<AppInfo>;
-  signIn(pin: string): Promise<StaffView>;
+  /** Signs `name` in (one of `AppInfo.staff_names`) with their PIN. */
+  signIn(name: string, pin: string): Promise<StaffView>;
   signOut(): Promise<void>;
   scan(code: string, scanner: string): Promise<ScanView>;
   status(): Promise<StatusView>;
@@ -38,6 +39,8 @@ export interface DeskApi {
   /** Managers: adds a person, or gives one a new role and PIN. */
   putStaff(name: string, role: StaffRole, pin: string): Promise<SettingsView>;
   removeStaff(name: string): Promise<SettingsView>;
+  /** Managers: lets a name locked after wrong PINs sign in again. */
+  unlockStaff(name: string): Promise<SettingsView>;
   /** QR texts found in a frame (see logic/frame.ts for its bytes). */
   decodeFrame(frame: Uint8Array): Promise<string[]>;
   /** Calls `handler` for every `desk` event; resolves to a function that stops it. */
@@ -46,7 +49,7 @@ export interface DeskApi {
 
 export const tauriDesk: DeskApi = {
   appInfo: () => invoke<AppInfo>("app_info"),
-  signIn: (pin) => invoke<StaffView>("sign_in", { pin }),
+  signIn: (name, pin) => invoke<StaffView>("sign_in", { name, pin }),
   signOut: () => invoke<null>("sign_out").then(() => undefined),
   scan: (code, scanner) => invoke<ScanView>("scan", { code, scanner }),
   status: () => invoke<StatusView>("status"),
@@ -59,6 +62,7 @@ export const tauriDesk: DeskApi = {
   updateSettings: (f) => invoke<SettingsView>("update_settings", { ...f }),
   putStaff: (name, role, pin) => invoke<SettingsView>("put_staff", { name, role, pin }),
   removeStaff: (name) => invoke<SettingsView>("remove_staff", { name }),
+  unlockStaff: (name) => invoke<SettingsView>("unlock_staff", { name }),
   // A raw body: Tauri passes the bytes through as they are, no JSON array of numbers.
   decodeFrame: (frame) => invoke<string[]>("decode_frame", frame),
   onEvent: (handler) => listen<DeskEvent>("desk", (e) => handler(e.payload)),

@@ -11,9 +11,9 @@ use ts_rs::TS;
 
 use crate::{
     Action, AppInfo, AuditView, DemoPin, DeskEvent, ErrorCode, ErrorView, FileSetup, FirstUseView,
-    FlagView, FlagsView, GATE_NAME_MAX, GateRow, PIN_MAX_DIGITS, PIN_MIN_DIGITS, Reason,
-    RedemptionView, ScanView, SettingsView, StaffRole, StaffView, StatusView, UplinkState, Verdict,
-    check_pin,
+    FlagView, FlagsView, GATE_NAME_MAX, GateRow, IDLE_SIGN_OUT_DEFAULT_MIN, IDLE_SIGN_OUT_MAX_MIN,
+    PIN_MAX_DIGITS, PIN_MIN_DIGITS, Reason, RedemptionView, ScanView, SettingsView, StaffRole,
+    StaffView, StatusView, UplinkState, Verdict, check_pin,
 };
 
 /// Every type the UI sees, and the values it checks itself against, as TypeScript, for
@@ -98,7 +98,24 @@ pub fn typescript_bindings() -> Result<String, serde_json::Error> {
             note_bytes: Note::MAX,
         },
     )?;
+    constant(
+        &mut out,
+        "The idle sign-out's minutes (`check_idle_minutes`: 1 to `max_min`; new events get \
+         `default_min`).",
+        "IDLE_SIGN_OUT",
+        "{ readonly default_min: number; readonly max_min: number }",
+        &Idle {
+            default_min: IDLE_SIGN_OUT_DEFAULT_MIN,
+            max_min: IDLE_SIGN_OUT_MAX_MIN,
+        },
+    )?;
     Ok(out.trim_end().to_owned() + "\n")
+}
+
+#[derive(Serialize)]
+struct Idle {
+    default_min: u32,
+    max_min: u32,
 }
 
 #[derive(Serialize)]

@@ -1,9 +1,10 @@
 //! The app's set-up (`app.json` in its directory) and its staff: who may do what, and their
-//! PINs as salted hashes.
+//! PINs as Argon2id hashes.
 
 use std::{net::SocketAddr, path::Path, path::PathBuf};
 
 use anyhow::{Context, Result};
+use argon2::{Argon2, PasswordHash, PasswordHasher, PasswordVerifier, password_hash::SaltString};
 use gatemesh_mesh::fs::write_private;
 use gatemesh_wire::Label;
 use serde::{Deserialize, Serialize};
@@ -65,37 +66,106 @@ pub fn check_gate_name(name: &str) -> Result<String, DeskError> {
     Ok(name.to_owned())
 }
 
-/// A staff member as the app knows them. The PIN is kept as a salted SHA-256.
+/// A staff member as the app knows them. The PIN is kept as an Argon2id PHC string (its
+/// own random salt inside). An entry written before Argon2id holds a salted SHA-256 instead
+/// (`salt` set); its first successful sign-in replaces it by an Argon2id hash.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StaffEntry {
     pub name: String,
     pub role: StaffRole,
-    pub salt: String,
+    /// Argon2id, as a PHC string; before: hex SHA-256 of `salt:PIN`.
     pub pin_hash: String,
+    /// Only in an entry from before Argon2id: the SHA-256 salt.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub salt: String,
+    /// Wrong PINs given for this name since its last sign-in.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failures: u32,
+    /// Too many wrong PINs: refused until a manager unlocks it (or gives a new PIN).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub locked: bool,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// What a PIN given at sign-in is to a [`StaffEntry`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PinMatch {
+    No,
+    Yes,
+    /// It matches a hash from before Argon2id: rehash it.
+    YesLegacy,
 }
 
 impl StaffEntry {
-    /// A staff member named `name` (trimmed; the wire's [`Label`] rule, as every name staff
-    /// decide under reaches the ledger and the server) with a PIN that keeps [`check_pin`].
+    /// A staff member named `name` (trimmed; the wire's [`Label::person`] rule, as every
+    /// name staff decide under reaches the ledger and the server) with a PIN that keeps
+    /// [`check_pin`].
     pub fn new(name: &str, role: StaffRole, pin: &str) -> Result<Self, DeskError> {
-        let name = Label::parse(name.trim()).ok_or_else(|| {
+        let name = Label::person(name.trim()).ok_or_else(|| {
             DeskError::BadInput(format!(
-                "a name is 1-{} bytes of printable text",
+                "a name is 1-{} bytes of printable text, without /",
                 Label::MAX
             ))
         })?;
         check_pin(pin)?;
-        let salt = random_hex(8);
         Ok(Self {
             name: name.into(),
             role,
-            pin_hash: pin_hash(&salt, pin),
-            salt,
+            pin_hash: hash_pin(pin)?,
+            salt: String::new(),
+            failures: 0,
+            locked: false,
         })
+    }
+
+    pub(crate) fn matches(&self, pin: &str) -> PinMatch {
+        if !self.salt.is_empty() {
+            let given = legacy_pin_hash(&self.salt, pin);
+            // The same time whatever the two share.
+            let same = given.len() == self.pin_hash.len()
+                && given
+                    .bytes()
+                    .zip(self.pin_hash.bytes())
+                    .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                    == 0;
+            return if same {
+                PinMatch::YesLegacy
+            } else {
+                PinMatch::No
+            };
+        }
+        let Ok(stored) = PasswordHash::new(&self.pin_hash) else {
+            return PinMatch::No;
+        };
+        match Argon2::default().verify_password(pin.as_bytes(), &stored) {
+            Ok(()) => PinMatch::Yes,
+            Err(_) => PinMatch::No,
+        }
+    }
+
+    /// Keeps `pin` (which just matched) as an Argon2id hash.
+    pub(crate) fn rehash(&mut self, pin: &str) -> Result<(), DeskError> {
+        self.pin_hash = hash_pin(pin)?;
+        self.salt.clear();
+        Ok(())
     }
 }
 
-pub(crate) fn pin_hash(salt: &str, pin: &str) -> String {
+/// Argon2id with its default cost (19 MiB, 2 passes) and a fresh random salt, as a PHC
+/// string.
+fn hash_pin(pin: &str) -> Result<String, DeskError> {
+    let salt = SaltString::generate(&mut rand_core::OsRng);
+    Argon2::default()
+        .hash_password(pin.as_bytes(), &salt)
+        .map(|h| h.to_string())
+        .map_err(|e| DeskError::Other(anyhow::anyhow!("hashing a PIN: {e}")))
+}
+
+/// How PINs were kept before Argon2id (read only, to move them over).
+pub(crate) fn legacy_pin_hash(salt: &str, pin: &str) -> String {
     hex(&Sha256::digest(format!("{salt}:{pin}").as_bytes()))
 }
 
@@ -103,11 +173,24 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn random_hex(n: usize) -> String {
-    use rand_core::{OsRng, RngCore};
-    let mut bytes = vec![0u8; n];
-    OsRng.fill_bytes(&mut bytes);
-    hex(&bytes)
+/// How long the app keeps someone signed in without a command of theirs, by default.
+pub const IDLE_SIGN_OUT_DEFAULT_MIN: u32 = 15;
+/// The longest idle time a manager may set.
+pub const IDLE_SIGN_OUT_MAX_MIN: u32 = 240;
+
+/// The idle sign-out rule: 1 to [`IDLE_SIGN_OUT_MAX_MIN`] minutes.
+pub fn check_idle_minutes(minutes: u32) -> Result<u32, DeskError> {
+    if (1..=IDLE_SIGN_OUT_MAX_MIN).contains(&minutes) {
+        Ok(minutes)
+    } else {
+        Err(DeskError::BadInput(format!(
+            "the idle sign-out is 1-{IDLE_SIGN_OUT_MAX_MIN} minutes"
+        )))
+    }
+}
+
+fn idle_default() -> u32 {
+    IDLE_SIGN_OUT_DEFAULT_MIN
 }
 
 /// The app's set-up, kept as `app.json` in its directory.
@@ -141,6 +224,9 @@ pub struct DeskConfig {
     #[serde(default)]
     pub reject_unlisted: bool,
     pub staff: Vec<StaffEntry>,
+    /// Minutes without a command of the signed-in person before the app signs them out.
+    #[serde(default = "idle_default")]
+    pub idle_sign_out_min: u32,
     /// Set up by `--demo`: the sign-in screen shows the demo PINs.
     #[serde(default)]
     pub demo: bool,
@@ -194,6 +280,7 @@ impl DeskConfig {
             reentry: false,
             reject_unlisted: false,
             staff,
+            idle_sign_out_min: IDLE_SIGN_OUT_DEFAULT_MIN,
             demo: false,
         }
     }
@@ -252,6 +339,8 @@ mod tests {
         assert!(StaffEntry::new("  ", StaffRole::Staff, "1234").is_err());
         assert!(StaffEntry::new(&"x".repeat(65), StaffRole::Staff, "1234").is_err());
         assert!(StaffEntry::new("a\tb", StaffRole::Staff, "1234").is_err());
+        // A name that would pass for a device's decision at the server (`DEVICE / NAME`).
+        assert!(StaffEntry::new("North-1 / Ann", StaffRole::Staff, "1234").is_err());
         assert_eq!(
             StaffEntry::new(" Jo ", StaffRole::Staff, "1234")
                 .unwrap()
@@ -269,11 +358,31 @@ mod tests {
     }
 
     #[test]
-    fn pins_are_salted_and_roles_ordered() {
+    fn pins_are_argon2id_with_their_own_salt_and_roles_ordered() {
         let a = StaffEntry::new("A", StaffRole::Staff, "1234").unwrap();
         let b = StaffEntry::new("B", StaffRole::Staff, "1234").unwrap();
         assert_ne!(a.pin_hash, b.pin_hash);
+        assert!(a.pin_hash.starts_with("$argon2id$"), "{}", a.pin_hash);
+        assert_eq!(a.matches("1234"), PinMatch::Yes);
+        assert_eq!(a.matches("1235"), PinMatch::No);
         assert!(StaffRole::Manager > StaffRole::Supervisor);
         assert!(StaffRole::Supervisor > StaffRole::Staff);
+    }
+
+    #[test]
+    fn a_sha256_pin_from_before_matches_once_and_is_rehashed() {
+        let mut old = StaffEntry {
+            name: "Old".into(),
+            role: StaffRole::Staff,
+            salt: "0011223344556677".into(),
+            pin_hash: legacy_pin_hash("0011223344556677", "4321"),
+            failures: 0,
+            locked: false,
+        };
+        assert_eq!(old.matches("1234"), PinMatch::No);
+        assert_eq!(old.matches("4321"), PinMatch::YesLegacy);
+        old.rehash("4321").unwrap();
+        assert!(old.salt.is_empty() && old.pin_hash.starts_with("$argon2id$"));
+        assert_eq!(old.matches("4321"), PinMatch::Yes);
     }
 }

@@ -5,7 +5,7 @@ use std::{
     collections::HashMap,
     net::SocketAddr,
     path::{Path, PathBuf},
-    sync::Mutex,
+    sync::{Arc, Mutex},
 };
 
 use anyhow::{Context, Result};
@@ -18,8 +18,9 @@ use crate::{
     AppInfo, AuditView, DemoPin, DeskConfig, DeskError, FileSetup, FlagView, FlagsView, GateRow,
     RedemptionView, ScanView, SettingsView, StaffEntry, StaffRole, StaffView, StatusView,
     UplinkState,
-    config::{check_gate_name, pin_hash, ready_for_set_up},
+    config::{PinMatch, check_gate_name, check_idle_minutes, check_pin, ready_for_set_up},
     demo::{DEMO_STAFF, demo_side_config, set_up_demo},
+    session::{self, Clock, LOCK_AFTER_FAILURES, Session, delay_after},
 };
 
 /// The running desk: the gate, its set-up and who is signed in.
@@ -35,8 +36,18 @@ pub struct Desk {
     /// The demo's second gate, in this process.
     side_gate: Option<Node>,
     api: Option<SocketAddr>,
-    signed_in: Mutex<Option<StaffView>>,
+    signed_in: Mutex<Option<Session>>,
+    clock: Arc<dyn Clock>,
+    /// Per name, after wrong PINs: no try before this time (ms).
+    not_before: Mutex<HashMap<String, i64>>,
+    /// One sign-in at a time: each spends an Argon2id hash, and two at once must not both
+    /// get past a name's delay.
+    signing: tokio::sync::Mutex<()>,
     stop_api: tokio::sync::watch::Sender<bool>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn node_config(data: PathBuf, config: &DeskConfig) -> Result<Config> {
@@ -116,6 +127,14 @@ async fn start_gate(
 impl Desk {
     /// Opens the app set up in `root`; `None` when it has not been set up yet.
     pub async fn open(root: &Path) -> Result<Option<Self>, DeskError> {
+        Self::open_with_clock(root, session::system()).await
+    }
+
+    /// As [`Desk::open`], telling the time (sign-in delays, idle sign-out) by `clock`.
+    pub async fn open_with_clock(
+        root: &Path,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Option<Self>, DeskError> {
         let Some(config) = DeskConfig::load(root)? else {
             return Ok(None);
         };
@@ -135,16 +154,24 @@ impl Desk {
             side_gate,
             api: Some(api),
             signed_in: Mutex::new(None),
+            clock,
+            not_before: Mutex::new(HashMap::new()),
+            signing: tokio::sync::Mutex::new(()),
             stop_api,
         }))
     }
 
     /// Opens the demo event in `root`, setting it up on first start.
     pub async fn demo(root: &Path) -> Result<Self, DeskError> {
+        Self::demo_with_clock(root, session::system()).await
+    }
+
+    /// As [`Desk::demo`], telling the time by `clock`.
+    pub async fn demo_with_clock(root: &Path, clock: Arc<dyn Clock>) -> Result<Self, DeskError> {
         if DeskConfig::load(root)?.is_none() {
             set_up_demo(root)?;
         }
-        Ok(Self::open(root)
+        Ok(Self::open_with_clock(root, clock)
             .await?
             .context("the demo set-up did not take")?)
     }
@@ -250,27 +277,126 @@ impl Desk {
             gate_name: Some(self.started.gate_name.clone()),
             capacity: self.started.capacity,
             observer: self.node.is_observer(),
-            signed_in: self.signed_in.lock().ok().and_then(|s| s.clone()),
+            signed_in: self.current(false).ok(),
+            staff_names: self.live().staff.iter().map(|s| s.name.clone()).collect(),
             demo_pins,
             api: self.api.map(|a| format!("http://{a}")),
             tickets_pdf: pdf.exists().then(|| pdf.display().to_string()),
         }
     }
 
-    pub fn sign_in(&self, pin: &str) -> Result<StaffView, DeskError> {
-        let staff = self.live().staff;
-        let found = staff
-            .iter()
-            .find(|s| pin_hash(&s.salt, pin) == s.pin_hash)
+    /// Signs `name` in with `pin`. A wrong PIN makes the name's next try wait (1 s, then
+    /// twice as long each time) and the fifth in a row locks it until a manager unlocks it;
+    /// a try while it waits or is locked is refused without looking at the PIN. A PIN kept
+    /// the old way (salted SHA-256) is kept as Argon2id from its first good sign-in on.
+    pub async fn sign_in(&self, name: &str, pin: &str) -> Result<StaffView, DeskError> {
+        check_pin(pin)?;
+        let name = name.trim();
+        let _one = self.signing.lock().await;
+        let now = self.clock.now_ms();
+        let entry = self
+            .live()
+            .staff
+            .into_iter()
+            .find(|s| s.name == name)
             .ok_or(DeskError::WrongPin)?;
-        let who = StaffView {
-            name: found.name.clone(),
-            role: found.role,
+        if entry.locked {
+            return Err(DeskError::Locked(entry.name));
+        }
+        if let Some(&at) = lock(&self.not_before).get(name)
+            && now < at
+        {
+            return Err(DeskError::TooSoon {
+                wait_ms: u64::try_from(at - now).unwrap_or(0),
+            });
+        }
+        let verdict = {
+            let (entry, pin) = (entry.clone(), pin.to_owned());
+            tokio::task::spawn_blocking(move || entry.matches(&pin))
+                .await
+                .context("checking a PIN")?
         };
-        if let Ok(mut s) = self.signed_in.lock() {
-            *s = Some(who.clone());
+        if verdict == PinMatch::No {
+            // The wait first: it holds even when saving the count fails.
+            let failures = entry.failures.saturating_add(1);
+            let wait = i64::try_from(delay_after(failures)).unwrap_or(i64::MAX);
+            lock(&self.not_before).insert(name.to_owned(), now.saturating_add(wait));
+            self.edit(|c| {
+                if let Some(s) = c.staff.iter_mut().find(|s| s.name == name) {
+                    s.failures = failures;
+                    s.locked = failures >= LOCK_AFTER_FAILURES;
+                }
+                Ok(())
+            })?;
+            return Err(if failures >= LOCK_AFTER_FAILURES {
+                DeskError::Locked(entry.name)
+            } else {
+                DeskError::WrongPin
+            });
+        }
+        if verdict == PinMatch::YesLegacy || entry.failures > 0 {
+            self.edit(|c| {
+                if let Some(s) = c.staff.iter_mut().find(|s| s.name == name) {
+                    s.failures = 0;
+                    if verdict == PinMatch::YesLegacy {
+                        s.rehash(pin)?;
+                    }
+                }
+                Ok(())
+            })?;
+        }
+        lock(&self.not_before).remove(name);
+        *lock(&self.signed_in) = Some(Session {
+            name: entry.name.clone(),
+            last_ms: now,
+        });
+        Ok(StaffView {
+            name: entry.name,
+            role: entry.role,
+        })
+    }
+
+    /// Who is signed in, when they may do what `role` may, as the staff list says now (a
+    /// role changed or a person removed counts at once). An idle session ends here. A
+    /// command of the person's (`touch`) counts as activity; the screens' polls do not.
+    fn current(&self, touch: bool) -> Result<StaffView, DeskError> {
+        let now = self.clock.now_ms();
+        let config = self.live();
+        let mut slot = lock(&self.signed_in);
+        let session = slot.as_mut().ok_or(DeskError::SignedOut)?;
+        let idle = config.idle_sign_out_min;
+        let found = config
+            .staff
+            .into_iter()
+            .find(|s| s.name == session.name && !s.locked);
+        let who = match found {
+            Some(s) if !session.expired(now, idle) => StaffView {
+                name: s.name,
+                role: s.role,
+            },
+            _ => {
+                *slot = None;
+                return Err(DeskError::SignedOut);
+            }
+        };
+        if touch {
+            session.last_ms = now;
         }
         Ok(who)
+    }
+
+    /// Who is signed in, if their role reaches `role`; a command of theirs (`touch`).
+    fn require_as(&self, role: StaffRole, touch: bool) -> Result<StaffView, DeskError> {
+        let who = self.current(touch)?;
+        if who.role < role {
+            return Err(DeskError::NotAllowed(who.role));
+        }
+        Ok(who)
+    }
+
+    /// A person's command: they must be signed in with at least `role`.
+    fn require(&self, role: StaffRole) -> Result<StaffView, DeskError> {
+        self.require_as(role, true)
     }
 
     fn live(&self) -> DeskConfig {
@@ -280,14 +406,20 @@ impl Desk {
             .unwrap_or_else(|p| p.into_inner().clone())
     }
 
-    /// The set-up as managers see and change it.
-    pub fn settings(&self) -> SettingsView {
+    /// The set-up as managers see and change it (anyone signed in may look).
+    pub fn settings(&self) -> Result<SettingsView, DeskError> {
+        self.require_as(StaffRole::Staff, false)?;
+        Ok(self.settings_view())
+    }
+
+    fn settings_view(&self) -> SettingsView {
         let c = self.live();
         SettingsView {
             gate_name: c.gate_name.clone(),
             running_gate_name: self.started.gate_name.clone(),
             reentry: c.reentry,
             reject_unlisted: c.reject_unlisted,
+            idle_sign_out_min: c.idle_sign_out_min,
             restart_needed: c.gate_name != self.started.gate_name
                 || c.reentry != self.started.reentry
                 || c.reject_unlisted != self.started.reject_unlisted,
@@ -299,6 +431,12 @@ impl Desk {
                     role: s.role,
                 })
                 .collect(),
+            locked: c
+                .staff
+                .iter()
+                .filter(|s| s.locked)
+                .map(|s| s.name.clone())
+                .collect(),
             server: c.server.clone(),
             mesh: c.identity_dir.is_some(),
             discovery: c.discovery,
@@ -306,61 +444,82 @@ impl Desk {
         }
     }
 
+    /// A manager's change to the set-up, saved.
     fn change(
         &self,
         f: impl FnOnce(&mut DeskConfig) -> Result<(), DeskError>,
     ) -> Result<SettingsView, DeskError> {
         self.require(StaffRole::Manager)?;
-        {
-            let mut c = self
-                .config
-                .lock()
-                .map_err(|_| DeskError::Other(anyhow::anyhow!("settings lock")))?;
-            let mut next = c.clone();
-            f(&mut next)?;
-            next.save(&self.root)?;
-            *c = next;
-        }
-        Ok(self.settings())
+        self.edit(f)?;
+        Ok(self.settings_view())
     }
 
-    /// A new gate name or entry policy, saved; the gate takes it at its next start.
+    /// Changes the set-up and saves it: all of `f`'s change or none of it.
+    fn edit(
+        &self,
+        f: impl FnOnce(&mut DeskConfig) -> Result<(), DeskError>,
+    ) -> Result<(), DeskError> {
+        let mut c = lock(&self.config);
+        let mut next = c.clone();
+        f(&mut next)?;
+        next.save(&self.root)?;
+        *c = next;
+        Ok(())
+    }
+
+    /// A new gate name or entry policy, saved; the gate takes it at its next start. The idle
+    /// sign-out applies at once.
     pub fn update_settings(
         &self,
         gate_name: &str,
         reentry: bool,
         reject_unlisted: bool,
+        idle_sign_out_min: u32,
     ) -> Result<SettingsView, DeskError> {
         let name = check_gate_name(gate_name)?;
+        let idle = check_idle_minutes(idle_sign_out_min)?;
         self.change(|c| {
             c.gate_name = name;
             c.reentry = reentry;
             c.reject_unlisted = reject_unlisted;
+            c.idle_sign_out_min = idle;
             Ok(())
         })
     }
 
-    /// Adds a staff member, or gives an existing one a new PIN and role.
+    /// Lets a name locked after wrong PINs sign in again.
+    pub fn unlock_staff(&self, name: &str) -> Result<SettingsView, DeskError> {
+        let view = self.change(|c| {
+            let s =
+                c.staff.iter_mut().find(|s| s.name == name).ok_or_else(|| {
+                    DeskError::BadInput(format!("no staff member is named {name}"))
+                })?;
+            s.failures = 0;
+            s.locked = false;
+            Ok(())
+        })?;
+        lock(&self.not_before).remove(name);
+        Ok(view)
+    }
+
+    /// Adds a staff member, or gives an existing one a new PIN and role (and unlocks them).
+    /// Two people may share a PIN: sign-in asks for the name too.
     pub fn put_staff(
         &self,
         name: &str,
         role: StaffRole,
         pin: &str,
     ) -> Result<SettingsView, DeskError> {
+        self.require(StaffRole::Manager)?;
         let entry = StaffEntry::new(name, role, pin)?;
-        self.change(|c| {
-            if c.staff
-                .iter()
-                .any(|s| s.name != entry.name && pin_hash(&s.salt, pin) == s.pin_hash)
-            {
-                return Err(DeskError::Conflict(
-                    "someone else has this PIN; choose another".into(),
-                ));
-            }
+        let name = entry.name.clone();
+        let view = self.change(|c| {
             c.staff.retain(|s| s.name != entry.name);
             c.staff.push(entry);
             Ok(())
-        })
+        })?;
+        lock(&self.not_before).remove(&name);
+        Ok(view)
     }
 
     /// Removes a staff member; the last manager stays.
@@ -377,22 +536,14 @@ impl Desk {
     }
 
     pub fn sign_out(&self) {
-        if let Ok(mut s) = self.signed_in.lock() {
-            *s = None;
-        }
+        *lock(&self.signed_in) = None;
     }
 
-    fn require(&self, role: StaffRole) -> Result<StaffView, DeskError> {
-        let who = self
-            .signed_in
-            .lock()
-            .ok()
-            .and_then(|s| s.clone())
-            .ok_or(DeskError::SignedOut)?;
-        if who.role < role {
-            return Err(DeskError::NotAllowed(who.role));
-        }
-        Ok(who)
+    /// QR texts in a camera frame, for a signed-in person (a frame is no activity of theirs:
+    /// the camera sends them on its own).
+    pub fn decode_frame(&self, frame: &[u8]) -> Result<Vec<String>, DeskError> {
+        self.require_as(StaffRole::Staff, false)?;
+        crate::decode_frame(frame)
     }
 
     pub async fn scan(&self, code: &str, scanner: &str) -> Result<ScanView, DeskError> {
@@ -411,7 +562,9 @@ impl Desk {
         Ok(())
     }
 
+    /// The dashboard, for anyone signed in (a poll: no activity of theirs).
     pub async fn status(&self) -> Result<StatusView, DeskError> {
+        self.require_as(StaffRole::Staff, false)?;
         let snap = self.node.snapshot().await?;
         let now = gatemesh_wire::time::now_ms();
         let minute = 60_000;
@@ -489,7 +642,9 @@ impl Desk {
         })
     }
 
+    /// Open and resolved flags, for anyone signed in (supervisors resolve them).
     pub async fn flags(&self) -> Result<FlagsView, DeskError> {
+        self.require_as(StaffRole::Staff, false)?;
         let open_flags = self.node.flags().await?;
         let audit = self.node.audit().await?;
         let audit_of = |tid: &str| -> Vec<AuditView> {

@@ -21,8 +21,15 @@ pub enum DeskError {
     /// Nobody is signed in (or the desk forgot who was).
     #[error("sign in first")]
     SignedOut,
-    #[error("wrong PIN")]
+    /// No staff member of this name has this PIN.
+    #[error("wrong name or PIN")]
     WrongPin,
+    /// Wrong PINs came too fast: the next try for this name waits a little.
+    #[error("too many wrong PINs: wait {} s and try again", .wait_ms.div_ceil(1000))]
+    TooSoon { wait_ms: u64 },
+    /// Too many wrong PINs for this name: a manager unlocks it.
+    #[error("{0} is locked after too many wrong PINs: a manager unlocks it")]
+    Locked(String),
     /// The signed-in person's role may not do this.
     #[error("a {0:?} may not do this")]
     NotAllowed(StaffRole),
@@ -52,8 +59,12 @@ pub enum ErrorCode {
     NotSetUp,
     /// Sign in (again) first.
     SignedOut,
-    /// No staff member has this PIN.
+    /// No staff member of this name has this PIN.
     WrongPin,
+    /// Wait a few seconds before the next PIN (after wrong ones).
+    TooSoon,
+    /// The name is locked after too many wrong PINs; a manager unlocks it.
+    Locked,
     /// The signed-in role may not do this.
     NotAllowed,
     /// The request breaks a rule; the message says which.
@@ -76,6 +87,8 @@ impl DeskError {
             Self::AlreadySetUp | Self::Conflict(_) => ErrorCode::Conflict,
             Self::SignedOut => ErrorCode::SignedOut,
             Self::WrongPin => ErrorCode::WrongPin,
+            Self::TooSoon { .. } => ErrorCode::TooSoon,
+            Self::Locked(_) => ErrorCode::Locked,
             Self::NotAllowed(_) => ErrorCode::NotAllowed,
             Self::BadInput(_) => ErrorCode::BadInput,
             Self::Unavailable(_) => ErrorCode::Unavailable,

@@ -33,6 +33,8 @@ pub struct AppInfo {
     pub capacity: Option<u32>,
     pub observer: bool,
     pub signed_in: Option<StaffView>,
+    /// Who may sign in here, for the sign-in screen to list.
+    pub staff_names: Vec<String>,
     pub demo_pins: Vec<DemoPin>,
     /// The gate's local HTTP API (`http://…`), when it runs.
     pub api: Option<String>,
@@ -50,6 +52,7 @@ impl AppInfo {
             capacity: None,
             observer: false,
             signed_in: None,
+            staff_names: Vec::new(),
             demo_pins: Vec::new(),
             api: None,
             tickets_pdf: None,
@@ -209,9 +212,13 @@ pub struct SettingsView {
     pub running_gate_name: String,
     pub reentry: bool,
     pub reject_unlisted: bool,
+    /// Minutes without a command before the app signs the person out (applies at once).
+    pub idle_sign_out_min: u32,
     /// A saved change waits for the app to start again.
     pub restart_needed: bool,
     pub staff: Vec<StaffView>,
+    /// Names locked after too many wrong PINs, until a manager unlocks them.
+    pub locked: Vec<String>,
     pub server: Option<String>,
     /// The gate has a mesh identity.
     pub mesh: bool,

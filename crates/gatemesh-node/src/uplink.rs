@@ -623,7 +623,9 @@ impl Up {
 
     /// Resolutions staff made on this gate or its peers, so the server's flag clears too. A
     /// ticket the server has no flag for (it never saw both admissions) answers 409, which
-    /// settles it as well.
+    /// settles it as well; a revert of one answers 403 (the organizer's alone), skipped. The
+    /// server records the decision as this gate's (`GATE / STAFF`, the gate's name from its
+    /// credential).
     async fn resolutions(&mut self) -> anyhow::Result<()> {
         let sent = self.sent.clone();
         let unsent = self
@@ -643,9 +645,13 @@ impl Up {
                         .send()
                         .await?;
                     let status = response.status();
-                    if status == reqwest::StatusCode::BAD_REQUEST {
+                    if status == reqwest::StatusCode::BAD_REQUEST
+                        || status == reqwest::StatusCode::FORBIDDEN
+                    {
                         // The server cannot take it (its rules are the wire's, so this gate
-                        // could not either): sending it again would fail again.
+                        // could not either), or not from a device (a revert of a ticket it
+                        // never flagged is the organizer's): sending it again would fail
+                        // again.
                         let why = response
                             .json::<ErrorBody>()
                             .await

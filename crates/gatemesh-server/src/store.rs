@@ -41,6 +41,9 @@ pub enum StoreError {
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
+    /// The caller may not do this (a device reverting a ticket nobody flagged).
+    #[error("{0}")]
+    Forbidden(String),
     #[error("the database failed: {0}")]
     Sqlite(#[from] rusqlite::Error),
     #[error("the database failed: {0}")]
@@ -210,12 +213,14 @@ pub trait Storage: Send + Sync + 'static {
     /// Tickets flagged and not yet resolved.
     fn flags(&self, eid: &EventId) -> Result<Vec<Ticket>, StoreError>;
     /// Records staff's decision on a flagged ticket: `accept` clears the flag, `deny` voids
-    /// the ticket, `revert` undoes its admissions. One transaction, audited.
+    /// the ticket, `revert` undoes its admissions. One transaction, audited. The organizer
+    /// may also revert a ticket nobody flagged; a device (`by_device`) may not.
     fn resolve(
         &self,
         eid: &EventId,
         tid: &TicketId,
         resolution: &ServerResolution,
+        by_device: bool,
     ) -> Result<Ticket, StoreError>;
     fn counts(&self, eid: &EventId) -> Result<Counts, StoreError>;
     /// Registers a device (or re-issues its pairing code): the code, by its hash, is good

@@ -157,6 +157,23 @@ impl Label {
 
 checked_string!(Label, "name (1-64 bytes of printable text)");
 
+impl Label {
+    /// A person's name (a member of staff): a [`Label`] without `/`, so that a decision's
+    /// author as the server records it, `DEVICE / PERSON` ([`Label::decided_at`]), reads one
+    /// way only.
+    pub fn person(s: &str) -> Option<Self> {
+        Self::parse(s).filter(|l| !l.0.contains('/'))
+    }
+
+    /// Who decided, bound to where: the device name from the caller's credential, then the
+    /// person signed in there (e.g. `North-1 / Alice`). `None` when `person` is no
+    /// [`Label::person`] or the two together pass [`Label::MAX`].
+    pub fn decided_at(device: &DeviceName, person: &str) -> Option<Self> {
+        let person = Self::person(person)?;
+        Self::parse(&format!("{} / {}", device.as_str(), person.0))
+    }
+}
+
 /// A note staff wrote with a decision: at most [`Note::MAX`] bytes, no control characters but
 /// line breaks and tabs. May be empty.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -211,6 +228,23 @@ mod tests {
         assert!(serde_json::from_str::<Label>("\"a\\u0000b\"").is_err());
         assert!(serde_json::from_str::<Note>("\"line one\\nline two\"").is_ok());
         assert!(serde_json::from_str::<Note>(&format!("\"{}\"", "n".repeat(501))).is_err());
+    }
+
+    #[test]
+    fn a_decision_names_its_device_then_its_person() {
+        let north = DeviceName::parse("North-1").unwrap();
+        assert_eq!(
+            Label::decided_at(&north, "Alice").unwrap().as_str(),
+            "North-1 / Alice"
+        );
+        // A person's name cannot pass for another device's decision, nor be empty.
+        for bad in ["North-2 / Bob", "a/b", "", "  ", "a\u{0}b"] {
+            assert!(Label::person(bad).is_none(), "{bad:?}");
+            assert!(Label::decided_at(&north, bad).is_none(), "{bad:?}");
+        }
+        // Together at most 64 bytes.
+        assert!(Label::decided_at(&north, &"x".repeat(54)).is_some());
+        assert!(Label::decided_at(&north, &"x".repeat(55)).is_none());
     }
 
     proptest! {

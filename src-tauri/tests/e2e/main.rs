@@ -1,6 +1,6 @@
 //! The real app, end to end: `gatemesh-app --demo` under Xvfb, driven through WebDriver
 //! (`tauri-driver` in front of WebKitGTK's `WebKitWebDriver`), as door staff would use it:
-//! sign in, a keyboard-wedge scanner admits a ticket (green), the same code from a second
+//! sign in (a name tapped, a wrong PIN refused, then the right one), a keyboard-wedge scanner admits a ticket (green), the same code from a second
 //! scanner is a duplicate naming the first gate (yellow), a forged code is refused (red),
 //! and a ticket admitted by two gates that could not see each other is flagged and resolved
 //! on the Flags screen, with the audit to show for it.
@@ -409,7 +409,17 @@ fn door_staff_scan_and_resolve_a_flag_in_the_real_app() {
         "sign-in screen {:?} after the session was asked for",
         started.elapsed()
     );
+    // The staff list arrives with the app's info; the screenshot shows it.
+    d.wait("button[data-name=\"Kim\"]");
+    d.wait_text(".staff-pick", |t| t.contains("Alex"));
     d.screenshot("sign-in", &shots);
+    // A wrong PIN for the name is refused; then the right one.
+    d.click("button[data-name=\"Kim\"]");
+    d.type_into("#pin-input", "1111");
+    d.click("#sign-in");
+    d.wait_text(".pin-form .error", |t| t.contains("Wrong PIN"));
+    // (The desk makes the next try for Kim wait a second.)
+    std::thread::sleep(Duration::from_millis(1100));
     d.type_into("#pin-input", "2222");
     d.click("#sign-in");
     d.wait_text("#signed-in", |t| t.contains("Kim"));
@@ -473,7 +483,12 @@ fn door_staff_scan_and_resolve_a_flag_in_the_real_app() {
         .body(far)
         .send()
         .unwrap();
-    assert!(imported.status().is_success());
+    let status = imported.status();
+    assert!(
+        status.is_success(),
+        "the import: {status} {}",
+        imported.text().unwrap_or_default()
+    );
     d.click("#nav-flags");
     let flag = format!("[data-flag-tid=\"{tid}\"]");
     d.wait(&flag);

@@ -57,7 +57,12 @@ export function mockDesk(): DeskApi {
   const series = (seed: number) =>
     Array.from({ length: 30 }, (_, i) => Math.max(0, Math.round(6 + 5 * Math.sin(i / 3 + seed))));
   let event = "DEMO-20261106";
-  let running = { gate_name: "Main-Entrance", reentry: false, reject_unlisted: false };
+  let running = {
+    gate_name: "Main-Entrance",
+    reentry: false,
+    reject_unlisted: false,
+    idle_sign_out_min: 15,
+  };
   let saved = { ...running };
   let capacity: number | null = 200;
   let mesh = true;
@@ -69,11 +74,14 @@ export function mockDesk(): DeskApi {
       saved.reentry !== running.reentry ||
       saved.reject_unlisted !== running.reject_unlisted,
     staff: STAFF.map((s) => ({ name: s.name, role: s.role })),
+    locked: [...locked],
     server: mesh ? "https://tickets.example.org" : null,
     mesh,
     discovery: true,
     peers: [],
   });
+  const locked = new Set<string>();
+  const failures = new Map<string, number>();
   const manager = (): Promise<never> | null =>
     who === null
       ? refuse("signed_out", "sign in first")
@@ -87,6 +95,7 @@ export function mockDesk(): DeskApi {
     capacity: setUp ? capacity : null,
     observer: false,
     signed_in: who,
+    staff_names: setUp ? STAFF.map((s) => s.name) : [],
     demo_pins: setUp ? STAFF.map((s) => ({ ...s })) : [],
     api: setUp ? "http://127.0.0.1:41234" : null,
     tickets_pdf: setUp ? "/home/gate/.local/share/gatemesh/demo/tickets/tickets.pdf" : null,
@@ -120,9 +129,17 @@ export function mockDesk(): DeskApi {
 
   const desk: DeskApi = {
     appInfo: () => later(info()),
-    signIn(pin) {
-      const s = STAFF.find((x) => x.pin === pin);
-      if (s === undefined) return refuse("wrong_pin", "wrong PIN");
+    signIn(name, pin) {
+      if (pinProblem(pin) !== null) return refuse("bad_input", PIN_TEXT);
+      if (locked.has(name)) return refuse("locked", `${name} is locked after too many wrong PINs`);
+      const s = STAFF.find((x) => x.name === name && x.pin === pin);
+      if (s === undefined) {
+        const n = (failures.get(name) ?? 0) + 1;
+        failures.set(name, n);
+        if (n >= 5) locked.add(name);
+        return refuse("wrong_pin", "wrong name or PIN");
+      }
+      failures.delete(name);
       who = { name: s.name, role: s.role };
       return later(who);
     },
@@ -247,7 +264,12 @@ export function mockDesk(): DeskApi {
       if (!r.setup.issuer_pem.includes("PUBLIC KEY"))
         return refuse("bad_input", "the issuer key (a PEM public key)");
       event = r.setup.event;
-      running = { gate_name: r.setup.gate_name, reentry: false, reject_unlisted: false };
+      running = {
+        gate_name: r.setup.gate_name,
+        reentry: false,
+        reject_unlisted: false,
+        idle_sign_out_min: 15,
+      };
       saved = { ...running };
       capacity = r.setup.capacity;
       mesh = r.setup.identity_dir !== null;
@@ -259,15 +281,19 @@ export function mockDesk(): DeskApi {
     updateSettings(f) {
       const refused = manager();
       if (refused !== null) return refused;
-      saved = { gate_name: f.gateName, reentry: f.reentry, reject_unlisted: f.rejectUnlisted };
+      saved = {
+        gate_name: f.gateName,
+        reentry: f.reentry,
+        reject_unlisted: f.rejectUnlisted,
+        idle_sign_out_min: f.idleSignOutMin,
+      };
       return later(settings());
     },
     putStaff(name, role, pin) {
       const refused = manager();
       if (refused !== null) return refused;
       if (pinProblem(pin) !== null) return refuse("bad_input", PIN_TEXT);
-      if (STAFF.some((s) => s.name !== name && s.pin === pin))
-        return refuse("conflict", "someone else has this PIN; choose another");
+      locked.delete(name);
       const i = STAFF.findIndex((s) => s.name === name);
       if (i >= 0) STAFF.splice(i, 1);
       STAFF.push({ name, role, pin });
@@ -280,6 +306,13 @@ export function mockDesk(): DeskApi {
       if (!left.some((s) => s.role === "manager"))
         return refuse("conflict", "keep at least one manager");
       STAFF.splice(0, STAFF.length, ...left);
+      return later(settings());
+    },
+    unlockStaff(name) {
+      const refused = manager();
+      if (refused !== null) return refused;
+      locked.delete(name);
+      failures.delete(name);
       return later(settings());
     },
     decodeFrame: () => later([]),

@@ -37,4 +37,9 @@ describe("nameProblem", () => {
     expect(byteLength("é".repeat(40))).toBe(80);
     expect(nameProblem("é".repeat(40))).not.toBeNull();
   });
+
+  it("refuses a / (the server writes a gate's decision as GATE / NAME)", () => {
+    expect(nameProblem("North-1 / Ann")).not.toBeNull();
+    expect(nameProblem("Ann-Marie")).toBeNull();
+  });
 });

@@ -28,6 +28,8 @@ export function byteLength(text: string): number {
 export function nameProblem(name: string): string | null {
   const n = name.trim();
   if (n.length === 0) return "Enter the name";
+  // The server records a gate's decision as "GATE / NAME": a name must not look like one.
+  if (n.includes("/")) return "A name has no /";
   if (byteLength(n) > LIMITS.label_bytes) {
     return `A name is at most ${LIMITS.label_bytes} characters (fewer with accents or symbols)`;
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { SettingsView } from "../bindings";
+import { IDLE_SIGN_OUT, type SettingsView } from "../bindings";
 import {
   canEditSettings,
   checkFileSetupForm,
@@ -79,12 +79,21 @@ describe("parseCapacity and gateNameProblem", () => {
 
 describe("checkSettingsForm and checkStaffForm", () => {
   it("trims the gate name and keeps the policy", () => {
-    expect(
-      checkSettingsForm({ gateName: " North ", reentry: true, rejectUnlisted: false }),
-    ).toEqual({ ok: { gateName: "North", reentry: true, rejectUnlisted: false } });
-    expect(
-      checkSettingsForm({ gateName: " ", reentry: false, rejectUnlisted: false }),
-    ).toHaveProperty("error");
+    const form = { reentry: true, rejectUnlisted: false, idleSignOutMin: 15 };
+    expect(checkSettingsForm({ ...form, gateName: " North " })).toEqual({
+      ok: { ...form, gateName: "North" },
+    });
+    expect(checkSettingsForm({ ...form, gateName: " " })).toHaveProperty("error");
+  });
+
+  it("holds the idle sign-out to the desk's bounds", () => {
+    const form = { gateName: "North", reentry: false, rejectUnlisted: false };
+    for (const ok of [1, IDLE_SIGN_OUT.default_min, IDLE_SIGN_OUT.max_min]) {
+      expect(checkSettingsForm({ ...form, idleSignOutMin: ok })).toHaveProperty("ok");
+    }
+    for (const bad of [0, IDLE_SIGN_OUT.max_min + 1, 1.5, Number.NaN]) {
+      expect(checkSettingsForm({ ...form, idleSignOutMin: bad })).toHaveProperty("error");
+    }
   });
 
   it("checks a staff member's name and PIN", () => {
@@ -124,8 +133,10 @@ describe("restartNotice", () => {
     running_gate_name: "Main-Entrance",
     reentry: false,
     reject_unlisted: false,
+    idle_sign_out_min: 15,
     restart_needed: true,
     staff: [],
+    locked: [],
     server: null,
     mesh: false,
     discovery: true,

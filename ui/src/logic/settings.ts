@@ -4,6 +4,7 @@
  */
 
 import {
+  IDLE_SIGN_OUT,
   LIMITS,
   STAFF_ROLES,
   type FileSetup,
@@ -37,6 +38,8 @@ export interface SettingsForm {
   gateName: string;
   reentry: boolean;
   rejectUnlisted: boolean;
+  /** Minutes without a command before the app signs the person out. */
+  idleSignOutMin: number;
 }
 
 export interface StaffForm {
@@ -115,6 +118,13 @@ export function checkFileSetupForm(f: FileSetupForm): { ok: FileSetupRequest } |
 export function checkSettingsForm(f: SettingsForm): { ok: SettingsForm } | { error: string } {
   const problem = gateNameProblem(f.gateName);
   if (problem !== null) return { error: problem };
+  if (
+    !Number.isInteger(f.idleSignOutMin) ||
+    f.idleSignOutMin < 1 ||
+    f.idleSignOutMin > IDLE_SIGN_OUT.max_min
+  ) {
+    return { error: `The idle sign-out is 1-${IDLE_SIGN_OUT.max_min} minutes` };
+  }
   return { ok: { ...f, gateName: f.gateName.trim() } };
 }
 

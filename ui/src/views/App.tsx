@@ -4,6 +4,7 @@ import { playVerdict, unlockAudio } from "../audio";
 import type { DeskApi } from "../desk";
 import { errorText, isSignedOutError } from "../logic/errors";
 import { canScan, ROLE_LABEL } from "../logic/roles";
+import { IDLE_NOTICE } from "../logic/signin";
 import {
   loadScanners,
   loadSelected,
@@ -102,7 +103,11 @@ export function App({ desk }: { desk: DeskApi }) {
         setStatus(s);
         setStatusError(null);
       })
-      .catch((e: unknown) => setStatusError(errorText(e)))
+      .catch((e: unknown) => {
+        // The desk ends an idle session; the next poll finds it ended.
+        if (isSignedOutError(e)) signedOut(IDLE_NOTICE);
+        else setStatusError(errorText(e));
+      })
       .finally(() => {
         statusBusy.current = false;
         if (statusAgain.current) refreshStatus();
@@ -140,7 +145,7 @@ export function App({ desk }: { desk: DeskApi }) {
       .scan(code, scannerRef.current)
       .then(present)
       .catch((e: unknown) => {
-        if (isSignedOutError(e)) signedOut("You were signed out. Sign in again to scan.");
+        if (isSignedOutError(e)) signedOut(IDLE_NOTICE);
         else setScanError(`Not checked: ${errorText(e)}`);
       });
   };

@@ -1,5 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import {
+  IDLE_SIGN_OUT,
   LIMITS,
   PIN_RULE,
   STAFF_ROLES,
@@ -70,6 +71,8 @@ export function Settings(props: { desk: DeskApi; who: StaffView | null }) {
             <dd>{view.gate_name}</dd>
             <dt>Entry policy</dt>
             <dd>{policyText(view.reentry, view.reject_unlisted)}</dd>
+            <dt>Idle sign-out</dt>
+            <dd>after {view.idle_sign_out_min} minutes without use</dd>
           </dl>
           {view.restart_needed && <p class="notice">{restartNotice(view)}</p>}
           <p class="hint">{SETTINGS_HINT}</p>
@@ -104,12 +107,18 @@ function GateSettings(props: {
   const [gateName, setGateName] = useState(view.gate_name);
   const [reentry, setReentry] = useState(view.reentry);
   const [rejectUnlisted, setRejectUnlisted] = useState(view.reject_unlisted);
+  const [idle, setIdle] = useState(String(view.idle_sign_out_min));
   const [error, setError] = useState<string | null>(null);
   const [saved, setSaved] = useState(false);
   const [busy, setBusy] = useState(false);
 
   const save = async (): Promise<void> => {
-    const checked = checkSettingsForm({ gateName, reentry, rejectUnlisted });
+    const checked = checkSettingsForm({
+      gateName,
+      reentry,
+      rejectUnlisted,
+      idleSignOutMin: idle.trim() === "" ? Number.NaN : Number(idle),
+    });
     if ("error" in checked) {
       setError(checked.error);
       return;
@@ -122,6 +131,7 @@ function GateSettings(props: {
       setGateName(next.gate_name);
       setReentry(next.reentry);
       setRejectUnlisted(next.reject_unlisted);
+      setIdle(String(next.idle_sign_out_min));
       setSaved(true);
     } catch (e) {
       setError(errorText(e));
@@ -176,6 +186,16 @@ function GateSettings(props: {
           />
           Refuse tickets missing from the manifest (otherwise admitted and marked)
         </label>
+        <label for="settings-idle">Sign out after this many minutes without use</label>
+        <input
+          id="settings-idle"
+          type="number"
+          min={1}
+          max={IDLE_SIGN_OUT.max_min}
+          step={1}
+          value={idle}
+          onInput={(e) => setIdle(e.currentTarget.value)}
+        />
         <div class="row">
           <button id="settings-save" type="submit" class="primary" disabled={busy}>
             Save
@@ -254,8 +274,21 @@ function StaffList(props: {
           <li key={s.name} data-staff={s.name}>
             <span class="staff-name">{s.name}</span>
             <span class="role">{ROLE_LABEL[s.role]}</span>
+            {props.view.locked.includes(s.name) && <span class="locked">Locked</span>}
             {props.editable && (
               <>
+                {props.view.locked.includes(s.name) && (
+                  <button
+                    type="button"
+                    data-unlock={s.name}
+                    disabled={busy}
+                    onClick={() =>
+                      void run(() => props.desk.unlockStaff(s.name), `${s.name} unlocked`)
+                    }
+                  >
+                    Unlock
+                  </button>
+                )}
                 <button
                   type="button"
                   onClick={() => {
@@ -299,8 +332,8 @@ function StaffList(props: {
         >
           <h3>Add a person, or change one</h3>
           <p class="muted">
-            An existing name gets the new role and PIN. PINs are never shown; each person needs a
-            different one.
+            An existing name gets the new role and PIN (and is unlocked). PINs are never shown. Five
+            wrong PINs in a row lock a name until a manager unlocks it.
           </p>
           <div class="staff-fields">
             <div>

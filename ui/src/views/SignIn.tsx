@@ -1,8 +1,8 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { PIN_RULE, type AppInfo, type StaffView } from "../bindings";
 import type { DeskApi } from "../desk";
-import { errorCode, errorText } from "../logic/errors";
 import { ROLE_LABEL } from "../logic/roles";
+import { clearsPin, initialName, signInProblem } from "../logic/signin";
 import { isTypingTarget } from "../logic/wedge";
 
 const PAD = ["1", "2", "3", "4", "5", "6", "7", "8", "9", "clear", "0", "back"] as const;
@@ -14,6 +14,8 @@ export function SignIn(props: {
   notice: string | null;
   onSignedIn: (who: StaffView) => void;
 }) {
+  const names = props.info.staff_names;
+  const [name, setName] = useState<string | null>(() => initialName(names));
   const [pin, setPin] = useState("");
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -21,14 +23,18 @@ export function SignIn(props: {
 
   const submit = async (): Promise<void> => {
     if (busy || pin.length === 0) return;
+    if (name === null) {
+      setError("Tap your name first.");
+      return;
+    }
     setBusy(true);
     setError(null);
     try {
-      const who = await props.desk.signIn(pin);
+      const who = await props.desk.signIn(name, pin);
       props.onSignedIn(who);
     } catch (e) {
-      setError(errorCode(e) === "wrong_pin" ? "Wrong PIN. Try again." : errorText(e));
-      setPin("");
+      setError(signInProblem(e));
+      if (clearsPin(e)) setPin("");
       input.current?.focus();
     } finally {
       setBusy(false);
@@ -83,7 +89,26 @@ export function SignIn(props: {
           void submit();
         }}
       >
-        <label for="pin-input">Your PIN</label>
+        <fieldset class="staff-pick">
+          <legend>Who are you?</legend>
+          {names.map((n) => (
+            <button
+              type="button"
+              key={n}
+              data-name={n}
+              class={n === name ? "pick chosen" : "pick"}
+              aria-pressed={n === name}
+              onClick={() => {
+                setName(n);
+                setError(null);
+                input.current?.focus();
+              }}
+            >
+              {n}
+            </button>
+          ))}
+        </fieldset>
+        <label for="pin-input">{name === null ? "Your PIN" : `PIN for ${name}`}</label>
         <input
           id="pin-input"
           ref={input}

@@ -498,6 +498,66 @@ async fn a_gate_paired_by_code_reports_to_the_manager() {
     })
     .await;
     agree(&server, "PAIR", &[&gate], &[tickets[0].0.as_str()]).await;
+
+    // Staff at the paired gate resolve a flag: the server records it as the gate's, by the
+    // name its credential carries, whatever name staff gave ("organizer" is only a name).
+    let (t1, c1) = &tickets[1];
+    assert_eq!(scan(&gate, c1, "s1").await["verdict"], "admit");
+    until("the admission reached the server", || async {
+        let t = get(&format!("{}/v1/events/PAIR/tickets/{t1}", server.base)).await;
+        t["admissions"].as_array().is_some_and(|a| a.len() == 1)
+    })
+    .await;
+    let elsewhere = json!({ "redemptions": [{
+        "redemption_id": "south-copy", "tid": t1, "gate": "South", "scanner": "s9",
+        "at": "2026-11-29T20:00:00Z",
+    }] });
+    post(
+        &format!("{}/v1/events/PAIR/redemptions", server.base),
+        elsewhere,
+    )
+    .await;
+    until("the flag reached the gate", || async {
+        gate_ticket(&gate, t1).await["flagged"] == true
+    })
+    .await;
+    post(
+        &format!("{}/v1/flags/{t1}/resolve", gate.api),
+        json!({ "action": "accept", "staff": "organizer", "note": "same person" }),
+    )
+    .await;
+    until("the server took the gate's decision", || async {
+        let t = get(&format!("{}/v1/events/PAIR/tickets/{t1}", server.base)).await;
+        t["flagged"] == false && t["resolution"]["staff"] == "North-1 / organizer"
+    })
+    .await;
+    // A revert of an admission nobody flagged is the organizer's: the server refuses it from
+    // the gate, which skips it (and says so) instead of sending it for ever.
+    post(
+        &format!("{}/v1/flags/{}/resolve", gate.api, tickets[0].0),
+        json!({ "action": "revert", "staff": "Ana", "note": "wrong person" }),
+    )
+    .await;
+    until("the gate skipped the revert", || async {
+        uplink(&gate).await["last_skipped"]
+            .as_str()
+            .is_some_and(|s| s.contains(tickets[0].0.as_str()))
+    })
+    .await;
+    let t = get(&format!(
+        "{}/v1/events/PAIR/tickets/{}",
+        server.base, tickets[0].0
+    ))
+    .await;
+    assert_eq!(t["admissions"].as_array().unwrap().len(), 1, "{t}");
+    let audit = get(&format!("{}/v1/events/PAIR/audit", server.base)).await;
+    let actors: Vec<&str> = audit["audit"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["actor"].as_str().unwrap())
+        .collect();
+    assert_eq!(actors, ["North-1 / organizer"], "{audit}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

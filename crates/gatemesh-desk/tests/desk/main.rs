@@ -3,7 +3,40 @@
 
 use std::time::{Duration, Instant};
 
-use gatemesh_desk::{Action, Desk, DeskError, StaffRole, Verdict};
+use std::sync::{
+    Arc,
+    atomic::{AtomicI64, Ordering},
+};
+
+use gatemesh_desk::{Action, Clock, Desk, DeskError, StaffRole, Verdict};
+
+/// A clock the test moves: sign-in delays and the idle sign-out without waiting minutes.
+#[derive(Debug)]
+struct TestClock(AtomicI64);
+
+impl TestClock {
+    fn new() -> Arc<Self> {
+        Arc::new(Self(AtomicI64::new(1_800_000_000_000)))
+    }
+
+    fn advance(&self, ms: i64) {
+        self.0.fetch_add(ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for TestClock {
+    fn now_ms(&self) -> i64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+fn sha256_hex(text: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
 
 fn tickets(root: &std::path::Path) -> Vec<(String, String)> {
     std::fs::read_to_string(root.join("tickets/tickets.csv"))
@@ -36,10 +69,19 @@ async fn the_demo_sets_itself_up_and_staff_roles_hold() {
         desk.scan(&list[0].1, "Lane 1").await,
         Err(DeskError::SignedOut)
     ));
-    assert!(matches!(desk.sign_in("0000"), Err(DeskError::WrongPin)));
+    assert!(matches!(
+        desk.sign_in("Sam", "0000").await,
+        Err(DeskError::WrongPin)
+    ));
+    assert!(matches!(
+        desk.sign_in("Nobody", "1111").await,
+        Err(DeskError::WrongPin)
+    ));
 
     // Staff scan; only supervisors resolve.
-    let sam = desk.sign_in("1111").unwrap();
+    // (Sam's wrong PIN above makes his next try wait a second.)
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let sam = desk.sign_in("Sam", "1111").await.unwrap();
     assert_eq!(sam.role, StaffRole::Staff);
     let first = desk.scan(&list[0].1, "Lane 1").await.unwrap();
     assert_eq!(first.verdict, Verdict::Admit);
@@ -54,7 +96,7 @@ async fn the_demo_sets_itself_up_and_staff_roles_hold() {
         desk.resolve(&list[0].0, Action::Revert, "x").await,
         Err(DeskError::NotAllowed(StaffRole::Staff))
     ));
-    desk.sign_in("2222").unwrap();
+    desk.sign_in("Kim", "2222").await.unwrap();
     desk.resolve(&list[0].0, Action::Revert, "wrong person")
         .await
         .unwrap();
@@ -103,10 +145,28 @@ async fn the_demo_sets_itself_up_and_staff_roles_hold() {
     }
     desk.shutdown().await;
 
+    // A PIN kept the old way (salted SHA-256, before Argon2id) still signs in, once, and is
+    // kept as Argon2id from then on.
+    let app = root.join("app.json");
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&app).unwrap()).unwrap();
+    let alex = config["staff"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|s| s["name"] == "Alex")
+        .unwrap();
+    alex["salt"] = "0123456789abcdef".into();
+    alex["pin_hash"] = sha256_hex("0123456789abcdef:3333").into();
+    std::fs::write(&app, serde_json::to_string(&config).unwrap()).unwrap();
+
     // Started again: the same event, nothing set up twice, the ledger kept.
     let desk = Desk::demo(&root).await.unwrap();
     assert_eq!(tickets(&root), list);
-    desk.sign_in("3333").unwrap();
+    desk.sign_in("Alex", "3333").await.unwrap();
+    let kept = std::fs::read_to_string(&app).unwrap();
+    assert!(!kept.contains("0123456789abcdef"), "{kept}");
+    assert_eq!(kept.matches("$argon2id$").count(), 3, "{kept}");
     // (Another scanner: the same one within 10 s would get its first answer again.)
     assert_eq!(
         desk.scan(&list[0].1, "Lane 3").await.unwrap().verdict,
@@ -123,12 +183,12 @@ async fn managers_change_staff_and_settings_and_an_event_sets_up_from_files() {
     let demo = dir.path().join("demo");
     let desk = Desk::demo(&demo).await.unwrap();
     // Staff may not change the set-up; managers may.
-    desk.sign_in("1111").unwrap();
+    desk.sign_in("Sam", "1111").await.unwrap();
     assert!(matches!(
         desk.put_staff("Lee", StaffRole::Staff, "4444"),
         Err(DeskError::NotAllowed(StaffRole::Staff))
     ));
-    desk.sign_in("3333").unwrap();
+    desk.sign_in("Alex", "3333").await.unwrap();
     let s = desk
         .put_staff("Lee", StaffRole::Supervisor, "4444")
         .unwrap();
@@ -137,14 +197,22 @@ async fn managers_change_staff_and_settings_and_an_event_sets_up_from_files() {
             .iter()
             .any(|p| p.name == "Lee" && p.role == StaffRole::Supervisor)
     );
-    assert!(
-        matches!(
-            desk.put_staff("Max", StaffRole::Staff, "4444"),
-            Err(DeskError::Conflict(_))
-        ),
-        "two people may not share a PIN"
-    );
+    // Sign-in asks for the name: two people may share a PIN.
+    desk.put_staff("Max", StaffRole::Staff, "4444").unwrap();
+    // One PIN rule for staff management, set-up and pairing (their managers are made by
+    // `StaffEntry::new`) and sign-in: 13 digits are refused alike.
     for pin in ["12", "1234567890123", "12a4"] {
+        assert!(
+            matches!(
+                StaffEntry::new("Max", StaffRole::Manager, pin),
+                Err(DeskError::BadInput(_))
+            ),
+            "{pin}"
+        );
+        assert!(
+            matches!(desk.sign_in("Max", pin).await, Err(DeskError::BadInput(_))),
+            "{pin}"
+        );
         assert!(
             matches!(
                 desk.put_staff("Max", StaffRole::Staff, pin),
@@ -153,15 +221,27 @@ async fn managers_change_staff_and_settings_and_an_event_sets_up_from_files() {
             "{pin}"
         );
     }
-    assert_eq!(desk.sign_in("4444").unwrap().name, "Lee");
-    desk.sign_in("3333").unwrap();
+    assert_eq!(desk.sign_in("Lee", "4444").await.unwrap().name, "Lee");
+    assert_eq!(desk.sign_in("Max", "4444").await.unwrap().name, "Max");
+    desk.sign_in("Alex", "3333").await.unwrap();
     desk.remove_staff("Lee").unwrap();
-    assert!(matches!(desk.sign_in("4444"), Err(DeskError::WrongPin)));
+    assert!(matches!(
+        desk.sign_in("Lee", "4444").await,
+        Err(DeskError::WrongPin)
+    ));
+    desk.sign_in("Alex", "3333").await.unwrap();
     assert!(
         matches!(desk.remove_staff("Alex"), Err(DeskError::Conflict(_))),
         "the last manager stays"
     );
-    let s = desk.update_settings("North-Door", true, false).unwrap();
+    let s = desk.update_settings("North-Door", true, false, 20).unwrap();
+    assert_eq!(s.idle_sign_out_min, 20);
+    for idle in [0, 241] {
+        assert!(matches!(
+            desk.update_settings("North-Door", true, false, idle),
+            Err(DeskError::BadInput(_))
+        ));
+    }
     assert!(s.restart_needed);
     assert_eq!(
         (s.gate_name.as_str(), s.running_gate_name.as_str()),
@@ -169,7 +249,8 @@ async fn managers_change_staff_and_settings_and_an_event_sets_up_from_files() {
     );
     desk.shutdown().await;
     let desk = Desk::demo(&demo).await.unwrap();
-    let s = desk.settings();
+    desk.sign_in("Sam", "1111").await.unwrap();
+    let s = desk.settings().unwrap();
     assert_eq!(
         (s.running_gate_name.as_str(), s.reentry, s.restart_needed),
         ("North-Door", true, false)
@@ -205,7 +286,7 @@ async fn managers_change_staff_and_settings_and_an_event_sets_up_from_files() {
     let desk = Desk::from_files(&fresh, setup(None), managers())
         .await
         .unwrap();
-    desk.sign_in("9999").unwrap();
+    desk.sign_in("Ana", "9999").await.unwrap();
     let list = tickets(&demo);
     assert_eq!(
         desk.scan(&list[5].1, "Lane 1").await.unwrap().verdict,
@@ -223,4 +304,152 @@ fn desk_event_id(demo: &std::path::Path) -> String {
         .nth(1)
         .unwrap()
         .to_owned()
+}
+
+/// Every command but the sign-in, each with what it answered.
+async fn every_command(
+    desk: &Desk,
+    (tid, code): &(String, String),
+) -> Vec<(&'static str, Result<(), DeskError>)> {
+    vec![
+        ("status", desk.status().await.map(drop)),
+        ("flags", desk.flags().await.map(drop)),
+        ("settings", desk.settings().map(drop)),
+        ("scan", desk.scan(code, "Lane 1").await.map(drop)),
+        ("resolve", desk.resolve(tid, Action::Accept, "").await),
+        ("decode_frame", desk.decode_frame(&[0; 8]).map(drop)),
+        (
+            "put_staff",
+            desk.put_staff("Lee", StaffRole::Staff, "4444").map(drop),
+        ),
+        ("remove_staff", desk.remove_staff("Sam").map(drop)),
+        ("unlock_staff", desk.unlock_staff("Sam").map(drop)),
+        (
+            "update_settings",
+            desk.update_settings("X", false, false, 15).map(drop),
+        ),
+    ]
+}
+
+/// Every command but the sign-in wants someone signed in; guessing a PIN is slowed, then
+/// locked until a manager unlocks; roles hold; an idle session ends on its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_in_is_slowed_then_locked_and_idle_sessions_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new();
+    let desk = Desk::demo_with_clock(&dir.path().join("demo"), clock.clone())
+        .await
+        .unwrap();
+    let list = tickets(&dir.path().join("demo"));
+    let signed_out = |r: Result<(), DeskError>, what: &str| {
+        assert!(matches!(r, Err(DeskError::SignedOut)), "{what}: {r:?}");
+    };
+    // Nobody signed in: every command is refused, and nothing changes.
+    for (what, r) in every_command(&desk, &list[1]).await {
+        signed_out(r, what);
+    }
+    assert_eq!(desk.info().staff_names, ["Sam", "Kim", "Alex"]);
+
+    // Guessing Sam's PIN: each wrong one makes the next try wait longer (a try too soon is
+    // refused without a look at the PIN, right or wrong); the fifth locks the name.
+    for (n, wait) in [(1, 1000u64), (2, 2000), (3, 4000), (4, 8000)] {
+        assert!(
+            matches!(desk.sign_in("Sam", "9999").await, Err(DeskError::WrongPin)),
+            "{n}"
+        );
+        let early = desk.sign_in("Sam", "1111").await;
+        assert!(
+            matches!(early, Err(DeskError::TooSoon { wait_ms }) if wait_ms == wait),
+            "{n}: {early:?}"
+        );
+        clock.advance(wait as i64 - 1);
+        assert!(matches!(
+            desk.sign_in("Sam", "1111").await,
+            Err(DeskError::TooSoon { .. })
+        ));
+        clock.advance(1);
+    }
+    assert!(matches!(
+        desk.sign_in("Sam", "9999").await,
+        Err(DeskError::Locked(_))
+    ));
+    clock.advance(3_600_000);
+    assert!(
+        matches!(desk.sign_in("Sam", "1111").await, Err(DeskError::Locked(_))),
+        "locked, even with the right PIN an hour later"
+    );
+    // Another name is not slowed by Sam's; a supervisor may not unlock, a manager may.
+    let kim = desk.sign_in("Kim", "2222").await.unwrap();
+    assert_eq!(kim.role, StaffRole::Supervisor);
+    assert!(matches!(
+        desk.unlock_staff("Sam"),
+        Err(DeskError::NotAllowed(StaffRole::Supervisor))
+    ));
+    desk.sign_in("Alex", "3333").await.unwrap();
+    assert_eq!(desk.settings().unwrap().locked, ["Sam"]);
+    assert!(desk.unlock_staff("Sam").unwrap().locked.is_empty());
+    let sam = desk.sign_in("Sam", "1111").await.unwrap();
+    assert_eq!(sam.role, StaffRole::Staff);
+
+    // Staff look and scan, but decide nothing and change nothing.
+    assert!(desk.status().await.is_ok());
+    assert!(desk.flags().await.is_ok());
+    assert!(desk.settings().is_ok());
+    assert_eq!(
+        desk.scan(&list[1].1, "Lane 1").await.unwrap().verdict,
+        Verdict::Admit
+    );
+    for (what, r) in every_command(&desk, &list[1]).await.into_iter().skip(4) {
+        if what == "decode_frame" {
+            continue;
+        }
+        assert!(
+            matches!(r, Err(DeskError::NotAllowed(StaffRole::Staff))),
+            "{what}: {r:?}"
+        );
+    }
+
+    // Idle: looking (the screens' polls) keeps no one signed in; a command does.
+    clock.advance(10 * 60_000);
+    assert_eq!(
+        desk.scan(&list[2].1, "Lane 1").await.unwrap().verdict,
+        Verdict::Admit
+    );
+    clock.advance(14 * 60_000);
+    assert!(
+        desk.status().await.is_ok(),
+        "24 min signed in, 14 since the scan"
+    );
+    clock.advance(60_000);
+    assert!(matches!(desk.status().await, Err(DeskError::SignedOut)));
+    assert!(desk.info().signed_in.is_none());
+    assert!(matches!(
+        desk.scan(&list[3].1, "Lane 1").await,
+        Err(DeskError::SignedOut)
+    ));
+
+    // The idle time is the event's setting, and applies at once.
+    desk.sign_in("Alex", "3333").await.unwrap();
+    desk.update_settings("Main-Entrance", false, false, 1)
+        .unwrap();
+    clock.advance(59_999);
+    assert!(desk.info().signed_in.is_some());
+    clock.advance(1);
+    assert!(desk.info().signed_in.is_none());
+    desk.shutdown().await;
+
+    // A lock outlives the app: it is kept with the staff list.
+    let root = dir.path().join("demo");
+    let desk = Desk::demo_with_clock(&root, clock.clone()).await.unwrap();
+    for _ in 0..5 {
+        let _ = desk.sign_in("Kim", "0000").await;
+        clock.advance(10_000);
+    }
+    desk.shutdown().await;
+    let desk = Desk::demo_with_clock(&root, clock.clone()).await.unwrap();
+    assert!(matches!(
+        desk.sign_in("Kim", "2222").await,
+        Err(DeskError::Locked(_))
+    ));
+    desk.shutdown().await;
 }

@@ -45,6 +45,7 @@ impl From<StoreError> for ApiError {
                 err(StatusCode::CONFLICT, "conflict", e.to_string())
             }
             StoreError::NotFound(_) => err(StatusCode::NOT_FOUND, "not_found", e.to_string()),
+            StoreError::Forbidden(_) => err(StatusCode::FORBIDDEN, "forbidden", e.to_string()),
             StoreError::Sqlite(_)
             | StoreError::Postgres(_)
             | StoreError::Pool(_)

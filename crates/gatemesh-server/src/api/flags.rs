@@ -6,13 +6,13 @@ use axum::{
     extract::{Path, State},
 };
 use gatemesh_ticket::TicketId;
-use gatemesh_wire::{Admission, ResolveRequest, ServerResolution, TicketStatus, Timestamp};
+use gatemesh_wire::{Admission, Label, ResolveRequest, ServerResolution, TicketStatus, Timestamp};
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::{
-    ApiError, Body, EID, ErrorBody, TID, blocking, event_id, known_event, ticket_id,
-    tickets::TicketView,
+    ApiError, Body, EID, ErrorBody, TID, auth::Caller, bad, blocking, event_id, known_event,
+    ticket_id, tickets::TicketView,
 };
 use crate::{Server, store::StoreError};
 
@@ -75,7 +75,10 @@ pub(crate) async fn list(
 /// Records staff's decision on a flag.
 ///
 /// `accept` (same person), `deny` (the ticket is refused from now on) or `revert` (its
-/// admissions are undone). Audited; gates learn it.
+/// admissions are undone). Audited; gates learn it. A gate or observer credential of the
+/// event acts on flagged tickets only (reverting a ticket nobody flagged is the organizer's,
+/// with the admin token), and the decision is recorded as `DEVICE / STAFF`: the device's
+/// name from its credential, then `staff`, the person signed in there (a name without `/`).
 #[utoipa::path(
     post, path = "/v1/events/{eid}/flags/{tid}/resolve", tag = "gate",
     operation_id = "resolve_flag",
@@ -85,7 +88,8 @@ pub(crate) async fn list(
         (status = 200, description = "The ticket after the decision", body = TicketView),
         (status = 400, description = "Bad input", body = ErrorBody),
         (status = 401, description = "No credential", body = ErrorBody),
-        (status = 403, description = "A device of another event", body = ErrorBody),
+        (status = 403, description = "A device of another event, or a device reverting a \
+            ticket nobody flagged", body = ErrorBody),
         (status = 404, description = "No such ticket", body = ErrorBody),
         (status = 409, description = "Nothing to resolve", body = ErrorBody),
     ),
@@ -93,10 +97,26 @@ pub(crate) async fn list(
 )]
 pub(crate) async fn resolve(
     State(s): State<Server>,
+    caller: axum::Extension<Caller>,
     Path((eid, tid)): Path<(String, String)>,
     Body(req): Body<ResolveRequest>,
 ) -> Result<Json<TicketView>, ApiError> {
     let (eid, tid) = (event_id(&eid)?, ticket_id(&tid)?);
+    let (staff, by_device) = match &caller.0 {
+        // The organizer's token speaks for whoever it names.
+        Caller::Admin => (req.staff, false),
+        Caller::Device(d) => {
+            let staff = Label::decided_at(&d.name, req.staff.as_str()).ok_or_else(|| {
+                bad(format!(
+                    "staff is the name of the person signed in at {} (no `/`; with the \
+                     device's name at most {} bytes)",
+                    d.name,
+                    Label::MAX
+                ))
+            })?;
+            (staff, true)
+        }
+    };
     let resolved = blocking(&s, move |st| {
         let covers = st
             .admissions(&eid, &tid)?
@@ -105,12 +125,12 @@ pub(crate) async fn resolve(
             .collect();
         let resolution = ServerResolution {
             action: req.action,
-            staff: req.staff,
+            staff,
             note: req.note,
             covers,
             at: Timestamp::now(),
         };
-        st.resolve(&eid, &tid, &resolution)
+        st.resolve(&eid, &tid, &resolution, by_device)
     })
     .await?;
     Ok(Json(TicketView::from(&resolved)))

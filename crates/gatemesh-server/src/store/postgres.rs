@@ -692,8 +692,9 @@ impl Storage for Postgres {
         eid: &EventId,
         tid: &TicketId,
         resolution: &ServerResolution,
+        by_device: bool,
     ) -> Result<Ticket, StoreError> {
-        self.write(|tx| rules::resolve(tx, eid, tid, resolution))
+        self.write(|tx| rules::resolve(tx, eid, tid, resolution, by_device))
     }
 
     fn counts(&self, eid: &EventId) -> Result<Counts, StoreError> {

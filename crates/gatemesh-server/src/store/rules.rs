@@ -181,19 +181,29 @@ pub(crate) fn revert(
 }
 
 /// Staff's decision on a flag: `accept` clears it, `deny` also voids an active ticket,
-/// `revert` undoes its admissions (and may answer no flag: a single mistaken admission).
+/// `revert` undoes its admissions. The organizer's revert may answer no flag (a single
+/// mistaken admission); a device's (`by_device`) acts on flagged tickets only, decided here
+/// under the ticket's lock so a flag cleared meanwhile cannot let it through.
 pub(crate) fn resolve(
     tx: &mut impl Tx,
     eid: &EventId,
     tid: &TicketId,
     resolution: &ServerResolution,
+    by_device: bool,
 ) -> Result<Ticket, StoreError> {
     if tx.lock_status(eid, tid)?.is_none() {
         return Err(not_found(tid));
     }
     let ticket = tx.ticket(eid, tid)?.ok_or_else(|| not_found(tid))?;
-    if !ticket.flagged && resolution.action != Action::Revert {
-        return Err(StoreError::Conflict(format!("ticket {tid} is not flagged")));
+    if !ticket.flagged {
+        if by_device && resolution.action == Action::Revert {
+            return Err(StoreError::Forbidden(format!(
+                "ticket {tid} is not flagged: only the organizer reverts it"
+            )));
+        }
+        if resolution.action != Action::Revert {
+            return Err(StoreError::Conflict(format!("ticket {tid} is not flagged")));
+        }
     }
     // Every change below is this one change: they all keep this sequence value.
     let seq = tx.take_seq(1)?;

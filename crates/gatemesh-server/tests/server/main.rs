@@ -36,6 +36,7 @@ on_both_backends!(
     exits_and_reentries_a_gate_allowed_are_not_copies,
     staff_accept_deny_or_revert_a_flag,
     devices_pair_once_and_reach_only_their_own_event,
+    devices_resolve_only_flags_of_their_event_and_sign_as_themselves,
     metrics_count_redemptions_by_gate_and_verdict,
 );
 
@@ -303,6 +304,41 @@ impl Running {
             .map(|a| (a["action"].as_str().unwrap(), a["actor"].as_str().unwrap()))
             .collect();
         assert_eq!(actions, expected, "{audit}");
+    }
+
+    /// A device of `eid` named `name` in `role`, paired: its credential.
+    async fn paired(&self, eid: &str, name: &str, role: &str) -> String {
+        let (status, code) = self
+            .post(
+                &format!("/v1/events/{eid}/devices"),
+                json!({ "name": name, "role": role }),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{code}");
+        let r = self
+            .client
+            .post(format!("{}/v1/pair", self.base))
+            .json(&json!({ "code": code["code"] }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        let paired: Value = r.json().await.unwrap();
+        paired["token"].as_str().unwrap().to_owned()
+    }
+
+    /// A POST with a device's credential instead of the admin token.
+    async fn post_as(&self, token: &str, path: &str, body: Value) -> (StatusCode, Value) {
+        let r = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status();
+        (status, r.json().await.unwrap_or(Value::Null))
     }
 
     async fn event_with_tickets(&self, eid: &str, count: usize) -> Vec<Value> {
@@ -954,6 +990,135 @@ async fn devices_pair_once_and_reach_only_their_own_event(backend: Backend) {
         .post("/v1/events/HOME/devices", json!({ "name": "bad name!" }))
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
+    s.stop().await;
+}
+
+/// A gate or observer credential decides on its own event's flags and nothing more: no
+/// revert of a ticket nobody flagged (the organizer's), nothing in another event, and the
+/// decision signed with the device's own name whatever `staff` says.
+async fn devices_resolve_only_flags_of_their_event_and_sign_as_themselves(backend: Backend) {
+    let s = Running::start(backend).await;
+    let tickets = s.event_with_tickets("HOME", 3).await;
+    let away = s.event_with_tickets("AWAY", 1).await;
+    let tid = |i: usize| tickets[i]["tid"].as_str().unwrap().to_owned();
+    let north = s.paired("HOME", "North-1", "gate").await;
+    let observer = s.paired("HOME", "manager", "observer").await;
+    let stranger = s.paired("AWAY", "Away-1", "gate").await;
+    // Ticket 0 admitted once (nobody flagged it); tickets 1 and 2 by two gates' journals.
+    for (gate, range) in [("North", 0..3), ("South", 1..3)] {
+        let items: Vec<Value> = range
+            .map(|i| redemption(&format!("{gate}-{i}"), &json!(tid(i)), gate))
+            .collect();
+        let (status, a) = s
+            .post(
+                "/v1/events/HOME/redemptions",
+                json!({ "redemptions": items }),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{a}");
+    }
+    let (_, away_admit) = s
+        .post(
+            "/v1/events/AWAY/redemptions",
+            redemption("away-0", &away[0]["tid"], "Away-1"),
+        )
+        .await;
+    assert_eq!(away_admit["verdict"], "admit");
+    let resolve = |token: &'static str, eid: &'static str, t: String, action: &str, staff: &str| {
+        let body = json!({ "action": action, "staff": staff, "note": "looked" });
+        let path = format!("/v1/events/{eid}/flags/{t}/resolve");
+        let token = match token {
+            "north" => north.clone(),
+            "observer" => observer.clone(),
+            _ => stranger.clone(),
+        };
+        let s = &s;
+        async move { s.post_as(&token, &path, body).await }
+    };
+    let admissions = |eid: &'static str, t: String| {
+        let s = &s;
+        async move {
+            let (_, d) = s.get(&format!("/v1/events/{eid}/tickets/{t}")).await;
+            d["admissions"].as_array().unwrap().len()
+        }
+    };
+
+    // A gate cannot undo an admission nobody flagged: that revert is the organizer's.
+    let (status, e) = resolve("north", "HOME", tid(0), "revert", "Alice").await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{e}");
+    assert_eq!(e["error"]["code"], "forbidden", "{e}");
+    assert_eq!(admissions("HOME", tid(0)).await, 1);
+    // Nor act in another event, flagged or not, whatever the ticket.
+    let (status, _) = resolve(
+        "north",
+        "AWAY",
+        away[0]["tid"].as_str().unwrap().into(),
+        "revert",
+        "Alice",
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        admissions("AWAY", away[0]["tid"].as_str().unwrap().into()).await,
+        1
+    );
+    let (status, _) = resolve("stranger", "HOME", tid(1), "deny", "Alice").await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // A name that passes for another device's decision is refused, and changes nothing.
+    let (status, _) = resolve("north", "HOME", tid(1), "deny", "manager / Alice").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (_, d) = s.get(&format!("/v1/events/HOME/tickets/{}", tid(1))).await;
+    assert_eq!(
+        (d["status"].as_str(), d["flagged"].as_bool()),
+        (Some("active"), Some(true))
+    );
+
+    // On a flag of its own event a gate decides, under its own name: "organizer" is only
+    // the person's name as typed.
+    let (status, t) = resolve("north", "HOME", tid(1), "accept", "organizer").await;
+    assert_eq!(status, StatusCode::OK, "{t}");
+    let (_, d) = s.get(&format!("/v1/events/HOME/tickets/{}", tid(1))).await;
+    assert_eq!(d["resolution"]["staff"], "North-1 / organizer", "{d}");
+    // An observer (a manager's laptop) resolves flags too.
+    let (status, _) = resolve("observer", "HOME", tid(2), "revert", "Alice").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(admissions("HOME", tid(2)).await, 0);
+    // The organizer still reverts the unflagged admission.
+    let (status, _) = s
+        .post(
+            &format!("/v1/events/HOME/flags/{}/resolve", tid(0)),
+            json!({ "action": "revert", "staff": "Kim" }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    s.assert_audit(
+        "HOME",
+        &[
+            ("resolve:accept", "North-1 / organizer"),
+            ("resolve:revert", "manager / Alice"),
+            ("resolve:revert", "Kim"),
+        ],
+    )
+    .await;
+
+    // An observer admits no one, alone or in a journal.
+    let (status, _) = s
+        .post_as(
+            &observer,
+            "/v1/events/HOME/redemptions",
+            redemption("obs-1", &json!(tid(0)), "manager"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = s
+        .post_as(
+            &observer,
+            "/v1/events/HOME/redemptions",
+            json!({ "redemptions": [redemption("obs-2", &json!(tid(0)), "manager")] }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(admissions("HOME", tid(0)).await, 0);
     s.stop().await;
 }
 
