@@ -42,7 +42,7 @@ pub use model::{
     Action, AuditEntry, Direction, Hlc, NodeId, Redemption, RedemptionId, Resolution, ResolutionId,
     Role, Standing, Status,
 };
-pub use sign::{Device, DeviceRecord, Signer, Trust, node_of_key};
+pub use sign::{Device, DeviceRecord, Signer, Trust, check_redemption, node_of_key};
 pub use state::TicketState;
 pub use store::{Durability, Store, StoreError, Stored};
 pub use tally::{Activity, EntryTally, GateActivity};

@@ -286,6 +286,19 @@ impl Signer {
     }
 }
 
+/// Checks a redemption that travels outside any ledger (a gate's journal item at the server)
+/// against the certificate (DER) that came with it: the CA vouches for the device, the
+/// device is the record's writer, signed it, and may write redemptions. Says why not.
+pub fn check_redemption(
+    trust: &Trust,
+    cert_der: &[u8],
+    r: &crate::model::Redemption,
+) -> Result<Device, String> {
+    let device = trust.device(cert_der)?;
+    crate::admit::signed_by(r, &device, &trust.event)?;
+    Ok(device)
+}
+
 /// The bytes a record's signature covers.
 pub(crate) fn message(event: &EventId, map: &str, unsigned_json: &str) -> Vec<u8> {
     let mut out =

@@ -7,7 +7,8 @@
 use std::{collections::HashMap, path::Path, sync::Arc};
 
 use anyhow::Context;
-use base64::Engine;
+
+use base64::Engine as _;
 use gatemesh_ledger::{Hlc, Redemption, Signer};
 use gatemesh_mesh::{identity::Role, pki};
 use gatemesh_ticket::EventId;
@@ -57,6 +58,60 @@ impl Signers {
         signers.insert(eid.clone(), made.clone());
         Ok(made)
     }
+}
+
+/// The event's mesh CA as a checker of device records, when the server has one (it makes
+/// it at the first pairing).
+pub(crate) fn trust(data: &Path, eid: &EventId) -> anyhow::Result<gatemesh_ledger::Trust> {
+    let ca = crate::api::devices::mesh_ca(data, eid)?;
+    let pem = std::fs::read_to_string(ca.join(pki::CA_CERT))?;
+    Ok(gatemesh_ledger::Trust::from_pem(&pem, eid)?)
+}
+
+/// Checks the records a device sends (its journal): each must be a redemption its writer
+/// signed, with the writer's certificate (from this event's mesh CA) beside it — so a gate's
+/// credential carries other gates' admissions only as they wrote them, never its own
+/// inventions in their names. Says which item fails and why.
+pub(crate) fn check_device_records(
+    trust: &gatemesh_ledger::Trust,
+    items: &[RedemptionRequest],
+) -> Result<(), String> {
+    let mut checked: HashMap<Vec<u8>, gatemesh_ledger::NodeId> = HashMap::new();
+    for (i, item) in items.iter().enumerate() {
+        let why = |w: String| format!("redemption {} (item {i}): {w}", item.redemption_id);
+        let record = item
+            .record
+            .as_ref()
+            .ok_or_else(|| why("a device sends the ledger's signed record".into()))?;
+        let cert = record
+            .get("cert")
+            .and_then(|c| c.as_str())
+            .and_then(|c| {
+                base64::engine::general_purpose::URL_SAFE_NO_PAD
+                    .decode(c)
+                    .ok()
+            })
+            .ok_or_else(|| why("no certificate of its writer beside the record".into()))?;
+        let r: Redemption = serde_json::from_value(record.clone())
+            .map_err(|e| why(format!("not a ledger redemption: {e}")))?;
+        if r.gate != item.gate.as_str()
+            || r.at_ms != item.at.ms()
+            || r.scanner != item.scanner.as_str()
+        {
+            return Err(why("the item says otherwise than its signed record".into()));
+        }
+        match checked.get(&cert) {
+            // The certificate was checked for an earlier item: only the record's signature.
+            Some(node) if node == &r.node => {
+                gatemesh_ledger::check_redemption(trust, &cert, &r).map_err(why)?;
+            }
+            _ => {
+                let device = gatemesh_ledger::check_redemption(trust, &cert, &r).map_err(why)?;
+                checked.insert(cert, device.node);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Gives an online request that carries no ledger record one the server signed: the

@@ -38,6 +38,7 @@ on_both_backends!(
     devices_pair_once_and_reach_only_their_own_event,
     devices_resolve_only_flags_of_their_event_and_sign_as_themselves,
     metrics_count_redemptions_by_gate_and_verdict,
+    a_devices_journal_carries_only_records_their_writers_signed,
 );
 
 /// The server's gatherers keep PostgreSQL connections of their own. When the database ends
@@ -1837,4 +1838,118 @@ fn arbitrary_bodies_get_4xx_and_change_nothing() {
     };
     fuzz::post_bodies(&runtime, api, body, snapshot);
     runtime.block_on(s.stop());
+}
+
+/// A device of `eid` enrolled under the server's own mesh CA (as pairing makes one), as its
+/// signer and certificate.
+fn enrolled(data: &Path, eid: &str, name: &str) -> (gatemesh_ledger::Signer, String) {
+    use base64::Engine;
+    let out = tempfile::tempdir().unwrap();
+    let ca = data.join("mesh-ca").join(eid);
+    gatemesh_mesh::pki::enroll_into(&ca, out.path(), gatemesh_wire::Role::Gate, name, 1).unwrap();
+    let identity = gatemesh_mesh::pki::Identity::load(out.path()).unwrap();
+    let event = EventId::new(eid).unwrap();
+    let (signer, _) = gatemesh_ledger::Signer::from_identity(&identity, &event).unwrap();
+    let cert =
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(identity.creds.chain[0].as_ref());
+    (signer, cert)
+}
+
+/// A journal item of `tid` whose record `signer` signed, then `edit` changed.
+fn signed_item(
+    signer: &gatemesh_ledger::Signer,
+    cert: &str,
+    eid: &str,
+    tid: &str,
+    gate: &str,
+    edit: impl FnOnce(&mut gatemesh_ledger::Redemption),
+) -> Value {
+    let at_ms = gatemesh_wire::time::parse_ms("2026-11-29T20:00:00Z").unwrap();
+    let node = signer.node().clone();
+    let mut r = gatemesh_ledger::Redemption {
+        id: gatemesh_wire::RedemptionId::random(),
+        tid: gatemesh_ticket::TicketId::new(tid).unwrap(),
+        direction: gatemesh_ledger::Direction::Entry,
+        node: node.clone(),
+        gate: gate.into(),
+        scanner: "s1".into(),
+        at_ms,
+        hlc: gatemesh_ledger::Hlc {
+            wall_ms: at_ms,
+            counter: 0,
+            node,
+        },
+        seen: Vec::new(),
+        unlisted: false,
+        sig: None,
+    };
+    signer
+        .sign_redemption(&EventId::new(eid).unwrap(), &mut r)
+        .unwrap();
+    edit(&mut r);
+    let mut record = serde_json::to_value(&r).unwrap();
+    record["cert"] = cert.into();
+    json!({ "redemption_id": r.id, "tid": tid, "gate": gate, "scanner": "s1",
+            "at": "2026-11-29T20:00:00Z", "record": record })
+}
+
+/// A paired gate's credential uploads journals: what its writers signed is taken; a record
+/// in another device's name, an unsigned one or none at all refuses the whole upload, and
+/// nothing of it is stored.
+async fn a_devices_journal_carries_only_records_their_writers_signed(backend: Backend) {
+    let s = Running::start(backend).await;
+    let tickets = s.event_with_tickets("SIGN", 4).await;
+    let tid = |i: usize| tickets[i]["tid"].as_str().unwrap().to_owned();
+    let token = s.paired("SIGN", "North-1", "gate").await;
+    let data = s._dir.as_ref().unwrap().path().to_owned();
+    let (north, north_cert) = enrolled(&data, "SIGN", "North-1");
+    let (south, south_cert) = enrolled(&data, "SIGN", "South-2");
+    let path = "/v1/events/SIGN/redemptions";
+
+    // North's own admission and South's (relayed by North's uplink): both taken.
+    let honest = json!({ "redemptions": [
+        signed_item(&north, &north_cert, "SIGN", &tid(0), "North 1", |_| {}),
+        signed_item(&south, &south_cert, "SIGN", &tid(1), "South 2", |_| {}),
+    ]});
+    let (status, answers) = s.post_as(&token, path, honest).await;
+    assert_eq!(status, StatusCode::OK, "{answers}");
+    assert_eq!(answers["answers"][1]["verdict"], "admit");
+
+    let south_node = south.node().clone();
+    let attacks = [
+        // In South's name, signed by North's key, beside South's certificate.
+        signed_item(&north, &south_cert, "SIGN", &tid(2), "South 2", |r| {
+            r.node = south_node.clone();
+            r.hlc.node = south_node.clone();
+        }),
+        // South's signed record with the ticket changed.
+        signed_item(&south, &south_cert, "SIGN", &tid(2), "South 2", |r| {
+            r.id = gatemesh_wire::RedemptionId::random();
+        }),
+        // Unsigned.
+        signed_item(&north, &north_cert, "SIGN", &tid(2), "North 1", |r| {
+            r.sig = None
+        }),
+        // No record at all.
+        redemption("bare", &json!(tid(2)), "North 1"),
+    ];
+    for attack in attacks {
+        let upload = json!({ "redemptions": [
+            signed_item(&north, &north_cert, "SIGN", &tid(3), "North 1", |_| {}),
+            attack,
+        ]});
+        let (status, body) = s.post_as(&token, path, upload).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    }
+    // Nothing of the refused uploads was stored: tickets 2 and 3 admit online.
+    for i in [2, 3] {
+        let (status, a) = s
+            .post(
+                path,
+                redemption(&format!("online-{i}"), &json!(tid(i)), "Box"),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(a["verdict"], "admit", "ticket {i}: {a}");
+    }
 }
