@@ -303,18 +303,23 @@ pub(crate) fn check(
         checker.devices.insert(node.clone(), device.clone());
         Some(device)
     };
+    let mut flood = Flood::default();
     for put in puts.iter().filter(|p| p.map != Map::Devices) {
         let why = |why| in_change(&put.change, why);
         let (key, value, event) = (&put.key, &put.value, checker.event);
         match put.map {
-            Map::Redemptions => taken(
-                &read::<Redemption>(put.map, value).map_err(why)?,
-                key,
-                |r| record_key(&r.tid, r.id.as_str()),
-                now_ms,
-                event,
-                &mut lookup,
-            ),
+            Map::Redemptions => {
+                let r = read::<Redemption>(put.map, value).map_err(why)?;
+                flood.check(doc, roots, &r).map_err(why)?;
+                taken(
+                    &r,
+                    key,
+                    |r| record_key(&r.tid, r.id.as_str()),
+                    now_ms,
+                    event,
+                    &mut lookup,
+                )
+            }
             Map::Resolutions => taken(
                 &read::<Resolution>(put.map, value).map_err(why)?,
                 key,
@@ -345,6 +350,51 @@ pub(crate) fn check(
     }
     checker.devices.extend(brought);
     Ok(())
+}
+
+/// Most redemptions one writer may hold of one ticket. An honest gate writes one per entry
+/// or exit of the holder (a ten-day festival pass with re-entry: a few hundred); a device
+/// writing thousands for one ticket is flooding it.
+pub const MAX_PER_TICKET: usize = 1000;
+/// Most redemption ids a redemption may list as seen: a ticket's whole history, bounded
+/// as above for every gate of a large venue.
+pub const MAX_SEEN: usize = 4096;
+
+/// Counts, per writer and ticket, the redemptions a batch adds to those the ledger holds.
+#[derive(Default)]
+struct Flood(HashMap<(NodeId, gatemesh_ticket::TicketId), usize>);
+
+impl Flood {
+    fn check(&mut self, doc: &AutoCommit, roots: &Roots, r: &Redemption) -> Result<(), String> {
+        if r.seen.len() > MAX_SEEN {
+            return Err(format!(
+                "a redemption that lists {} seen (at most {MAX_SEEN})",
+                r.seen.len()
+            ));
+        }
+        let count = match self.0.entry((r.node.clone(), r.tid.clone())) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                // What the ledger already holds of this writer for this ticket.
+                let held = doc
+                    .map_range(&roots.redemptions, crate::doc::ticket_prefix(&r.tid))
+                    .filter(|item| {
+                        matches!(&item.value, automerge::ValueRef::Scalar(automerge::ScalarValueRef::Str(t))
+                            if serde_json::from_str::<Redemption>(t).is_ok_and(|h| h.node == r.node))
+                    })
+                    .count();
+                e.insert(held)
+            }
+        };
+        *count += 1;
+        if *count > MAX_PER_TICKET {
+            return Err(format!(
+                "node {} writes more than {MAX_PER_TICKET} redemptions of ticket {}",
+                r.node, r.tid
+            ));
+        }
+        Ok(())
+    }
 }
 
 fn in_change(hash: &ChangeHash, why: String) -> LedgerError {

@@ -251,7 +251,7 @@ fn check_format(doc: &AutoCommit) -> Result<(), LedgerError> {
     }
 }
 
-fn ticket_prefix(tid: &TicketId) -> std::ops::Range<String> {
+pub(crate) fn ticket_prefix(tid: &TicketId) -> std::ops::Range<String> {
     // ',' is 0x2c and never part of a ticket id; '-' (0x2d) bounds the range.
     format!("{tid},")..format!("{tid}-")
 }

@@ -591,3 +591,37 @@ fn an_observer_may_resolve_but_neither_admit_nor_set_a_standing() {
     assert_eq!(resolutions.len(), 1);
     assert_eq!(resolutions[0].node, *observer.node());
 }
+
+#[test]
+fn a_device_flooding_one_ticket_is_refused_and_the_victim_keeps_deciding() {
+    // A real, enrolled gate writes more entries for one ticket than any holder makes.
+    let mut victim = Gate::new("North");
+    let tid = TicketId::generate();
+    victim.scan(&tid, "n1", T0);
+    let before = victim.ledger.redemptions();
+    let mut thief = super::signed_ledger(&super::event(), gatemesh_ledger::Role::Gate, "Thief");
+    for i in 0..=gatemesh_ledger::MAX_PER_TICKET {
+        let at = T0 + i as i64;
+        let r = Redemption {
+            sig: None,
+            id: RedemptionId::random(),
+            tid: tid.clone(),
+            direction: gatemesh_ledger::Direction::Entry,
+            node: thief.node().clone(),
+            gate: "Thief".into(),
+            scanner: "t".into(),
+            at_ms: at,
+            hlc: thief.tick(at),
+            seen: Vec::new(),
+            unlisted: false,
+        };
+        thief.record_redemption(&r).unwrap();
+    }
+    let why = refusal(&mut thief, &mut victim.ledger);
+    assert!(
+        why.contains("more than 1000 redemptions of ticket"),
+        "{why}"
+    );
+    assert_eq!(victim.ledger.redemptions(), before);
+    assert!(victim.ledger.flagged().next().is_none());
+}
