@@ -23,6 +23,11 @@ needs_setup: boolean, event: string | null, gate_name: string | null, capacity: 
  */
 api: string | null, 
 /**
+ * The file holding the token every call to the local API needs
+ * (`Authorization: Bearer <token>`).
+ */
+api_token_file: string | null, 
+/**
  * Where the demo's printable tickets are.
  */
 tickets_pdf: string | null, };

@@ -35,6 +35,8 @@ pub struct Desk {
     /// The demo's second gate, in this process.
     side_gate: Option<Node>,
     api: Option<SocketAddr>,
+    /// The file holding the local API's token.
+    api_token: PathBuf,
     signed_in: Mutex<Option<StaffView>>,
     stop_api: tokio::sync::watch::Sender<bool>,
 }
@@ -65,13 +67,21 @@ fn node_config(data: PathBuf, config: &DeskConfig) -> Result<Config> {
 }
 
 /// Starts a node for `config` in `data`, with its mesh and uplink when set up, and its
-/// local API; returns it and the API address.
+/// local API; returns it, the API address and the API token's file.
 async fn start_gate(
     data: PathBuf,
     config: &DeskConfig,
     stop: tokio::sync::watch::Receiver<bool>,
-) -> Result<(Node, SocketAddr)> {
-    let node = Node::start(node_config(data, config)?)?;
+) -> Result<(Node, SocketAddr, PathBuf)> {
+    anyhow::ensure!(
+        !gatemesh_node::api::is_public(&config.api) || config.api_public,
+        "the local API address {} in app.json is reachable from other machines: set \
+         \"api_public\": true to serve it there, or use 127.0.0.1",
+        config.api
+    );
+    let node = Node::start(node_config(data.clone(), config)?)?;
+    let api = gatemesh_node::api::ApiConfig::for_data_dir(&data)?;
+    let token_file = api.token.path().to_owned();
     if let Some(dir) = &config.identity_dir {
         let identity = gatemesh_mesh::pki::Identity::load(dir)
             .with_context(|| format!("loading the device identity in {}", dir.display()))?;
@@ -97,12 +107,12 @@ async fn start_gate(
     let served = node.clone();
     tokio::spawn(async move {
         let mut stop = stop;
-        let _ = gatemesh_node::api::serve(listener, served, async move {
+        let _ = gatemesh_node::api::serve(listener, served, api, async move {
             let _ = stop.wait_for(|s| *s).await;
         })
         .await;
     });
-    Ok((node, addr))
+    Ok((node, addr, token_file))
 }
 
 impl Desk {
@@ -112,7 +122,7 @@ impl Desk {
             return Ok(None);
         };
         let (stop_api, stop) = tokio::sync::watch::channel(false);
-        let (node, api) = start_gate(root.join("gate"), &config, stop.clone()).await?;
+        let (node, api, api_token) = start_gate(root.join("gate"), &config, stop.clone()).await?;
         let side_gate = if config.demo {
             let side = demo_side_config(root)?;
             Some(start_gate(root.join("side-gate"), &side, stop).await?.0)
@@ -126,6 +136,7 @@ impl Desk {
             node,
             side_gate,
             api: Some(api),
+            api_token,
             signed_in: Mutex::new(None),
             stop_api,
         }))
@@ -245,6 +256,7 @@ impl Desk {
             signed_in: self.signed_in.lock().ok().and_then(|s| s.clone()),
             demo_pins,
             api: self.api.map(|a| format!("http://{a}")),
+            api_token_file: Some(self.api_token.display().to_string()),
             tickets_pdf: pdf.exists().then(|| pdf.display().to_string()),
         }
     }

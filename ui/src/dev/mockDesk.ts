@@ -89,6 +89,7 @@ export function mockDesk(): DeskApi {
     signed_in: who,
     demo_pins: setUp ? STAFF.map((s) => ({ ...s })) : [],
     api: setUp ? "http://127.0.0.1:41234" : null,
+    api_token_file: setUp ? "/home/staff/.local/share/gatemesh/gate/api.token" : null,
     tickets_pdf: setUp ? "/home/gate/.local/share/gatemesh/demo/tickets/tickets.pdf" : null,
   });
   const emit = (e: DeskEvent) => setTimeout(() => listeners.forEach((l) => l(e)), 5);

@@ -147,7 +147,10 @@ impl ApiToken {
             Sha256::digest(given.as_bytes()),
             Sha256::digest(self.secret.as_bytes()),
         );
-        a.iter().zip(b.iter()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+        a.iter()
+            .zip(b.iter())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
     }
 }
 

@@ -54,7 +54,9 @@ async fn refused(r: reqwest::RequestBuilder, want: StatusCode, what: &str) -> Va
     let r = r.send().await.unwrap();
     let status = r.status();
     assert!(
-        r.headers().get(header::ACCESS_CONTROL_ALLOW_ORIGIN).is_none(),
+        r.headers()
+            .get(header::ACCESS_CONTROL_ALLOW_ORIGIN)
+            .is_none(),
         "{what}: a refusal never lets a page read it"
     );
     let body: Value = r.json().await.unwrap_or(Value::Null);
