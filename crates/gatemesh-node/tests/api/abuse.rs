@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::{EVENT, Gate, Issuer, verdict};
 
 /// What the gate stores, read from the node itself (not through the API under attack).
-async fn stored(gate: &Gate) -> Value {
+pub(super) async fn stored(gate: &Gate) -> Value {
     let (redemptions, audit) = gate.node.records().await.unwrap();
     let flags: Vec<String> = gate
         .node

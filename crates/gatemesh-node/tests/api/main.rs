@@ -3,6 +3,7 @@
 //! gate⇄server contract through the real server.
 
 mod abuse;
+mod browser;
 mod contract;
 
 use std::{path::Path, time::Duration};
