@@ -34,10 +34,11 @@ done
 "$gm" mesh-ca --event BRIDGE-2026 --out "$work/ca" >/dev/null
 "$gm" enroll --ca "$work/ca" --name gate-b --out "$work/id-b" >/dev/null
 ip netns exec "${p}b" "$gm" gate --data "$work/data-b" --event BRIDGE-2026 --name gate-b \
-  --issuer "$work/keys/issuer.pub.pem" --api 10.78.0.2:7070 --identity "$work/id-b" \
+  --issuer "$work/keys/issuer.pub.pem" --api 10.78.0.2:7070 --api-public --identity "$work/id-b" \
   --mesh 10.78.0.2:7400 --discovery off >/dev/null 2>&1 &
 gate_pid=$!
 sleep 1
+GATEMESH_API_TOKEN=$(cat "$work/data-b/api.token") \
 ip netns exec "${p}a" "$gm" bench mesh-remote --ca "$work/ca" --keys "$work/keys" --event BRIDGE-2026 \
   --bind 10.78.0.1:7400 --peer 10.78.0.2:7400 --remote-api http://10.78.0.2:7070 --samples "$samples" \
   ${REPORT:+--report "$REPORT"}

@@ -43,15 +43,17 @@ gate_pid=$!
 trap 'kill $gate_pid 2>/dev/null || true; rm -f "$gate_out"' EXIT
 for _ in $(seq 100); do [[ -s $gate_out ]] && break; sleep 0.1; done
 api=$(sed -n 's/.*"api":"\([^"]*\)".*/\1/p' "$gate_out")
+# Every call to the gate's API sends its token, made on first start in its data directory.
+auth="authorization: Bearer $("$gatemesh" token --data "$demo/gate-north")"
 code=$(sed -n 3p "$batch/tickets.csv" | cut -d, -f5)
 for scanner in north-1 north-2; do
   echo "  scanner $scanner:"
-  curl -s -X POST "http://$api/v1/scan" -H 'content-type: application/json' \
+  curl -s -X POST "http://$api/v1/scan" -H "$auth" -H 'content-type: application/json' \
     -d "{\"code\":\"$code\",\"scanner\":\"$scanner\"}"
   echo
 done
 echo "  a forged code:"
-curl -s -X POST "http://$api/v1/scan" -H 'content-type: application/json' \
+curl -s -X POST "http://$api/v1/scan" -H "$auth" -H 'content-type: application/json' \
   -d "{\"code\":\"${code%?????}AAAAA\",\"scanner\":\"north-1\"}"
 echo
 kill "$gate_pid"

@@ -36,15 +36,18 @@ pid=$!
 for _ in $(seq 100); do [[ -s $out ]] && break; sleep 0.1; done
 api=$(sed -n 's/.*"api":"\([^"]*\)".*/\1/p' "$out")
 [[ -n $api ]] || { echo "the app did not start" >&2; exit 1; }
+# Every call to the local API sends the gate's token (api.token in its data directory).
+token_file=$(sed -n 's/.*"api_token":"\([^"]*\)".*/\1/p' "$out")
+auth="authorization: Bearer $(cat "$token_file")"
 sleep 2
 DISPLAY=":$n" import -window root "$demo/screenshot.png" 2>/dev/null && echo "its window: $demo/screenshot.png"
 code=$(sed -n 2p "$demo/tickets/tickets.csv" | cut -d, -f5)
 echo "A ticket from $demo/tickets/tickets.pdf, scanned through the app's local API ($api):"
-curl -s -X POST "$api/v1/scan" -H 'content-type: application/json' \
+curl -s -X POST "$api/v1/scan" -H "$auth" -H 'content-type: application/json' \
   -d "{\"code\":\"$code\",\"scanner\":\"demo\"}"
 echo
 echo "The app's gate and its mesh peer, the demo's second gate on loopback:"
-curl -s "$api/v1/status" | sed 's/.*"peers":\[\([^]]*\)\].*/  \1/'
+curl -s -H "$auth" "$api/v1/status" | sed 's/.*"peers":\[\([^]]*\)\].*/  \1/'
 echo
 kill "$pid"
 wait "$pid" 2>/dev/null || true

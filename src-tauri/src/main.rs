@@ -272,9 +272,10 @@ fn main() -> ExitCode {
         && let Some(api) = d.info().api
     {
         // One line for scripts and tests, like `gatemesh gate`.
+        let info = d.info();
         println!(
             "{}",
-            serde_json::json!({ "api": api, "event": d.info().event })
+            serde_json::json!({ "api": api, "api_token": info.api_token_file, "event": info.event })
         );
     }
     let context = tauri::generate_context!("../tauri.conf.json");

@@ -27,6 +27,11 @@ staff_names: Array<string>, demo_pins: Array<DemoPin>,
  */
 api: string | null, 
 /**
+ * The file holding the token every call to the local API needs
+ * (`Authorization: Bearer <token>`).
+ */
+api_token_file: string | null, 
+/**
  * Where the demo's printable tickets are.
  */
 tickets_pdf: string | null, };

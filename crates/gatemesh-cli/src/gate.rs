@@ -35,9 +35,14 @@ pub struct Args {
     /// without one, every validly signed ticket of the event is admitted.
     #[arg(long)]
     manifest: Option<PathBuf>,
-    /// Address of the local HTTP API (port 0 picks a free one).
+    /// Address of the local HTTP API (port 0 picks a free one). Every call needs the token
+    /// in DATA/api.token (`gatemesh token --data DATA`).
     #[arg(long, default_value = "127.0.0.1:7070")]
     api: SocketAddr,
+    /// Serve the local API beyond this machine (an --api address that is not loopback), for
+    /// scanners on the venue network; callers still need the token.
+    #[arg(long)]
+    api_public: bool,
     /// single: one entry per ticket; reentry: holders leave through exit scans and return.
     #[arg(long, default_value = "single", value_parser = ["single", "reentry"])]
     entry: String,
@@ -87,6 +92,14 @@ pub struct Args {
 }
 
 pub fn run(mut args: Args) -> Result<ExitCode> {
+    let public = gatemesh_node::api::is_public(&args.api);
+    anyhow::ensure!(
+        !public || args.api_public,
+        "--api {} is reachable from other machines: serve the API there with --api-public \
+         (anyone who reaches it with the token can scan, resolve flags, import a ledger and \
+         export every redemption), or keep it on 127.0.0.1",
+        args.api
+    );
     if let Some(dir) = &args.paired {
         let paired = gatemesh_node::pairing::GateFile::load(dir)?;
         args.event = Some(paired.event);
@@ -154,6 +167,7 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
         .context("starting the async runtime")?;
     runtime.block_on(async move {
         let node = Node::start(config)?;
+        let api = gatemesh_node::api::ApiConfig::for_data_dir(&args.data)?;
         let mesh_addr = match identity {
             Some(identity) => {
                 use gatemesh_mesh::discovery::Interfaces;
@@ -183,11 +197,19 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
             .with_context(|| format!("listening on {}", args.api))?;
         let addr = listener.local_addr()?;
         // One line on stdout that scripts and tests can wait for.
+        let token_file = api.token.path().display().to_string();
         println!(
             "{}",
-            serde_json::json!({ "api": addr.to_string(), "mesh": mesh_addr, "node_id": node.info().node_id, "event": node.info().event })
+            serde_json::json!({ "api": addr.to_string(), "api_token": token_file, "mesh": mesh_addr, "node_id": node.info().node_id, "event": node.info().event })
         );
         eprintln!("gate {:?} ready: http://{addr}/v1/status", node.info().name);
+        eprintln!("the API wants Authorization: Bearer <the token in {token_file}>");
+        if public {
+            eprintln!(
+                "the API is served beyond this machine on {addr}: whoever reaches it with the token \
+                 can scan, resolve flags, import ledgers and export every redemption"
+            );
+        }
         let shutdown = async {
             let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
             tokio::select! {
@@ -195,10 +217,32 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
                 _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
             }
         };
-        gatemesh_node::api::serve(listener, node.clone(), shutdown).await?;
+        gatemesh_node::api::serve(listener, node.clone(), api, shutdown).await?;
         node.shutdown().await;
         anyhow::Ok(())
     })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Print the token of a gate's local API (made on its first start), for a client to send as
+/// `Authorization: Bearer <token>`.
+#[derive(Debug, clap::Args)]
+pub struct TokenArgs {
+    /// The gate's data directory.
+    #[arg(long)]
+    data: PathBuf,
+}
+
+pub fn token(args: TokenArgs) -> Result<ExitCode> {
+    let path = gatemesh_node::api::ApiToken::path_in(&args.data);
+    anyhow::ensure!(
+        path.exists(),
+        "no API token in {}: it is made when the gate first starts (gatemesh gate --data {})",
+        args.data.display(),
+        args.data.display()
+    );
+    let token = gatemesh_node::api::ApiToken::load_or_create(&args.data)?;
+    println!("{}", token.secret());
     Ok(ExitCode::SUCCESS)
 }
 

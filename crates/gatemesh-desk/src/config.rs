@@ -219,6 +219,9 @@ pub struct DeskConfig {
     /// The gate's local HTTP API, for scanners on the network and for tests.
     #[serde(default = "local_api")]
     pub api: SocketAddr,
+    /// Serve the local API beyond this machine (an `api` address that is not loopback).
+    #[serde(default)]
+    pub api_public: bool,
     #[serde(default)]
     pub reentry: bool,
     #[serde(default)]
@@ -277,6 +280,7 @@ impl DeskConfig {
             server: None,
             server_token: None,
             api: local_api(),
+            api_public: false,
             reentry: false,
             reject_unlisted: false,
             staff,

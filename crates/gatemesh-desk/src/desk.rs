@@ -36,6 +36,8 @@ pub struct Desk {
     /// The demo's second gate, in this process.
     side_gate: Option<Node>,
     api: Option<SocketAddr>,
+    /// The file holding the local API's token.
+    api_token: PathBuf,
     signed_in: Mutex<Option<Session>>,
     clock: Arc<dyn Clock>,
     /// Per name, after wrong PINs: no try before this time (ms).
@@ -76,12 +78,18 @@ fn node_config(data: PathBuf, config: &DeskConfig) -> Result<Config> {
 }
 
 /// Starts a node for `config` in `data`, with its mesh and uplink when set up, and its
-/// local API; returns it and the API address.
+/// local API; returns it, the API address and the API token's file.
 async fn start_gate(
     data: PathBuf,
     config: &DeskConfig,
     stop: tokio::sync::watch::Receiver<bool>,
-) -> Result<(Node, SocketAddr)> {
+) -> Result<(Node, SocketAddr, PathBuf)> {
+    anyhow::ensure!(
+        !gatemesh_node::api::is_public(&config.api) || config.api_public,
+        "the local API address {} in app.json is reachable from other machines: set \
+         \"api_public\": true to serve it there, or use 127.0.0.1",
+        config.api
+    );
     let identity = config
         .identity_dir
         .as_ref()
@@ -90,9 +98,11 @@ async fn start_gate(
                 .with_context(|| format!("loading the device identity in {}", dir.display()))
         })
         .transpose()?;
-    let mut node_config = node_config(data, config)?;
+    let mut node_config = node_config(data.clone(), config)?;
     node_config.identity = identity.clone();
     let node = Node::start(node_config)?;
+    let api = gatemesh_node::api::ApiConfig::for_data_dir(&data)?;
+    let token_file = api.token.path().to_owned();
     if let Some(identity) = identity {
         node.start_mesh(gatemesh_mesh::session::MeshConfig {
             identity,
@@ -116,12 +126,12 @@ async fn start_gate(
     let served = node.clone();
     tokio::spawn(async move {
         let mut stop = stop;
-        let _ = gatemesh_node::api::serve(listener, served, async move {
+        let _ = gatemesh_node::api::serve(listener, served, api, async move {
             let _ = stop.wait_for(|s| *s).await;
         })
         .await;
     });
-    Ok((node, addr))
+    Ok((node, addr, token_file))
 }
 
 impl Desk {
@@ -139,7 +149,7 @@ impl Desk {
             return Ok(None);
         };
         let (stop_api, stop) = tokio::sync::watch::channel(false);
-        let (node, api) = start_gate(root.join("gate"), &config, stop.clone()).await?;
+        let (node, api, api_token) = start_gate(root.join("gate"), &config, stop.clone()).await?;
         let side_gate = if config.demo {
             let side = demo_side_config(root)?;
             Some(start_gate(root.join("side-gate"), &side, stop).await?.0)
@@ -153,6 +163,7 @@ impl Desk {
             node,
             side_gate,
             api: Some(api),
+            api_token,
             signed_in: Mutex::new(None),
             clock,
             not_before: Mutex::new(HashMap::new()),
@@ -281,6 +292,7 @@ impl Desk {
             staff_names: self.live().staff.iter().map(|s| s.name.clone()).collect(),
             demo_pins,
             api: self.api.map(|a| format!("http://{a}")),
+            api_token_file: Some(self.api_token.display().to_string()),
             tickets_pdf: pdf.exists().then(|| pdf.display().to_string()),
         }
     }

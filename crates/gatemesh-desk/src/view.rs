@@ -38,6 +38,9 @@ pub struct AppInfo {
     pub demo_pins: Vec<DemoPin>,
     /// The gate's local HTTP API (`http://…`), when it runs.
     pub api: Option<String>,
+    /// The file holding the token every call to the local API needs
+    /// (`Authorization: Bearer <token>`).
+    pub api_token_file: Option<String>,
     /// Where the demo's printable tickets are.
     pub tickets_pdf: Option<String>,
 }
@@ -55,6 +58,7 @@ impl AppInfo {
             staff_names: Vec::new(),
             demo_pins: Vec::new(),
             api: None,
+            api_token_file: None,
             tickets_pdf: None,
         }
     }

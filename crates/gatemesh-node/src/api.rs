@@ -1,10 +1,20 @@
 //! The gate's local HTTP API (JSON). Only this layer knows the wire DTOs.
 //!
+//! Every request needs the gate's token (`Authorization: Bearer`, [`ApiToken`]) and a `Host`
+//! naming the bound address; a browser `Origin` other than the app's is refused, and a body
+//! must carry its type (`application/json`; a ledger file `application/octet-stream`), so
+//! no web page the laptop opens can call it ([`access`]). What is done with the token is
+//! recorded as such: a resolution's staff reads "NAME (api token)".
+//!
 //! Client input never causes a 5xx: bad JSON, unknown fields, oversized bodies (64 KiB; the
 //! ledger import takes up to 256 MiB) and invalid ids get a 4xx with
 //! `{"error":{"code","message"}}`.
 
-use std::{convert::Infallible, future::Future, time::Duration};
+mod access;
+
+use std::{convert::Infallible, future::Future, sync::Arc, time::Duration};
+
+pub use access::{APP_ORIGINS, ApiConfig, ApiToken, TOKEN_FILE, TokenError, is_public};
 
 use axum::{
     Json, Router,
@@ -12,7 +22,7 @@ use axum::{
     extract::{
         DefaultBodyLimit, FromRequest, Path, Query, Request, State, rejection::JsonRejection,
     },
-    http::{StatusCode, header},
+    http::{HeaderMap, StatusCode, header},
     response::{
         IntoResponse, Response,
         sse::{Event, KeepAlive, Sse},
@@ -118,8 +128,8 @@ struct AppState {
     stop: watch::Receiver<bool>,
 }
 
-/// The API's routes over `node`.
-fn router(node: Node, stop: watch::Receiver<bool>) -> Router {
+/// The API's routes over `node`, guarded for an API bound to `bound`.
+fn router(node: Node, stop: watch::Receiver<bool>, guard: access::Guard) -> Router {
     Router::new()
         .route("/v1/scan", post(scan))
         .route("/v1/tickets/{tid}", get(ticket))
@@ -141,16 +151,23 @@ fn router(node: Node, stop: watch::Receiver<bool>) -> Router {
         })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(AppState { node, stop })
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::new(guard),
+            access::guard,
+        ))
 }
 
-/// Serves the API on `listener` until `shutdown` completes; live streams end then too.
+/// Serves the API on `listener`, guarded by `config`, until `shutdown` completes; live
+/// streams end then too.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     node: Node,
+    config: ApiConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
-    let app = router(node, stop_rx);
+    let guard = access::Guard::new(config, listener.local_addr()?);
+    let app = router(node, stop_rx, guard);
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             shutdown.await;
@@ -310,11 +327,29 @@ async fn resolve(
     Body(req): Body<ResolveRequest>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let tid = tid(&raw)?;
-    let resolution = s
-        .node
-        .resolve(tid, req.action, &req.staff, &req.note)
-        .await?;
+    let staff = through_the_token(&req.staff)?;
+    let resolution = s.node.resolve(tid, req.action, &staff, &req.note).await?;
     Ok(Json(json!({ "resolution": resolution })))
+}
+
+/// What a resolution made with the API token records as its staff: the name given, marked
+/// as made with the token (the API cannot tell who holds it).
+const TOKEN_MARK: &str = " (api token)";
+
+fn through_the_token(given: &str) -> Result<String, ApiError> {
+    let name = given.trim();
+    if gatemesh_wire::Label::parse(name).is_none() {
+        // The node says what a staff name must be.
+        return Ok(given.to_owned());
+    }
+    let marked = format!("{name}{TOKEN_MARK}");
+    if gatemesh_wire::Label::parse(&marked).is_none() {
+        return Err(ApiError::bad_request(format!(
+            "staff is at most {} bytes through the API: it is recorded as \"NAME{TOKEN_MARK}\"",
+            gatemesh_wire::Label::MAX - TOKEN_MARK.len()
+        )));
+    }
+    Ok(marked)
 }
 
 async fn live(State(s): State<AppState>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
@@ -440,8 +475,16 @@ async fn export(
 
 async fn import(
     State(s): State<AppState>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Result<Json<serde_json::Value>, ApiError> {
+    if access::media_type(&headers).as_deref() != Some("application/octet-stream") {
+        return Err(ApiError {
+            status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            code: "unsupported_media_type",
+            message: "a ledger file is sent as Content-Type: application/octet-stream".into(),
+        });
+    }
     let text_end = body.iter().take(200).position(|&b| b == b'\n');
     let header = text_end.and_then(|n| std::str::from_utf8(&body[..n]).ok());
     let Some(event) = header.and_then(|h| h.strip_prefix("gatemesh-ledger 1 ")) else {

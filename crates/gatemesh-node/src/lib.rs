@@ -3,16 +3,17 @@
 //! that the desktop app, scanners and tests use.
 //!
 //! [`Node::start`] opens (or creates) the gate's data directory and starts the writer
-//! thread that owns the ledger; [`api::router`] serves it; [`Node::shutdown`] drains and
+//! thread that owns the ledger; [`api::serve`] serves it; [`Node::shutdown`] drains and
 //! compacts. The mesh and the uplink plug in here in later steps.
 //!
 //! ```no_run
 //! # async fn run() -> anyhow::Result<()> {
 //! use gatemesh_node::{Config, Node};
 //! let config = Config::new("/var/lib/gatemesh/north-1".into(), "ROCK-2026".parse()?, "North 1".into());
+//! let api = gatemesh_node::api::ApiConfig::for_data_dir(&config.data_dir)?;
 //! let node = Node::start(config)?;
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:7070").await?;
-//! gatemesh_node::api::serve(listener, node.clone(), std::future::pending()).await?;
+//! gatemesh_node::api::serve(listener, node.clone(), api, std::future::pending()).await?;
 //! # Ok(()) }
 //! ```
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]

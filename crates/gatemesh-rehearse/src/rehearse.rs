@@ -167,8 +167,18 @@ impl Rehearsal {
             let fleet = fleet.clone();
             tokio::task::spawn_blocking(move || fleet.start(i)).await??;
         }
+        // Each gate made its API token on its first start; the rehearsal is its operator.
         let at_gate: Vec<At> = (0..gates)
-            .map(|i| At::new(lan.handle(Place::Gate(i)), lan.gate_api(i), None))
+            .map(|i| {
+                let data = self.dir.join(format!("gate-{i}"));
+                let token = gatemesh_node::api::ApiToken::load_or_create(&data)
+                    .with_context(|| format!("reading gate {i}'s API token"))?;
+                At::new(
+                    lan.handle(Place::Gate(i)),
+                    lan.gate_api(i),
+                    Some(token.secret().to_owned()),
+                )
+            })
             .collect::<Result<_>>()?;
         wait_until_ready(&at_gate, attendees).await?;
         let setup_s = setup.elapsed().as_secs_f64();

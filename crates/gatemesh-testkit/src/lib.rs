@@ -160,6 +160,33 @@ pub fn spawn_ready(mut command: Command) -> (Child, Value) {
     (child, ready)
 }
 
+/// The token of the gate whose ready line is `ready` (`gatemesh gate` names the file
+/// holding it as `api_token`).
+pub fn api_token(ready: &Value) -> String {
+    let file = ready["api_token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no api_token in the ready line {ready}"));
+    std::fs::read_to_string(file)
+        .unwrap_or_else(|e| panic!("reading {file}: {e}"))
+        .trim()
+        .to_owned()
+}
+
+/// A client that sends `token` as `Authorization: Bearer` with every request, as the gate's
+/// operator; `timeout` bounds each request.
+pub fn api_client(token: &str, timeout: Duration) -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    let value = format!("Bearer {token}")
+        .parse()
+        .expect("a token is a header value");
+    headers.insert(reqwest::header::AUTHORIZATION, value);
+    reqwest::Client::builder()
+        .default_headers(headers)
+        .timeout(timeout)
+        .build()
+        .expect("a client")
+}
+
 /// A virtual LAN: one hub namespace holding a bridge (multicast snooping off), and one
 /// namespace per host with `eth0` at 10.77.0.(i+1)/24, built from `gatemesh-netns` (the
 /// rehearsal's namespaces come from there too). Everything made is deleted on drop,
@@ -167,6 +194,8 @@ pub fn spawn_ready(mut command: Command) -> (Child, Value) {
 #[derive(Debug)]
 pub struct Net {
     children: Vec<Child>,
+    /// The API token of the gate on each host, sent by [`Net::http`] from there.
+    tokens: std::collections::HashMap<usize, String>,
     // Hosts before the hub: fields drop in this order.
     hosts: Vec<Namespace>,
     hub: Namespace,
@@ -192,6 +221,7 @@ impl Net {
         // Built into `net` step by step, so a failure half-way still cleans up on drop.
         let mut net = Self {
             children: Vec::new(),
+            tokens: std::collections::HashMap::new(),
             hosts: Vec::new(),
             hub: must(Namespace::create(format!("{prefix}hub"))),
         };
@@ -238,14 +268,35 @@ impl Net {
         let _ = child.wait();
     }
 
-    /// An HTTP request made from inside host `i` (with curl), answered as JSON.
+    /// Host `i`'s gate wants `token` (see [`api_token`]); [`Net::http`] sends it from there.
+    pub fn set_token(&mut self, i: usize, token: String) {
+        self.tokens.insert(i, token);
+    }
+
+    /// An HTTP request made from inside host `i` (with curl), answered as JSON; with the API
+    /// token of the gate there, if one was set.
     pub fn http(&self, i: usize, method: &str, url: &str, body: Option<Value>) -> Value {
         let mut cmd = self.hosts[i].command("curl");
         cmd.args(["-s", "--max-time", "10", "-X", method, url]);
         if let Some(b) = body {
             cmd.args(["-H", "content-type: application/json", "-d", &b.to_string()]);
         }
-        let out = cmd.output().expect("curl runs");
+        let token = self.tokens.get(&i);
+        if token.is_some() {
+            // From stdin (`-H @-` reads header lines there), so the token is on no command line.
+            cmd.args(["-H", "@-"]);
+        }
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("curl runs");
+        if let (Some(mut stdin), Some(token)) = (child.stdin.take(), token) {
+            use std::io::Write;
+            let _ = writeln!(stdin, "authorization: Bearer {token}");
+        }
+        let out = child.wait_with_output().expect("curl runs");
         serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
     }
 }

@@ -316,8 +316,10 @@ fn admitted_elsewhere(demo: &Path, event: &str, code: &str) -> Vec<u8> {
         .unwrap();
     let ready: Value = serde_json::from_str(&line).unwrap();
     let api = ready["api"].as_str().unwrap();
+    let token = std::fs::read_to_string(ready["api_token"].as_str().unwrap()).unwrap();
     let r: Value = reqwest::blocking::Client::new()
         .post(format!("http://{api}/v1/scan"))
+        .bearer_auth(token.trim())
         .json(&json!({ "code": code, "scanner": "far-1" }))
         .send()
         .unwrap()
@@ -478,8 +480,14 @@ fn door_staff_scan_and_resolve_a_flag_in_the_real_app() {
     let api = info["api"]
         .as_str()
         .unwrap_or_else(|| panic!("no API: {info}"));
+    let token_file = info["api_token_file"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no API token file: {info}"));
+    let token = std::fs::read_to_string(token_file).unwrap();
     let imported = reqwest::blocking::Client::new()
         .post(format!("{api}/v1/import"))
+        .bearer_auth(token.trim())
+        .header("content-type", "application/octet-stream")
         .body(far)
         .send()
         .unwrap();

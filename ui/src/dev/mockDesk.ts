@@ -98,6 +98,7 @@ export function mockDesk(): DeskApi {
     staff_names: setUp ? STAFF.map((s) => s.name) : [],
     demo_pins: setUp ? STAFF.map((s) => ({ ...s })) : [],
     api: setUp ? "http://127.0.0.1:41234" : null,
+    api_token_file: setUp ? "/home/staff/.local/share/gatemesh/gate/api.token" : null,
     tickets_pdf: setUp ? "/home/gate/.local/share/gatemesh/demo/tickets/tickets.pdf" : null,
   });
   const emit = (e: DeskEvent) => setTimeout(() => listeners.forEach((l) => l(e)), 5);

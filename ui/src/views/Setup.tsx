@@ -288,6 +288,17 @@ export function Setup(props: {
           <dd>{info.observer ? "Observer (watches, admits no one)" : "Gate (admits)"}</dd>
           <dt>Local API</dt>
           <dd class="mono">{info.api ?? "not running"}</dd>
+          {info.api_token_file !== null && (
+            <>
+              <dt>API token</dt>
+              <dd>
+                <span class="mono">{info.api_token_file}</span>
+                <div class="muted">
+                  Every call to the local API sends this file's token: Authorization: Bearer …
+                </div>
+              </dd>
+            </>
+          )}
           {info.tickets_pdf !== null && (
             <>
               <dt>Demo tickets</dt>

@@ -31,6 +31,8 @@ fn fixture(count: usize) -> World {
 struct GateProcess {
     child: Child,
     api: String,
+    /// Sends the gate's API token.
+    client: reqwest::Client,
 }
 
 fn start_gate(f: &World, data: &str, name: &str) -> GateProcess {
@@ -59,9 +61,11 @@ fn start_gate(f: &World, data: &str, name: &str) -> GateProcess {
         "127.0.0.1:0",
     ]);
     let (child, ready) = spawn_ready(cmd);
+    let token = gatemesh_testkit::api_token(&ready);
     GateProcess {
         child,
         api: format!("http://{}", ready["api"].as_str().unwrap()),
+        client: gatemesh_testkit::api_client(&token, Duration::from_secs(10)),
     }
 }
 
@@ -91,10 +95,6 @@ async fn sigkill_under_load_loses_no_admission_and_never_admits_twice() {
         | 1;
     println!("seed {seed}");
     let mut rng = Rng(seed);
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .build()
-        .unwrap();
     // Every admit a client received: (tid, redemption id).
     let admitted: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
     let codes = Arc::new(f.codes.clone());
@@ -104,7 +104,7 @@ async fn sigkill_under_load_loses_no_admission_and_never_admits_twice() {
         let mut workers = Vec::new();
         for w in 0..4u64 {
             let (client, api, codes, admitted) = (
-                client.clone(),
+                gate.client.clone(),
                 gate.api.clone(),
                 codes.clone(),
                 admitted.clone(),
@@ -159,7 +159,8 @@ async fn sigkill_under_load_loses_no_admission_and_never_admits_twice() {
         by_ticket.entry(tid.clone()).or_default().push(rid.clone());
     }
     for (tid, rids) in &by_ticket {
-        let t: Value = client
+        let t: Value = gate
+            .client
             .get(format!("{}/v1/tickets/{tid}", gate.api))
             .send()
             .await
@@ -188,10 +189,9 @@ async fn sigkill_under_load_loses_no_admission_and_never_admits_twice() {
     child.wait().unwrap();
 }
 
-async fn scan(api: &str, code: &str, scanner: &str) -> Value {
-    let client = reqwest::Client::new();
-    client
-        .post(format!("{api}/v1/scan"))
+async fn scan(gate: &GateProcess, code: &str, scanner: &str) -> Value {
+    gate.client
+        .post(format!("{}/v1/scan", gate.api))
         .json(&json!({ "code": code, "scanner": scanner }))
         .send()
         .await
@@ -222,10 +222,10 @@ async fn a_ledger_carried_by_file_catches_the_copy_and_flags_the_race() {
     let f = fixture(3);
     let (code_a, code_b) = (&f.codes[0].1, &f.codes[1].1);
     let a = start_gate(&f, "a", "A");
-    assert_eq!(scan(&a.api, code_a, "a1").await["verdict"], "admit");
-    assert_eq!(scan(&a.api, code_b, "a1").await["verdict"], "admit");
+    assert_eq!(scan(&a, code_a, "a1").await["verdict"], "admit");
+    assert_eq!(scan(&a, code_b, "a1").await["verdict"], "admit");
     let b = start_gate(&f, "b", "B");
-    assert_eq!(scan(&b.api, code_b, "b1").await["verdict"], "admit"); // the same ticket, offline
+    assert_eq!(scan(&b, code_b, "b1").await["verdict"], "admit"); // the same ticket, offline
     stop(a);
     stop(b);
 
@@ -289,10 +289,13 @@ async fn a_ledger_carried_by_file_catches_the_copy_and_flags_the_race() {
     assert_eq!(wrong.status.code(), Some(2));
 
     let b = start_gate(&f, "b", "B");
-    let dup = scan(&b.api, code_a, "b2").await;
+    let dup = scan(&b, code_a, "b2").await;
     assert_eq!(dup["verdict"], "duplicate");
     assert_eq!(dup["first"]["gate"], "A");
-    let flags: Value = reqwest::get(format!("{}/v1/flags", b.api))
+    let flags: Value = b
+        .client
+        .get(format!("{}/v1/flags", b.api))
+        .send()
         .await
         .unwrap()
         .json()

@@ -36,6 +36,7 @@ fn gate_process(net: &mut Net, i: usize, w: &World, extra: &[String]) -> (String
         .args(["--mesh", &format!("0.0.0.0:{MESH_PORT}")])
         .args(extra);
     let (ready, process) = net.start(cmd);
+    net.set_token(i, gatemesh_testkit::api_token(&ready));
     (
         format!("http://{}", ready["api"].as_str().unwrap()),
         process,

@@ -116,17 +116,35 @@ fn start_gate(dir: &Path, event: &str, name: &str, issuer: &Path, server: &str) 
         .args(["--durability", "process", "--server", server])
         .env("GATEMESH_SERVER_TOKEN", TOKEN);
     let (child, ready) = spawn_ready(cmd);
-    GateProc {
-        child,
-        api: format!("http://{}", ready["api"].as_str().unwrap()),
+    GateProc::new(child, &ready)
+}
+
+/// The API tokens of the gates started, by API base: a call to a gate sends its token,
+/// any other call the server's.
+static GATE_TOKENS: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+
+impl GateProc {
+    fn new(child: Child, ready: &Value) -> Self {
+        let api = format!("http://{}", ready["api"].as_str().unwrap());
+        let token = gatemesh_testkit::api_token(ready);
+        GATE_TOKENS.lock().unwrap().push((format!("{api}/"), token));
+        Self { child, api }
     }
+}
+
+fn token_for(url: &str) -> String {
+    let tokens = GATE_TOKENS.lock().unwrap();
+    tokens
+        .iter()
+        .find(|(base, _)| url.starts_with(base.as_str()))
+        .map_or_else(|| TOKEN.to_owned(), |(_, t)| t.clone())
 }
 
 async fn call(method: reqwest::Method, url: &str, body: Option<Value>) -> (u16, Value) {
     let client = reqwest::Client::new();
     let mut r = client
         .request(method, url)
-        .bearer_auth(TOKEN)
+        .bearer_auth(token_for(url))
         .timeout(Duration::from_secs(30));
     if let Some(b) = body {
         r = r.json(&b);
@@ -478,10 +496,7 @@ async fn a_gate_paired_by_code_reports_to_the_manager() {
     ])
     .args(["--durability", "process"]);
     let (child, ready) = spawn_ready(cmd);
-    let gate = GateProc {
-        child,
-        api: format!("http://{}", ready["api"].as_str().unwrap()),
-    };
+    let gate = GateProc::new(child, &ready);
     assert!(
         ready["mesh"].is_string(),
         "the paired identity joins the mesh: {ready}"
@@ -683,8 +698,9 @@ async fn a_gate_offline_for_a_long_stretch_uploads_thousands() {
     let mut workers = Vec::new();
     for _ in 0..4 {
         let (api, next, codes) = (gate.api.clone(), next.clone(), codes.clone());
+        let token = token_for(&format!("{api}/"));
         workers.push(tokio::spawn(async move {
-            let client = reqwest::Client::new();
+            let client = gatemesh_testkit::api_client(&token, Duration::from_secs(30));
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(code) = codes.get(i) else { return };

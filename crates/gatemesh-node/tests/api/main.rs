@@ -2,6 +2,8 @@
 //! flags and resolutions, bad requests, the live stream, restarts; and (`contract`) the
 //! gate⇄server contract through the real server.
 
+mod abuse;
+mod browser;
 mod contract;
 
 use std::{
@@ -98,7 +100,9 @@ pub(crate) fn identity(event: &str, data: &Path, name: &str) -> gatemesh_mesh::p
 struct Gate {
     node: Node,
     base: String,
+    /// A client that sends the gate's token with every request, as the gate's operator.
     client: reqwest::Client,
+    token: String,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
 }
@@ -117,16 +121,32 @@ impl Gate {
         config.policy = policy;
         config.identity = Some(identity(EVENT, dir, name));
         let node = Node::start(config).unwrap();
+        let api = gatemesh_node::api::ApiConfig::for_data_dir(dir).unwrap();
+        let token = api.token.secret().to_owned();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(gatemesh_node::api::serve(listener, node.clone(), async {
-            let _ = stopped.await;
-        }));
+        let server = tokio::spawn(gatemesh_node::api::serve(
+            listener,
+            node.clone(),
+            api,
+            async {
+                let _ = stopped.await;
+            },
+        ));
+        let mut auth = reqwest::header::HeaderMap::new();
+        auth.insert(
+            reqwest::header::AUTHORIZATION,
+            format!("Bearer {token}").parse().unwrap(),
+        );
         Self {
             node,
             base,
-            client: reqwest::Client::new(),
+            client: reqwest::Client::builder()
+                .default_headers(auth)
+                .build()
+                .unwrap(),
+            token,
             stop: Some(stop),
             server,
         }
@@ -300,6 +320,7 @@ async fn a_flag_from_an_imported_ledger_is_resolved_and_audited() {
     let r = a
         .client
         .post(format!("{}/v1/import", a.base))
+        .header("content-type", "application/octet-stream")
         .body(file.clone())
         .send()
         .await
@@ -321,6 +342,7 @@ async fn a_flag_from_an_imported_ledger_is_resolved_and_audited() {
     let r = a
         .client
         .post(format!("{}/v1/import", a.base))
+        .header("content-type", "application/octet-stream")
         .body(file)
         .send()
         .await
@@ -349,7 +371,7 @@ async fn a_flag_from_an_imported_ledger_is_resolved_and_audited() {
     let (_, export) = a.get("/v1/export?format=json").await;
     let audit = export["audit"].as_array().unwrap();
     assert_eq!(audit.len(), 1);
-    assert_eq!(audit[0]["actor"], "Sam");
+    assert_eq!(audit[0]["actor"], "Sam (api token)");
     assert_eq!(audit[0]["action"], "resolve:deny");
     let csv = a
         .client
@@ -409,6 +431,7 @@ async fn a_tampered_ledger_import_changes_nothing() {
         let r = a
             .client
             .post(format!("{}/v1/import", a.base))
+            .header("content-type", "application/octet-stream")
             .body(file)
             .send()
             .await
@@ -466,10 +489,14 @@ async fn bad_requests_get_json_4xx_and_change_nothing() {
         c.post(url("/v1/flags/T1/resolve"))
             .json(&json!({ "action": "revert", "staff": "x" })),
         c.get(url("/v1/export?format=xml")),
-        c.post(url("/v1/import")).body("garbage"),
         c.post(url("/v1/import"))
+            .header("content-type", "application/octet-stream")
+            .body("garbage"),
+        c.post(url("/v1/import"))
+            .header("content-type", "application/octet-stream")
             .body("gatemesh-ledger 1 OTHER\nxx"),
         c.post(url("/v1/import"))
+            .header("content-type", "application/octet-stream")
             .body(format!("gatemesh-ledger 1 {EVENT}\nnot automerge")),
         c.get(url("/v1/nothing-here")),
     ];
@@ -607,7 +634,7 @@ fn arbitrary_bodies_get_4xx_and_change_nothing() {
     let api = fuzz::Api {
         client: &gate.client,
         base: &gate.base,
-        token: None,
+        token: Some(&gate.token),
         paths,
     };
     fuzz::post_bodies(&runtime, api, body, snapshot);

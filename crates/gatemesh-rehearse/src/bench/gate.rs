@@ -200,10 +200,21 @@ pub async fn run(args: &Args, gatemesh: &Path) -> Result<serde_json::Value> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(gatemesh_node::api::serve(listener, node.clone(), async {
-        let _ = stopped.await;
-    }));
-    let client = reqwest::Client::new();
+    let api = gatemesh_node::api::ApiConfig::for_data_dir(&dir.join("gate"))?;
+    let mut auth = reqwest::header::HeaderMap::new();
+    auth.insert(
+        reqwest::header::AUTHORIZATION,
+        format!("Bearer {}", api.token.secret()).parse()?,
+    );
+    let client = reqwest::Client::builder().default_headers(auth).build()?;
+    let server = tokio::spawn(gatemesh_node::api::serve(
+        listener,
+        node.clone(),
+        api,
+        async {
+            let _ = stopped.await;
+        },
+    ));
     let http_fresh = &tickets[args.redeemed + args.samples / 2..args.redeemed + args.samples];
     let mut http_admits = Vec::new();
     for (_, code) in http_fresh {

@@ -44,6 +44,9 @@ pub struct RemoteArgs {
     /// The remote gate's API base URL.
     #[arg(long)]
     remote_api: String,
+    /// The remote gate's API token (its data directory's `api.token`).
+    #[arg(long, env = "GATEMESH_API_TOKEN", hide_env_values = true)]
+    remote_token: String,
     #[arg(long, default_value_t = 500)]
     samples: usize,
     /// Admissions on each side before the two gates first connect.
@@ -227,7 +230,12 @@ pub async fn run_remote(args: &RemoteArgs) -> Result<serde_json::Value> {
         event: args.event.clone(),
         key,
     };
-    let client = reqwest::Client::new();
+    let mut auth = reqwest::header::HeaderMap::new();
+    auth.insert(
+        reqwest::header::AUTHORIZATION,
+        format!("Bearer {}", args.remote_token.trim()).parse()?,
+    );
+    let client = reqwest::Client::builder().default_headers(auth).build()?;
 
     // Both sides admit different tickets while apart, then meet.
     eprintln!(
