@@ -124,21 +124,10 @@ fn holds(doc: &mut AutoCommit, hash: &ChangeHash) -> bool {
 }
 
 /// The changes of `other` that `doc` lacks, found from `other`'s heads down to what `doc`
-/// holds: a document that shares most of its history costs only what it adds.
+/// holds (a document that shares most of its history costs only what it adds), built in
+/// one pass over `other`'s operations: built one by one, 10,000 changes took 1.4 s.
 pub(crate) fn missing_from(doc: &mut AutoCommit, other: &automerge::Automerge) -> Vec<Change> {
-    let mut stack = other.get_heads();
-    let mut seen = std::collections::HashSet::new();
-    let mut missing = Vec::new();
-    while let Some(hash) = stack.pop() {
-        if !seen.insert(hash) || holds(doc, &hash) {
-            continue;
-        }
-        if let Some(meta) = other.get_change_meta_by_hash(&hash) {
-            stack.extend(meta.deps.iter().copied());
-        }
-        missing.extend(other.get_change_by_hash(&hash));
-    }
-    missing
+    doc.document().get_changes_added(other)
 }
 
 fn parse_change(chunk: &[u8]) -> Result<Change, LedgerError> {
@@ -190,6 +179,8 @@ pub(crate) struct Checker<'a> {
     /// Devices whose certificates the ledger holds, checked; grows with those a taken
     /// batch brings.
     pub devices: &'a mut HashMap<NodeId, Arc<Device>>,
+    /// Redemptions per ticket the ledger holds, all writers.
+    pub per_ticket: &'a HashMap<gatemesh_ticket::TicketId, usize>,
 }
 
 /// One put of a change, as `put_of` read it.
@@ -310,7 +301,9 @@ pub(crate) fn check(
         match put.map {
             Map::Redemptions => {
                 let r = read::<Redemption>(put.map, value).map_err(why)?;
-                flood.check(doc, roots, &r).map_err(why)?;
+                flood
+                    .check(doc, roots, checker.per_ticket, &r)
+                    .map_err(why)?;
                 taken(
                     &r,
                     key,
@@ -362,32 +355,54 @@ pub const MAX_SEEN: usize = 4096;
 
 /// Counts, per writer and ticket, the redemptions a batch adds to those the ledger holds.
 #[derive(Default)]
-struct Flood(HashMap<(NodeId, gatemesh_ticket::TicketId), usize>);
+struct Flood {
+    batch: HashMap<(NodeId, gatemesh_ticket::TicketId), usize>,
+    /// Per ticket, how many the batch adds (all writers).
+    added: HashMap<gatemesh_ticket::TicketId, usize>,
+    /// Per writer and ticket, how many the ledger held before the batch.
+    held: HashMap<(NodeId, gatemesh_ticket::TicketId), usize>,
+}
 
 impl Flood {
-    fn check(&mut self, doc: &AutoCommit, roots: &Roots, r: &Redemption) -> Result<(), String> {
+    fn check(
+        &mut self,
+        doc: &AutoCommit,
+        roots: &Roots,
+        per_ticket: &HashMap<gatemesh_ticket::TicketId, usize>,
+        r: &Redemption,
+    ) -> Result<(), String> {
         if r.seen.len() > MAX_SEEN {
             return Err(format!(
                 "a redemption that lists {} seen (at most {MAX_SEEN})",
                 r.seen.len()
             ));
         }
-        let count = match self.0.entry((r.node.clone(), r.tid.clone())) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => {
-                // What the ledger already holds of this writer for this ticket.
-                let held = doc
-                    .map_range(&roots.redemptions, crate::doc::ticket_prefix(&r.tid))
-                    .filter(|item| {
-                        matches!(&item.value, automerge::ValueRef::Scalar(automerge::ScalarValueRef::Str(t))
-                            if serde_json::from_str::<Redemption>(t).is_ok_and(|h| h.node == r.node))
-                    })
-                    .count();
-                e.insert(held)
-            }
+        let key = (r.node.clone(), r.tid.clone());
+        let mine = {
+            let mine = self.batch.entry(key.clone()).or_default();
+            *mine += 1;
+            *mine
         };
-        *count += 1;
-        if *count > MAX_PER_TICKET {
+        let added = {
+            let added = self.added.entry(r.tid.clone()).or_default();
+            *added += 1;
+            *added
+        };
+        // The ticket's records of every writer, with the batch's: far from the bound (the
+        // everyday case), the writer's own cannot be near it, and nothing is read.
+        if per_ticket.get(&r.tid).copied().unwrap_or(0) + added <= MAX_PER_TICKET {
+            return Ok(());
+        }
+        // What the ledger already holds of this writer for this ticket, read once.
+        let held = *self.held.entry(key).or_insert_with(|| {
+            doc.map_range(&roots.redemptions, crate::doc::ticket_prefix(&r.tid))
+                .filter(|item| {
+                    matches!(&item.value, automerge::ValueRef::Scalar(automerge::ScalarValueRef::Str(t))
+                        if serde_json::from_str::<Redemption>(t).is_ok_and(|h| h.node == r.node))
+                })
+                .count()
+        });
+        if held + mine > MAX_PER_TICKET {
             return Err(format!(
                 "node {} writes more than {MAX_PER_TICKET} redemptions of ticket {}",
                 r.node, r.tid

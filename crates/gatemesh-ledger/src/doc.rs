@@ -183,6 +183,9 @@ pub struct Ledger {
     trust: Option<Trust>,
     /// Devices whose certificates this ledger holds and the CA vouches for.
     devices: HashMap<NodeId, Arc<Device>>,
+    /// How many redemptions each ticket has (all writers): lets the flood check skip
+    /// reading a ticket's records when it is far from the bound.
+    per_ticket: HashMap<TicketId, usize>,
 }
 
 /// Every ledger value gets its own epoch, so a position kept from one (a reloaded ledger
@@ -341,6 +344,7 @@ impl Ledger {
             signer: None,
             trust: None,
             devices: HashMap::new(),
+            per_ticket: HashMap::new(),
         };
         let all: HashSet<TicketId> = ledger.all_tickets();
         ledger.refresh(all);
@@ -381,6 +385,7 @@ impl Ledger {
         for tid in tickets {
             let state = self.ticket(&tid);
             self.entries.set(&tid, &state.redemptions);
+            self.per_ticket.insert(tid.clone(), state.redemptions.len());
             for r in &state.redemptions {
                 if self.arrived.insert(r.id.clone()) {
                     self.arrivals.push((tid.clone(), r.id.clone()));
@@ -790,6 +795,7 @@ impl Ledger {
             event: &self.event,
             trust: self.trust.as_ref(),
             devices: &mut self.devices,
+            per_ticket: &self.per_ticket,
         };
         guarded(|| crate::admit::check(&self.doc, &self.roots, &incoming, now_ms, &mut checker))?;
         // Merge into a copy first: a change that the engine rejects half-way must not leave
@@ -879,6 +885,7 @@ impl Ledger {
             event: &self.event,
             trust: self.trust.as_ref(),
             devices: &mut self.devices,
+            per_ticket: &self.per_ticket,
         };
         guarded(|| crate::admit::check(&self.doc, &self.roots, &incoming, now_ms, &mut checker))?;
         let before = self.doc.get_heads();
