@@ -48,6 +48,14 @@ impl CertFingerprint {
     }
 }
 
+impl std::str::FromStr for CertFingerprint {
+    type Err = LinkError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s).ok_or(LinkError("a fingerprint is sha256: and 64 hex digits"))
+    }
+}
+
 impl fmt::Display for CertFingerprint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("sha256:")?;

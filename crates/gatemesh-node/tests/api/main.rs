@@ -3,6 +3,7 @@
 //! gate⇄server contract through the real server.
 
 mod contract;
+mod edge;
 
 use std::{path::Path, time::Duration};
 
@@ -87,7 +88,7 @@ impl Gate {
         Self {
             node,
             base,
-            client: reqwest::Client::new(),
+            client: gatemesh_node::edge::pinned_builder(None).unwrap().build().unwrap(),
             stop: Some(stop),
             server,
         }

@@ -199,7 +199,7 @@ pub async fn run(args: &Args, gatemesh: &Path) -> Result<serde_json::Value> {
     let server = tokio::spawn(gatemesh_node::api::serve(listener, node.clone(), async {
         let _ = stopped.await;
     }));
-    let client = reqwest::Client::new();
+    let client = gatemesh_node::edge::pinned_builder(None)?.build()?;
     let http_fresh = &tickets[args.redeemed + args.samples / 2..args.redeemed + args.samples];
     let mut http_admits = Vec::new();
     for (_, code) in http_fresh {

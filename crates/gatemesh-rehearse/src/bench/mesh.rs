@@ -221,7 +221,7 @@ pub async fn run_remote(args: &RemoteArgs) -> Result<serde_json::Value> {
         event: args.event.clone(),
         key,
     };
-    let client = reqwest::Client::new();
+    let client = gatemesh_node::edge::pinned_builder(None)?.build()?;
 
     // Both sides admit different tickets while apart, then meet.
     eprintln!(

@@ -126,6 +126,7 @@ pub async fn run(args: &Args) -> Result<Value> {
     node.start_uplink(gatemesh_node::UplinkConfig {
         server: base.clone(),
         token: TOKEN.into(),
+        fingerprint: None,
     })?;
     let ready = Instant::now();
     loop {

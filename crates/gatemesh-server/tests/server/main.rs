@@ -219,10 +219,20 @@ impl Sse {
     }
 }
 
+/// A client that trusts exactly the server certificate `pin`.
+fn client(pin: gatemesh_wire::CertFingerprint) -> reqwest::Client {
+    gatemesh_node::edge::pinned_builder(Some(pin))
+        .unwrap()
+        .build()
+        .unwrap()
+}
+
 struct Running {
     _dir: Option<tempfile::TempDir>,
     _db: Option<pg::Database>,
     base: String,
+    /// The certificate the server presents (self-signed, in its data directory).
+    pin: gatemesh_wire::CertFingerprint,
     client: reqwest::Client,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
@@ -238,25 +248,28 @@ impl Running {
         s
     }
 
-    /// A server on `data` and `db` (SQLite in `data` without one); several may share both.
+    /// A server on `data` and `db` (SQLite in `data` without one), over HTTPS with the
+    /// self-signed certificate it keeps in `data`; several may share both.
     async fn on(data: &Path, db: Option<&pg::Database>) -> Self {
         let db = db.map(|d| Database::Postgres(d.url.clone()));
         let opened = Server::open(data, db, Some(TOKEN.into())).unwrap();
+        let tls = gatemesh_server::tls::TlsIdentity::self_signed(data).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
+        let base = format!("https://{}", listener.local_addr().unwrap());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(gatemesh_server::api::serve(
-            listener,
-            opened.server,
-            async {
+        let pin = tls.fingerprint();
+        let task = tokio::spawn(async move {
+            gatemesh_server::api::serve_tls(listener, opened.server, &tls, async {
                 let _ = stopped.await;
-            },
-        ));
+            })
+            .await
+        });
         Self {
             _dir: None,
             _db: None,
             base,
-            client: reqwest::Client::new(),
+            pin,
+            client: client(pin),
             stop: Some(stop),
             task,
         }
