@@ -85,7 +85,8 @@ async fn sigkill_under_load_loses_no_admission_and_never_admits_twice() {
         | 1;
     println!("seed {seed}");
     let mut rng = Rng(seed);
-    let client = reqwest::Client::builder()
+    let client = gatemesh_node::edge::pinned_builder(None)
+        .unwrap()
         .timeout(Duration::from_secs(10))
         .build()
         .unwrap();
@@ -183,7 +184,10 @@ async fn sigkill_under_load_loses_no_admission_and_never_admits_twice() {
 }
 
 async fn scan(api: &str, code: &str, scanner: &str) -> Value {
-    let client = reqwest::Client::new();
+    let client = gatemesh_node::edge::pinned_builder(None)
+        .unwrap()
+        .build()
+        .unwrap();
     client
         .post(format!("{api}/v1/scan"))
         .json(&json!({ "code": code, "scanner": scanner }))
