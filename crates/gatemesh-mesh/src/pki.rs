@@ -177,7 +177,9 @@ fn device_params(id: &PeerId, not_after: OffsetDateTime) -> Result<CertificatePa
     // serial_number: None -> rcgen derives it from SHA-256(SPKI); unique per fresh key.
     params.not_before = OffsetDateTime::now_utc() - Duration::hours(1);
     if not_after <= params.not_before {
-        return Err(invalid!("a device certificate that would end before it starts"));
+        return Err(invalid!(
+            "a device certificate that would end before it starts"
+        ));
     }
     params.not_after = not_after;
     Ok(params)
@@ -368,8 +370,19 @@ mod tests {
         let der = CertificateDer::from_pem_slice(cert.as_bytes()).unwrap();
         assert_eq!(PeerId::from_cert(&der).unwrap(), id);
         let (_, x509) = x509_parser::parse_x509_certificate(&der).unwrap();
-        assert_eq!(x509.subject_alternative_name().unwrap().unwrap().value.general_names.len(), 1);
-        assert_eq!(x509.validity().not_after.timestamp(), until.unix_timestamp());
+        assert_eq!(
+            x509.subject_alternative_name()
+                .unwrap()
+                .unwrap()
+                .value
+                .general_names
+                .len(),
+            1
+        );
+        assert_eq!(
+            x509.validity().not_after.timestamp(),
+            until.unix_timestamp()
+        );
         assert!(!x509.is_ca());
 
         let request = DeviceRequest::new().unwrap();
@@ -397,12 +410,21 @@ mod tests {
             .unwrap()
             .pem()
             .unwrap();
-        for bad in [String::new(), "garbage".into(), tampered, ed, "A".repeat(5000)] {
+        for bad in [
+            String::new(),
+            "garbage".into(),
+            tampered,
+            ed,
+            "A".repeat(5000),
+        ] {
             assert!(ca.enroll_csr(&id, &bad, until).is_err());
             assert!(check_request(&bad).is_err());
         }
         // The identity rules hold as for `enroll`, and the end comes after the start.
-        assert!(ca.enroll_csr(&PeerId::new("ev1", Role::Gate, "a b"), &good, until).is_err());
+        assert!(
+            ca.enroll_csr(&PeerId::new("ev1", Role::Gate, "a b"), &good, until)
+                .is_err()
+        );
         let past = OffsetDateTime::now_utc() - Duration::days(1);
         assert!(ca.enroll_csr(&id, &good, past).is_err());
     }

@@ -115,7 +115,10 @@ pub fn is_wrong_certificate(e: &(dyn std::error::Error + 'static)) -> bool {
             return true;
         }
         // An io::Error's source() skips the error it wraps: look inside it instead.
-        at = match e.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()) {
+        at = match e
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
             Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
             None => e.source(),
         };

@@ -243,7 +243,12 @@ impl Rehearsal {
             .context("reading the server's admin token")?
             .trim()
             .to_owned();
-        let org = At::new(lan.handle(Place::Server), lan.server_url(), Some(token), Some(pin))?;
+        let org = At::new(
+            lan.handle(Place::Server),
+            lan.server_url(),
+            Some(token),
+            Some(pin),
+        )?;
         Ok((server_proc, org, pin))
     }
 
@@ -269,8 +274,11 @@ impl Rehearsal {
                 .await?;
             let paired = dir.join(format!("paired-{i}"));
             let mut cmd = lan.command(Place::Gate(i), &self.bin);
-            let link =
-                gatemesh_wire::PairingLink::new(&lan.uplink_url(i), &str_of(&pairing["code"]), Some(pin))?;
+            let link = gatemesh_wire::PairingLink::new(
+                &lan.uplink_url(i),
+                &str_of(&pairing["code"]),
+                Some(pin),
+            )?;
             cmd.args(["pair", "--link", &link.to_string()])
                 .arg("--out")
                 .arg(&paired);

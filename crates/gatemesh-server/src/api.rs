@@ -179,7 +179,11 @@ fn with_edge(
     local: std::net::SocketAddr,
     fingerprint: Option<gatemesh_wire::CertFingerprint>,
 ) -> Server {
-    let scheme = if fingerprint.is_some() { "https" } else { "http" };
+    let scheme = if fingerprint.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     let url = match &server.public_url {
         Some(url) => Some(url.to_string()),
         None if local.ip().is_unspecified() => None,

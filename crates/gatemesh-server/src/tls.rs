@@ -7,12 +7,7 @@
 //! certificate's names do not matter to them, and replacing the certificate (a new
 //! `--tls-cert`, a deleted `tls/` directory) means pairing every device again.
 
-use std::{
-    net::SocketAddr,
-    path::Path,
-    sync::Arc,
-    time::Duration,
-};
+use std::{net::SocketAddr, path::Path, sync::Arc, time::Duration};
 
 use anyhow::{Context, Result};
 use gatemesh_wire::CertFingerprint;

@@ -48,7 +48,9 @@ pub use device::{
 pub use error::{ErrorBody, ErrorDetail, WireError};
 pub use id::{DeviceName, Label, NodeId, Note, RedemptionId, ResolutionId};
 pub use lenient::{Lenient, Skipped, split};
-pub use link::{CertFingerprint, LINK_PREFIX, LinkError, MAX_LINK_LEN, PairingLink, valid_server_url};
+pub use link::{
+    CertFingerprint, LINK_PREFIX, LinkError, MAX_LINK_LEN, PairingLink, valid_server_url,
+};
 pub use manifest::{Admission, Manifest, ManifestEntry, ResolveRequest, ServerResolution, change};
 pub use redeem::{
     Journal, JournalAnswers, MAX_JOURNAL, MAX_RECORD_BYTES, RedeemBody, Redeemed, RedemptionAnswer,

@@ -7,9 +7,10 @@
 //!
 //! The server URL is written as is (it may hold `:` and `/`, which a query allows, and never
 //! `&`, `?`, `#`, `%`, `=` or a space); the code as the server shows it; `fp` is the SHA-256 of
-//! the DER of the server's end-entity certificate, lowercase hex. With a 40-character server
-//! URL a link is about 150 characters: a QR symbol of version 9 at level M (53×53 modules),
-//! and short enough for a scanner wedge to type. `fp` is absent only for a plain-HTTP server
+//! the DER of the server's end-entity certificate, lowercase hex. A link is 115 characters
+//! plus the server URL (with an 11-character code): byte mode at level M fits it in a QR
+//! symbol of version 9 (53×53 modules) for a URL of up to 65 characters, and a scanner wedge
+//! types it like any other code. `fp` is absent only for a plain-HTTP server
 //! on loopback (a test or a demo); a gate refuses such a link for any other address.
 
 use std::fmt;
@@ -110,9 +111,8 @@ pub fn valid_server_url(url: &str) -> bool {
         && rest.is_some_and(|r| {
             !r.is_empty()
                 && !r.starts_with('/')
-                && r.bytes().all(|b| {
-                    b.is_ascii_graphic() && !matches!(b, b'&' | b'?' | b'#' | b'%' | b'=')
-                })
+                && r.bytes()
+                    .all(|b| b.is_ascii_graphic() && !matches!(b, b'&' | b'?' | b'#' | b'%' | b'='))
         })
 }
 
@@ -137,7 +137,9 @@ impl PairingLink {
             return Err(LinkError("the code is not a pairing code"));
         }
         if fingerprint.is_none() && !server.starts_with("http://") {
-            return Err(LinkError("an https:// server needs its certificate's fingerprint"));
+            return Err(LinkError(
+                "an https:// server needs its certificate's fingerprint",
+            ));
         }
         Ok(Self {
             server: server.to_owned(),
@@ -170,7 +172,8 @@ impl PairingLink {
         }
         let fingerprint = match fp {
             Some(fp) if fp.starts_with("sha256:") => Some(
-                CertFingerprint::parse(fp).ok_or(LinkError("fp is not sha256: and 64 hex digits"))?,
+                CertFingerprint::parse(fp)
+                    .ok_or(LinkError("fp is not sha256: and 64 hex digits"))?,
             ),
             Some(_) => return Err(LinkError("fp is not sha256: and 64 hex digits")),
             None => None,
@@ -225,9 +228,15 @@ mod tests {
             format!("gatemesh://pair?server=https://h:1&code=A B&fp={fp}"),
             format!("gatemesh://pair?server=ftp://h:1&code=AB&fp={fp}"),
             format!("gatemesh://pair?server=https://&code=AB&fp={fp}"),
-            format!("gatemesh://pair?server=https://h:1&code=AB&fp=sha256:00"),
-            format!("gatemesh://pair?server=https://h:1&code=AB&fp={}", &fp.to_string()[7..]),
-            format!("gatemesh://pair?server=https://h:1&code=AB&fp={fp}{}", "0".repeat(600)),
+            "gatemesh://pair?server=https://h:1&code=AB&fp=sha256:00".into(),
+            format!(
+                "gatemesh://pair?server=https://h:1&code=AB&fp={}",
+                &fp.to_string()[7..]
+            ),
+            format!(
+                "gatemesh://pair?server=https://h:1&code=AB&fp={fp}{}",
+                "0".repeat(600)
+            ),
             "gatemesh://pair?server=https://h:1%26code=X&code=AB".into(),
         ] {
             assert!(PairingLink::parse(&bad).is_err(), "{bad}");

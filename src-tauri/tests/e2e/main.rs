@@ -295,7 +295,9 @@ fn admitted_elsewhere(demo: &Path, event: &str, code: &str) -> Vec<u8> {
         .unwrap();
     let ready: Value = serde_json::from_str(&line).unwrap();
     let api = ready["api"].as_str().unwrap();
-    let r: Value = http().build().unwrap()
+    let r: Value = http_client()
+        .build()
+        .unwrap()
         .post(format!("http://{api}/v1/scan"))
         .json(&json!({ "code": code, "scanner": "far-1" }))
         .send()
@@ -346,7 +348,7 @@ fn door_staff_scan_and_resolve_a_flag_in_the_real_app() {
             .stderr(Stdio::null()),
     )
     .expect("tauri-driver runs (scripts/install-deps.sh installs it)");
-    let http = http()
+    let http = http_client()
         .timeout(Duration::from_secs(60))
         .build()
         .unwrap();
@@ -447,7 +449,9 @@ fn door_staff_scan_and_resolve_a_flag_in_the_real_app() {
     let api = info["api"]
         .as_str()
         .unwrap_or_else(|| panic!("no API: {info}"));
-    let imported = http().build().unwrap()
+    let imported = http_client()
+        .build()
+        .unwrap()
         .post(format!("{api}/v1/import"))
         .body(far)
         .send()
@@ -483,7 +487,7 @@ fn door_staff_scan_and_resolve_a_flag_in_the_real_app() {
 
 /// A blocking HTTP client for the app's plain-HTTP local API (reqwest's rustls backend has no
 /// provider of its own: ring, as everywhere in gatemesh).
-fn http() -> reqwest::blocking::ClientBuilder {
+fn http_client() -> reqwest::blocking::ClientBuilder {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::blocking::Client::builder()
 }

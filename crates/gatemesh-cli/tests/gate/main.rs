@@ -286,7 +286,12 @@ async fn a_ledger_carried_by_file_catches_the_copy_and_flags_the_race() {
     let dup = scan(&b.api, code_a, "b2").await;
     assert_eq!(dup["verdict"], "duplicate");
     assert_eq!(dup["first"]["gate"], "A");
-    let flags: Value = reqwest::get(format!("{}/v1/flags", b.api))
+    let flags: Value = gatemesh_node::edge::pinned_builder(None)
+        .unwrap()
+        .build()
+        .unwrap()
+        .get(format!("{}/v1/flags", b.api))
+        .send()
         .await
         .unwrap()
         .json()

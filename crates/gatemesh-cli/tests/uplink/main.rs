@@ -109,7 +109,10 @@ impl ServerProc {
         let pin = ready["fingerprint"].as_str().map(|f| f.parse().unwrap());
         assert_eq!(pin.is_some(), !self.plain, "{ready}");
         if self.pin.is_some() {
-            assert_eq!(pin, self.pin, "a restarted server presents the same certificate");
+            assert_eq!(
+                pin, self.pin,
+                "a restarted server presents the same certificate"
+            );
         }
         if let Some(pin) = pin {
             PINS.lock().unwrap().push((self.base.clone(), pin));
@@ -507,7 +510,13 @@ async fn a_gate_paired_by_link_reports_to_the_manager_over_https() {
     assert_eq!(mitm.intercepted.load(Ordering::Relaxed), 0);
     // Plain HTTP off loopback is refused before anything is sent (TEST-NET-1).
     let out = gatemesh()
-        .args(["pair", "--server", "http://192.0.2.7:8080", "--code", "ABCDE-12345"])
+        .args([
+            "pair",
+            "--server",
+            "http://192.0.2.7:8080",
+            "--code",
+            "ABCDE-12345",
+        ])
         .args(["--out", p(&paired)])
         .output()
         .unwrap();

@@ -221,7 +221,11 @@ async fn the_gate_reads_what_the_server_writes() {
     let link = gatemesh_wire::PairingLink::parse(code["link"].as_str().unwrap()).unwrap();
     assert_eq!(
         (link.server.as_str(), link.code.as_str(), link.fingerprint),
-        (central.base.as_str(), code["code"].as_str().unwrap(), Some(central.pin))
+        (
+            central.base.as_str(),
+            code["code"].as_str().unwrap(),
+            Some(central.pin)
+        )
     );
     let pairing = gatemesh_node::pairing::pair(&link).await.unwrap();
     assert_eq!(pairing.answer.event.as_str(), "WIRE");
@@ -229,12 +233,21 @@ async fn the_gate_reads_what_the_server_writes() {
     assert_eq!(pairing.answer.role, Role::Gate);
     assert_eq!(pairing.issuer_pems(), std::slice::from_ref(&central.pem));
     let dir = tempfile::tempdir().unwrap();
-    pairing.write_identity(&dir.path().join("identity")).unwrap();
+    pairing
+        .write_identity(&dir.path().join("identity"))
+        .unwrap();
     let file = pairing.gate_file();
     file.create(dir.path()).unwrap();
     let back = gatemesh_node::pairing::GateFile::load(dir.path()).unwrap();
     assert_eq!(
-        (back.event, back.name, back.role, back.token, back.server, back.fingerprint),
+        (
+            back.event,
+            back.name,
+            back.role,
+            back.token,
+            back.server,
+            back.fingerprint
+        ),
         (
             file.event,
             file.name,
@@ -433,7 +446,8 @@ async fn items_the_gate_cannot_take_are_skipped_and_counted_not_a_stall() {
     until(
         "the server's /metrics shows what the gate skipped",
         async || {
-            let text = central.client()
+            let text = central
+                .client()
                 .get(format!("{}/metrics", central.base))
                 .bearer_auth(TOKEN)
                 .send()

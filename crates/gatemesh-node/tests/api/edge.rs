@@ -32,7 +32,9 @@ async fn pairing_by_link_pins_the_server_for_good(backend: Backend) {
         server: format!("https://{}", mitm.addr),
         ..link.clone()
     };
-    let err = gatemesh_node::pairing::pair(&intercepted).await.unwrap_err();
+    let err = gatemesh_node::pairing::pair(&intercepted)
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, PairError::WrongCertificate { fingerprint, .. } if fingerprint == central.pin),
         "{err}"
@@ -45,7 +47,9 @@ async fn pairing_by_link_pins_the_server_for_good(backend: Backend) {
     let pairing = gatemesh_node::pairing::pair(&link).await.unwrap();
     assert_eq!(pairing.fingerprint, Some(central.pin));
     let dir = tempfile::tempdir().unwrap();
-    pairing.write_identity(&dir.path().join("identity")).unwrap();
+    pairing
+        .write_identity(&dir.path().join("identity"))
+        .unwrap();
     let file = pairing.gate_file();
     let config = |name: &str| {
         let mut c = gatemesh_node::Config::new(
@@ -88,7 +92,11 @@ async fn pairing_by_link_pins_the_server_for_good(backend: Backend) {
     let status = other.uplink_status().unwrap();
     assert!(!status.streaming && status.cursor.is_none(), "{status:?}");
     assert_eq!(status.last_contact_ms, None);
-    assert_eq!(mitm.intercepted.load(Ordering::Relaxed), 0, "no handshake completed");
+    assert_eq!(
+        mitm.intercepted.load(Ordering::Relaxed),
+        0,
+        "no handshake completed"
+    );
     node.shutdown().await;
     other.shutdown().await;
 }

@@ -88,7 +88,10 @@ impl Gate {
         Self {
             node,
             base,
-            client: gatemesh_node::edge::pinned_builder(None).unwrap().build().unwrap(),
+            client: gatemesh_node::edge::pinned_builder(None)
+                .unwrap()
+                .build()
+                .unwrap(),
             stop: Some(stop),
             server,
         }

@@ -56,7 +56,7 @@ pub async fn run(args: &Args) -> Result<Value> {
             let _ = stopped.await;
         },
     ));
-    let client = reqwest::Client::new();
+    let client = gatemesh_node::edge::pinned_builder(None)?.build()?;
     let post = |path: String, body: Value| {
         let r = client
             .post(format!("{base}{path}"))

@@ -520,7 +520,10 @@ mod tests {
         let end = cert_end(Some(&gatemesh_wire::time::format_ms(
             in_a_week.unix_timestamp() * 1000,
         )));
-        assert_eq!(end.unix_timestamp(), (in_a_week + DEVICE_CERT_MARGIN).unix_timestamp());
+        assert_eq!(
+            end.unix_timestamp(),
+            (in_a_week + DEVICE_CERT_MARGIN).unix_timestamp()
+        );
         let ended = cert_end(Some("2001-01-01T00:00:00Z"));
         assert!(ended > now && ended < now + time::Duration::days(2));
         let open = cert_end(None);

@@ -876,7 +876,11 @@ async fn devices_pair_once_and_reach_only_their_own_event(backend: Backend) {
     let (status, _) = pair("00000-00000".into()).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     // A signing request that is not one refuses the pairing and leaves the code unspent.
-    for bad in ["", "garbage", "-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n"] {
+    for bad in [
+        "",
+        "garbage",
+        "-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n",
+    ] {
         let (status, body) = pair_with(code.clone(), bad.into()).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     }
@@ -1222,10 +1226,20 @@ async fn the_openapi_document_is_the_api() {
         404,
     )
     .await;
-    doc.post("/v1/pair", open, json!({ "code": code["code"], "csr": "x" }), 400)
-        .await;
+    doc.post(
+        "/v1/pair",
+        open,
+        json!({ "code": code["code"], "csr": "x" }),
+        400,
+    )
+    .await;
     let paired = doc
-        .post("/v1/pair", open, json!({ "code": code["code"], "csr": csr }), 200)
+        .post(
+            "/v1/pair",
+            open,
+            json!({ "code": code["code"], "csr": csr }),
+            200,
+        )
         .await;
     let device = paired["token"].as_str();
     let beat =
