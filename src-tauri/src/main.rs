@@ -103,13 +103,12 @@ where
     Ok(info)
 }
 
-/// Joins an event with a pairing code from the server.
+/// Joins an event with a pairing link from the server.
 #[tauri::command]
 async fn pair(
     app: tauri::AppHandle,
     state: State<'_, AppState>,
-    server: String,
-    code: String,
+    link: String,
     manager_name: String,
     manager_pin: String,
 ) -> Answer<AppInfo> {
@@ -119,7 +118,7 @@ async fn pair(
         &state,
         &manager_name,
         &manager_pin,
-        |staff| async move { Desk::pair(&root, &server, &code, staff).await },
+        |staff| async move { Desk::pair(&root, &link, staff).await },
     )
     .await
 }

@@ -82,10 +82,15 @@ pub struct Args {
         requires = "identity_source"
     )]
     mdns_interfaces: Vec<String>,
-    /// The central server (http(s)://HOST:PORT): the gate pulls the manifest and its
-    /// changes, and uploads every redemption it knows, whenever the uplink works.
+    /// The central server (https://HOST:PORT, or http:// on loopback): the gate pulls the
+    /// manifest and its changes, and uploads every redemption it knows, whenever the uplink
+    /// works.
     #[arg(long, value_name = "URL", requires = "server_token")]
     server: Option<String>,
+    /// The server's TLS certificate fingerprint (sha256:HEX, as the server prints it): the
+    /// only certificate the uplink accepts. Needed for an https:// --server.
+    #[arg(long, value_name = "FP", requires = "server")]
+    server_fingerprint: Option<gatemesh_wire::CertFingerprint>,
     /// The gate's credential for the server (also from GATEMESH_SERVER_TOKEN).
     #[arg(long, env = "GATEMESH_SERVER_TOKEN", hide_env_values = true)]
     server_token: Option<String>,
@@ -116,6 +121,7 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
         args.identity = Some(dir.join("identity"));
         args.role = paired.role;
         args.server = Some(paired.server);
+        args.server_fingerprint = paired.fingerprint;
         args.server_token = Some(paired.token);
     }
     let (Some(event), Some(name)) = (args.event.clone(), args.name.clone()) else {
@@ -190,6 +196,7 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
             node.start_uplink(gatemesh_node::UplinkConfig {
                 server: server.clone(),
                 token: token.clone(),
+                fingerprint: args.server_fingerprint,
             })?;
         }
         let listener = tokio::net::TcpListener::bind(args.api)

@@ -1,8 +1,9 @@
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
-/// Run the central server: events, ticket issuing, voids, manifests, redemptions.
+/// Run the central server: events, ticket issuing, voids, manifests, redemptions. Serves
+/// HTTPS (a self-signed certificate made on first run, or --tls-cert/--tls-key).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Data directory: the database, the server's issuer key, the admin token.
@@ -15,6 +16,23 @@ pub struct Args {
     db: Option<String>,
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
+    /// The URL devices reach this server at (https://HOST:PORT), for the pairing links it
+    /// hands out. Needed with an unspecified --listen address (0.0.0.0, [::]); otherwise the
+    /// listen address is used.
+    #[arg(long)]
+    public_url: Option<String>,
+    /// A TLS certificate chain (PEM) from a real CA, instead of the self-signed one the
+    /// server makes on first run in DATA/tls/. Devices pin its fingerprint: replacing it
+    /// means pairing them again.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Serve plain HTTP instead of HTTPS: only on a loopback --listen address (tests, a
+    /// reverse proxy on the same machine).
+    #[arg(long, conflicts_with_all = ["tls_cert", "tls_key"])]
+    plain_http: bool,
     /// Admin token for organizer calls (also from GATEMESH_ADMIN_TOKEN); when neither is
     /// given, one is generated on first run, printed once and kept in the data directory.
     #[arg(long, env = "GATEMESH_ADMIN_TOKEN", hide_env_values = true)]
@@ -22,12 +40,39 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    if args.plain_http && !args.listen.ip().is_loopback() {
+        bail!(
+            "--plain-http serves only a loopback address, not {}: devices send their \
+             credentials over this connection",
+            args.listen
+        );
+    }
+    if args.listen.ip().is_unspecified() && args.public_url.is_none() {
+        bail!(
+            "--listen {} names no address devices can reach: add --public-url \
+             https://HOST:{} for the pairing links",
+            args.listen,
+            args.listen.port()
+        );
+    }
+    let tls = if args.plain_http {
+        None
+    } else if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        Some(gatemesh_server::tls::TlsIdentity::from_files(cert, key)?)
+    } else {
+        std::fs::create_dir_all(&args.data)
+            .with_context(|| format!("creating {}", args.data.display()))?;
+        Some(gatemesh_server::tls::TlsIdentity::self_signed(&args.data)?)
+    };
     let db = args
         .db
         .as_deref()
         .map(gatemesh_server::Database::parse)
         .transpose()?;
-    let opened = gatemesh_server::Server::open(&args.data, db, args.admin_token)?;
+    let mut opened = gatemesh_server::Server::open(&args.data, db, args.admin_token)?;
+    if let Some(url) = &args.public_url {
+        opened.server = opened.server.with_public_url(url)?;
+    }
     if let Some(token) = &opened.new_admin_token {
         eprintln!(
             "admin token (shown once; kept in {}): {token}",
@@ -43,11 +88,26 @@ pub fn run(args: Args) -> Result<ExitCode> {
             .await
             .with_context(|| format!("listening on {}", args.listen))?;
         let addr = listener.local_addr()?;
-        println!("{}", serde_json::json!({ "api": addr.to_string() }));
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let url = args
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("{scheme}://{addr}"));
+        let fingerprint = tls.as_ref().map(|t| t.fingerprint().to_string());
+        // One line on stdout that scripts and tests can wait for.
+        println!(
+            "{}",
+            serde_json::json!({ "api": addr.to_string(), "url": url, "fingerprint": fingerprint })
+        );
         let shutdown = async {
             let _ = tokio::signal::ctrl_c().await;
         };
-        gatemesh_server::api::serve(listener, opened.server, shutdown).await?;
+        match &tls {
+            Some(tls) => {
+                gatemesh_server::api::serve_tls(listener, opened.server, tls, shutdown).await?;
+            }
+            None => gatemesh_server::api::serve(listener, opened.server, shutdown).await?,
+        }
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)

@@ -214,6 +214,9 @@ pub struct DeskConfig {
     pub discovery: bool,
     #[serde(default)]
     pub server: Option<String>,
+    /// The server's certificate, pinned at pairing: the only one the uplink accepts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_fingerprint: Option<gatemesh_wire::CertFingerprint>,
     #[serde(default)]
     pub server_token: Option<String>,
     /// The gate's local HTTP API, for scanners on the network and for tests.
@@ -278,6 +281,7 @@ impl DeskConfig {
             peers: Vec::new(),
             discovery: true,
             server: None,
+            server_fingerprint: None,
             server_token: None,
             api: local_api(),
             api_public: false,

@@ -117,6 +117,7 @@ async fn start_gate(
         node.start_uplink(gatemesh_node::UplinkConfig {
             server: server.clone(),
             token: token.clone(),
+            fingerprint: config.server_fingerprint,
         })?;
     }
     let listener = tokio::net::TcpListener::bind(config.api)
@@ -187,25 +188,25 @@ impl Desk {
             .context("the demo set-up did not take")?)
     }
 
-    /// Joins an event with a pairing code from the server and opens it. `pins` are the
-    /// staff to create (name, role, PIN).
-    pub async fn pair(
-        root: &Path,
-        server: &str,
-        code: &str,
-        staff: Vec<StaffEntry>,
-    ) -> Result<Self, DeskError> {
+    /// Joins an event with a pairing link from the server (pasted, typed or scanned) and
+    /// opens it: the server's certificate is pinned for the uplink, and the mesh key is made
+    /// here. `staff` are the staff to create (name, role, PIN).
+    pub async fn pair(root: &Path, link: &str, staff: Vec<StaffEntry>) -> Result<Self, DeskError> {
         ready_for_set_up(root, &staff)?;
-        let paired = gatemesh_node::pairing::pair(server, code)
+        let link = gatemesh_node::pairing::PairingLink::parse(link)
+            .map_err(|e| DeskError::BadInput(e.to_string()))?;
+        let paired = gatemesh_node::pairing::pair(&link)
             .await
             .map_err(pairing_refused)?;
         let identity = root.join("identity");
-        gatemesh_node::pairing::write_identity(&identity, &paired.answer.identity)?;
+        paired.write_identity(&identity)?;
         let issuer_pems = paired.issuer_pems();
+        let fingerprint = paired.fingerprint;
         let answer = paired.answer;
         let config = DeskConfig {
             identity_dir: Some(identity),
             server: Some(paired.server),
+            server_fingerprint: fingerprint,
             server_token: Some(answer.token),
             ..DeskConfig::new_event(
                 answer.event.to_string(),

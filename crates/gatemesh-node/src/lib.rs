@@ -19,6 +19,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod api;
+pub mod edge;
 mod gate;
 mod ledger_file;
 mod manifest;

@@ -61,6 +61,9 @@ pub struct UplinkConfig {
     pub server: String,
     /// The bearer token the server gave this gate.
     pub token: String,
+    /// The server's certificate, pinned at pairing: the only one the uplink accepts. Needed
+    /// for an `https://` server; a plain `http://` one must be on loopback.
+    pub fingerprint: Option<gatemesh_wire::CertFingerprint>,
 }
 
 pub(crate) struct Uplink {
@@ -137,14 +140,10 @@ impl Node {
     /// runtime; runs until [`Node::shutdown`].
     pub fn start_uplink(&self, config: UplinkConfig) -> anyhow::Result<()> {
         let server = config.server.trim_end_matches('/').to_owned();
-        anyhow::ensure!(
-            server.starts_with("http://") || server.starts_with("https://"),
-            "the server is an http:// or https:// URL, not {server:?}"
-        );
-        let (acks, sent) = Acks::open(&self.shared.data_dir.join("uplink.sqlite"))?;
-        let client = reqwest::Client::builder()
+        let client = crate::edge::client_builder(&server, config.fingerprint.as_ref())?
             .connect_timeout(Duration::from_secs(5))
             .build()?;
+        let (acks, sent) = Acks::open(&self.shared.data_dir.join("uplink.sqlite"))?;
         let uplink = Arc::new(Uplink {
             status: Mutex::new(UplinkStatus {
                 server: server.clone(),

@@ -153,10 +153,10 @@ impl Rehearsal {
             lan.mode()
         );
         let setup = Instant::now();
-        let (server_proc, org) = self.start_server(&lan).await?;
+        let (server_proc, org, pin) = self.start_server(&lan).await?;
         let eid = format!("rehearsal-{}", args.seed);
         let codes = open_event(&org, &eid, attendees).await?;
-        let commands = self.pair_gates(&lan, &org, &eid).await?;
+        let commands = self.pair_gates(&lan, &org, pin, &eid).await?;
         let fleet = Arc::new(Gates::new(
             lan.clone(),
             self.bin.clone(),
@@ -177,6 +177,7 @@ impl Rehearsal {
                     lan.handle(Place::Gate(i)),
                     lan.gate_api(i),
                     Some(token.secret().to_owned()),
+                    None,
                 )
             })
             .collect::<Result<_>>()?;
@@ -224,7 +225,10 @@ impl Rehearsal {
 
     /// The server in its place, and the organiser's client with the token the server made
     /// for itself on first start.
-    async fn start_server(&self, lan: &Lan) -> Result<(Children, At)> {
+    async fn start_server(
+        &self,
+        lan: &Lan,
+    ) -> Result<(Children, At, gatemesh_wire::CertFingerprint)> {
         let mut server_proc = Children::default();
         let mut cmd = lan.command(Place::Server, &self.bin);
         cmd.arg("server")
@@ -232,23 +236,43 @@ impl Rehearsal {
             .arg(self.dir.join("server"))
             .args(["--listen", &lan.server_listen().to_string()])
             .env_remove("GATEMESH_ADMIN_TOKEN");
+        if lan.server_listen().ip().is_unspecified() {
+            // In the namespaces every gate reaches the server at one address.
+            cmd.args(["--public-url", &lan.uplink_url(0)]);
+        }
         if let Some(db) = &self.options.db {
             cmd.args(["--db", db]);
         }
         let log = self.dir.join("server.log");
-        let (child, _) = tokio::task::spawn_blocking(move || spawn_ready(cmd, &log)).await??;
+        let (child, ready) = tokio::task::spawn_blocking(move || spawn_ready(cmd, &log)).await??;
         server_proc.0.insert("server".into(), child);
+        let pin = ready["fingerprint"]
+            .as_str()
+            .and_then(gatemesh_wire::CertFingerprint::parse)
+            .context("the server printed no certificate fingerprint")?;
         let token = std::fs::read_to_string(self.dir.join("server/admin.token"))
             .context("reading the server's admin token")?
             .trim()
             .to_owned();
-        let org = At::new(lan.handle(Place::Server), lan.server_url(), Some(token))?;
-        Ok((server_proc, org))
+        let org = At::new(
+            lan.handle(Place::Server),
+            lan.server_url(),
+            Some(token),
+            Some(pin),
+        )?;
+        Ok((server_proc, org, pin))
     }
 
-    /// Pairs every gate by code, as a supervisor would (`gatemesh pair` in the gate's
-    /// place); returns the `gatemesh gate` arguments of each.
-    async fn pair_gates(&self, lan: &Lan, org: &At, eid: &str) -> Result<Vec<Vec<String>>> {
+    /// Pairs every gate by link over TLS, as a supervisor would (`gatemesh pair --link` in
+    /// the gate's place; the link names the address that gate reaches the server at, its
+    /// proxy on loopback); returns the `gatemesh gate` arguments of each.
+    async fn pair_gates(
+        &self,
+        lan: &Lan,
+        org: &At,
+        pin: gatemesh_wire::CertFingerprint,
+        eid: &str,
+    ) -> Result<Vec<Vec<String>>> {
         let dir = &self.dir;
         let mut commands = Vec::new();
         for i in 0..usize::from(self.options.gates) {
@@ -261,8 +285,12 @@ impl Rehearsal {
                 .await?;
             let paired = dir.join(format!("paired-{i}"));
             let mut cmd = lan.command(Place::Gate(i), &self.bin);
-            cmd.args(["pair", "--server", &lan.uplink_url(i), "--code"])
-                .arg(str_of(&pairing["code"]))
+            let link = gatemesh_wire::PairingLink::new(
+                &lan.uplink_url(i),
+                &str_of(&pairing["code"]),
+                Some(pin),
+            )?;
+            cmd.args(["pair", "--link", &link.to_string()])
                 .arg("--out")
                 .arg(&paired);
             let out = tokio::task::spawn_blocking(move || cmd.output()).await??;

@@ -32,7 +32,11 @@ use utoipa::ToSchema;
 
 pub(crate) use self::errors::{ApiError, Body, ErrorBody, bad, blocking, err};
 pub(crate) use self::events::{event_id, known_event, ticket_id};
-use crate::Server;
+use crate::{
+    Server,
+    tls::{TlsIdentity, TlsListener},
+};
+use tokio::net::TcpListener;
 
 const BODY_LIMIT: usize = 64 * 1024;
 const JOURNAL_LIMIT: usize = 8 * 1024 * 1024;
@@ -141,19 +145,94 @@ pub(crate) async fn metrics(State(s): State<Server>) -> Result<Response, ApiErro
         .into_response())
 }
 
-/// Serves until `shutdown` completes.
+/// Where devices reach this server and the certificate it presents.
+#[derive(Debug)]
+pub(crate) struct Edge {
+    /// `https://HOST:PORT` (or `http://` for plain HTTP); `None` when the server listens on
+    /// every address and was not told its public URL.
+    pub(crate) url: Option<String>,
+    pub(crate) fingerprint: Option<gatemesh_wire::CertFingerprint>,
+}
+
+/// A client's address, for the pairing limits; taken from the connection.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClientAddr(pub(crate) std::net::SocketAddr);
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, TcpListener>>
+    for ClientAddr
+{
+    fn connect_info(stream: axum::serve::IncomingStream<'_, TcpListener>) -> Self {
+        Self(*stream.remote_addr())
+    }
+}
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, TlsListener>>
+    for ClientAddr
+{
+    fn connect_info(stream: axum::serve::IncomingStream<'_, TlsListener>) -> Self {
+        Self(*stream.remote_addr())
+    }
+}
+
+fn with_edge(
+    mut server: Server,
+    local: std::net::SocketAddr,
+    fingerprint: Option<gatemesh_wire::CertFingerprint>,
+) -> Server {
+    let scheme = if fingerprint.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let url = match &server.public_url {
+        Some(url) => Some(url.to_string()),
+        None if local.ip().is_unspecified() => None,
+        None => Some(format!("{scheme}://{local}")),
+    };
+    server.edge = Some(std::sync::Arc::new(Edge { url, fingerprint }));
+    server
+}
+
+/// Serves plain HTTP until `shutdown` completes. Devices pair with it only on loopback (a
+/// gate refuses an `http://` server elsewhere); [`serve_tls`] is the way to serve a venue.
 pub async fn serve(
-    listener: tokio::net::TcpListener,
+    listener: TcpListener,
     server: Server,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let server = with_edge(server, listener.local_addr()?, None);
     let stopping = server.stopping.clone();
-    axum::serve(listener, router(server))
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            stopping.send_replace(true);
-        })
-        .await
+    axum::serve(
+        listener,
+        router(server).into_make_service_with_connect_info::<ClientAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        shutdown.await;
+        stopping.send_replace(true);
+    })
+    .await
+}
+
+/// Serves HTTPS with `tls` until `shutdown` completes; pairing links carry the
+/// certificate's fingerprint.
+pub async fn serve_tls(
+    listener: TcpListener,
+    server: Server,
+    tls: &TlsIdentity,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let server = with_edge(server, listener.local_addr()?, Some(tls.fingerprint()));
+    let listener = TlsListener::new(listener, tls).map_err(std::io::Error::other)?;
+    let stopping = server.stopping.clone();
+    axum::serve(
+        listener,
+        router(server).into_make_service_with_connect_info::<ClientAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        shutdown.await;
+        stopping.send_replace(true);
+    })
+    .await
 }
 
 #[derive(Debug, Serialize, ToSchema)]

@@ -18,6 +18,7 @@ mod metrics;
 pub mod openapi;
 mod signer;
 pub mod store;
+pub mod tls;
 
 use std::{path::Path, sync::Arc};
 
@@ -44,6 +45,12 @@ pub struct Server {
         Arc<std::sync::RwLock<std::collections::HashSet<gatemesh_ticket::EventId>>>,
     /// The server's own identity per event, which signs the admissions it takes online.
     pub(crate) signers: Arc<signer::Signers>,
+    /// The URL devices reach this server at, when told (`--public-url`); else `serve` takes
+    /// it from the address it listens on.
+    pub(crate) public_url: Option<Arc<String>>,
+    /// Where devices reach this server and the certificate it presents, set by `serve`: what
+    /// a pairing link carries.
+    pub(crate) edge: Option<Arc<api::Edge>>,
 }
 
 impl std::fmt::Debug for Server {
@@ -171,9 +178,23 @@ impl Server {
                 credentials: Arc::default(),
                 known_events: Arc::default(),
                 signers: Arc::default(),
+                public_url: None,
+                edge: None,
             },
             new_admin_token,
         })
+    }
+
+    /// The URL devices reach this server at (`https://HOST:PORT`), for the pairing links it
+    /// hands out: needed when it listens on every address, which names none.
+    pub fn with_public_url(mut self, url: &str) -> Result<Self> {
+        let url = url.trim_end_matches('/');
+        anyhow::ensure!(
+            gatemesh_wire::valid_server_url(url),
+            "the public URL {url:?} is not http(s)://HOST:PORT"
+        );
+        self.public_url = Some(Arc::new(url.to_owned()));
+        Ok(self)
     }
 
     /// The public half of the issuer key, for gates.

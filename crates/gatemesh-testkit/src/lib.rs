@@ -10,6 +10,7 @@
 //!   [`on_both_backends!`], which runs a test once on SQLite and once on PostgreSQL.
 //! - [`fuzz::post_bodies`]: fuzzed request bodies posted to an HTTP API, every answer held
 //!   to the rule for bad input.
+//! - [`mitm::Mitm`]: a TLS man in the middle on loopback, with a certificate of its own.
 //! - [`eventually`], [`poll`] and [`poll_async`]: waiting until something holds.
 
 use std::{
@@ -23,6 +24,7 @@ use gatemesh_netns::Namespace;
 use serde_json::Value;
 
 pub mod fuzz;
+pub mod mitm;
 pub mod pg;
 
 #[cfg(test)]
@@ -180,6 +182,8 @@ pub fn api_client(token: &str, timeout: Duration) -> reqwest::Client {
         .parse()
         .expect("a token is a header value");
     headers.insert(reqwest::header::AUTHORIZATION, value);
+    // reqwest is built without a crypto provider of its own: ring, as everywhere else.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
         .default_headers(headers)
         .timeout(timeout)

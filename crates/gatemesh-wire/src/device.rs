@@ -38,6 +38,12 @@ pub struct PairingCode {
     /// RFC 3339.
     #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub expires_at: Timestamp,
+    /// The pairing link (`gatemesh://pair?server=…&code=…&fp=sha256:…`, see
+    /// [`crate::PairingLink`]): the server's URL, this code and its TLS certificate's
+    /// fingerprint in one string, for a QR code or a paste. Absent when the server was not told
+    /// the URL it is reached at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
 }
 
 /// A device spending its pairing code.
@@ -48,6 +54,10 @@ pub struct PairRequest {
     /// As typed: case, dashes and spaces do not matter; O, I and L read as 0, 1 and 1.
     #[cfg_attr(feature = "openapi", schema(example = "7K2QM-X9D4R"))]
     pub code: String,
+    /// A PKCS#10 certificate signing request (PEM) for the device's mesh key, made on the
+    /// device: the private key never leaves it. Only its public key and signature count; who
+    /// the device is comes from the code.
+    pub csr: String,
 }
 
 /// Everything a paired device needs.
@@ -83,14 +93,12 @@ impl std::fmt::Debug for Paired {
     }
 }
 
-/// The device's mesh identity under the event's mesh CA.
+/// The device's mesh certificate under the event's mesh CA (its key stayed on the device).
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MeshIdentity {
-    /// The device certificate, PEM.
+    /// The device certificate, PEM, for the key of its signing request.
     pub device_pem: String,
-    /// Its private key, PEM.
-    pub device_key: String,
     /// The event's mesh CA certificate, PEM.
     pub ca_pem: String,
 }

@@ -8,7 +8,8 @@
 //!   [`DeviceName`], [`Label`], [`Note`], and RFC 3339 times ([`time`], [`Timestamp`]).
 //! - Every HTTP body the gate and the server exchange: the manifest and its change stream
 //!   ([`Manifest`], [`ManifestEntry`]), redemptions and journals ([`RedemptionRequest`],
-//!   [`RedemptionAnswer`]), pairing ([`Paired`]), heartbeats ([`Heartbeat`]), the gates view
+//!   [`RedemptionAnswer`]), pairing ([`Paired`], and the [`PairingLink`] that carries the server's URL, the code and
+//!   its certificate's fingerprint), heartbeats ([`Heartbeat`]), the gates view
 //!   ([`Gates`]) and errors ([`ErrorBody`]).
 //! - [`Lenient`] lists: a reader that meets one item it cannot take skips and reports it,
 //!   and takes the rest.
@@ -34,6 +35,7 @@ mod device;
 mod error;
 mod id;
 mod lenient;
+mod link;
 mod manifest;
 mod redeem;
 pub mod time;
@@ -46,6 +48,9 @@ pub use device::{
 pub use error::{ErrorBody, ErrorDetail, WireError};
 pub use id::{DeviceName, Label, NodeId, Note, RedemptionId, ResolutionId};
 pub use lenient::{Lenient, Skipped, split};
+pub use link::{
+    CertFingerprint, LINK_PREFIX, LinkError, MAX_LINK_LEN, PairingLink, valid_server_url,
+};
 pub use manifest::{Admission, Manifest, ManifestEntry, ResolveRequest, ServerResolution, change};
 pub use redeem::{
     Journal, JournalAnswers, MAX_JOURNAL, MAX_RECORD_BYTES, RedeemBody, Redeemed, RedemptionAnswer,

@@ -317,7 +317,9 @@ fn admitted_elsewhere(demo: &Path, event: &str, code: &str) -> Vec<u8> {
     let ready: Value = serde_json::from_str(&line).unwrap();
     let api = ready["api"].as_str().unwrap();
     let token = std::fs::read_to_string(ready["api_token"].as_str().unwrap()).unwrap();
-    let r: Value = reqwest::blocking::Client::new()
+    let r: Value = http_client()
+        .build()
+        .unwrap()
         .post(format!("http://{api}/v1/scan"))
         .bearer_auth(token.trim())
         .json(&json!({ "code": code, "scanner": "far-1" }))
@@ -369,7 +371,7 @@ fn door_staff_scan_and_resolve_a_flag_in_the_real_app() {
             .stderr(Stdio::null()),
     )
     .expect("tauri-driver runs (scripts/install-deps.sh installs it)");
-    let http = reqwest::blocking::Client::builder()
+    let http = http_client()
         .timeout(Duration::from_secs(60))
         .build()
         .unwrap();
@@ -484,7 +486,9 @@ fn door_staff_scan_and_resolve_a_flag_in_the_real_app() {
         .as_str()
         .unwrap_or_else(|| panic!("no API token file: {info}"));
     let token = std::fs::read_to_string(token_file).unwrap();
-    let imported = reqwest::blocking::Client::new()
+    let imported = http_client()
+        .build()
+        .unwrap()
         .post(format!("{api}/v1/import"))
         .bearer_auth(token.trim())
         .header("content-type", "application/octet-stream")
@@ -523,4 +527,11 @@ fn door_staff_scan_and_resolve_a_flag_in_the_real_app() {
     d.click("#nav-setup");
     std::thread::sleep(Duration::from_millis(300));
     d.screenshot("setup", &shots);
+}
+
+/// A blocking HTTP client for the app's plain-HTTP local API (reqwest's rustls backend has no
+/// provider of its own: ring, as everywhere in gatemesh).
+fn http_client() -> reqwest::blocking::ClientBuilder {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::blocking::Client::builder()
 }

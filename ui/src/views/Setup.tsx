@@ -9,17 +9,16 @@ import { MAX_NAME, MAX_SCANNERS } from "../logic/scanners";
 import { checkFileSetupForm } from "../logic/settings";
 import { Settings } from "./Settings";
 
-/** Joining an event with a pairing code, before anything else works. */
+/** Joining an event with a pairing link, before anything else works. */
 export function PairForm(props: { desk: DeskApi; onPaired: (info: AppInfo) => void }) {
-  const [server, setServer] = useState("");
-  const [code, setCode] = useState("");
+  const [link, setLink] = useState("");
   const [name, setName] = useState("");
   const [pin, setPin] = useState("");
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
 
   const submit = async (): Promise<void> => {
-    const checked = checkPairForm({ server, code, name, pin });
+    const checked = checkPairForm({ link, name, pin });
     if ("error" in checked) {
       setError(checked.error);
       return;
@@ -39,8 +38,10 @@ export function PairForm(props: { desk: DeskApi; onPaired: (info: AppInfo) => vo
     <section class="card">
       <h2>Pair with the event's server</h2>
       <p class="muted">
-        The organizer gives you a pairing code for this gate. It joins the event and brings the
-        ticket keys; then you choose a manager PIN for this laptop.
+        The organizer gives you a pairing link for this gate (a QR code or text starting
+        gatemesh://pair). Scan it or paste it here: it names the server and the certificate this
+        gate will trust, joins the event and brings the ticket keys; then you choose a manager PIN
+        for this laptop.
       </p>
       <form
         class="pair-form"
@@ -50,23 +51,15 @@ export function PairForm(props: { desk: DeskApi; onPaired: (info: AppInfo) => vo
           void submit();
         }}
       >
-        <label for="pair-server">Server address</label>
+        <label for="pair-link">Pairing link</label>
         <input
-          id="pair-server"
-          type="url"
-          autoComplete="off"
-          placeholder="https://tickets.example.org"
-          value={server}
-          onInput={(e) => setServer(e.currentTarget.value)}
-        />
-        <label for="pair-code">Pairing code</label>
-        <input
-          id="pair-code"
+          id="pair-link"
           type="text"
           autoComplete="off"
           spellcheck={false}
-          value={code}
-          onInput={(e) => setCode(e.currentTarget.value)}
+          placeholder="gatemesh://pair?server=…&code=…&fp=…"
+          value={link}
+          onInput={(e) => setLink(e.currentTarget.value)}
         />
         <label for="pair-name">Your name</label>
         <input
@@ -98,7 +91,7 @@ export function PairForm(props: { desk: DeskApi; onPaired: (info: AppInfo) => vo
   );
 }
 
-/** Before anything else works: join an event by pairing code, or from files. */
+/** Before anything else works: join an event by pairing link, or from files. */
 export function FirstSetup(props: {
   desk: DeskApi;
   onSetUp: (info: AppInfo, how: "paired" | "files") => void;
@@ -107,7 +100,7 @@ export function FirstSetup(props: {
     <main class="screen setup">
       <h1>Set up this gate</h1>
       <p class="muted">
-        Two ways: a pairing code from the event's server, or files from the organizer.
+        Two ways: a pairing link from the event's server, or files from the organizer.
       </p>
       <PairForm desk={props.desk} onPaired={(i) => props.onSetUp(i, "paired")} />
       <FilesForm desk={props.desk} onSetUp={(i) => props.onSetUp(i, "files")} />

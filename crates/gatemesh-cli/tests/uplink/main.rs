@@ -21,6 +21,7 @@ use gatemesh_testkit::{
     pg::{self, Backend},
     poll_async, spawn_ready,
 };
+use gatemesh_wire::CertFingerprint;
 use serde_json::{Value, json};
 
 const TOKEN: &str = "uplink-test-admin-token-0123";
@@ -49,16 +50,44 @@ struct ServerProc {
     port: u16,
     db: Option<String>,
     base: String,
+    plain: bool,
+    /// The certificate it presents (the same across restarts: it lives in `data`).
+    pin: Option<CertFingerprint>,
+}
+
+/// The certificate of each server a test started, by base URL: what the test's own client
+/// and its gates trust.
+static PINS: std::sync::Mutex<Vec<(String, CertFingerprint)>> = std::sync::Mutex::new(Vec::new());
+
+fn pin_for(url: &str) -> Option<CertFingerprint> {
+    PINS.lock()
+        .unwrap()
+        .iter()
+        .find(|(base, _)| url.starts_with(base.as_str()))
+        .map(|(_, pin)| *pin)
 }
 
 impl ServerProc {
+    /// A server over HTTPS (its default), with the certificate it makes in `data`.
     fn start(data: &Path, db: Option<String>, port: u16) -> Self {
+        Self::start_as(data, db, port, false)
+    }
+
+    /// A server over plain HTTP on loopback (`--plain-http`), for a proxy that must see HTTP.
+    fn start_plain(data: &Path, port: u16) -> Self {
+        Self::start_as(data, None, port, true)
+    }
+
+    fn start_as(data: &Path, db: Option<String>, port: u16, plain: bool) -> Self {
+        let scheme = if plain { "http" } else { "https" };
         let mut s = Self {
             child: None,
             data: data.to_owned(),
             port,
             db,
-            base: format!("http://127.0.0.1:{port}"),
+            base: format!("{scheme}://127.0.0.1:{port}"),
+            plain,
+            pin: None,
         };
         s.restart();
         s
@@ -71,8 +100,24 @@ impl ServerProc {
         if let Some(db) = &self.db {
             cmd.args(["--db", db]);
         }
+        if self.plain {
+            cmd.arg("--plain-http");
+        }
         let (child, ready) = spawn_ready(cmd);
         assert_eq!(ready["api"], format!("127.0.0.1:{}", self.port));
+        assert_eq!(ready["url"], self.base.as_str());
+        let pin = ready["fingerprint"].as_str().map(|f| f.parse().unwrap());
+        assert_eq!(pin.is_some(), !self.plain, "{ready}");
+        if self.pin.is_some() {
+            assert_eq!(
+                pin, self.pin,
+                "a restarted server presents the same certificate"
+            );
+        }
+        if let Some(pin) = pin {
+            PINS.lock().unwrap().push((self.base.clone(), pin));
+        }
+        self.pin = pin;
         self.child = Some(child);
     }
 
@@ -115,6 +160,9 @@ fn start_gate(dir: &Path, event: &str, name: &str, issuer: &Path, server: &str) 
         ])
         .args(["--durability", "process", "--server", server])
         .env("GATEMESH_SERVER_TOKEN", TOKEN);
+    if let Some(pin) = pin_for(server) {
+        cmd.args(["--server-fingerprint", &pin.to_string()]);
+    }
     let (child, ready) = spawn_ready(cmd);
     GateProc::new(child, &ready)
 }
@@ -141,7 +189,10 @@ fn token_for(url: &str) -> String {
 }
 
 async fn call(method: reqwest::Method, url: &str, body: Option<Value>) -> (u16, Value) {
-    let client = reqwest::Client::new();
+    let client = gatemesh_node::edge::pinned_builder(pin_for(url))
+        .unwrap()
+        .build()
+        .unwrap();
     let mut r = client
         .request(method, url)
         .bearer_auth(token_for(url))
@@ -451,7 +502,7 @@ async fn gates_with_no_mesh_between_them_are_flagged_by_the_server(backend: Back
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_gate_paired_by_code_reports_to_the_manager() {
+async fn a_gate_paired_by_link_reports_to_the_manager_over_https() {
     let dir = tempfile::tempdir().unwrap();
     let server = ServerProc::start(&dir.path().join("server"), None, free_port());
     let (tickets, _) = event(&server, dir.path(), "PAIR", 3).await;
@@ -461,14 +512,38 @@ async fn a_gate_paired_by_code_reports_to_the_manager() {
     )
     .await;
     let paired = dir.path().join("paired");
+    let link = code["link"].as_str().unwrap();
+    // Through a man in the middle with a certificate of its own: refused, nothing written.
+    let upstream = format!("127.0.0.1:{}", server.port).parse().unwrap();
+    let mitm = gatemesh_testkit::mitm::Mitm::start(upstream).await;
+    let intercepted = link.replace(&server.base, &format!("https://{}", mitm.addr));
+    let out = gatemesh()
+        .args(["pair", "--link", &intercepted, "--out", p(&paired)])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("certificate other than"), "{stderr}");
+    assert!(!paired.exists(), "nothing is written");
+    assert_eq!(mitm.intercepted.load(Ordering::Relaxed), 0);
+    // Plain HTTP off loopback is refused before anything is sent (TEST-NET-1).
     let out = gatemesh()
         .args([
             "pair",
             "--server",
-            &server.base,
+            "http://192.0.2.7:8080",
             "--code",
-            code["code"].as_str().unwrap(),
+            "ABCDE-12345",
         ])
+        .args(["--out", p(&paired)])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not loopback"));
+    assert!(!paired.exists());
+    // The real link: the code was not spent by the refused attempt.
+    let out = gatemesh()
+        .args(["pair", "--link", link])
         .args(["--out", p(&paired)])
         .output()
         .unwrap();
@@ -655,7 +730,8 @@ async fn lossy_proxy(upstream: u16) -> (u16, Arc<AtomicUsize>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn responses_lost_on_the_way_back_cost_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let server = ServerProc::start(&dir.path().join("server"), None, free_port());
+    // Plain HTTP on loopback: the proxy loses HTTP answers, which it could not see in TLS.
+    let server = ServerProc::start_plain(&dir.path().join("server"), free_port());
     let (tickets, issuer) = event(&server, dir.path(), "LOSSY", 200).await;
     let (proxy, dropped) = lossy_proxy(server.port).await;
     let gate = start_gate(

@@ -20,39 +20,65 @@ use serde_json::{Value, json};
 
 const TOKEN: &str = "contract-test-admin-token";
 
-/// A real server on loopback.
-struct Central {
-    base: String,
-    pem: String,
+/// A real server on loopback, serving HTTPS with its self-signed certificate.
+pub(crate) struct Central {
+    pub(crate) base: String,
+    pub(crate) pem: String,
+    /// The certificate it presents.
+    pub(crate) pin: gatemesh_wire::CertFingerprint,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     _dir: tempfile::TempDir,
+    _db: Option<gatemesh_testkit::pg::Database>,
 }
 
 impl Central {
-    async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
+        Self::on(gatemesh_testkit::pg::Backend::Sqlite).await
+    }
+
+    pub(crate) async fn on(backend: gatemesh_testkit::pg::Backend) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let opened = gatemesh_server::Server::open_sqlite(dir.path(), Some(TOKEN.into())).unwrap();
+        let db = backend.database();
+        let opened = gatemesh_server::Server::open(
+            dir.path(),
+            db.as_ref()
+                .map(|d| gatemesh_server::Database::Postgres(d.url.clone())),
+            Some(TOKEN.into()),
+        )
+        .unwrap();
         let pem = opened.server.issuer_public_pem();
+        let tls = gatemesh_server::tls::TlsIdentity::self_signed(dir.path()).unwrap();
+        let pin = tls.fingerprint();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
+        let base = format!("https://{}", listener.local_addr().unwrap());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(gatemesh_server::api::serve(
-            listener,
-            opened.server,
-            async {
+        tokio::spawn(async move {
+            gatemesh_server::api::serve_tls(listener, opened.server, &tls, async {
                 let _ = stopped.await;
-            },
-        ));
+            })
+            .await
+        });
         Self {
             base,
             pem,
+            pin,
             stop: Some(stop),
             _dir: dir,
+            _db: db,
         }
     }
 
+    /// A client trusting exactly this server's certificate.
+    pub(crate) fn client(&self) -> reqwest::Client {
+        gatemesh_node::edge::pinned_builder(Some(self.pin))
+            .unwrap()
+            .build()
+            .unwrap()
+    }
+
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
-        let mut r = reqwest::Client::new()
+        let mut r = self
+            .client()
             .request(method, format!("{}{path}", self.base))
             .bearer_auth(TOKEN);
         if let Some(b) = body {
@@ -63,7 +89,7 @@ impl Central {
         r.json().await.unwrap()
     }
 
-    async fn post(&self, path: &str, body: Value) -> Value {
+    pub(crate) async fn post(&self, path: &str, body: Value) -> Value {
         self.call(reqwest::Method::POST, path, Some(body)).await
     }
 
@@ -72,7 +98,7 @@ impl Central {
     }
 
     /// An event with `n` tickets; their ids.
-    async fn event(&self, eid: &str, n: usize) -> Vec<String> {
+    pub(crate) async fn event(&self, eid: &str, n: usize) -> Vec<String> {
         self.post("/v1/events", json!({ "id": eid, "name": eid }))
             .await;
         let issued = self
@@ -86,7 +112,7 @@ impl Central {
             .collect()
     }
 
-    fn keyring(&self) -> Keyring {
+    pub(crate) fn keyring(&self) -> Keyring {
         Keyring::from_keys([PublicKey::from_pem(&self.pem).unwrap()]).unwrap()
     }
 }
@@ -148,7 +174,7 @@ fn signed_item(eid: &str, r: &Redemption) -> Value {
 }
 
 /// Waits up to 30 s until `check` holds.
-async fn until(what: &str, check: impl AsyncFnMut() -> bool) {
+pub(crate) async fn until(what: &str, check: impl AsyncFnMut() -> bool) {
     let (within, every) = (Duration::from_secs(30), Duration::from_millis(100));
     gatemesh_testkit::poll_async(what, within, every, check).await;
 }
@@ -207,31 +233,47 @@ async fn the_gate_reads_what_the_server_writes() {
         )
         .await;
 
-    // The pairing answer, read by the gate's pairing into its files.
+    // The pairing answer, read by the gate's pairing into its files, by the server's link.
     let code = central
         .post(&format!("{e}/devices"), json!({ "name": "North-1" }))
         .await;
-    let pairing = gatemesh_node::pairing::pair(&central.base, code["code"].as_str().unwrap())
-        .await
-        .unwrap();
+    let link = gatemesh_wire::PairingLink::parse(code["link"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        (link.server.as_str(), link.code.as_str(), link.fingerprint),
+        (
+            central.base.as_str(),
+            code["code"].as_str().unwrap(),
+            Some(central.pin)
+        )
+    );
+    let pairing = gatemesh_node::pairing::pair(&link).await.unwrap();
     assert_eq!(pairing.answer.event.as_str(), "WIRE");
     assert_eq!(pairing.answer.name.as_str(), "North-1");
     assert_eq!(pairing.answer.role, Role::Gate);
     assert_eq!(pairing.issuer_pems(), std::slice::from_ref(&central.pem));
     let dir = tempfile::tempdir().unwrap();
-    gatemesh_node::pairing::write_identity(&dir.path().join("identity"), &pairing.answer.identity)
+    pairing
+        .write_identity(&dir.path().join("identity"))
         .unwrap();
     let file = pairing.gate_file();
     file.create(dir.path()).unwrap();
     let back = gatemesh_node::pairing::GateFile::load(dir.path()).unwrap();
     assert_eq!(
-        (back.event, back.name, back.role, back.token, back.server),
+        (
+            back.event,
+            back.name,
+            back.role,
+            back.token,
+            back.server,
+            back.fingerprint
+        ),
         (
             file.event,
             file.name,
             file.role,
             file.token.clone(),
-            file.server
+            file.server,
+            Some(central.pin)
         )
     );
 
@@ -246,6 +288,7 @@ async fn the_gate_reads_what_the_server_writes() {
     node.start_uplink(UplinkConfig {
         server: central.base.clone(),
         token: file.token,
+        fingerprint: back.fingerprint,
     })
     .unwrap();
     let to = tid(moved["tid"].as_str().unwrap());
@@ -296,7 +339,7 @@ async fn the_gate_reads_what_the_server_writes() {
 /// a status this gate does not know, and answers every journal item with a reason it does
 /// not know.
 async fn newer_server(
-    State(upstream): State<String>,
+    State((upstream, pin)): State<(String, gatemesh_wire::CertFingerprint)>,
     request: Request,
 ) -> Result<Response, StatusCode> {
     let (parts, body) = request.into_parts();
@@ -304,7 +347,10 @@ async fn newer_server(
     let body = axum::body::to_bytes(body, 16 << 20)
         .await
         .map_err(|_| StatusCode::BAD_REQUEST)?;
-    let mut forward = reqwest::Client::new()
+    let mut forward = gatemesh_node::edge::pinned_builder(Some(pin))
+        .unwrap()
+        .build()
+        .unwrap()
         .request(parts.method.clone(), format!("{upstream}{path}"))
         .body(body);
     for name in ["authorization", "content-type", "last-event-id"] {
@@ -348,7 +394,7 @@ async fn items_the_gate_cannot_take_are_skipped_and_counted_not_a_stall() {
     let proxy = format!("http://{}", listener.local_addr().unwrap());
     let app = axum::Router::new()
         .fallback(newer_server)
-        .with_state(central.base.clone());
+        .with_state((central.base.clone(), central.pin));
     tokio::spawn(async move { axum::serve(listener, app).await });
 
     let dir = tempfile::tempdir().unwrap();
@@ -382,9 +428,11 @@ async fn items_the_gate_cannot_take_are_skipped_and_counted_not_a_stall() {
     old.sign_with(signer, trust).unwrap();
     old.record_redemption(&unsendable).unwrap();
     node.import_ledger(old.save()).await.unwrap();
+    // The proxy plays a newer server on loopback: plain HTTP, allowed there only.
     node.start_uplink(UplinkConfig {
         server: proxy,
         token: TOKEN.into(),
+        fingerprint: None,
     })
     .unwrap();
     // A scan the gate admits: its upload is answered in words the gate cannot read.
@@ -426,7 +474,8 @@ async fn items_the_gate_cannot_take_are_skipped_and_counted_not_a_stall() {
     until(
         "the server's /metrics shows what the gate skipped",
         async || {
-            let text = reqwest::Client::new()
+            let text = central
+                .client()
                 .get(format!("{}/metrics", central.base))
                 .bearer_auth(TOKEN)
                 .send()

@@ -5,6 +5,7 @@
 mod abuse;
 mod browser;
 mod contract;
+mod edge;
 
 use std::{
     path::{Path, PathBuf},
@@ -142,7 +143,8 @@ impl Gate {
         Self {
             node,
             base,
-            client: reqwest::Client::builder()
+            client: gatemesh_node::edge::pinned_builder(None)
+                .unwrap()
                 .default_headers(auth)
                 .build()
                 .unwrap(),

@@ -206,7 +206,9 @@ pub async fn run(args: &Args, gatemesh: &Path) -> Result<serde_json::Value> {
         reqwest::header::AUTHORIZATION,
         format!("Bearer {}", api.token.secret()).parse()?,
     );
-    let client = reqwest::Client::builder().default_headers(auth).build()?;
+    let client = gatemesh_node::edge::pinned_builder(None)?
+        .default_headers(auth)
+        .build()?;
     let server = tokio::spawn(gatemesh_node::api::serve(
         listener,
         node.clone(),

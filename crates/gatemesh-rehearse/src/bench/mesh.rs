@@ -235,7 +235,9 @@ pub async fn run_remote(args: &RemoteArgs) -> Result<serde_json::Value> {
         reqwest::header::AUTHORIZATION,
         format!("Bearer {}", args.remote_token.trim()).parse()?,
     );
-    let client = reqwest::Client::builder().default_headers(auth).build()?;
+    let client = gatemesh_node::edge::pinned_builder(None)?
+        .default_headers(auth)
+        .build()?;
 
     // Both sides admit different tickets while apart, then meet.
     eprintln!(

@@ -33,9 +33,13 @@ const EXAMPLES: usize = 5;
 /// Redemptions per second and latency of a running `gatemesh server`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The server's base URL, e.g. http://127.0.0.1:8080.
+    /// The server's base URL, e.g. https://127.0.0.1:8080.
     #[arg(long)]
     url: String,
+    /// The server's certificate fingerprint (sha256:HEX, as `gatemesh server` prints it):
+    /// the only certificate trusted, for an https:// --url.
+    #[arg(long)]
+    fingerprint: Option<gatemesh_wire::CertFingerprint>,
     /// The server's admin (organizer) token.
     #[arg(long, env = "GATEMESH_ADMIN_TOKEN", hide_env_values = true)]
     token: String,
@@ -171,7 +175,7 @@ pub async fn run(args: &Args) -> Result<Value> {
     ensure!((1..=10_000).contains(&args.batch), "--batch is 1 to 10000");
     ensure!(args.hot_group >= 1, "--hot-group must be at least 1");
     let base = args.url.trim_end_matches('/').to_string();
-    let client = reqwest::Client::builder()
+    let client = gatemesh_node::edge::pinned_builder(args.fingerprint)?
         .pool_max_idle_per_host(args.clients)
         .timeout(Duration::from_secs(30))
         .build()

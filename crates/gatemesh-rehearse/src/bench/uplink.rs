@@ -56,7 +56,7 @@ pub async fn run(args: &Args) -> Result<Value> {
             let _ = stopped.await;
         },
     ));
-    let client = reqwest::Client::new();
+    let client = gatemesh_node::edge::pinned_builder(None)?.build()?;
     let post = |path: String, body: Value| {
         let r = client
             .post(format!("{base}{path}"))
@@ -126,6 +126,7 @@ pub async fn run(args: &Args) -> Result<Value> {
     node.start_uplink(gatemesh_node::UplinkConfig {
         server: base.clone(),
         token: TOKEN.into(),
+        fingerprint: None,
     })?;
     let ready = Instant::now();
     loop {

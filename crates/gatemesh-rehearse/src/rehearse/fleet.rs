@@ -27,8 +27,14 @@ pub(super) struct At {
 }
 
 impl At {
-    pub(super) fn new(handle: Handle, base: String, token: Option<String>) -> Result<Self> {
-        let client = reqwest::Client::builder()
+    /// `pin`: the server's certificate, for an https:// `base`.
+    pub(super) fn new(
+        handle: Handle,
+        base: String,
+        token: Option<String>,
+        pin: Option<gatemesh_wire::CertFingerprint>,
+    ) -> Result<Self> {
+        let client = gatemesh_node::edge::pinned_builder(pin)?
             .timeout(Duration::from_secs(10))
             .no_proxy()
             .build()?;

@@ -214,16 +214,16 @@ impl Lan {
     /// The server as the organiser reaches it (from [`Lan::handle`] of `Place::Server`).
     pub fn server_url(&self) -> String {
         match &self.kind {
-            Kind::Netns(_) => format!("http://127.0.0.1:{SERVER_PORT}"),
-            Kind::Loopback(l) => format!("http://127.0.0.1:{}", l.server_port),
+            Kind::Netns(_) => format!("https://127.0.0.1:{SERVER_PORT}"),
+            Kind::Loopback(l) => format!("https://127.0.0.1:{}", l.server_port),
         }
     }
 
     /// The server as gate `i` reaches it over its uplink.
     pub fn uplink_url(&self, i: usize) -> String {
         match &self.kind {
-            Kind::Netns(_) => format!("http://10.78.0.254:{SERVER_PORT}"),
-            Kind::Loopback(l) => format!("http://127.0.0.1:{}", l.proxies[i].0),
+            Kind::Netns(_) => format!("https://10.78.0.254:{SERVER_PORT}"),
+            Kind::Loopback(l) => format!("https://127.0.0.1:{}", l.proxies[i].0),
         }
     }
 

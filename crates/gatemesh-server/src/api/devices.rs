@@ -2,11 +2,17 @@
 //! view.
 //!
 //! An organizer registers a device (`POST /v1/events/{eid}/devices` → a short pairing code,
-//! good once for 15 minutes). The supervisor types the code into the gate app (or
-//! `gatemesh pair`), which calls `POST /v1/pair` and receives everything the gate needs: its
-//! mesh identity (certificate and key under the event's mesh CA, which the server keeps), the
-//! issuer keys, and its own credential for the uplink. The server keeps only hashes of codes
-//! and credentials. A device's credential reaches only its own event's gate endpoints.
+//! good once for 15 minutes, and a pairing link holding the server's URL, the code and the
+//! fingerprint of the server's TLS certificate). The supervisor pastes or scans the link into
+//! the gate app (or `gatemesh pair --link`), which pins that certificate and calls
+//! `POST /v1/pair` with a signing request for a key it made itself, and receives everything
+//! the gate needs: its mesh certificate (under the event's mesh CA, which the server keeps),
+//! the issuer keys, and its own credential for the uplink. No private key crosses the wire.
+//! The server keeps only hashes of codes and credentials. A device's credential reaches only
+//! its own event's gate endpoints.
+//!
+//! Wrong codes are limited per client address and per code tried ([`PairGuard`]), never for
+//! everyone at once: a guesser locks out only itself.
 
 use std::{
     collections::HashMap,
@@ -36,10 +42,18 @@ use crate::{Server, store::Device};
 
 /// How long a pairing code is good for.
 pub const CODE_LIFETIME: Duration = Duration::from_secs(15 * 60);
-/// Failed pairing attempts allowed per minute (per server process), against guessing.
-const PAIR_FAILURES_PER_MINUTE: u32 = 20;
-/// Validity of the mesh certificates the server issues, in days.
+/// Failed pairing attempts a client address (an IPv6 client's /64) may make in a minute, per
+/// server process.
+const FAILURES_PER_SOURCE: u32 = 10;
+/// Failed attempts with one code (as normalized) in a minute, from anywhere.
+const FAILURES_PER_CODE: u32 = 5;
+/// Addresses and codes tracked at once; past that, expired windows are dropped, then all.
+const TRACKED: usize = 10_000;
+/// Validity of the mesh certificates the server issues when it knows no end of the event,
+/// in days.
 const DEVICE_CERT_DAYS: i64 = 30;
+/// How long a device certificate outlives the end of its event.
+const DEVICE_CERT_MARGIN: time::Duration = time::Duration::days(1);
 
 /// Crockford base32 without I, L, O, U: unambiguous when read aloud or typed.
 const ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
@@ -87,22 +101,92 @@ pub(crate) fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-/// Recent failed pairing attempts.
+/// Recent failed pairing attempts, by client address and by code: a minute's window each.
 #[derive(Debug, Default)]
-pub(crate) struct PairGuard(Mutex<Vec<Instant>>);
+pub(crate) struct PairGuard(Mutex<GuardState>);
+
+#[derive(Debug, Default)]
+struct GuardState {
+    sources: HashMap<Source, Window>,
+    codes: HashMap<String, Window>,
+}
+
+/// Who tried: an IPv4 address, an IPv6 /64 (one subscriber's), or unknown (the router
+/// driven without a connection, as in tests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Source {
+    V4([u8; 4]),
+    V6([u8; 8]),
+    Unknown,
+}
+
+impl Source {
+    fn of(addr: Option<std::net::IpAddr>) -> Self {
+        match addr.map(|a| a.to_canonical()) {
+            Some(std::net::IpAddr::V4(a)) => Self::V4(a.octets()),
+            Some(std::net::IpAddr::V6(a)) => {
+                let mut prefix = [0u8; 8];
+                prefix.copy_from_slice(&a.octets()[..8]);
+                Self::V6(prefix)
+            }
+            None => Self::Unknown,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    start: Instant,
+    failures: u32,
+}
+
+const WINDOW: Duration = Duration::from_secs(60);
+
+fn failures<K: std::hash::Hash + Eq>(map: &HashMap<K, Window>, key: &K) -> u32 {
+    map.get(key)
+        .filter(|w| w.start.elapsed() < WINDOW)
+        .map_or(0, |w| w.failures)
+}
+
+fn count<K: std::hash::Hash + Eq>(map: &mut HashMap<K, Window>, key: K) {
+    if map.len() >= TRACKED {
+        map.retain(|_, w| w.start.elapsed() < WINDOW);
+        if map.len() >= TRACKED {
+            map.clear();
+        }
+    }
+    let w = map.entry(key).or_insert(Window {
+        start: Instant::now(),
+        failures: 0,
+    });
+    if w.start.elapsed() >= WINDOW {
+        *w = Window {
+            start: Instant::now(),
+            failures: 0,
+        };
+    }
+    w.failures += 1;
+}
 
 impl PairGuard {
-    fn blocked(&self) -> bool {
-        let Ok(mut v) = self.0.lock() else {
-            return true;
+    /// Why this attempt is refused before it is looked at, if it is.
+    fn blocked(&self, source: Option<std::net::IpAddr>, code: &str) -> Option<&'static str> {
+        let Ok(state) = self.0.lock() else {
+            return Some("the pairing limiter failed");
         };
-        v.retain(|t| t.elapsed() < Duration::from_secs(60));
-        v.len() as u32 >= PAIR_FAILURES_PER_MINUTE
+        if failures(&state.sources, &Source::of(source)) >= FAILURES_PER_SOURCE {
+            Some("too many wrong pairing codes from this address; wait a minute")
+        } else if failures(&state.codes, &code.to_owned()) >= FAILURES_PER_CODE {
+            Some("too many attempts with this pairing code; wait a minute")
+        } else {
+            None
+        }
     }
 
-    fn failed(&self) {
-        if let Ok(mut v) = self.0.lock() {
-            v.push(Instant::now());
+    fn failed(&self, source: Option<std::net::IpAddr>, code: &str) {
+        if let Ok(mut state) = self.0.lock() {
+            count(&mut state.sources, Source::of(source));
+            count(&mut state.codes, code.to_owned());
         }
     }
 }
@@ -169,8 +253,9 @@ pub(crate) fn mesh_ca(data: &Path, eid: &EventId) -> anyhow::Result<std::path::P
 
 /// Registers a device.
 ///
-/// Returns its pairing code, good once for 15 minutes. Asking again for the same name issues
-/// a new code (a replaced laptop).
+/// Returns its pairing code, good once for 15 minutes, and the pairing link (the server's URL,
+/// the code and its TLS certificate's fingerprint). Asking again for the same name issues a
+/// new code (a replaced laptop).
 #[utoipa::path(
     post, path = "/v1/events/{eid}/devices", tag = "organizer", operation_id = "create_device",
     params(("eid" = String, Path, description = EID)),
@@ -205,6 +290,12 @@ pub(crate) async fn create(
     let d = device.clone();
     let code_hash = hash(&normalize_code(&code));
     blocking(&s, move |st| st.put_pairing(&d, &code_hash, expires_ms)).await?;
+    let link = s.edge.as_ref().and_then(|edge| {
+        let url = edge.url.as_deref()?;
+        gatemesh_wire::PairingLink::new(url, &code, edge.fingerprint)
+            .ok()
+            .map(|l| l.to_string())
+    });
     Ok((
         StatusCode::CREATED,
         Json(PairingCode {
@@ -213,6 +304,7 @@ pub(crate) async fn create(
             role: device.role,
             code,
             expires_at: Timestamp::from_ms(expires_ms),
+            link,
         }),
     )
         .into_response())
@@ -220,51 +312,62 @@ pub(crate) async fn create(
 
 /// Pairs a device.
 ///
-/// Spends a pairing code (the code is the secret) and returns the device's mesh identity,
-/// the issuer keys and its credential.
+/// Spends a pairing code (the code is the secret) and returns the device's mesh certificate
+/// for the key of its signing request, the issuer keys and its credential. The request is
+/// checked before the code is spent; the certificate names the device the code was made for,
+/// whatever the request says, and lasts until a day after the event's end (30 days when the
+/// event has no end).
 #[utoipa::path(
     post, path = "/v1/pair", tag = "open", operation_id = "pair_device",
     request_body = PairRequest,
     responses(
         (status = 200, description = "Paired", body = Paired),
-        (status = 400, description = "Not a pairing code", body = ErrorBody),
+        (status = 400, description = "Not a pairing code, or not a P-256 signing request",
+            body = ErrorBody),
         (status = 404, description = "No such code, or it expired or was used",
             body = ErrorBody),
-        (status = 429, description = "Too many wrong codes in the last minute",
-            body = ErrorBody),
+        (status = 429, description = "Too many wrong codes from this address, or with this \
+            code, in the last minute", body = ErrorBody),
         (status = 503, description = "The identity could not be issued", body = ErrorBody),
     ),
 )]
 pub(crate) async fn pair(
     State(s): State<Server>,
+    client: Option<axum::Extension<axum::extract::ConnectInfo<super::ClientAddr>>>,
     Body(req): Body<PairRequest>,
 ) -> Result<Json<Paired>, ApiError> {
-    if s.pair_guard.blocked() {
-        return Err(err(
-            StatusCode::TOO_MANY_REQUESTS,
-            "too_many_attempts",
-            "too many wrong pairing codes; wait a minute",
-        ));
-    }
+    let source = client.map(|c| (c.0).0.0.ip());
     let code = normalize_code(&req.code);
+    if let Some(why) = s.pair_guard.blocked(source, &code) {
+        return Err(err(StatusCode::TOO_MANY_REQUESTS, "too_many_attempts", why));
+    }
     if code.len() != 10 {
-        s.pair_guard.failed();
+        s.pair_guard.failed(source, &code);
         return Err(bad("a pairing code has ten characters, like 7K2QM-X9D4R"));
+    }
+    if let Err(e) = gatemesh_mesh::pki::check_request(&req.csr) {
+        return Err(bad(format!(
+            "csr is not a signing request for a P-256 key of the device's own: {e}"
+        )));
     }
     let token = random_token();
     let (code_hash, token_hash) = (hash(&code), hash(&token));
     let device = blocking(&s, move |st| st.pair(&code_hash, &token_hash, now_ms())).await?;
     let Some(device) = device else {
-        s.pair_guard.failed();
+        s.pair_guard.failed(source, &code);
         return Err(err(
             StatusCode::NOT_FOUND,
             "unknown_code",
             "no such pairing code, or it expired or was used: ask for a new one",
         ));
     };
+    let id = device.eid.clone();
+    let event = blocking(&s, move |st| st.event(&id)).await?;
+    let not_after = cert_end(event.and_then(|e| e.ends_at).as_deref());
     let role = device.role;
     let data = s.data.clone();
     let (eid, name) = (device.eid.clone(), device.name.clone());
+    let csr = req.csr;
     let identity = tokio::task::spawn_blocking(move || -> anyhow::Result<MeshIdentity> {
         let ca_dir = mesh_ca(&data, &eid)?;
         let read = |f: &str| std::fs::read_to_string(ca_dir.join(f));
@@ -273,10 +376,8 @@ pub(crate) async fn pair(
             &read(gatemesh_mesh::pki::CA_KEY)?,
         )?;
         let id = gatemesh_mesh::identity::PeerId::new(eid.as_str(), role, name.as_str());
-        let pem = ca.enroll(&id, DEVICE_CERT_DAYS)?;
         Ok(MeshIdentity {
-            device_pem: pem.cert_pem,
-            device_key: pem.key_pem,
+            device_pem: ca.enroll_csr(&id, &csr, not_after)?,
             ca_pem: read(gatemesh_mesh::pki::CA_CERT)?,
         })
     })
@@ -298,6 +399,21 @@ pub(crate) async fn pair(
         keys: super::issuer_keys(&s),
         identity,
     }))
+}
+
+/// When a device certificate ends: a day after the event's end, or 30 days from now when the
+/// event names no end (or its end does not read); never sooner than a day from now.
+fn cert_end(ends_at: Option<&str>) -> time::OffsetDateTime {
+    let now = time::OffsetDateTime::now_utc();
+    let floor = now + time::Duration::days(1);
+    match ends_at.and_then(|t| gatemesh_wire::time::parse_ms(t).ok()) {
+        Some(ms) => {
+            let end = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+                .unwrap_or(floor);
+            (end + DEVICE_CERT_MARGIN).max(floor)
+        }
+        None => now + time::Duration::days(DEVICE_CERT_DAYS),
+    }
 }
 
 /// A gate's heartbeat.
@@ -406,6 +522,50 @@ mod tests {
             assert_eq!(normalize_code(&typed), normalize_code(&code));
             assert_eq!(normalize_code(&code).len(), 10);
         }
+    }
+
+    #[test]
+    fn device_certificates_last_for_the_event() {
+        let now = time::OffsetDateTime::now_utc();
+        let in_a_week = now + time::Duration::days(7);
+        let end = cert_end(Some(&gatemesh_wire::time::format_ms(
+            in_a_week.unix_timestamp() * 1000,
+        )));
+        assert_eq!(
+            end.unix_timestamp(),
+            (in_a_week + DEVICE_CERT_MARGIN).unix_timestamp()
+        );
+        let ended = cert_end(Some("2001-01-01T00:00:00Z"));
+        assert!(ended > now && ended < now + time::Duration::days(2));
+        let open = cert_end(None);
+        assert!(open > now + time::Duration::days(29));
+    }
+
+    #[test]
+    fn wrong_codes_from_one_address_stop_only_that_address() {
+        let guard = PairGuard::default();
+        let (bad, good) = (Some([127, 0, 0, 1].into()), Some([127, 0, 0, 2].into()));
+        for i in 0..100 {
+            let code = format!("{i:010}");
+            if guard.blocked(bad, &code).is_none() {
+                guard.failed(bad, &code);
+            }
+        }
+        assert!(guard.blocked(bad, "AAAAAAAAAA").is_some());
+        assert!(guard.blocked(good, "AAAAAAAAAA").is_none());
+        // One code tried from everywhere is stopped, other codes are not.
+        for i in 0..FAILURES_PER_CODE {
+            guard.failed(Some([10, 0, 0, i as u8].into()), "BBBBBBBBBB");
+        }
+        assert!(guard.blocked(good, "BBBBBBBBBB").is_some());
+        assert!(guard.blocked(good, "CCCCCCCCCC").is_none());
+        // IPv6 clients count by /64.
+        let v6 = |s: &str| Some(s.parse().unwrap());
+        for i in 0..FAILURES_PER_SOURCE {
+            guard.failed(v6(&format!("2001:db8::{i}")), &format!("D{i:09}"));
+        }
+        assert!(guard.blocked(v6("2001:db8::ffff"), "EEEEEEEEEE").is_some());
+        assert!(guard.blocked(v6("2001:db8:1::1"), "EEEEEEEEEE").is_none());
         assert_eq!(normalize_code("o1lI0-abcde"), "0111".to_owned() + "0ABCDE");
     }
 }

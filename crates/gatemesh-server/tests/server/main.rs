@@ -37,6 +37,7 @@ on_both_backends!(
     staff_accept_deny_or_revert_a_flag,
     devices_pair_once_and_reach_only_their_own_event,
     devices_resolve_only_flags_of_their_event_and_sign_as_themselves,
+    wrong_codes_from_one_address_do_not_stop_pairing_from_another,
     metrics_count_redemptions_by_gate_and_verdict,
     a_devices_journal_carries_only_records_their_writers_signed,
 );
@@ -221,10 +222,20 @@ impl Sse {
     }
 }
 
+/// A client that trusts exactly the server certificate `pin`.
+fn client(pin: gatemesh_wire::CertFingerprint) -> reqwest::Client {
+    gatemesh_node::edge::pinned_builder(Some(pin))
+        .unwrap()
+        .build()
+        .unwrap()
+}
+
 struct Running {
     _dir: Option<tempfile::TempDir>,
     _db: Option<pg::Database>,
     base: String,
+    /// The certificate the server presents (self-signed, in its data directory).
+    pin: gatemesh_wire::CertFingerprint,
     client: reqwest::Client,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
@@ -240,25 +251,28 @@ impl Running {
         s
     }
 
-    /// A server on `data` and `db` (SQLite in `data` without one); several may share both.
+    /// A server on `data` and `db` (SQLite in `data` without one), over HTTPS with the
+    /// self-signed certificate it keeps in `data`; several may share both.
     async fn on(data: &Path, db: Option<&pg::Database>) -> Self {
         let db = db.map(|d| Database::Postgres(d.url.clone()));
         let opened = Server::open(data, db, Some(TOKEN.into())).unwrap();
+        let tls = gatemesh_server::tls::TlsIdentity::self_signed(data).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
+        let base = format!("https://{}", listener.local_addr().unwrap());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(gatemesh_server::api::serve(
-            listener,
-            opened.server,
-            async {
+        let pin = tls.fingerprint();
+        let task = tokio::spawn(async move {
+            gatemesh_server::api::serve_tls(listener, opened.server, &tls, async {
                 let _ = stopped.await;
-            },
-        ));
+            })
+            .await
+        });
         Self {
             _dir: None,
             _db: None,
             base,
-            client: reqwest::Client::new(),
+            pin,
+            client: client(pin),
             stop: Some(stop),
             task,
         }
@@ -870,22 +884,51 @@ async fn devices_pair_once_and_reach_only_their_own_event(backend: Backend) {
         .post("/v1/events/HOME/devices", json!({ "name": "North-1" }))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{code}");
+    // The link: this server's URL, the code and the certificate it presents.
+    let link = gatemesh_wire::PairingLink::parse(code["link"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        (link.server.as_str(), link.code.as_str(), link.fingerprint),
+        (s.base.as_str(), code["code"].as_str().unwrap(), Some(s.pin))
+    );
     let code = code["code"].as_str().unwrap().to_owned();
+    // The device's key is made on the device; only its signing request is sent.
+    let request = gatemesh_mesh::pki::DeviceRequest::new().unwrap();
     // Pairing needs no token; a wrong code is refused.
-    let pair = |code: String| {
+    let pair_with = |code: String, csr: String| {
         let (client, base) = (s.client.clone(), s.base.clone());
         async move {
             let r = client
                 .post(format!("{base}/v1/pair"))
-                .json(&json!({ "code": code }))
+                .json(&json!({ "code": code, "csr": csr }))
                 .send()
                 .await
                 .unwrap();
-            (r.status(), r.json::<Value>().await.unwrap_or(Value::Null))
+            let status = r.status();
+            let text = r.text().await.unwrap();
+            assert!(!text.contains("PRIVATE KEY"), "a key on the wire: {text}");
+            (status, serde_json::from_str(&text).unwrap_or(Value::Null))
         }
     };
+    let pair = |code: String| pair_with(code, request.csr_pem.clone());
     let (status, _) = pair("00000-00000".into()).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+    // A signing request that is not one refuses the pairing and leaves the code unspent.
+    for bad in [
+        "",
+        "garbage",
+        "-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n",
+    ] {
+        let (status, body) = pair_with(code.clone(), bad.into()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    }
+    let r = s
+        .client
+        .post(format!("{}/v1/pair", s.base))
+        .json(&json!({ "code": code }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST, "the CSR is required");
     // Typed in lower case with a space: still the code.
     let (status, paired) = pair(code.to_lowercase().replace('-', " ")).await;
     assert_eq!(status, StatusCode::OK, "{paired}");
@@ -893,22 +936,22 @@ async fn devices_pair_once_and_reach_only_their_own_event(backend: Backend) {
         (paired["event"].as_str(), paired["name"].as_str()),
         (Some("HOME"), Some("North-1"))
     );
+    assert!(paired["identity"].get("device_key").is_none(), "{paired}");
     let (status, _) = pair(code.clone()).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "a code is good once");
 
-    // The identity is a mesh identity of this event, under the server's CA.
+    // The certificate is for the device's own key: a mesh identity of this event, under the
+    // server's CA.
+    let cert = paired["identity"]["device_pem"].as_str().unwrap();
+    request.certified_by(cert).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    for (file, key) in [
-        ("device.pem", "device_pem"),
-        ("device.key", "device_key"),
-        ("ca.pem", "ca_pem"),
-    ] {
-        std::fs::write(
-            dir.path().join(file),
-            paired["identity"][key].as_str().unwrap(),
-        )
-        .unwrap();
-    }
+    std::fs::write(dir.path().join("device.pem"), cert).unwrap();
+    std::fs::write(dir.path().join("device.key"), request.key_pem()).unwrap();
+    std::fs::write(
+        dir.path().join("ca.pem"),
+        paired["identity"]["ca_pem"].as_str().unwrap(),
+    )
+    .unwrap();
     let id = gatemesh_mesh::pki::Identity::load(dir.path()).unwrap();
     assert_eq!(
         (id.peer.event.as_str(), id.peer.name.as_str()),
@@ -1123,6 +1166,45 @@ async fn devices_resolve_only_flags_of_their_event_and_sign_as_themselves(backen
     s.stop().await;
 }
 
+/// A guesser at one address locks out only itself: a device pairing from another address
+/// right after gets in (the limit used to be one for the whole server).
+async fn wrong_codes_from_one_address_do_not_stop_pairing_from_another(backend: Backend) {
+    let s = Running::start(backend).await;
+    s.event_with_tickets("LIMIT", 1).await;
+    let (_, code) = s
+        .post("/v1/events/LIMIT/devices", json!({ "name": "North-1" }))
+        .await;
+    let csr = gatemesh_mesh::pki::DeviceRequest::new().unwrap().csr_pem;
+    let from = |ip: [u8; 4]| {
+        gatemesh_node::edge::pinned_builder(Some(s.pin))
+            .unwrap()
+            .local_address(std::net::IpAddr::from(ip))
+            .build()
+            .unwrap()
+    };
+    let (guesser, device) = (from([127, 0, 0, 1]), from([127, 0, 0, 2]));
+    let attempt = |client: &reqwest::Client, code: String| {
+        let r = client
+            .post(format!("{}/v1/pair", s.base))
+            .json(&json!({ "code": code, "csr": csr }));
+        async move { r.send().await.unwrap().status() }
+    };
+    let mut statuses = Vec::new();
+    for i in 0..40 {
+        statuses.push(attempt(&guesser, format!("{i:05}-00000")).await);
+    }
+    assert_eq!(statuses[0], StatusCode::NOT_FOUND);
+    assert_eq!(statuses[39], StatusCode::TOO_MANY_REQUESTS, "{statuses:?}");
+    // The guesser's right code is refused too, for now; the device's is not.
+    let right = code["code"].as_str().unwrap().to_owned();
+    assert_eq!(
+        attempt(&guesser, right.clone()).await,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    assert_eq!(attempt(&device, right).await, StatusCode::OK);
+    s.stop().await;
+}
+
 async fn metrics_count_redemptions_by_gate_and_verdict(backend: Backend) {
     let s = Running::start(backend).await;
     let tickets = s.event_with_tickets("MET", 2).await;
@@ -1302,10 +1384,28 @@ async fn the_openapi_document_is_the_api() {
             201,
         )
         .await;
-    doc.post("/v1/pair", open, json!({ "code": "00000-00000" }), 404)
-        .await;
+    let csr = gatemesh_mesh::pki::DeviceRequest::new().unwrap().csr_pem;
+    doc.post(
+        "/v1/pair",
+        open,
+        json!({ "code": "00000-00000", "csr": csr }),
+        404,
+    )
+    .await;
+    doc.post(
+        "/v1/pair",
+        open,
+        json!({ "code": code["code"], "csr": "x" }),
+        400,
+    )
+    .await;
     let paired = doc
-        .post("/v1/pair", open, json!({ "code": code["code"] }), 200)
+        .post(
+            "/v1/pair",
+            open,
+            json!({ "code": code["code"], "csr": csr }),
+            200,
+        )
         .await;
     let device = paired["token"].as_str();
     let beat =

@@ -58,6 +58,7 @@ fn whole(request: &[u8]) -> bool {
 fn fuzz(status: u16, body: &'static str, stored: impl Fn() -> u32) {
     let runtime = runtime();
     let base = answering(&runtime, status, body);
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::new();
     let api = Api {
         client: &client,
