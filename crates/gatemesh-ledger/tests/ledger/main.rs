@@ -886,7 +886,7 @@ fn arrivals_list_every_redemption_once_in_the_order_learned() {
     assert!(a.arrivals(3).is_empty() && a.arrivals(99).is_empty());
     let (tid, id) = &a.arrivals(2)[0];
     let held = b.redemption(tid, id).expect("b holds its own");
-    assert_eq!(held.sig.is_some() && held.id == rb.id, true, "b signed it");
+    assert!(held.sig.is_some() && held.id == rb.id, "b signed it");
     assert_eq!(a.redemption(tid, id).as_ref(), Some(&held));
     assert_eq!(a.redemption(&t1, id), None, "another ticket's key");
     // A reopened ledger is another value: positions from the old one do not apply.
