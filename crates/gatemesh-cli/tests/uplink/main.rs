@@ -590,7 +590,8 @@ async fn a_gate_paired_by_link_reports_to_the_manager_over_https() {
     agree(&server, "PAIR", &[&gate], &[tickets[0].0.as_str()]).await;
 
     // Staff at the paired gate resolve a flag: the server records it as the gate's, by the
-    // name its credential carries, whatever name staff gave ("organizer" is only a name).
+    // name its credential carries, whatever name staff gave ("organizer" is only a name),
+    // marked as made with the gate's API token.
     let (t1, c1) = &tickets[1];
     assert_eq!(scan(&gate, c1, "s1").await["verdict"], "admit");
     until("the admission reached the server", || async {
@@ -618,7 +619,7 @@ async fn a_gate_paired_by_link_reports_to_the_manager_over_https() {
     .await;
     until("the server took the gate's decision", || async {
         let t = get(&format!("{}/v1/events/PAIR/tickets/{t1}", server.base)).await;
-        t["flagged"] == false && t["resolution"]["staff"] == "North-1 / organizer"
+        t["flagged"] == false && t["resolution"]["staff"] == "North-1 / organizer (api token)"
     })
     .await;
     // A revert of an admission nobody flagged is the organizer's: the server refuses it from
@@ -647,7 +648,7 @@ async fn a_gate_paired_by_link_reports_to_the_manager_over_https() {
         .iter()
         .map(|a| a["actor"].as_str().unwrap())
         .collect();
-    assert_eq!(actors, ["North-1 / organizer"], "{audit}");
+    assert_eq!(actors, ["North-1 / organizer (api token)"], "{audit}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

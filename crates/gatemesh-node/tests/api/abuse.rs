@@ -76,7 +76,10 @@ async fn no_token_or_a_wrong_one_is_401_and_changes_nothing() {
     let file = foreign_ledger(&issuer, &code).await;
     let before = stored(&gate).await;
 
-    let stranger = reqwest::Client::new();
+    let stranger = gatemesh_node::edge::pinned_builder(None)
+        .unwrap()
+        .build()
+        .unwrap();
     let other_gate = tempfile::tempdir().unwrap();
     let other_token = gatemesh_node::api::ApiToken::load_or_create(other_gate.path()).unwrap();
     let wrong = [
@@ -140,7 +143,10 @@ async fn a_page_cannot_import_a_ledger() {
     let before = stored(&gate).await;
 
     let page = "http://127.0.0.1:9999";
-    let stranger = reqwest::Client::new();
+    let stranger = gatemesh_node::edge::pinned_builder(None)
+        .unwrap()
+        .build()
+        .unwrap();
     let url = format!("{}/v1/import", gate.base);
     for (what, file) in [("flagging", &flagging), ("wiped", &wiped)] {
         let attempts = [
@@ -291,7 +297,10 @@ async fn a_foreign_origin_cannot_scan_or_resolve_and_the_apps_can() {
     let fresh = issuer.ticket(&TicketId::generate());
     let resolve = format!("{}/v1/flags/{tid}/resolve", gate.base);
     let scan = format!("{}/v1/scan", gate.base);
-    let stranger = reqwest::Client::new();
+    let stranger = gatemesh_node::edge::pinned_builder(None)
+        .unwrap()
+        .build()
+        .unwrap();
     for page in [
         "http://127.0.0.1:9999",
         "http://localhost:9999",

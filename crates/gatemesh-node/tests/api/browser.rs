@@ -207,7 +207,8 @@ async fn a_page_in_a_real_browser_gets_nothing_from_the_gate() {
             .spawn()
             .expect("WebKitWebDriver runs"),
     );
-    let http = reqwest::Client::builder()
+    let http = gatemesh_node::edge::pinned_builder(None)
+        .unwrap()
         .timeout(Duration::from_secs(60))
         .no_proxy()
         .build()

@@ -330,10 +330,11 @@ impl Running {
             )
             .await;
         assert_eq!(status, StatusCode::CREATED, "{code}");
+        let csr = gatemesh_mesh::pki::DeviceRequest::new().unwrap().csr_pem;
         let r = self
             .client
             .post(format!("{}/v1/pair", self.base))
-            .json(&json!({ "code": code["code"] }))
+            .json(&json!({ "code": code["code"], "csr": csr }))
             .send()
             .await
             .unwrap();
