@@ -13,7 +13,7 @@
 # Writes docs/bench-server-*.json and prints a summary with the ratio gatemesh / raw.
 # Everything it starts is stopped on exit; a PostgreSQL it found running is left running.
 # Usage: scripts/bench-server.sh   (env: CLIENTS=16 DURATION=10 HOT_GROUP=40 TICKETS=100000
-#                                   ROUNDS=3)
+#                                   ROUNDS=3 PLAIN=0: 1 serves plain HTTP on loopback)
 set -euo pipefail
 export LC_ALL=C
 cd "$(dirname "$0")/.."
@@ -144,17 +144,21 @@ write_raw() {
 GATEMESH_ADMIN_TOKEN="bench-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 export GATEMESH_ADMIN_TOKEN
 
-# Starts `gatemesh server` on a fresh data directory (extra args passed on); sets $api.
+# Starts `gatemesh server` on a fresh data directory (extra args passed on); sets $server_url
+# and $fingerprint (empty for plain HTTP).
 # Returns 1 when the server exits before listening, its stderr in $work/NAME.err.
 start_server() {
   local name=$1
   shift
   mkdir -p "$work/$name"
-  "$gm" server --data "$work/$name" --listen 127.0.0.1:0 "$@" >"$work/$name.out" 2>"$work/$name.err" &
+  local plain=()
+  [[ ${PLAIN:-0} == 1 ]] && plain=(--plain-http)
+  "$gm" server --data "$work/$name" --listen 127.0.0.1:0 "${plain[@]}" "$@" >"$work/$name.out" 2>"$work/$name.err" &
   server_pid=$!
   for _ in $(seq 300); do
-    api=$(jq -r '.api // empty' "$work/$name.out" 2>/dev/null | head -n 1)
-    [[ -n $api ]] && return 0
+    server_url=$(jq -r '.url // empty' "$work/$name.out" 2>/dev/null | head -n 1)
+    fingerprint=$(jq -r '.fingerprint // empty' "$work/$name.out" 2>/dev/null | head -n 1)
+    [[ -n $server_url ]] && return 0
     if ! kill -0 "$server_pid" 2>/dev/null; then
       wait "$server_pid" || true
       server_pid=
@@ -173,7 +177,10 @@ stop_server() {
 gm_bench() {
   local store=$1 mode=$2 tickets=$3 report=${4:-docs/bench-server-$1-$2.json}
   echo "gatemesh server on $store: $mode…" >&2
-  "$gm" bench server --url "http://$api" --clients "$clients" --tickets "$tickets" \
+  # Over HTTPS, as gates reach the server (PLAIN=1 serves plain HTTP on loopback instead).
+  local pin=()
+  [[ -n $fingerprint ]] && pin=(--fingerprint "$fingerprint")
+  "$gm" bench server --url "$server_url" "${pin[@]}" --clients "$clients" --tickets "$tickets" \
     --duration-secs "$secs" --mode "$mode" --hot-group "$group" \
     --report "$report" >/dev/null
   if [[ $(jq -r .stopped_by "$report") == tickets ]]; then
