@@ -60,5 +60,27 @@ kill "$gate_pid"
 wait "$gate_pid" 2>/dev/null || true
 echo "The gate's ledger is in $demo/gate-north (try: $gatemesh gate --help)."
 echo
+echo "The central server (HTTPS with a certificate it makes itself), and a gate paired to it"
+echo "with the link an organizer shows as a QR code; the link pins the server's certificate."
+server_out=$(mktemp)
+admin=demo-admin-token-$(date +%s)
+"$gatemesh" server --data "$demo/server-$n" --listen 127.0.0.1:0 --admin-token "$admin" \
+  >"$server_out" 2>/dev/null &
+server_pid=$!
+trap 'kill $gate_pid $server_pid 2>/dev/null || true; rm -f "$gate_out" "$server_out"' EXIT
+for _ in $(seq 100); do [[ -s $server_out ]] && break; sleep 0.1; done
+server=$(sed -n 's/.*"url":"\([^"]*\)".*/\1/p' "$server_out")
+organizer=(curl -s --cacert "$demo/server-$n/tls/cert.pem" -H "authorization: Bearer $admin"
+  -H 'content-type: application/json')
+"${organizer[@]}" -X POST "$server/v1/events" -d "{\"id\":\"$event\",\"name\":\"Demo night\"}" >/dev/null
+link=$("${organizer[@]}" -X POST "$server/v1/events/$event/devices" -d '{"name":"North-1","role":"gate"}' |
+  sed -n 's/.*"link":"\([^"]*\)".*/\1/p')
+echo "  the pairing link: $link"
+echo "  \$ gatemesh pair --link '<that link>' --out $demo/paired-north-$n"
+"$gatemesh" pair --link "$link" --out "$demo/paired-north-$n"
+kill "$server_pid"
+wait "$server_pid" 2>/dev/null || true
+echo "  start that gate with: $gatemesh gate --data $demo/gate-paired --paired $demo/paired-north-$n"
+echo
 echo "Print $batch/tickets.pdf; the ticket list is $batch/tickets.csv."
 echo "The gatemesh binary is $gatemesh (try: $gatemesh --help)."
