@@ -18,9 +18,13 @@ use rand_core::{OsRng, RngCore};
 /// The name of the server's identity in its certificate.
 const NAME: &str = "server";
 
-/// One signer per event, loaded or made on first use.
+/// One signer per event, loaded or made on first use, and the event's CA as a checker of
+/// device records (read once: an event's CA never changes).
 #[derive(Default)]
-pub(crate) struct Signers(std::sync::Mutex<HashMap<EventId, Arc<(Signer, String)>>>);
+pub(crate) struct Signers(
+    std::sync::Mutex<HashMap<EventId, Arc<(Signer, String)>>>,
+    std::sync::Mutex<HashMap<EventId, Arc<gatemesh_ledger::Trust>>>,
+);
 
 impl Signers {
     /// The server's signer for `eid` and its certificate (base64url DER).
@@ -60,12 +64,25 @@ impl Signers {
     }
 }
 
-/// The event's mesh CA as a checker of device records, when the server has one (it makes
-/// it at the first pairing).
-pub(crate) fn trust(data: &Path, eid: &EventId) -> anyhow::Result<gatemesh_ledger::Trust> {
-    let ca = crate::api::devices::mesh_ca(data, eid)?;
-    let pem = std::fs::read_to_string(ca.join(pki::CA_CERT))?;
-    Ok(gatemesh_ledger::Trust::from_pem(&pem, eid)?)
+impl Signers {
+    /// The event's mesh CA as a checker of device records (the CA is made at the first
+    /// pairing, so a device's credential implies it), read from disk once per event.
+    pub(crate) fn trust(
+        &self,
+        data: &Path,
+        eid: &EventId,
+    ) -> anyhow::Result<Arc<gatemesh_ledger::Trust>> {
+        if let Some(t) = self.1.lock().ok().and_then(|m| m.get(eid).cloned()) {
+            return Ok(t);
+        }
+        let ca = crate::api::devices::mesh_ca(data, eid)?;
+        let pem = std::fs::read_to_string(ca.join(pki::CA_CERT))?;
+        let trust = Arc::new(gatemesh_ledger::Trust::from_pem(&pem, eid)?);
+        if let Ok(mut m) = self.1.lock() {
+            m.insert(eid.clone(), trust.clone());
+        }
+        Ok(trust)
+    }
 }
 
 /// Checks the records a device sends (its journal): each must be a redemption its writer

@@ -109,9 +109,9 @@ pub(crate) async fn redeem(
             let redemptions = if matches!(&caller.0, Caller::Device(_)) {
                 // A device's journal: every record as its writer signed it (checked off the
                 // async threads: a signature costs tens of microseconds).
-                let (data, e) = (s.data.clone(), eid.clone());
+                let (signers, data, e) = (s.signers.clone(), s.data.clone(), eid.clone());
                 tokio::task::spawn_blocking(move || {
-                    let trust = crate::signer::trust(&data, &e).map_err(|e| {
+                    let trust = signers.trust(&data, &e).map_err(|e| {
                         tracing::error!("the event's mesh CA: {e:#}");
                         err(
                             StatusCode::INTERNAL_SERVER_ERROR,
