@@ -13,7 +13,8 @@
 # Writes docs/bench-server-*.json and prints a summary with the ratio gatemesh / raw.
 # Everything it starts is stopped on exit; a PostgreSQL it found running is left running.
 # Usage: scripts/bench-server.sh   (env: CLIENTS=16 DURATION=10 HOT_GROUP=40 TICKETS=100000
-#                                   ROUNDS=3 PLAIN=0: 1 serves plain HTTP on loopback)
+#                                   ROUNDS=3 PLAIN=0: 1 serves plain HTTP on loopback
+#                                   MODES="distinct hot": the modes to run)
 set -euo pipefail
 export LC_ALL=C
 cd "$(dirname "$0")/.."
@@ -22,6 +23,7 @@ source scripts/env.sh
 clients=${CLIENTS:-16}
 secs=${DURATION:-10}
 rounds=${ROUNDS:-3}
+read -r -a modes <<<"${MODES:-distinct hot}"
 group=${HOT_GROUP:-40}
 # Enough for a distinct run not to run out before DURATION (it stops early and says so).
 distinct_tickets=${TICKETS:-100000}
@@ -129,7 +131,7 @@ raw_run() {
   }
 }
 # The simple protocol once per mode; the prepared one alternates with gatemesh below.
-for mode in distinct hot; do raw_run "$mode" simple 1; done
+for mode in "${modes[@]}"; do raw_run "$mode" simple 1; done
 write_raw() {
   jq --arg v "$pg_version" --arg sc "$sync_commit" --argjson clients "$clients" \
     --argjson threads "$threads" --argjson secs "$secs" --argjson group "$group" \
@@ -189,7 +191,7 @@ gm_bench() {
 }
 tickets_for() { if [[ $1 == distinct ]]; then echo "$distinct_tickets"; else echo "$hot_tickets"; fi; }
 
-for mode in distinct hot; do
+for mode in "${modes[@]}"; do
   if ! start_server "sqlite-$mode"; then
     cat "$work/sqlite-$mode.err" >&2
     exit 1
@@ -201,7 +203,7 @@ done
 # PostgreSQL: ROUNDS rounds of pgbench prepared then gatemesh, per mode; each series is
 # reported by its median round.
 pg_stores=(postgres)
-for mode in distinct hot; do
+for mode in "${modes[@]}"; do
   for round in $(seq "$rounds"); do
     raw_run "$mode" prepared "$round"
     new_db "srv_${mode}_$round"
@@ -237,7 +239,7 @@ echo "PostgreSQL $pg_version (synchronous_commit=$sync_commit), $clients clients
 echo "pgbench prepared and gatemesh on PostgreSQL: median of $rounds alternating rounds"
 row() { printf '%-9s %-24s %8s %8s %8s %8s %8s %14s\n' "$@"; }
 row mode run "per s" "p50 ms" "p90 ms" "p99 ms" "max ms" "/ raw prepared"
-for mode in distinct hot; do
+for mode in "${modes[@]}"; do
   prep=$(raw_tps "$mode" prepared)
   for proto in prepared simple; do
     jq -r --arg m "$mode" --arg p "$proto" --argjson base "$prep" '[.runs[]

@@ -187,6 +187,9 @@ pub struct Signer {
     device: Arc<Device>,
     key: EcdsaKeyPair,
     rng: SystemRandom,
+    /// The same key for deterministic signatures (RFC 6979, see
+    /// [`Signer::sign_redemption_again`]).
+    again: p256::ecdsa::SigningKey,
 }
 
 impl std::fmt::Debug for Signer {
@@ -213,10 +216,14 @@ impl Signer {
                 "this device's key does not belong to its certificate".into(),
             ));
         }
+        use p256::pkcs8::DecodePrivateKey;
+        let again = p256::ecdsa::SigningKey::from_pkcs8_der(pkcs8)
+            .map_err(|e| LedgerError::Identity(format!("this device's key: {e}")))?;
         Ok(Self {
             device: Arc::new(device),
             key,
             rng,
+            again,
         })
     }
 
@@ -273,6 +280,32 @@ impl Signer {
             .unsigned_json()
             .map_err(|e| LedgerError::Corrupt(e.to_string()))?;
         r.sig = Some(self.sign(&message(event, "redemptions", &unsigned))?);
+        Ok(())
+    }
+
+    /// Signs, as [`Signer::sign_redemption`] does, a redemption made from what the server
+    /// stored (an admission it took without a gate's record), deterministically (RFC 6979):
+    /// the same record always gets the same signature, so the record can be made again
+    /// each time it is relayed instead of signed and stored on every request, and two
+    /// gates given it at different times write the very same value.
+    pub fn sign_redemption_again(
+        &self,
+        event: &EventId,
+        r: &mut crate::model::Redemption,
+    ) -> Result<(), LedgerError> {
+        use crate::model::Record;
+        use p256::ecdsa::signature::Signer as _;
+        r.node = self.device.node.clone();
+        r.hlc.node = self.device.node.clone();
+        r.sig = None;
+        let unsigned = r
+            .unsigned_json()
+            .map_err(|e| LedgerError::Corrupt(e.to_string()))?;
+        let sig: p256::ecdsa::Signature = self
+            .again
+            .try_sign(&message(event, "redemptions", &unsigned))
+            .map_err(|_| LedgerError::Identity("signing failed".into()))?;
+        r.sig = Some(B64.encode(sig.to_bytes()));
         Ok(())
     }
 

@@ -43,7 +43,8 @@ pub struct Server {
     /// known for good; one not found is asked again (another instance may create it).
     pub(crate) known_events:
         Arc<std::sync::RwLock<std::collections::HashSet<gatemesh_ticket::EventId>>>,
-    /// The server's own identity per event, which signs the admissions it takes online.
+    /// The server's own identity per event, which signs the admissions it relays that carry
+    /// no gate's record.
     pub(crate) signers: Arc<signer::Signers>,
     /// The URL devices reach this server at, when told (`--public-url`); else `serve` takes
     /// it from the address it listens on.

@@ -1,7 +1,8 @@
 //! The server's own identity under each event's mesh CA, with role `server`: it signs the
-//! admissions the server takes online (a scanner asking it directly), so that gates take
-//! them as they take any device's record — checked against the writer's certificate, which
-//! travels inside the record. The identity is made on first use beside the event's CA
+//! admissions the server took without a gate's record (a scanner asking it directly, the
+//! organizer's journal) when it relays them, so that gates take them as they take any
+//! device's record — checked against the writer's certificate, which travels inside the
+//! record. The identity is made on first use beside the event's CA
 //! (`mesh-ca/<event>/server/`), atomically, so servers sharing the data directory agree.
 
 use std::{collections::HashMap, path::Path, sync::Arc};
@@ -11,9 +12,11 @@ use anyhow::Context;
 use base64::Engine as _;
 use gatemesh_ledger::{Hlc, Redemption, Signer};
 use gatemesh_mesh::{identity::Role, pki};
-use gatemesh_ticket::EventId;
-use gatemesh_wire::RedemptionRequest;
+use gatemesh_ticket::{EventId, TicketId};
+use gatemesh_wire::{Admission, RedemptionRequest};
 use rand_core::{OsRng, RngCore};
+
+use crate::store::StoreError;
 
 /// The name of the server's identity in its certificate.
 const NAME: &str = "server";
@@ -131,42 +134,53 @@ pub(crate) fn check_device_records(
     Ok(())
 }
 
-/// Gives an online request that carries no ledger record one the server signed: the
-/// admission as a ledger redemption by the server's identity, with its certificate.
-pub(crate) fn sign_online(
+/// Fills in the ledger record of each admission stored without a gate's record (taken
+/// online, or from the organizer's journal): the admission as a redemption by the server's
+/// identity, with its certificate, signed deterministically, so the record made again each
+/// time it is relayed is the very record gates already hold. Nothing is signed or stored on
+/// the request path: most online requests are duplicates, whose records nobody relays.
+pub(crate) fn relayed(
     signers: &Signers,
     data: &Path,
     eid: &EventId,
-    r: &mut RedemptionRequest,
-) -> anyhow::Result<()> {
-    if r.record.is_some() {
+    tid: &TicketId,
+    admissions: &mut [Admission],
+) -> Result<(), StoreError> {
+    if admissions.iter().all(|a| a.record.is_some()) {
         return Ok(());
     }
-    let made = signers.get(data, eid)?;
+    let made = signers
+        .get(data, eid)
+        .map_err(|e| StoreError::Signing(format!("{e:#}")))?;
     let (signer, cert) = &*made;
-    let at_ms = r.at.ms();
-    let mut record = Redemption {
-        id: r.redemption_id.clone(),
-        tid: r.tid.clone(),
-        direction: gatemesh_ledger::Direction::Entry,
-        node: signer.node().clone(),
-        gate: r.gate.to_string(),
-        scanner: r.scanner.to_string(),
-        at_ms,
-        hlc: Hlc {
-            wall_ms: at_ms,
-            counter: 0,
+    for a in admissions.iter_mut().filter(|a| a.record.is_none()) {
+        let at_ms = a.at.ms();
+        let mut record = Redemption {
+            id: a.redemption_id.clone(),
+            tid: tid.clone(),
+            direction: gatemesh_ledger::Direction::Entry,
             node: signer.node().clone(),
-        },
-        seen: Vec::new(),
-        unlisted: false,
-        sig: None,
-    };
-    signer.sign_redemption(eid, &mut record)?;
-    let mut value = serde_json::to_value(&record)?;
-    if let Some(o) = value.as_object_mut() {
-        o.insert("cert".into(), cert.clone().into());
+            gate: a.gate.to_string(),
+            scanner: a.scanner.to_string(),
+            at_ms,
+            hlc: Hlc {
+                wall_ms: at_ms,
+                counter: 0,
+                node: signer.node().clone(),
+            },
+            seen: Vec::new(),
+            unlisted: false,
+            sig: None,
+        };
+        signer
+            .sign_redemption_again(eid, &mut record)
+            .map_err(|e| StoreError::Signing(e.to_string()))?;
+        let mut value =
+            serde_json::to_value(&record).map_err(|e| StoreError::Signing(e.to_string()))?;
+        if let Some(o) = value.as_object_mut() {
+            o.insert("cert".into(), cert.clone().into());
+        }
+        a.record = Some(value);
     }
-    r.record = Some(value);
     Ok(())
 }

@@ -52,6 +52,9 @@ pub enum StoreError {
     Pool(#[from] r2d2::Error),
     #[error("the database holds something this server cannot read: {0}")]
     Corrupt(String),
+    /// The server's identity could not sign a record it relays (its key unreadable).
+    #[error("the server could not sign a record: {0}")]
+    Signing(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -46,6 +46,14 @@ impl From<StoreError> for ApiError {
             }
             StoreError::NotFound(_) => err(StatusCode::NOT_FOUND, "not_found", e.to_string()),
             StoreError::Forbidden(_) => err(StatusCode::FORBIDDEN, "forbidden", e.to_string()),
+            StoreError::Signing(_) => {
+                tracing::error!("{e}");
+                err(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "the server could not sign a record",
+                )
+            }
             StoreError::Sqlite(_)
             | StoreError::Postgres(_)
             | StoreError::Pool(_)

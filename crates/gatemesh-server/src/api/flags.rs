@@ -50,11 +50,13 @@ pub(crate) async fn list(
 ) -> Result<Json<Flags>, ApiError> {
     let eid = event_id(&eid)?;
     known_event(&s, &eid).await?;
+    let (signers, data) = (s.signers.clone(), s.data.clone());
     let flags = blocking(&s, move |st| {
         st.flags(&eid)?
             .into_iter()
             .map(|t| {
-                let a = st.admissions(&eid, &t.tid)?;
+                let mut a = st.admissions(&eid, &t.tid)?;
+                crate::signer::relayed(&signers, &data, &eid, &t.tid, &mut a)?;
                 Ok((t, a))
             })
             .collect::<Result<Vec<_>, StoreError>>()

@@ -48,7 +48,11 @@ pub(crate) async fn manifest(
     let Query(q) = query.map_err(|e| bad(e.body_text()))?;
     let eid = event_id(&eid)?;
     known_event(&s, &eid).await?;
-    let (cursor, tickets) = blocking(&s, move |st| manifest_read(st, &eid, q.since)).await?;
+    let (signers, data) = (s.signers.clone(), s.data.clone());
+    let (cursor, tickets) = blocking(&s, move |st| {
+        manifest_read(st, &signers, &data, &eid, q.since)
+    })
+    .await?;
     let tickets = tickets.iter().map(|(t, a)| manifest_entry(t, a)).collect();
     Ok(Json(Manifest { cursor, tickets }))
 }
@@ -60,6 +64,8 @@ type WithAdmissions = (Ticket, Vec<Admission>);
 /// gates can write them into their ledgers.
 pub(crate) fn manifest_read(
     st: &dyn crate::store::Storage,
+    signers: &crate::signer::Signers,
+    data: &std::path::Path,
     eid: &EventId,
     since: Option<i64>,
 ) -> Result<(i64, Vec<WithAdmissions>), StoreError> {
@@ -68,7 +74,9 @@ pub(crate) fn manifest_read(
         .into_iter()
         .map(|t| {
             let admissions = if t.flagged || t.resolution.is_some() {
-                st.admissions(eid, &t.tid)?
+                let mut a = st.admissions(eid, &t.tid)?;
+                crate::signer::relayed(signers, data, eid, &t.tid, &mut a)?;
+                a
             } else {
                 Vec::new()
             };
@@ -170,7 +178,11 @@ pub(crate) async fn changes(
         loop {
             wake.mark_unchanged();
             let e = eid.clone();
-            let read = blocking(&s, move |st| manifest_read(st, &e, Some(cursor))).await;
+            let (signers, data) = (s.signers.clone(), s.data.clone());
+            let read = blocking(&s, move |st| {
+                manifest_read(st, &signers, &data, &e, Some(cursor))
+            })
+            .await;
             let Ok((now, tickets)) = read else {
                 // The database is away: tell the client, which reconnects from its cursor.
                 let _ = tx

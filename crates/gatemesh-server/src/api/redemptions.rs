@@ -68,18 +68,10 @@ pub(crate) async fn redeem(
     }
     known_event(&s, &eid).await?;
     match body {
-        RedeemBody::One(mut r) => {
+        RedeemBody::One(r) => {
             check(&r)?;
-            // A scanner asking the server gets an admission the server signed, which gates
-            // take like any device's record.
-            crate::signer::sign_online(&s.signers, &s.data, &eid, &mut r).map_err(|e| {
-                tracing::error!("signing an online admission: {e:#}");
-                err(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal",
-                    "the server could not sign the admission",
-                )
-            })?;
+            // Stored as asked: the server signs its ledger record when it relays the
+            // admission to gates (`signer::relayed`), not on the request path.
             let started = std::time::Instant::now();
             let answer = match s.store.submit_online(&eid, &r) {
                 // Gathered by the storage: nothing blocks while it is at the database.
@@ -132,36 +124,27 @@ pub(crate) async fn redeem(
                 })??
             } else {
                 // The organizer's journal (a tool's import): what carries no gate's record
-                // gets one the server signed, as an online admission does.
-                let (signers, data, e) = (s.signers.clone(), s.data.clone(), eid.clone());
-                let mut redemptions = redemptions;
-                tokio::task::spawn_blocking(move || {
-                    for r in &mut redemptions {
-                        crate::signer::sign_online(&signers, &data, &e, r)?;
-                    }
-                    Ok::<_, anyhow::Error>(redemptions)
-                })
-                .await
-                .map_err(|_| {
-                    err(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        "internal",
-                        "signing the journal failed",
-                    )
-                })?
-                .map_err(|e| {
-                    tracing::error!("signing a journal: {e:#}");
-                    err(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        "internal",
-                        "the server could not sign the admissions",
-                    )
-                })?
+                // is the server's word, signed when relayed, as an online admission is.
+                redemptions
             };
             let metrics = s.metrics.clone();
+            let (signers, data) = (s.signers.clone(), s.data.clone());
             let answers = blocking(&s, move |st| {
                 let started = std::time::Instant::now();
-                let answers = st.redeem_journal(&eid, &redemptions)?;
+                let mut answers = st.redeem_journal(&eid, &redemptions)?;
+                // A gate told of the first admission writes it into its ledger: with a
+                // record it can check, the server's own when no gate's came with it.
+                for (r, a) in redemptions.iter().zip(&mut answers) {
+                    if let Some(first) = &mut a.first {
+                        crate::signer::relayed(
+                            &signers,
+                            &data,
+                            &eid,
+                            &r.tid,
+                            std::slice::from_mut(first),
+                        )?;
+                    }
+                }
                 // One commit for the batch: each item is counted with its share of the time.
                 let each = started.elapsed().as_secs_f64() / answers.len().max(1) as f64;
                 for (r, a) in redemptions.iter().zip(&answers) {

@@ -223,11 +223,13 @@ pub(crate) async fn get(
 ) -> Result<Json<TicketDetail>, ApiError> {
     let (eid, tid) = (event_id(&eid)?, ticket_id(&tid)?);
     let t = tid.clone();
+    let (signers, data) = (s.signers.clone(), s.data.clone());
     let (ticket, admissions) = blocking(&s, move |st| {
         let Some(ticket) = st.ticket(&eid, &t)? else {
             return Ok(None);
         };
-        let admissions = st.admissions(&eid, &t)?;
+        let mut admissions = st.admissions(&eid, &t)?;
+        crate::signer::relayed(&signers, &data, &eid, &t, &mut admissions)?;
         Ok(Some((ticket, admissions)))
     })
     .await?

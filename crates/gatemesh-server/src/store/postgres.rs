@@ -90,8 +90,12 @@ BEGIN
         END IF;
         v_first := NULL;
         IF v_status = 'active' THEN
+            -- The first admission's ledger record goes only to a gate's journal (the gate
+            -- takes it into its ledger); an online scanner needs none, and parsing and
+            -- storing it in every duplicate's answer is most of what a duplicate costs.
             SELECT json_build_object('redemption_id', redemption_id, 'gate', gate,
-                                     'scanner', scanner, 'at', at, 'record', record::json)
+                                     'scanner', scanner, 'at', at,
+                                     'record', CASE WHEN p_journal THEN record::json END)
               INTO v_first
               FROM redemptions
              WHERE eid = p_eid AND tid = p_tid AND verdict = 'admit' AND NOT reverted

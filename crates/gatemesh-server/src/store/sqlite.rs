@@ -629,11 +629,20 @@ fn redeem_in(
     }
     let status = status_of(tx, eid, &req.tid)?;
     let first = if status == Some(TicketStatus::Active) {
+        // The first admission's ledger record goes only to a gate's journal (the gate takes
+        // it into its ledger); an online scanner needs none.
+        let record = if origin == Origin::Journal {
+            "record"
+        } else {
+            "NULL"
+        };
         one(
             tx,
-            "SELECT redemption_id, gate, scanner, at, record FROM redemptions
+            &format!(
+                "SELECT redemption_id, gate, scanner, at, {record} FROM redemptions
              WHERE eid = ?1 AND tid = ?2 AND verdict = 'admit' AND reverted = 0
-             ORDER BY rowid LIMIT 1",
+             ORDER BY rowid LIMIT 1"
+            ),
             [eid.as_str(), req.tid.as_str()],
             |r| rows::admission(r),
         )?

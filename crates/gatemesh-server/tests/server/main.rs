@@ -40,6 +40,7 @@ on_both_backends!(
     wrong_codes_from_one_address_do_not_stop_pairing_from_another,
     metrics_count_redemptions_by_gate_and_verdict,
     a_devices_journal_carries_only_records_their_writers_signed,
+    online_admissions_reach_gates_signed_by_the_server,
 );
 
 /// The server's gatherers keep PostgreSQL connections of their own. When the database ends
@@ -2053,4 +2054,83 @@ async fn a_devices_journal_carries_only_records_their_writers_signed(backend: Ba
         assert_eq!(status, StatusCode::OK);
         assert_eq!(a["verdict"], "admit", "ticket {i}: {a}");
     }
+}
+
+/// An admission taken online is stored as asked and relayed with a record the server's
+/// identity signs: gates check it like any device's record, and every relay of it (a
+/// journal's answer, the manifest, the flags) is the very same record. An online duplicate's
+/// answer carries no record (a scanner has no ledger to write it into).
+async fn online_admissions_reach_gates_signed_by_the_server(backend: Backend) {
+    use base64::Engine;
+    let s = Running::start(backend).await;
+    let tickets = s.event_with_tickets("SRV", 1).await;
+    let tid = tickets[0]["tid"].as_str().unwrap().to_owned();
+    let token = s.paired("SRV", "North-1", "gate").await;
+    let data = s._dir.as_ref().unwrap().path().to_owned();
+    let (north, north_cert) = enrolled(&data, "SRV", "North-1");
+    let path = "/v1/events/SRV/redemptions";
+
+    let (_, a) = s.post(path, redemption("box-1", &json!(tid), "Box")).await;
+    assert_eq!(a["verdict"], "admit", "{a}");
+    let (_, again) = s.post(path, redemption("box-2", &json!(tid), "Box")).await;
+    assert_eq!(again["verdict"], "duplicate", "{again}");
+    assert_eq!(again["first"]["redemption_id"], "box-1");
+    assert!(
+        again["first"].get("record").is_none_or(Value::is_null),
+        "{again}"
+    );
+
+    // North admitted the same holder offline: its journal learns the first admission.
+    let item = signed_item(&north, &north_cert, "SRV", &tid, "North 1", |_| {});
+    let (status, b) = s
+        .post_as(&token, path, json!({ "redemptions": [item] }))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{b}");
+    assert_eq!(b["answers"][0]["verdict"], "duplicate");
+    let record = b["answers"][0]["first"]["record"].clone();
+    let event = EventId::new("SRV").unwrap();
+    let ca = std::fs::read_to_string(data.join("mesh-ca/SRV/ca.pem")).unwrap();
+    let trust = gatemesh_ledger::Trust::from_pem(&ca, &event).unwrap();
+    let cert = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(record["cert"].as_str().unwrap())
+        .unwrap();
+    let mut bare = record.clone();
+    bare.as_object_mut().unwrap().remove("cert");
+    let r: gatemesh_ledger::Redemption = serde_json::from_value(bare).unwrap();
+    let writer = gatemesh_ledger::check_redemption(&trust, &cert, &r).unwrap();
+    assert_eq!(writer.role(), gatemesh_wire::Role::Server);
+    assert_eq!(r.id.as_str(), "box-1");
+    assert_ne!(&r.node, north.node());
+    // A record altered in one field no longer checks.
+    let mut altered = r.clone();
+    altered.gate = "North 1".into();
+    assert!(gatemesh_ledger::check_redemption(&trust, &cert, &altered).is_err());
+
+    // The ticket is flagged: the manifest and the flags carry the same record.
+    let (_, manifest) = s.get("/v1/events/SRV/manifest").await;
+    let entry = manifest["tickets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tid"] == json!(tid))
+        .unwrap()
+        .clone();
+    assert_eq!(entry["flagged"], true, "{entry}");
+    let relayed = entry["admissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["redemption_id"] == "box-1")
+        .unwrap()["record"]
+        .clone();
+    assert_eq!(relayed, record);
+    let (_, flags) = s.get("/v1/events/SRV/flags").await;
+    let relayed = flags["flags"][0]["admissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["redemption_id"] == "box-1")
+        .unwrap()["record"]
+        .clone();
+    assert_eq!(relayed, record);
 }
