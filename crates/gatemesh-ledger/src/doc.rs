@@ -186,6 +186,10 @@ pub struct Ledger {
     /// How many redemptions each ticket has (all writers): lets the flood check skip
     /// reading a ticket's records when it is far from the bound.
     per_ticket: HashMap<TicketId, usize>,
+    /// Standings this node was told locally (a manifest file): they hold where no status in
+    /// the document says otherwise, and are never written into it — a standing in the
+    /// ledger is the server's, as it signed it.
+    local: HashMap<TicketId, Status>,
 }
 
 /// Every ledger value gets its own epoch, so a position kept from one (a reloaded ledger
@@ -345,6 +349,7 @@ impl Ledger {
             trust: None,
             devices: HashMap::new(),
             per_ticket: HashMap::new(),
+            local: HashMap::new(),
         };
         let all: HashSet<TicketId> = ledger.all_tickets();
         ledger.refresh(all);
@@ -420,12 +425,14 @@ impl Ledger {
         let mut resolutions: Vec<Resolution> = self.records(&self.roots.resolutions, tid);
         resolutions.retain(|r| &r.tid == tid);
         resolutions.sort_by(|a, b| a.hlc.cmp(&b.hlc));
-        // Every status ever written stays; the latest by HLC wins.
+        // Every status ever written stays; the latest by HLC wins; a local standing holds
+        // where none was written.
         let status = self
             .records::<Status>(&self.roots.status, tid)
             .into_iter()
             .filter(|s| &s.tid == tid)
-            .max_by(|a, b| a.hlc.cmp(&b.hlc));
+            .max_by(|a, b| a.hlc.cmp(&b.hlc))
+            .or_else(|| self.local.get(tid).cloned());
         TicketState {
             redemptions,
             resolutions,
@@ -442,6 +449,13 @@ impl Ledger {
     /// Tickets currently flagged, in ticket-id order.
     pub fn flagged(&self) -> impl Iterator<Item = &TicketId> {
         self.flagged.iter()
+    }
+
+    /// Takes the standings this node was told locally (a manifest file, for an event with
+    /// no server), replacing any told before: each holds for its ticket where no status in
+    /// the document says otherwise. Nothing is written into the document.
+    pub fn set_local_standings(&mut self, standings: impl IntoIterator<Item = Status>) {
+        self.local = standings.into_iter().map(|s| (s.tid.clone(), s)).collect();
     }
 
     /// A clock reading for a new local record.
@@ -658,7 +672,10 @@ impl Ledger {
         Ok(self.commit("resolution", &r.tid))
     }
 
-    /// Writes a ticket's standing (void, transfer, reactivation) and its audit line.
+    /// Writes a ticket's standing (void, transfer, reactivation) and its audit line. On a
+    /// node with a mesh identity a standing is the server's, written as its identity signed
+    /// it (its certificate learned first, see [`Ledger::learn_device`]); the audit line that
+    /// says this node took it is this node's own.
     pub fn record_status(
         &mut self,
         s: &Status,
@@ -670,10 +687,16 @@ impl Ledger {
             crate::model::Standing::Void { .. } => "status:void",
             crate::model::Standing::Transferred { .. } => "status:transferred",
         };
+        let hlc = if s.hlc.node == self.node {
+            s.hlc.clone()
+        } else {
+            // This node's reading, no earlier than the standing's.
+            self.tick(s.at_ms)
+        };
         let audit = AuditEntry {
-            hlc: s.hlc.clone(),
-            at_ms: s.at_ms,
-            node: s.hlc.node.clone(),
+            at_ms: hlc.wall_ms,
+            node: hlc.node.clone(),
+            hlc,
             actor: s.by.clone(),
             action: action.into(),
             tid: Some(s.tid.clone()),
@@ -825,7 +848,49 @@ impl Ledger {
 /// One peer's side of the Automerge sync protocol: what this node believes the peer has.
 /// Kept per connection; a fresh state after a reconnect costs one extra round trip.
 #[derive(Debug, Default)]
-pub struct PeerSync(automerge::sync::State);
+pub struct PeerSync(automerge::sync::State, Pending);
+
+/// Changes a peer sent before the changes they build on (the sync protocol does that when a
+/// bloom filter wrongly says this node has a change): held here, unchecked and out of the
+/// document, until what they build on arrives; then checked and applied with it. Automerge
+/// would queue them itself and apply them later, past every check — and checked on arrival,
+/// a record whose writer's certificate is in the change not yet here would refuse an honest
+/// peer.
+#[derive(Debug, Default)]
+struct Pending {
+    changes: Vec<Change>,
+}
+
+/// Most changes waiting for the changes they build on, per peer, and their bytes.
+const MAX_PENDING: usize = 200_000;
+const MAX_PENDING_BYTES: usize = 64 * 1024 * 1024;
+
+/// Splits `changes` (none held by `doc`) into those that can be applied now — every change
+/// they build on held or among them — and those that wait, in the order given.
+fn applicable(doc: &mut AutoCommit, changes: Vec<Change>) -> (Vec<Change>, Vec<Change>) {
+    let mut ready: HashSet<ChangeHash> = HashSet::new();
+    let mut waiting = changes;
+    let mut out = Vec::new();
+    loop {
+        let before = out.len();
+        let mut still = Vec::new();
+        for c in waiting {
+            if c.deps()
+                .iter()
+                .all(|d| ready.contains(d) || doc.get_change_meta_by_hash(d).is_some())
+            {
+                ready.insert(c.hash());
+                out.push(c);
+            } else {
+                still.push(c);
+            }
+        }
+        waiting = still;
+        if out.len() == before || waiting.is_empty() {
+            return (out, waiting);
+        }
+    }
+}
 
 /// Longest sync message accepted from a peer. A message carrying a whole 100,000-redemption
 /// ledger is about 1 MB; anything far beyond that is refused, not parsed.
@@ -842,10 +907,22 @@ impl Ledger {
     /// The next message for a peer, if it lacks anything this node has.
     pub fn sync_message(&mut self, peer: &mut PeerSync) -> Option<Vec<u8>> {
         use automerge::sync::SyncDoc;
-        self.doc
-            .sync()
-            .generate_sync_message(&mut peer.0)
-            .map(|m| m.encode())
+        let mut message = self.doc.sync().generate_sync_message(&mut peer.0)?;
+        // Ask for what the changes held back build on, as automerge asks for what its own
+        // queue lacks.
+        if !peer.1.changes.is_empty() {
+            let held: HashSet<ChangeHash> = peer.1.changes.iter().map(|c| c.hash()).collect();
+            let mut need: BTreeSet<ChangeHash> = message.need.iter().copied().collect();
+            for c in &peer.1.changes {
+                for d in c.deps() {
+                    if !held.contains(d) && self.doc.get_change_meta_by_hash(d).is_none() {
+                        need.insert(*d);
+                    }
+                }
+            }
+            message.need = need.into_iter().collect();
+        }
+        Some(message.encode())
     }
 
     /// Takes a peer's sync message. Returns the changes that were new here, to store before
@@ -870,7 +947,8 @@ impl Ledger {
                 bytes.len()
             )));
         }
-        let message = Message::decode(bytes).map_err(|e| LedgerError::BadMessage(e.to_string()))?;
+        let mut message =
+            Message::decode(bytes).map_err(|e| LedgerError::BadMessage(e.to_string()))?;
         check_message(&message)?;
         // Every change the message carries is checked before any reaches the document.
         let doc = &mut self.doc;
@@ -881,6 +959,27 @@ impl Ledger {
             }
             Ok(all)
         })?;
+        // With the changes held back before: what can be applied now is checked and
+        // applied; the rest waits (unchecked, out of the document) for what it builds on.
+        let mut seen: HashSet<ChangeHash> = HashSet::new();
+        let all: Vec<Change> = peer
+            .1
+            .changes
+            .iter()
+            .cloned()
+            .chain(incoming)
+            .filter(|c| {
+                seen.insert(c.hash()) && self.doc.get_change_meta_by_hash(&c.hash()).is_none()
+            })
+            .collect();
+        let (incoming, waiting) = applicable(&mut self.doc, all);
+        let waiting_bytes: usize = waiting.iter().map(|c| c.raw_bytes().len()).sum();
+        if waiting.len() > MAX_PENDING || waiting_bytes > MAX_PENDING_BYTES {
+            return Err(LedgerError::Refused(format!(
+                "{} changes ({waiting_bytes} bytes) that build on changes never sent",
+                waiting.len()
+            )));
+        }
         let mut checker = crate::admit::Checker {
             event: &self.event,
             trust: self.trust.as_ref(),
@@ -888,6 +987,12 @@ impl Ledger {
             per_ticket: &self.per_ticket,
         };
         guarded(|| crate::admit::check(&self.doc, &self.roots, &incoming, now_ms, &mut checker))?;
+        message.changes = incoming
+            .iter()
+            .map(|c| c.raw_bytes().to_vec())
+            .collect::<Vec<_>>()
+            .into();
+        peer.1 = Pending { changes: waiting };
         let before = self.doc.get_heads();
         let event = self.event.clone();
         // automerge 0.12 can panic on crafted changes; if it does, this replica's document

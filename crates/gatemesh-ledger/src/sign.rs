@@ -11,9 +11,9 @@
 //!   the record's JSON without its `sig` field, as this crate writes it. A record read back
 //!   is serialised again to check it, so a record altered in any field, replayed into
 //!   another event or another map, fails.
-//! - Roles ([`may_write`]): a gate writes redemptions, resolutions, audit lines and (until
-//!   the server signs standings itself) statuses; an observer writes resolutions and audit
-//!   lines only; the server writes any record.
+//! - Roles ([`may_write`]): a gate writes redemptions, resolutions and audit lines; an
+//!   observer writes resolutions and audit lines only; the server writes any record, and is
+//!   the only writer of standings (voids, transfers), which gates take as it signed them.
 
 use std::sync::Arc;
 
@@ -309,6 +309,30 @@ impl Signer {
         Ok(())
     }
 
+    /// Signs a ticket's standing this device writes outside any ledger (the server's word on
+    /// a void or a transfer, which gates write into their ledgers as it is): sets its writer
+    /// to this device and its `sig`. Only the server's identity may write standings.
+    pub fn sign_status(
+        &self,
+        event: &EventId,
+        s: &mut crate::model::Status,
+    ) -> Result<(), LedgerError> {
+        use crate::model::Record;
+        if !may_write(self.device.role(), crate::model::Status::MAP) {
+            return Err(LedgerError::Refused(format!(
+                "a {} does not write standings",
+                self.device.role().as_str()
+            )));
+        }
+        s.hlc.node = self.device.node.clone();
+        s.sig = None;
+        let unsigned = s
+            .unsigned_json()
+            .map_err(|e| LedgerError::Corrupt(e.to_string()))?;
+        s.sig = Some(self.sign(&message(event, crate::model::Status::MAP, &unsigned))?);
+        Ok(())
+    }
+
     /// The signature (base64url of the 64-byte r‖s) of `message`.
     pub(crate) fn sign(&self, message: &[u8]) -> Result<String, LedgerError> {
         let sig = self
@@ -348,7 +372,7 @@ pub(crate) fn message(event: &EventId, map: &str, unsigned_json: &str) -> Vec<u8
 pub(crate) fn may_write(role: Role, map: &str) -> bool {
     match role {
         Role::Server => true,
-        Role::Gate => matches!(map, "redemptions" | "resolutions" | "status" | "audit"),
+        Role::Gate => matches!(map, "redemptions" | "resolutions" | "audit"),
         Role::Observer => matches!(map, "resolutions" | "audit"),
     }
 }

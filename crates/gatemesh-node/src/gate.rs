@@ -149,6 +149,9 @@ pub(crate) enum Command {
 pub struct ServerTicket {
     pub tid: TicketId,
     pub standing: Standing,
+    /// The standing as the server's identity signed it (for a ticket that is not active):
+    /// what a gate that checks signatures writes into its ledger.
+    pub status: Option<Status>,
     /// Redemptions of this ticket that staff reverted at the server.
     pub reverted: Vec<RedemptionId>,
     /// For a ticket flagged at the server: every admission gates reported.
@@ -241,30 +244,60 @@ pub(crate) fn now_ms() -> i64 {
 }
 
 impl Writer {
-    /// Writes the manifest's standings into the ledger where they differ, durably.
+    /// Takes a manifest file's standings as this gate's local knowledge: each holds where
+    /// no status in the ledger says otherwise, and none is written into the ledger (a
+    /// standing there is the server's, as its identity signed it; every gate given the file
+    /// knows it alike).
     pub fn apply_manifest(&mut self, manifest: &Manifest) -> Result<(), NodeError> {
-        let mut changes = Vec::new();
-        for (tid, standing) in &manifest.standings {
-            if &self.ledger.ticket(tid).standing() == standing {
-                continue;
-            }
-            let now = now_ms();
-            let status = Status {
+        let now = now_ms();
+        let standings: Vec<Status> = manifest
+            .standings
+            .iter()
+            .map(|(tid, standing)| Status {
                 sig: None,
                 tid: tid.clone(),
                 standing: standing.clone(),
                 by: "manifest".into(),
                 at_ms: now,
-                hlc: self.ledger.tick(now),
-            };
-            changes.extend(
-                self.ledger
-                    .record_status(&status, "loaded from the manifest")?,
-            );
-        }
-        self.store.append(&changes)?;
+                hlc: gatemesh_ledger::Hlc {
+                    wall_ms: now,
+                    counter: 0,
+                    node: self.ledger.node().clone(),
+                },
+            })
+            .collect();
+        self.ledger.set_local_standings(standings);
         self.manifest = Some(manifest.listed.clone());
         Ok(())
+    }
+
+    /// The standing the server gave `t`, as this ledger may write it: the record its
+    /// identity signed on a gate that checks signatures (none without it: the gate takes no
+    /// standing it cannot check), or this gate's own unsigned record on a gate with no mesh
+    /// identity (which takes nothing from outside).
+    fn server_standing(&mut self, t: &ServerTicket) -> Option<Status> {
+        if self.ledger.is_signing() {
+            let status = t
+                .status
+                .as_ref()
+                .filter(|s| s.tid == t.tid && s.standing == t.standing);
+            if status.is_none() {
+                tracing::warn!(
+                    "the server gave ticket {} a standing without its signed record",
+                    t.tid
+                );
+            }
+            return status.cloned();
+        }
+        let now = now_ms();
+        Some(Status {
+            sig: None,
+            tid: t.tid.clone(),
+            standing: t.standing.clone(),
+            by: "server".into(),
+            at_ms: now,
+            hlc: self.ledger.tick(now),
+        })
     }
 
     pub fn run(mut self, mut rx: mpsc::Receiver<Command>) {
@@ -699,18 +732,20 @@ impl Writer {
         }
         for t in &update.tickets {
             let state = self.ledger.ticket(&t.tid);
-            if state.standing() != t.standing {
-                let now = now_ms();
-                let status = Status {
-                    sig: None,
-                    tid: t.tid.clone(),
-                    standing: t.standing.clone(),
-                    by: "server".into(),
-                    at_ms: now,
-                    hlc: self.ledger.tick(now),
-                };
-                changes.extend(self.ledger.record_status(&status, "from the server")?);
-                written += 1;
+            if state.standing() != t.standing
+                && let Some(status) = self.server_standing(t)
+            {
+                match self.ledger.record_status(&status, "from the server") {
+                    Ok(change) => {
+                        changes.extend(change);
+                        written += 1;
+                    }
+                    // Another's record this ledger cannot check: nothing was written.
+                    Err(gatemesh_ledger::LedgerError::Refused(why)) => {
+                        tracing::warn!("the server's standing of ticket {}: {why}", t.tid);
+                    }
+                    Err(e) => return Err(e.into()),
+                }
             }
             let covered: HashSet<&RedemptionId> = state
                 .resolutions

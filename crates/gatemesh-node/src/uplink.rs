@@ -279,9 +279,26 @@ fn server_ticket(
             }),
         }
     }
+    let status = match t.record {
+        Some(record) => match signed_status(&t.tid, record) {
+            Ok((status, cert)) => {
+                certs.extend(cert);
+                Some(status)
+            }
+            Err(error) => {
+                skipped.push(Skipped {
+                    tid: Some(t.tid.to_string()),
+                    error,
+                });
+                None
+            }
+        },
+        None => None,
+    };
     Ok(ServerTicket {
         tid: t.tid,
         standing,
+        status,
         reverted: t.reverted,
         admissions,
         resolution,
@@ -446,22 +463,41 @@ struct Up {
 /// The key of a journal item's record under which its writer's certificate travels.
 const CERT: &str = "cert";
 
+/// The certificate (DER) a relayed record carries under [`CERT`], taken out of it.
+fn take_cert(record: &mut serde_json::Value) -> Option<Vec<u8>> {
+    use base64::Engine;
+    record
+        .as_object_mut()
+        .and_then(|o| o.remove(CERT))
+        .and_then(|c| c.as_str().map(str::to_owned))
+        .and_then(|c| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(c)
+                .ok()
+        })
+}
+
+/// A ticket's standing as the server's identity signed it, and the certificate beside it.
+fn signed_status(
+    tid: &TicketId,
+    mut record: serde_json::Value,
+) -> Result<(gatemesh_ledger::Status, Option<Vec<u8>>), String> {
+    let cert = take_cert(&mut record);
+    let s = serde_json::from_value::<gatemesh_ledger::Status>(record)
+        .map_err(|e| format!("the standing record of ticket {tid}: {e}"))?;
+    if &s.tid != tid {
+        return Err(format!("the standing record of ticket {tid} is another's"));
+    }
+    Ok((s, cert))
+}
+
 /// The redemption the server holds as the first admission, as a ledger record (and the
 /// certificate of its writer, when it came along): the writer's own signed record when the
 /// server has it, else one made from what the server knows (which a gate that checks
 /// signatures leaves out). Says why when it cannot be taken.
 fn learned(tid: &TicketId, first: Admission) -> Result<(Redemption, Option<Vec<u8>>), String> {
     if let Some(mut record) = first.record {
-        use base64::Engine;
-        let cert = record
-            .as_object_mut()
-            .and_then(|o| o.remove(CERT))
-            .and_then(|c| c.as_str().map(str::to_owned))
-            .and_then(|c| {
-                base64::engine::general_purpose::URL_SAFE_NO_PAD
-                    .decode(c)
-                    .ok()
-            });
+        let cert = take_cert(&mut record);
         let r = serde_json::from_value::<Redemption>(record)
             .map_err(|e| format!("the record of admission {}: {e}", first.redemption_id))?;
         if &r.tid != tid || r.id != first.redemption_id {

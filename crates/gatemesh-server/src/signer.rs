@@ -184,3 +184,42 @@ pub(crate) fn relayed(
     }
     Ok(())
 }
+
+/// A ticket's new standing (a void, a transfer) as the ledger record gates write: a status
+/// by the server's identity, at this moment, signed, with its certificate under `cert`
+/// (JSON). Made when the standing changes and stored with the ticket, so every relay of it
+/// is the same record; only the server writes standings into gates' ledgers.
+pub(crate) fn standing_record(
+    signers: &Signers,
+    data: &Path,
+    eid: &EventId,
+    tid: &TicketId,
+    standing: gatemesh_wire::Standing,
+) -> Result<String, StoreError> {
+    let made = signers
+        .get(data, eid)
+        .map_err(|e| StoreError::Signing(format!("{e:#}")))?;
+    let (signer, cert) = &*made;
+    let at_ms = gatemesh_wire::Timestamp::now().ms();
+    let mut status = gatemesh_ledger::Status {
+        tid: tid.clone(),
+        standing,
+        by: "server".into(),
+        at_ms,
+        hlc: Hlc {
+            wall_ms: at_ms,
+            counter: 0,
+            node: signer.node().clone(),
+        },
+        sig: None,
+    };
+    signer
+        .sign_status(eid, &mut status)
+        .map_err(|e| StoreError::Signing(e.to_string()))?;
+    let mut value =
+        serde_json::to_value(&status).map_err(|e| StoreError::Signing(e.to_string()))?;
+    if let Some(o) = value.as_object_mut() {
+        o.insert("cert".into(), cert.clone().into());
+    }
+    Ok(value.to_string())
+}

@@ -90,6 +90,10 @@ pub struct Ticket {
     pub resolution: Option<ServerResolution>,
     /// Position in the change sequence.
     pub seq: i64,
+    /// For a void or transferred ticket: the standing as a ledger record the server's
+    /// identity signed when it changed (JSON, its certificate under `cert`), which gates
+    /// write into their ledgers as it is.
+    pub status_record: Option<String>,
 }
 
 /// A device the server knows: a gate or an observer of one event.
@@ -160,12 +164,15 @@ pub trait Storage: Send + Sync + 'static {
     /// Stores new tickets; fails without storing any if one id is already taken.
     fn insert_tickets(&self, tickets: &[Ticket]) -> Result<(), StoreError>;
     fn ticket(&self, eid: &EventId, tid: &TicketId) -> Result<Option<Ticket>, StoreError>;
+    /// Voids an active ticket; `record` is the standing the server signed (see
+    /// [`Ticket::status_record`]).
     fn void(
         &self,
         eid: &EventId,
         tid: &TicketId,
         actor: &str,
         reason: &str,
+        record: &str,
     ) -> Result<Ticket, StoreError>;
     /// One redemption in a transaction of its own. Online requests normally go through
     /// [`Storage::submit_online`], which gathers them; this is the path when it cannot.
@@ -199,7 +206,14 @@ pub trait Storage: Send + Sync + 'static {
     -> Result<(i64, Vec<Ticket>), StoreError>;
     /// Replaces an active ticket by `new` (already signed, `transferred_from` set): the old
     /// one becomes `transferred` pointing to it. One transaction.
-    fn transfer(&self, old: &TicketId, new: &Ticket, actor: &str) -> Result<(), StoreError>;
+    /// `old` becomes transferred to `new`; `record` is the standing the server signed.
+    fn transfer(
+        &self,
+        old: &TicketId,
+        new: &Ticket,
+        actor: &str,
+        record: &str,
+    ) -> Result<(), StoreError>;
     /// Undoes a ticket's admission so it may be admitted again; returns how many admissions
     /// were reverted (none is a conflict).
     fn revert(

@@ -66,6 +66,12 @@ pub struct ManifestEntry {
     /// Why it was voided (status `void`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// For a ticket that is not active: its standing as the ledger record the server's
+    /// identity signed (its certificate under `cert`). Gates with a mesh identity write this
+    /// record into their ledgers as it is, and take no standing without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub record: Option<serde_json::Value>,
     /// Redemption ids staff reverted, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[cfg_attr(feature = "openapi", schema(value_type = Vec<String>))]

@@ -46,17 +46,14 @@ fn scene() -> Scene {
     let tickets: Vec<TicketId> = (0..3).map(|_| TicketId::generate()).collect();
     victim.scan(&tickets[0], "n1", T0);
     victim.scan(&tickets[1], "n1", T0 + 1);
-    let status = Status {
-        sig: None,
-        tid: tickets[2].clone(),
-        standing: Standing::Void {
+    super::server_says(
+        &mut victim.ledger,
+        &tickets[2],
+        Standing::Void {
             reason: "refund".into(),
         },
-        by: "server".into(),
-        at_ms: T0 + 2,
-        hlc: victim.ledger.tick(T0 + 2),
-    };
-    victim.ledger.record_status(&status, "refund").unwrap();
+        T0 + 2,
+    );
     let mut attacker = AutoCommit::load(&victim.ledger.save()).unwrap();
     attacker.set_actor(ActorId::random());
     Scene {
@@ -339,16 +336,7 @@ fn honest_statuses_and_resolutions_sync_under_the_rules() {
     .into_iter()
     .enumerate()
     {
-        let at = T0 + 3 + i as i64;
-        let s = Status {
-            sig: None,
-            tid: tid.clone(),
-            standing,
-            by: "server".into(),
-            at_ms: at,
-            hlc: b.ledger.tick(at),
-        };
-        b.ledger.record_status(&s, "from the server").unwrap();
+        super::server_says(&mut b.ledger, &tid, standing, T0 + 3 + i as i64);
     }
     super::sync_pair(&mut a.ledger, &mut b.ledger);
     assert_eq!(a.ledger.heads(), b.ledger.heads());
@@ -566,6 +554,17 @@ fn an_observer_may_resolve_but_neither_admit_nor_set_a_standing() {
     };
     observer.record_status(&s, "void").unwrap();
     let why = refusal(&mut observer, &mut victim.ledger);
+    assert!(why.contains("may not write status"), "{why}");
+    assert_eq!(victim.ledger.ticket(&tid).standing(), Standing::Active);
+
+    // A gate's standing: refused too (only the server's identity writes standings).
+    let mut gate = super::signed_ledger(&event, gatemesh_ledger::Role::Gate, "South");
+    let s = Status {
+        hlc: gate.tick(at),
+        ..s
+    };
+    gate.record_status(&s, "void").unwrap();
+    let why = refusal(&mut gate, &mut victim.ledger);
     assert!(why.contains("may not write status"), "{why}");
     assert_eq!(victim.ledger.ticket(&tid).standing(), Standing::Active);
 

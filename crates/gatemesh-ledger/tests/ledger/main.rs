@@ -40,6 +40,30 @@ fn device_of(event: &EventId, role: Role, name: &str) -> Signer {
     Signer::from_pem(&trust_of(event), &pem.cert_pem, &pem.key_pem).unwrap()
 }
 
+/// The server's identity of [`event`] (role `server`): the only writer of standings.
+static SERVER: std::sync::LazyLock<Signer> =
+    std::sync::LazyLock::new(|| device_of(&event(), Role::Server, "server"));
+
+/// Writes `standing` of `tid` into `ledger` as the server signed it (its certificate learned
+/// first), as a gate takes the server's word.
+fn server_says(ledger: &mut Ledger, tid: &TicketId, standing: Standing, at_ms: i64) {
+    let mut s = Status {
+        sig: None,
+        tid: tid.clone(),
+        standing,
+        by: "server".into(),
+        at_ms,
+        hlc: gatemesh_ledger::Hlc {
+            wall_ms: at_ms,
+            counter: 0,
+            node: SERVER.node().clone(),
+        },
+    };
+    SERVER.sign_status(ledger.event(), &mut s).unwrap();
+    ledger.learn_device(&SERVER.device().cert_der).unwrap();
+    ledger.record_status(&s, "from the server").unwrap();
+}
+
 /// A ledger of `event` written by a new device of `role`, signing and checking.
 fn signed_ledger(event: &EventId, role: Role, name: &str) -> Ledger {
     let signer = device_of(event, role, name);
@@ -440,15 +464,7 @@ fn standings_void_and_transfer_are_refused() {
         ),
         (&moved, Standing::Transferred { to: new.clone() }),
     ] {
-        let s = Status {
-            sig: None,
-            tid: tid.clone(),
-            standing,
-            by: "server".into(),
-            at_ms: T0,
-            hlc: a.ledger.tick(T0),
-        };
-        a.ledger.record_status(&s, "from the box office").unwrap();
+        server_says(&mut a.ledger, tid, standing, T0);
     }
     assert_eq!(a.scan(&void, "a1", T0 + 1).reason, Reason::Void);
     let t = a.scan(&moved, "a1", T0 + 1);
@@ -897,4 +913,54 @@ fn arrivals_list_every_redemption_once_in_the_order_learned() {
     let mut expected = vec![ra.id, ra2.id, rb.id];
     expected.sort();
     assert_eq!(all, expected);
+}
+
+/// A peer's change that arrives before the change it builds on (automerge's sync does this
+/// when a bloom filter wrongly says this node has a change) — here, a gate's second
+/// admission before its first, which carries its certificate: it is not refused, it waits
+/// outside the document, this node asks for what it builds on, and both land, checked,
+/// when that arrives.
+#[test]
+fn a_change_that_arrives_before_the_one_it_builds_on_waits_for_it() {
+    use automerge::sync::{Message, MessageVersion};
+    let (mut a, mut b) = (Gate::new("A"), Gate::new("B"));
+    let (t1, t2) = (TicketId::generate(), TicketId::generate());
+    a.scan(&t1, "a1", T0);
+    a.scan(&t2, "a1", T0 + 1);
+    let mut doc = automerge::AutoCommit::load(&a.ledger.save()).unwrap();
+    let genesis = b.ledger.heads();
+    let ours: Vec<automerge::Change> = doc.get_changes(&genesis);
+    let (first, second) = (&ours[ours.len() - 2], &ours[ours.len() - 1]);
+    assert_eq!(second.deps(), [first.hash()]);
+    let heads = a.ledger.heads();
+    let message = |changes: Vec<Vec<u8>>| {
+        Message {
+            heads: heads.clone(),
+            need: Vec::new(),
+            have: Vec::new(),
+            changes: changes.into(),
+            flags: None,
+            version: MessageVersion::V1,
+        }
+        .encode()
+    };
+    let mut peer = gatemesh_ledger::PeerSync::default();
+    let learned = b
+        .ledger
+        .receive_sync(
+            &mut peer,
+            &message(vec![second.raw_bytes().to_vec()]),
+            now(),
+        )
+        .unwrap();
+    assert!(learned.is_empty());
+    assert!(b.ledger.redemptions().is_empty());
+    let ask = Message::decode(&b.ledger.sync_message(&mut peer).unwrap()).unwrap();
+    assert!(ask.need.contains(&first.hash()), "{:?}", ask.need);
+    let learned = b
+        .ledger
+        .receive_sync(&mut peer, &message(vec![first.raw_bytes().to_vec()]), now())
+        .unwrap();
+    assert_eq!(learned.len(), 2);
+    assert_eq!(b.ledger.redemptions(), a.ledger.redemptions());
 }

@@ -99,6 +99,14 @@ impl Central {
 
     /// An event with `n` tickets; their ids.
     pub(crate) async fn event(&self, eid: &str, n: usize) -> Vec<String> {
+        // The event's mesh CA is the one the tests' gates are enrolled under (a server makes
+        // its own at the first pairing otherwise): gates check the server's records by it.
+        let ca = self._dir.path().join("mesh-ca").join(eid);
+        std::fs::create_dir_all(&ca).unwrap();
+        for f in std::fs::read_dir(super::ca_dir(eid)).unwrap() {
+            let f = f.unwrap();
+            std::fs::copy(f.path(), ca.join(f.file_name())).unwrap();
+        }
         self.post("/v1/events", json!({ "id": eid, "name": eid }))
             .await;
         let issued = self

@@ -68,7 +68,7 @@ impl Issuer {
 static CAS: LazyLock<Mutex<tempfile::TempDir>> =
     LazyLock::new(|| Mutex::new(tempfile::tempdir().unwrap()));
 
-fn ca_dir(event: &str) -> PathBuf {
+pub(crate) fn ca_dir(event: &str) -> PathBuf {
     let root = CAS.lock().unwrap();
     let dir = root.path().join(event);
     if !dir.join(gatemesh_mesh::pki::CA_CERT).exists() {

@@ -93,6 +93,10 @@ fn manifest_entry(t: &Ticket, admissions: &[Admission]) -> ManifestEntry {
         status: t.status,
         to: t.transferred_to.clone(),
         reason: t.void_reason.clone(),
+        record: t
+            .status_record
+            .as_deref()
+            .and_then(|r| serde_json::from_str(r).ok()),
         reverted: t.reverted.clone(),
         flagged: t.flagged,
         resolution: t.resolution.clone(),

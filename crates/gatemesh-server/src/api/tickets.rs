@@ -78,6 +78,7 @@ fn signed_ticket(
         reverted: Vec::new(),
         flagged: false,
         resolution: None,
+        status_record: None,
         seq: 0,
     })
 }
@@ -289,7 +290,15 @@ pub(crate) async fn void(
             "a void needs a reason (1-500 bytes) and an actor (1-64)",
         ));
     }
-    let ticket = blocking(&s, move |st| st.void(&eid, &tid, &req.actor, &req.reason)).await?;
+    let (signers, data) = (s.signers.clone(), s.data.clone());
+    let ticket = blocking(&s, move |st| {
+        let standing = gatemesh_wire::Standing::Void {
+            reason: req.reason.clone(),
+        };
+        let record = crate::signer::standing_record(&signers, &data, &eid, &tid, standing)?;
+        st.void(&eid, &tid, &req.actor, &req.reason, &record)
+    })
+    .await?;
     Ok(Json(TicketView::from(&ticket)))
 }
 
@@ -342,6 +351,7 @@ pub(crate) async fn transfer(
         .await?
         .ok_or_else(|| no_ticket(&old))?;
     let key = s.key.clone();
+    let (signers, data) = (s.signers.clone(), s.data.clone());
     let iat = time::OffsetDateTime::now_utc().unix_timestamp();
     let new = blocking(&s, move |st| {
         with_fresh_ids("an unused ticket id", || {
@@ -360,7 +370,11 @@ pub(crate) async fn transfer(
                 Some(old.clone()),
                 req.holder.clone(),
             )?;
-            st.transfer(&old, &new, &req.actor).map(|()| new)
+            let standing = gatemesh_wire::Standing::Transferred {
+                to: new.tid.clone(),
+            };
+            let record = crate::signer::standing_record(&signers, &data, &eid, &old, standing)?;
+            st.transfer(&old, &new, &req.actor, &record).map(|()| new)
         })
     })
     .await?;

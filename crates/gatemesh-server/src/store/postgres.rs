@@ -25,7 +25,7 @@ use super::{
 };
 
 /// Bumped when the layout changes; kept in `gatemesh_meta`.
-const SCHEMA_VERSION: i32 = 1;
+const SCHEMA_VERSION: i32 = 2;
 const CHANNEL: &str = "gatemesh_changes";
 
 const SCHEMA: &str = r#"
@@ -41,7 +41,7 @@ CREATE TABLE IF NOT EXISTS tickets (
     status TEXT NOT NULL, transferred_to TEXT, transferred_from TEXT,
     holder TEXT, void_reason TEXT, reverted TEXT NOT NULL DEFAULT '',
     flagged BOOLEAN NOT NULL DEFAULT FALSE, resolution TEXT,
-    seq BIGINT NOT NULL,
+    seq BIGINT NOT NULL, status_record TEXT,
     PRIMARY KEY (eid, tid));
 CREATE INDEX IF NOT EXISTS tickets_by_seq ON tickets (eid, seq);
 CREATE INDEX IF NOT EXISTS tickets_flagged ON tickets (eid) WHERE flagged;
@@ -477,6 +477,19 @@ impl Tx for Transaction<'_> {
         Ok(())
     }
 
+    fn status_record(
+        &mut self,
+        eid: &EventId,
+        tid: &TicketId,
+        record: &str,
+    ) -> Result<(), StoreError> {
+        self.execute(
+            "UPDATE tickets SET status_record = $3 WHERE eid = $1 AND tid = $2",
+            &[&eid.as_str(), &tid.as_str(), &record],
+        )?;
+        Ok(())
+    }
+
     fn revert_admissions(
         &mut self,
         eid: &EventId,
@@ -570,8 +583,9 @@ impl Storage for Postgres {
         tid: &TicketId,
         actor: &str,
         reason: &str,
+        record: &str,
     ) -> Result<Ticket, StoreError> {
-        self.write(|tx| rules::void(tx, eid, tid, actor, reason))
+        self.write(|tx| rules::void(tx, eid, tid, actor, reason, record))
     }
 
     fn redeem(
@@ -640,8 +654,14 @@ impl Storage for Postgres {
         Ok((cursor, tickets))
     }
 
-    fn transfer(&self, old: &TicketId, new: &Ticket, actor: &str) -> Result<(), StoreError> {
-        self.write(|tx| rules::transfer(tx, old, new, actor))
+    fn transfer(
+        &self,
+        old: &TicketId,
+        new: &Ticket,
+        actor: &str,
+        record: &str,
+    ) -> Result<(), StoreError> {
+        self.write(|tx| rules::transfer(tx, old, new, actor, record))
     }
 
     fn revert(

@@ -92,7 +92,7 @@ pub(crate) fn split_ids(s: &str) -> Result<Vec<RedemptionId>, StoreError> {
 
 /// The columns [`ticket`] reads, in its order.
 pub(crate) const TICKET_COLUMNS: &str = "tid, eid, seat, format, code, status, transferred_to, \
-     transferred_from, holder, void_reason, reverted, flagged, resolution, seq";
+     transferred_from, holder, void_reason, reverted, flagged, resolution, seq, status_record";
 
 /// A ticket from [`TICKET_COLUMNS`].
 pub(crate) fn ticket(r: &impl Columns) -> Result<Ticket, StoreError> {
@@ -113,6 +113,7 @@ pub(crate) fn ticket(r: &impl Columns) -> Result<Ticket, StoreError> {
         flagged: r.flag(11)?,
         resolution: r.text_opt(12)?.as_deref().map(from_json).transpose()?,
         seq: r.int(13)?,
+        status_record: r.text_opt(14)?,
     })
 }
 

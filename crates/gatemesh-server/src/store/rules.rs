@@ -43,6 +43,13 @@ pub(crate) trait Tx {
         eid: &EventId,
         tid: &TicketId,
     ) -> Result<Vec<RedemptionId>, StoreError>;
+    /// Keeps the standing the server signed for the ticket (see `Ticket::status_record`).
+    fn status_record(
+        &mut self,
+        eid: &EventId,
+        tid: &TicketId,
+        record: &str,
+    ) -> Result<(), StoreError>;
     fn audit(
         &mut self,
         eid: &EventId,
@@ -131,10 +138,12 @@ pub(crate) fn void(
     tid: &TicketId,
     actor: &str,
     reason: &str,
+    record: &str,
 ) -> Result<Ticket, StoreError> {
     refuse_inactive(tid, tx.lock_status(eid, tid)?)?;
     let seq = tx.take_seq(1)?;
     tx.update(eid, tid, seq, Change::Void(reason))?;
+    tx.status_record(eid, tid, record)?;
     tx.audit(eid, tid, actor, "void", reason)?;
     tx.ticket(eid, tid)?.ok_or_else(|| not_found(tid))
 }
@@ -145,11 +154,13 @@ pub(crate) fn transfer(
     old: &TicketId,
     new: &Ticket,
     actor: &str,
+    record: &str,
 ) -> Result<(), StoreError> {
     let eid = &new.eid;
     refuse_inactive(old, tx.lock_status(eid, old)?)?;
     let seq = tx.take_seq(2)?;
     tx.update(eid, old, seq, Change::TransferredTo(&new.tid))?;
+    tx.status_record(eid, old, record)?;
     tx.insert_tickets(std::slice::from_ref(new), seq + 1)?;
     tx.audit(eid, old, actor, "transfer", &format!("to {}", new.tid))
 }

@@ -22,7 +22,7 @@ use super::{
 };
 
 /// Layout version of the SQLite file, kept in `PRAGMA user_version`.
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 
 /// SQLite storage: one file, zero set-up.
 #[derive(Debug)]
@@ -63,7 +63,7 @@ impl Sqlite {
                  status TEXT NOT NULL, transferred_to TEXT, transferred_from TEXT,
                  holder TEXT, void_reason TEXT, reverted TEXT NOT NULL DEFAULT '',
                  flagged INTEGER NOT NULL DEFAULT 0, resolution TEXT,
-                 seq INTEGER NOT NULL,
+                 seq INTEGER NOT NULL, status_record TEXT,
                  PRIMARY KEY (eid, tid));
              CREATE INDEX IF NOT EXISTS tickets_by_seq ON tickets (eid, seq);
              CREATE INDEX IF NOT EXISTS tickets_flagged ON tickets (eid) WHERE flagged = 1;
@@ -320,6 +320,19 @@ impl Tx for rusqlite::Transaction<'_> {
         Ok(())
     }
 
+    fn status_record(
+        &mut self,
+        eid: &EventId,
+        tid: &TicketId,
+        record: &str,
+    ) -> Result<(), StoreError> {
+        self.execute(
+            "UPDATE tickets SET status_record = ?3 WHERE eid = ?1 AND tid = ?2",
+            params![eid.as_str(), tid.as_str(), record],
+        )?;
+        Ok(())
+    }
+
     fn revert_admissions(
         &mut self,
         eid: &EventId,
@@ -401,8 +414,9 @@ impl Storage for Sqlite {
         tid: &TicketId,
         actor: &str,
         reason: &str,
+        record: &str,
     ) -> Result<Ticket, StoreError> {
-        self.write(|tx| rules::void(tx, eid, tid, actor, reason))
+        self.write(|tx| rules::void(tx, eid, tid, actor, reason, record))
     }
 
     fn redeem(
@@ -444,8 +458,14 @@ impl Storage for Sqlite {
         Ok(answers)
     }
 
-    fn transfer(&self, old: &TicketId, new: &Ticket, actor: &str) -> Result<(), StoreError> {
-        self.write(|tx| rules::transfer(tx, old, new, actor))
+    fn transfer(
+        &self,
+        old: &TicketId,
+        new: &Ticket,
+        actor: &str,
+        record: &str,
+    ) -> Result<(), StoreError> {
+        self.write(|tx| rules::transfer(tx, old, new, actor, record))
     }
 
     fn revert(

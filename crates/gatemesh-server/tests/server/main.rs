@@ -791,10 +791,34 @@ async fn the_change_stream_resumes_and_carries_voids_and_reverts(backend: Backen
         json!({ "reason": "refund" }),
     )
     .await;
-    let (after_void, data) = stream.next_event().await;
+    let (after_void, mut data) = stream.next_event().await;
+    // With the standing as the server's identity signed it, which gates write as it is.
+    let record = data["tickets"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("record")
+        .unwrap();
     assert_eq!(
         data["tickets"],
         json!([{ "tid": t0, "seat": "A-1", "status": "void", "reason": "refund" }])
+    );
+    assert_eq!(
+        (
+            &record["tid"],
+            &record["state"],
+            &record["reason"],
+            &record["by"]
+        ),
+        (
+            &json!(t0),
+            &json!("void"),
+            &json!("refund"),
+            &json!("server")
+        )
+    );
+    assert!(
+        record["sig"].is_string() && record["cert"].is_string(),
+        "{record}"
     );
     let t1 = tickets[1]["tid"].clone();
     s.post(
