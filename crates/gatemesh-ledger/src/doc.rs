@@ -74,6 +74,16 @@ pub enum LedgerError {
     /// of it reached the document.
     #[error("a change breaks the ledger's rules: {0}")]
     Refused(String),
+    /// Compressed data (a compressed change, a document's compressed columns) that would
+    /// inflate past `bound` bytes: refused while it is being inflated, before automerge
+    /// sees any of it (see `admit.rs`).
+    #[error("{what} that inflates past {bound} bytes")]
+    TooLarge {
+        /// What was compressed.
+        what: String,
+        /// The bound it passed.
+        bound: usize,
+    },
     /// A device identity that cannot sign or check records: a certificate the CA did not
     /// sign, a key that is not the certificate's.
     #[error("the device identity cannot be used: {0}")]
@@ -772,6 +782,7 @@ impl Ledger {
         bytes: &[u8],
         now_ms: i64,
     ) -> Result<Vec<StoredChange>, LedgerError> {
+        crate::admit::Inflation::default().all(bytes)?;
         let mut other =
             guarded(|| AutoCommit::load(bytes).map_err(|e| LedgerError::Corrupt(e.to_string())))?;
         let found = event_of(&other)?;
@@ -872,6 +883,11 @@ impl Ledger {
         }
         let message = Message::decode(bytes).map_err(|e| LedgerError::BadMessage(e.to_string()))?;
         check_message(&message)?;
+        // What the message would inflate to is bounded before automerge parses any of it.
+        let mut inflation = crate::admit::Inflation::default();
+        for chunk in message.changes.iter() {
+            inflation.all(chunk)?;
+        }
         // Every change the message carries is checked before any reaches the document.
         let doc = &mut self.doc;
         let incoming = guarded(|| {

@@ -581,6 +581,7 @@ impl Writer {
                             e,
                             gatemesh_ledger::LedgerError::BadMessage(_)
                                 | gatemesh_ledger::LedgerError::Refused(_)
+                                | gatemesh_ledger::LedgerError::TooLarge { .. }
                         );
                         Err(e.to_string())
                     }
