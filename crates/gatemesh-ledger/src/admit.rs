@@ -171,7 +171,7 @@ impl Inflation {
 /// data in that order. `None` when the layout does not read.
 fn deflated_columns(body: &[u8]) -> Option<Vec<&[u8]>> {
     let mut at = 0usize;
-    let mut number = |at: &mut usize| -> Option<u64> {
+    let number = |at: &mut usize| -> Option<u64> {
         let (value, len) = leb128(body.get(*at..)?)?;
         *at += len;
         Some(value)
