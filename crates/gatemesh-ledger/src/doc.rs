@@ -636,6 +636,43 @@ impl Ledger {
         Ok(self.commit("redemption", &r.tid))
     }
 
+    /// Writes another device's redemption that reached this node outside the mesh (relayed
+    /// by the server) under the rules a peer's would meet (`admit.rs`), so that this node
+    /// never holds what its peers must refuse from it: signed by its writer, dated at most
+    /// [`crate::MAX_CLOCK_AHEAD_MS`] ahead of this node's time `now_ms`, and at most
+    /// [`crate::MAX_PER_TICKET`] of its writer for its ticket. Refused with
+    /// [`LedgerError::Refused`] otherwise.
+    pub fn record_relayed(
+        &mut self,
+        r: &Redemption,
+        now_ms: i64,
+    ) -> Result<Option<StoredChange>, LedgerError> {
+        let ahead = r.at_ms.max(r.hlc.wall_ms).saturating_sub(now_ms);
+        if ahead > crate::MAX_CLOCK_AHEAD_MS {
+            return Err(LedgerError::Refused(format!(
+                "a redemptions record dated {} s ahead of this gate's clock",
+                ahead / 1000
+            )));
+        }
+        if self.per_ticket.get(&r.tid).copied().unwrap_or(0) >= crate::MAX_PER_TICKET {
+            let writers = self
+                .doc
+                .map_range(&self.roots.redemptions, ticket_prefix(&r.tid))
+                .filter_map(|item| text(&item.value).and_then(parse::<Redemption>))
+                .filter(|held| held.node == r.node)
+                .count();
+            if writers >= crate::MAX_PER_TICKET {
+                return Err(LedgerError::Refused(format!(
+                    "node {} writes more than {} redemptions of ticket {}",
+                    r.node,
+                    crate::MAX_PER_TICKET,
+                    r.tid
+                )));
+            }
+        }
+        self.record_redemption(r)
+    }
+
     /// Writes a staff resolution and its audit line.
     pub fn record_resolution(
         &mut self,

@@ -672,3 +672,63 @@ fn a_device_flooding_one_ticket_is_refused_and_the_victim_keeps_deciding() {
     assert_eq!(victim.ledger.redemptions(), before);
     assert!(victim.ledger.flagged().next().is_none());
 }
+
+#[test]
+fn what_the_server_relays_meets_the_rules_a_peers_record_would() {
+    // A gate's uplink writes other devices' admissions the server relays. What its mesh
+    // peers would refuse from it — a record dated ahead, a writer's 1,001st of one ticket —
+    // it refuses too, and the rest still comes in.
+    let event = super::event();
+    let thief = super::device_of(&event, gatemesh_ledger::Role::Gate, "Thief");
+    let mut victim = Gate::new("North");
+    let tid = TicketId::generate();
+    victim.scan(&tid, "n1", T0);
+    let signed = |tid: &TicketId, at: i64, counter: u32| {
+        let mut r = forged(tid, at);
+        r.hlc.counter = counter;
+        thief.sign_redemption(&event, &mut r).unwrap();
+        r
+    };
+    // The thief's first 1,000 of the ticket, by sync in one change: within the bound.
+    let mut doc = AutoCommit::load(&victim.ledger.save()).unwrap();
+    doc.set_actor(ActorId::random());
+    let devices = map(&doc, "devices");
+    let device = gatemesh_ledger::DeviceRecord::of(thief.device());
+    doc.put(
+        &devices,
+        device.node.as_str(),
+        serde_json::to_string(&device).unwrap(),
+    )
+    .unwrap();
+    for i in 0..gatemesh_ledger::MAX_PER_TICKET {
+        let r = signed(&tid, T0 + 1, i as u32);
+        put_record(&mut doc, &format!("{},{}", r.tid, r.id), &r);
+    }
+    doc.commit();
+    sync_with(&mut victim.ledger, &mut doc).unwrap();
+    let held = victim.ledger.redemption_count();
+    assert_eq!(held, gatemesh_ledger::MAX_PER_TICKET + 1);
+
+    let refused = |victim: &mut Gate, r: &Redemption, expect: &str| {
+        let heads = victim.ledger.heads();
+        match victim.ledger.record_relayed(r, now()) {
+            Err(LedgerError::Refused(why)) => assert!(why.contains(expect), "{why}"),
+            other => panic!("taken: {other:?}"),
+        }
+        assert_eq!(victim.ledger.heads(), heads);
+    };
+    refused(&mut victim, &signed(&tid, T0 + 2, 5000), "more than 1000");
+    let ahead = now() + MAX_CLOCK_AHEAD_MS + 60_000;
+    refused(
+        &mut victim,
+        &signed(&TicketId::generate(), ahead, 0),
+        "ahead",
+    );
+    assert_eq!(victim.ledger.redemption_count(), held);
+    // Within the rules, taken.
+    victim
+        .ledger
+        .record_relayed(&signed(&TicketId::generate(), T0 + 3, 0), now())
+        .unwrap();
+    assert_eq!(victim.ledger.redemption_count(), held + 1);
+}
