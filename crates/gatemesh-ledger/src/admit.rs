@@ -400,16 +400,22 @@ pub(crate) fn check(
         checker.devices.insert(node.clone(), device.clone());
         Some(device)
     };
+    // The flood bound first, with no signature checked: a flood is refused at the cost of
+    // reading it, not of verifying a thousand signatures on the writer's thread.
     let mut flood = Flood::default();
+    for put in puts.iter().filter(|p| p.map == Map::Redemptions) {
+        let why = |why| in_change(&put.change, why);
+        let r = read::<Redemption>(put.map, &put.value).map_err(why)?;
+        flood
+            .check(doc, roots, checker.per_ticket, &r)
+            .map_err(why)?;
+    }
     for put in puts.iter().filter(|p| p.map != Map::Devices) {
         let why = |why| in_change(&put.change, why);
         let (key, value, event) = (&put.key, &put.value, checker.event);
         match put.map {
             Map::Redemptions => {
                 let r = read::<Redemption>(put.map, value).map_err(why)?;
-                flood
-                    .check(doc, roots, checker.per_ticket, &r)
-                    .map_err(why)?;
                 taken(
                     &r,
                     key,

@@ -334,11 +334,13 @@ fn status(attacker: &Attacker, tid: &TicketId) -> (String, String) {
     (key, signed!(attacker, "status", s))
 }
 
+type Craft = Box<dyn Fn(&mut AutoCommit, &Attacker, &Scene)>;
+
 /// One attack: what the attacker does to its copy of the ledger, and the words of the
 /// refusal every path must give.
 struct Attack {
     name: &'static str,
-    craft: Box<dyn Fn(&mut AutoCommit, &Attacker, &Scene)>,
+    craft: Craft,
     reason: &'static str,
 }
 
@@ -474,7 +476,7 @@ fn dropped_for_bad_sync(reason: &quinn::ConnectionError, attack: &str) {
 }
 
 /// A compressed bomb: `what` and its bytes as a sync message's change data and as a file.
-fn bombs(saved: &[u8]) -> Vec<(&'static str, Vec<u8>, Option<Vec<u8>>)> {
+fn bombs(saved: &[u8]) -> [(&'static str, Vec<u8>, Vec<u8>); 2] {
     let message = |chunk: Vec<u8>| {
         automerge::sync::Message {
             heads: Vec::new(),
@@ -490,9 +492,9 @@ fn bombs(saved: &[u8]) -> Vec<(&'static str, Vec<u8>, Option<Vec<u8>>)> {
     let document = gatemesh_testkit::bomb::document(saved, MAX_INFLATED_BYTES + (16 << 20));
     let mut file = saved.to_vec();
     file.extend(&change);
-    vec![
-        ("a compressed change bomb", message(change), Some(file)),
-        ("a document bomb", message(document.clone()), Some(document)),
+    [
+        ("a compressed change bomb", message(change), file),
+        ("a document bomb", message(document.clone()), document),
     ]
 }
 
@@ -583,9 +585,7 @@ async fn an_enrolled_attacker_changes_nothing_honest_gates_hold_by_any_path() {
         assert!(why.contains("that inflates past"), "{name}: {why}");
         unchanged(&before.0, &a.records().await, &honest, name);
         unchanged(&before.1, &b.records().await, &honest, name);
-        if let Some(file) = file {
-            files.push((name, "that inflates past", ledger_file(&file)));
-        }
+        files.push((name, "that inflates past", ledger_file(&file)));
     }
 
     // The same ledgers as files, through A's local API.
