@@ -74,6 +74,16 @@ pub enum LedgerError {
     /// of it reached the document.
     #[error("a change breaks the ledger's rules: {0}")]
     Refused(String),
+    /// Compressed data (a compressed change, a document's compressed columns) that would
+    /// inflate past `bound` bytes: refused while it is being inflated, before automerge
+    /// sees any of it (see `admit.rs`).
+    #[error("{what} that inflates past {bound} bytes")]
+    TooLarge {
+        /// What was compressed.
+        what: String,
+        /// The bound it passed.
+        bound: usize,
+    },
     /// A device identity that cannot sign or check records: a certificate the CA did not
     /// sign, a key that is not the certificate's.
     #[error("the device identity cannot be used: {0}")]
@@ -640,6 +650,43 @@ impl Ledger {
         Ok(self.commit("redemption", &r.tid))
     }
 
+    /// Writes another device's redemption that reached this node outside the mesh (relayed
+    /// by the server) under the rules a peer's would meet (`admit.rs`), so that this node
+    /// never holds what its peers must refuse from it: signed by its writer, dated at most
+    /// [`crate::MAX_CLOCK_AHEAD_MS`] ahead of this node's time `now_ms`, and at most
+    /// [`crate::MAX_PER_TICKET`] of its writer for its ticket. Refused with
+    /// [`LedgerError::Refused`] otherwise.
+    pub fn record_relayed(
+        &mut self,
+        r: &Redemption,
+        now_ms: i64,
+    ) -> Result<Option<StoredChange>, LedgerError> {
+        let ahead = r.at_ms.max(r.hlc.wall_ms).saturating_sub(now_ms);
+        if ahead > crate::MAX_CLOCK_AHEAD_MS {
+            return Err(LedgerError::Refused(format!(
+                "a redemptions record dated {} s ahead of this gate's clock",
+                ahead / 1000
+            )));
+        }
+        if self.per_ticket.get(&r.tid).copied().unwrap_or(0) >= crate::MAX_PER_TICKET {
+            let writers = self
+                .doc
+                .map_range(&self.roots.redemptions, ticket_prefix(&r.tid))
+                .filter_map(|item| text(&item.value).and_then(parse::<Redemption>))
+                .filter(|held| held.node == r.node)
+                .count();
+            if writers >= crate::MAX_PER_TICKET {
+                return Err(LedgerError::Refused(format!(
+                    "node {} writes more than {} redemptions of ticket {}",
+                    r.node,
+                    crate::MAX_PER_TICKET,
+                    r.tid
+                )));
+            }
+        }
+        self.record_redemption(r)
+    }
+
     /// Writes a staff resolution and its audit line.
     pub fn record_resolution(
         &mut self,
@@ -795,6 +842,7 @@ impl Ledger {
         bytes: &[u8],
         now_ms: i64,
     ) -> Result<Vec<StoredChange>, LedgerError> {
+        crate::admit::Inflation::default().all(bytes)?;
         let mut other =
             guarded(|| AutoCommit::load(bytes).map_err(|e| LedgerError::Corrupt(e.to_string())))?;
         let found = event_of(&other)?;
@@ -950,6 +998,11 @@ impl Ledger {
         let mut message =
             Message::decode(bytes).map_err(|e| LedgerError::BadMessage(e.to_string()))?;
         check_message(&message)?;
+        // What the message would inflate to is bounded before automerge parses any of it.
+        let mut inflation = crate::admit::Inflation::default();
+        for chunk in message.changes.iter() {
+            inflation.all(chunk)?;
+        }
         // Every change the message carries is checked before any reaches the document.
         let doc = &mut self.doc;
         let incoming = guarded(|| {

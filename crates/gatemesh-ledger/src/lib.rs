@@ -32,7 +32,9 @@ mod state;
 mod store;
 mod tally;
 
-pub use admit::{MAX_CHANGE_BYTES, MAX_CLOCK_AHEAD_MS, MAX_PER_TICKET, MAX_SEEN};
+pub use admit::{
+    MAX_CHANGE_BYTES, MAX_CLOCK_AHEAD_MS, MAX_INFLATED_BYTES, MAX_PER_TICKET, MAX_SEEN,
+};
 pub use decide::{
     Answer, EntryPolicy, FirstUse, Listing, Outcome, Policy, Reason, Scan, UnlistedPolicy, Verdict,
     decide,

@@ -614,6 +614,7 @@ impl Writer {
                             e,
                             gatemesh_ledger::LedgerError::BadMessage(_)
                                 | gatemesh_ledger::LedgerError::Refused(_)
+                                | gatemesh_ledger::LedgerError::TooLarge { .. }
                         );
                         Err(e.to_string())
                     }
@@ -827,13 +828,14 @@ impl Writer {
     }
 
     /// Writes another device's redemption that the server relayed; one that its writer did
-    /// not sign (or whose writer's certificate did not come with it) is left out, and said.
+    /// not sign (or whose writer's certificate did not come with it), or that breaks another
+    /// rule a peer's record would meet, is left out, and said.
     fn relay(
         &mut self,
         r: &Redemption,
         changes: &mut Vec<StoredChange>,
     ) -> Result<usize, NodeError> {
-        match self.ledger.record_redemption(r) {
+        match self.ledger.record_relayed(r, now_ms()) {
             Ok(change) => {
                 changes.extend(change);
                 Ok(1)

@@ -91,12 +91,19 @@ impl Signers {
 /// Checks the records a device sends (its journal): each must be a redemption its writer
 /// signed, with the writer's certificate (from this event's mesh CA) beside it — so a gate's
 /// credential carries other gates' admissions only as they wrote them, never its own
-/// inventions in their names. Says which item fails and why.
+/// inventions in their names. The ledger's other rules for records from outside hold here
+/// too, since what the server takes travels on to every gate: dated at most
+/// `MAX_CLOCK_AHEAD_MS` ahead of the server's clock `now_ms`, and at most `MAX_PER_TICKET`
+/// redemptions of one ticket by one writer in an upload. Says which item fails and why.
 pub(crate) fn check_device_records(
     trust: &gatemesh_ledger::Trust,
     items: &[RedemptionRequest],
+    now_ms: i64,
 ) -> Result<(), String> {
+    use gatemesh_ledger::{MAX_CLOCK_AHEAD_MS, MAX_PER_TICKET};
     let mut checked: HashMap<Vec<u8>, gatemesh_ledger::NodeId> = HashMap::new();
+    let mut per_ticket: HashMap<(gatemesh_ledger::NodeId, gatemesh_ticket::TicketId), usize> =
+        HashMap::new();
     for (i, item) in items.iter().enumerate() {
         let why = |w: String| format!("redemption {} (item {i}): {w}", item.redemption_id);
         let record = item
@@ -119,6 +126,23 @@ pub(crate) fn check_device_records(
             || r.scanner != item.scanner.as_str()
         {
             return Err(why("the item says otherwise than its signed record".into()));
+        }
+        let ahead = r.at_ms.max(r.hlc.wall_ms).saturating_sub(now_ms);
+        if ahead > MAX_CLOCK_AHEAD_MS {
+            return Err(why(format!(
+                "a record dated {} s ahead of the server's clock",
+                ahead / 1000
+            )));
+        }
+        let count = per_ticket
+            .entry((r.node.clone(), r.tid.clone()))
+            .or_default();
+        *count += 1;
+        if *count > MAX_PER_TICKET {
+            return Err(why(format!(
+                "node {} writes more than {MAX_PER_TICKET} redemptions of ticket {}",
+                r.node, r.tid
+            )));
         }
         match checked.get(&cert) {
             // The certificate was checked for an earlier item: only the record's signature.

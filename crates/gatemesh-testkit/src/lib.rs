@@ -10,6 +10,7 @@
 //!   [`on_both_backends!`], which runs a test once on SQLite and once on PostgreSQL.
 //! - [`fuzz::post_bodies`]: fuzzed request bodies posted to an HTTP API, every answer held
 //!   to the rule for bad input.
+//! - [`bomb`]: automerge chunks that inflate far past the ledger's bound.
 //! - [`mitm::Mitm`]: a TLS man in the middle on loopback, with a certificate of its own.
 //! - [`eventually`], [`poll`] and [`poll_async`]: waiting until something holds.
 
@@ -23,6 +24,7 @@ use std::{
 use gatemesh_netns::Namespace;
 use serde_json::Value;
 
+pub mod bomb;
 pub mod fuzz;
 pub mod mitm;
 pub mod pg;

@@ -9,8 +9,8 @@ use automerge::{
     transaction::Transactable,
 };
 use gatemesh_ledger::{
-    Action, Hlc, Ledger, LedgerError, MAX_CHANGE_BYTES, MAX_CLOCK_AHEAD_MS, NodeId, PeerSync,
-    Redemption, RedemptionId, Standing, Status,
+    Action, Hlc, Ledger, LedgerError, MAX_CHANGE_BYTES, MAX_CLOCK_AHEAD_MS, MAX_INFLATED_BYTES,
+    NodeId, PeerSync, Redemption, RedemptionId, Standing, Status,
 };
 use gatemesh_ticket::TicketId;
 
@@ -259,40 +259,87 @@ fn something_that_is_no_record_is_refused() {
     );
 }
 
-#[test]
-fn a_compressed_bomb_is_refused_before_it_is_inflated() {
-    // A compressed change chunk (type 2) whose body inflates past the bound.
-    let body = miniz_oxide::deflate::compress_to_vec(&vec![0u8; MAX_CHANGE_BYTES + 1], 10);
-    let mut chunk = vec![0x85, 0x6f, 0x4a, 0x83, 0, 0, 0, 0, 2];
-    let mut len = body.len();
-    loop {
-        let byte = (len & 0x7f) as u8;
-        len >>= 7;
-        chunk.push(if len == 0 { byte } else { byte | 0x80 });
-        if len == 0 {
-            break;
-        }
-    }
-    chunk.extend(&body);
-    let message = sync::Message {
+fn message_of(chunks: Vec<Vec<u8>>) -> Vec<u8> {
+    sync::Message {
         heads: Vec::new(),
         need: Vec::new(),
         have: Vec::new(),
-        changes: vec![chunk].into(),
+        changes: chunks.into(),
         flags: None,
         version: sync::MessageVersion::V1,
-    };
+    }
+    .encode()
+}
+
+/// Refused as too large, by sync message and in a file, and nothing changed.
+fn bomb_refused(victim: &mut Gate, by_sync: Option<Vec<u8>>, file: Option<Vec<u8>>) {
+    let before = victim.ledger.redemptions();
+    let heads = victim.ledger.heads();
+    if let Some(message) = by_sync {
+        let refusal = victim
+            .ledger
+            .receive_sync(&mut PeerSync::default(), &message, now());
+        assert!(
+            matches!(&refusal, Err(LedgerError::TooLarge { .. })),
+            "{refusal:?}"
+        );
+    }
+    if let Some(file) = file {
+        let refusal = victim.ledger.merge_saved(&file, now());
+        assert!(
+            matches!(&refusal, Err(LedgerError::TooLarge { .. })),
+            "{refusal:?}"
+        );
+    }
+    assert_eq!(victim.ledger.redemptions(), before);
+    assert_eq!(victim.ledger.heads(), heads);
+}
+
+#[test]
+fn a_compressed_bomb_is_refused_before_it_is_inflated() {
+    // A compressed change chunk (type 2) whose body inflates past the bound of one change.
+    let chunk = gatemesh_testkit::bomb::compressed_change(MAX_CHANGE_BYTES + 1);
     let mut victim = Gate::new("North");
     victim.scan(&TicketId::generate(), "n1", T0);
-    let before = victim.ledger.redemptions();
-    let refusal = victim
-        .ledger
-        .receive_sync(&mut PeerSync::default(), &message.encode(), now());
-    assert!(
-        matches!(&refusal, Err(LedgerError::Refused(why)) if why.contains("inflate")),
-        "{refusal:?}"
+    // In a file, after the ledger's own document.
+    let mut file = victim.ledger.save();
+    file.extend(&chunk);
+    bomb_refused(&mut victim, Some(message_of(vec![chunk])), Some(file));
+}
+
+#[test]
+fn a_document_whose_columns_inflate_past_the_bound_is_refused() {
+    // The victim's own document, one column replaced by DEFLATE data of 272 MiB: as a file
+    // (`gatemesh import`) and as the whole-document chunk of a sync message.
+    let mut victim = Gate::new("North");
+    victim.scan(&TicketId::generate(), "n1", T0);
+    let mut peer = Gate::new("South");
+    peer.scan(&TicketId::generate(), "s1", T0);
+    let bomb =
+        gatemesh_testkit::bomb::document(&peer.ledger.save(), MAX_INFLATED_BYTES + (16 << 20));
+    assert!(bomb.len() < 1 << 20, "{} bytes", bomb.len());
+    bomb_refused(
+        &mut victim,
+        Some(message_of(vec![bomb.clone()])),
+        Some(bomb),
     );
-    assert_eq!(victim.ledger.redemptions(), before);
+    // Honest documents still come in whole.
+    let honest = peer.ledger.save();
+    victim.ledger.merge_saved(&honest, now()).unwrap();
+    assert_eq!(victim.ledger.redemption_count(), 2);
+}
+
+#[test]
+fn many_compressed_changes_share_one_bound() {
+    // Each under the bound of one change, together past the bound of a message or file.
+    let each = MAX_CHANGE_BYTES - 1;
+    let chunk = gatemesh_testkit::bomb::compressed_change(each);
+    let chunks = vec![chunk; MAX_INFLATED_BYTES / each + 1];
+    let mut victim = Gate::new("North");
+    victim.scan(&TicketId::generate(), "n1", T0);
+    let mut file = victim.ledger.save();
+    file.extend(chunks.concat());
+    bomb_refused(&mut victim, Some(message_of(chunks)), Some(file));
 }
 
 #[test]
@@ -623,4 +670,64 @@ fn a_device_flooding_one_ticket_is_refused_and_the_victim_keeps_deciding() {
     );
     assert_eq!(victim.ledger.redemptions(), before);
     assert!(victim.ledger.flagged().next().is_none());
+}
+
+#[test]
+fn what_the_server_relays_meets_the_rules_a_peers_record_would() {
+    // A gate's uplink writes other devices' admissions the server relays. What its mesh
+    // peers would refuse from it — a record dated ahead, a writer's 1,001st of one ticket —
+    // it refuses too, and the rest still comes in.
+    let event = super::event();
+    let thief = super::device_of(&event, gatemesh_ledger::Role::Gate, "Thief");
+    let mut victim = Gate::new("North");
+    let tid = TicketId::generate();
+    victim.scan(&tid, "n1", T0);
+    let signed = |tid: &TicketId, at: i64, counter: u32| {
+        let mut r = forged(tid, at);
+        r.hlc.counter = counter;
+        thief.sign_redemption(&event, &mut r).unwrap();
+        r
+    };
+    // The thief's first 1,000 of the ticket, by sync in one change: within the bound.
+    let mut doc = AutoCommit::load(&victim.ledger.save()).unwrap();
+    doc.set_actor(ActorId::random());
+    let devices = map(&doc, "devices");
+    let device = gatemesh_ledger::DeviceRecord::of(thief.device());
+    doc.put(
+        &devices,
+        device.node.as_str(),
+        serde_json::to_string(&device).unwrap(),
+    )
+    .unwrap();
+    for i in 0..gatemesh_ledger::MAX_PER_TICKET {
+        let r = signed(&tid, T0 + 1, i as u32);
+        put_record(&mut doc, &format!("{},{}", r.tid, r.id), &r);
+    }
+    doc.commit();
+    sync_with(&mut victim.ledger, &mut doc).unwrap();
+    let held = victim.ledger.redemption_count();
+    assert_eq!(held, gatemesh_ledger::MAX_PER_TICKET + 1);
+
+    let refused = |victim: &mut Gate, r: &Redemption, expect: &str| {
+        let heads = victim.ledger.heads();
+        match victim.ledger.record_relayed(r, now()) {
+            Err(LedgerError::Refused(why)) => assert!(why.contains(expect), "{why}"),
+            other => panic!("taken: {other:?}"),
+        }
+        assert_eq!(victim.ledger.heads(), heads);
+    };
+    refused(&mut victim, &signed(&tid, T0 + 2, 5000), "more than 1000");
+    let ahead = now() + MAX_CLOCK_AHEAD_MS + 60_000;
+    refused(
+        &mut victim,
+        &signed(&TicketId::generate(), ahead, 0),
+        "ahead",
+    );
+    assert_eq!(victim.ledger.redemption_count(), held);
+    // Within the rules, taken.
+    victim
+        .ledger
+        .record_relayed(&signed(&TicketId::generate(), T0 + 3, 0), now())
+        .unwrap();
+    assert_eq!(victim.ledger.redemption_count(), held + 1);
 }

@@ -639,8 +639,11 @@ async fn an_observer_sees_everything_resolves_flags_and_admits_no_one() {
     .await
     .unwrap();
     for n in [&a, &b] {
+        // (No flag is no proof: a gate that has not yet heard of the other admission has
+        // none either.)
         eventually("the observer's resolution reached the gates", || async {
-            n.flags().await.unwrap().is_empty()
+            let (state, _) = n.ticket(tid.clone()).await.unwrap();
+            !state.resolutions.is_empty() && n.flags().await.unwrap().is_empty()
         })
         .await;
         assert_eq!(

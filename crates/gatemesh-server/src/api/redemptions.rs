@@ -111,7 +111,8 @@ pub(crate) async fn redeem(
                             "the event's mesh CA cannot be read",
                         )
                     })?;
-                    crate::signer::check_device_records(&trust, &redemptions).map_err(bad)?;
+                    let now = gatemesh_wire::time::now_ms();
+                    crate::signer::check_device_records(&trust, &redemptions, now).map_err(bad)?;
                     Ok::<_, ApiError>(redemptions)
                 })
                 .await

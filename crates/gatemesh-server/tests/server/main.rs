@@ -41,6 +41,7 @@ on_both_backends!(
     metrics_count_redemptions_by_gate_and_verdict,
     a_devices_journal_carries_only_records_their_writers_signed,
     online_admissions_reach_gates_signed_by_the_server,
+    a_devices_journal_refuses_every_forgery_of_the_adversary_harness,
 );
 
 /// The server's gatherers keep PostgreSQL connections of their own. When the database ends
@@ -1969,10 +1970,19 @@ fn arbitrary_bodies_get_4xx_and_change_nothing() {
 /// A device of `eid` enrolled under the server's own mesh CA (as pairing makes one), as its
 /// signer and certificate.
 fn enrolled(data: &Path, eid: &str, name: &str) -> (gatemesh_ledger::Signer, String) {
+    enrolled_as(data, eid, name, gatemesh_wire::Role::Gate)
+}
+
+fn enrolled_as(
+    data: &Path,
+    eid: &str,
+    name: &str,
+    role: gatemesh_wire::Role,
+) -> (gatemesh_ledger::Signer, String) {
     use base64::Engine;
     let out = tempfile::tempdir().unwrap();
     let ca = data.join("mesh-ca").join(eid);
-    gatemesh_mesh::pki::enroll_into(&ca, out.path(), gatemesh_wire::Role::Gate, name, 1).unwrap();
+    gatemesh_mesh::pki::enroll_into(&ca, out.path(), role, name, 1).unwrap();
     let identity = gatemesh_mesh::pki::Identity::load(out.path()).unwrap();
     let event = EventId::new(eid).unwrap();
     let (signer, _) = gatemesh_ledger::Signer::from_identity(&identity, &event).unwrap();
@@ -2157,4 +2167,131 @@ async fn online_admissions_reach_gates_signed_by_the_server(backend: Backend) {
         .unwrap()["record"]
         .clone();
     assert_eq!(relayed, record);
+}
+
+/// The journal path of issue 14's adversary harness (`gatemesh-cli/tests/adversary`): a
+/// paired gate's credential uploads what the attacker crafts — a record in another device's
+/// name, one dated an hour ahead, a validly signed record replayed under another redemption
+/// and ticket, 1,001 (and 10,000) entries of one ticket by one writer, an observer's signed
+/// admission.
+/// Each upload is refused whole (400, with its reason) and stores nothing.
+async fn a_devices_journal_refuses_every_forgery_of_the_adversary_harness(backend: Backend) {
+    let s = Running::start(backend).await;
+    let tickets = s.event_with_tickets("EDGE", 4).await;
+    let tid = |i: usize| tickets[i]["tid"].as_str().unwrap().to_owned();
+    let token = s.paired("EDGE", "North-1", "gate").await;
+    let data = s._dir.as_ref().unwrap().path().to_owned();
+    let (north, north_cert) = enrolled(&data, "EDGE", "North-1");
+    let (south, south_cert) = enrolled(&data, "EDGE", "South-2");
+    let (desk, desk_cert) = enrolled_as(&data, "EDGE", "desk", gatemesh_wire::Role::Observer);
+    let path = "/v1/events/EDGE/redemptions";
+    let at = |ms: i64| gatemesh_wire::time::format_ms(ms);
+    let south_node = south.node().clone();
+
+    let ahead = gatemesh_wire::time::now_ms() + 3_600_000;
+    let replayed = {
+        // South's real record of ticket 1, sent as a redemption of ticket 2.
+        let mut item = signed_item(&south, &south_cert, "EDGE", &tid(1), "South 2", |_| {});
+        item["tid"] = tid(2).into();
+        item["redemption_id"] = "replayed".into();
+        item
+    };
+    let flood = |n: usize| -> Vec<Value> {
+        (0..n)
+            .map(|_| signed_item(&north, &north_cert, "EDGE", &tid(2), "North 1", |_| {}))
+            .collect()
+    };
+    let attacks: Vec<(&str, Vec<Value>, &str)> = vec![
+        (
+            "a record in another device's name",
+            vec![signed_item(
+                &north,
+                &south_cert,
+                "EDGE",
+                &tid(2),
+                "South 2",
+                |r| {
+                    r.node = south_node.clone();
+                    r.hlc.node = south_node.clone();
+                },
+            )],
+            "signature",
+        ),
+        (
+            "a record an hour ahead",
+            vec![{
+                let mut item = signed_item(&north, &north_cert, "EDGE", &tid(2), "North 1", |_| {});
+                // Signed as dated: the writer's own clock, an hour ahead.
+                let mut r: gatemesh_ledger::Redemption =
+                    serde_json::from_value(item["record"].clone()).unwrap();
+                r.at_ms = ahead;
+                r.hlc.wall_ms = ahead;
+                north
+                    .sign_redemption(&EventId::new("EDGE").unwrap(), &mut r)
+                    .unwrap();
+                let mut record = serde_json::to_value(&r).unwrap();
+                record["cert"] = north_cert.clone().into();
+                item["record"] = record;
+                item["at"] = at(ahead).into();
+                item
+            }],
+            "ahead of the server's clock",
+        ),
+        (
+            "a signed record replayed under another key",
+            vec![replayed],
+            "redemption_id and tid",
+        ),
+        (
+            "1,001 entries of one ticket",
+            flood(1_001),
+            "more than 1000 redemptions of ticket",
+        ),
+        (
+            "an observer's admission",
+            vec![signed_item(
+                &desk,
+                &desk_cert,
+                "EDGE",
+                &tid(2),
+                "desk",
+                |_| {},
+            )],
+            "may not write redemptions",
+        ),
+    ];
+    for (name, attack, reason) in attacks {
+        let mut items = vec![signed_item(
+            &north,
+            &north_cert,
+            "EDGE",
+            &tid(3),
+            "North 1",
+            |_| {},
+        )];
+        items.extend(attack);
+        let (status, body) = s
+            .post_as(&token, path, json!({ "redemptions": items }))
+            .await;
+        let body = body.to_string();
+        let short = &body[..body.len().min(400)];
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name}: {short}");
+        assert!(body.contains(reason), "{name}: {short}");
+    }
+    // 10,000 of them (with their certificates) do not even fit a request body.
+    let (status, body) = s
+        .post_as(&token, path, json!({ "redemptions": flood(10_000) }))
+        .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+    // Nothing of the refused uploads was stored: tickets 2 and 3 admit online.
+    for i in [2, 3] {
+        let (status, a) = s
+            .post(
+                path,
+                redemption(&format!("online-{i}"), &json!(tid(i)), "Box"),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(a["verdict"], "admit", "ticket {i}: {a}");
+    }
 }
