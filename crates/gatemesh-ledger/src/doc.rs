@@ -68,7 +68,7 @@ pub enum LedgerError {
     #[error("the ledger document failed: {0}")]
     Automerge(#[from] automerge::AutomergeError),
     /// Refused before it reached the document.
-    #[error("not a sync message: {0}")]
+    #[error("not ledger data (a sync message or a saved ledger): {0}")]
     BadMessage(String),
     /// A change breaks the ledger's rules (see the module docs): refused whole, before any
     /// of it reached the document.

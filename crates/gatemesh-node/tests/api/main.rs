@@ -17,6 +17,7 @@ use gatemesh_ledger::{EntryPolicy, Policy, UnlistedPolicy};
 use gatemesh_node::{Config, Manifest, Node};
 use gatemesh_testkit::fuzz;
 use gatemesh_ticket::{Claims, EventId, Format, IssuerKey, Keyring, Seat, TicketId};
+use proptest::prelude::*;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -611,11 +612,7 @@ fn arbitrary_bodies_get_4xx_and_change_nothing() {
             )
         })
     };
-    let paths = vec![
-        "/v1/scan".to_owned(),
-        format!("/v1/flags/{tid}/resolve"),
-        "/v1/import".to_owned(),
-    ];
+    let paths = fuzz::json_paths(["/v1/scan".to_owned(), format!("/v1/flags/{tid}/resolve")]);
     let body = fuzz::bodies(
         vec![
             "code",
@@ -640,5 +637,37 @@ fn arbitrary_bodies_get_4xx_and_change_nothing() {
         paths,
     };
     fuzz::post_bodies(&runtime, api, body, snapshot);
+
+    // Ledger files, as `application/octet-stream`, so they reach the file's parser and the
+    // ledger's checks: another gate's real export, damaged, and noise behind the header.
+    let other_dir = tempfile::tempdir().unwrap();
+    let other = runtime.block_on(Gate::start(
+        other_dir.path(),
+        "South",
+        &issuer,
+        None,
+        Policy::default(),
+    ));
+    runtime.block_on(other.scan(&issuer.ticket(&TicketId::generate()), "s2"));
+    let header = format!("gatemesh-ledger 1 {}\n", gate.node.info().event).into_bytes();
+    let mut real = header.clone();
+    real.extend(runtime.block_on(other.node.export_ledger()).unwrap());
+    runtime.block_on(other.stop());
+    let files = prop_oneof![
+        3 => fuzz::damaged(real),
+        1 => prop::collection::vec(any::<u8>(), 0..400).prop_map(move |noise| {
+            let mut v = header.clone();
+            v.extend(noise);
+            v
+        }),
+    ]
+    .boxed();
+    let api = fuzz::Api {
+        client: &gate.client,
+        base: &gate.base,
+        token: Some(&gate.token),
+        paths: vec![("/v1/import".to_owned(), "application/octet-stream")],
+    };
+    fuzz::post_bodies(&runtime, api, files, snapshot);
     runtime.block_on(gate.stop());
 }

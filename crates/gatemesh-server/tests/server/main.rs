@@ -1961,7 +1961,7 @@ fn arbitrary_bodies_get_4xx_and_change_nothing() {
         client: &s.client,
         base: &s.base,
         token: Some(TOKEN),
-        paths,
+        paths: fuzz::json_paths(paths),
     };
     fuzz::post_bodies(&runtime, api, body, snapshot);
     runtime.block_on(s.stop());

@@ -64,7 +64,7 @@ fn fuzz(status: u16, body: &'static str, stored: impl Fn() -> u32) {
         client: &client,
         base: &base,
         token: Some("t"),
-        paths: vec!["/a".into(), "/b".into()],
+        paths: super::json_paths(["/a".to_owned(), "/b".to_owned()]),
     };
     post_bodies(&runtime, api, bodies(vec!["k"], vec![json!(1)]), stored);
 }
