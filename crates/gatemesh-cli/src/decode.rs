@@ -9,6 +9,10 @@ pub struct Args {
     /// PNG or JPEG images: ticket files, scans of printed sheets, photos of screens.
     #[arg(required = true)]
     images: Vec<PathBuf>,
+    /// One JSON object per code, `{"file": …, "code": …}`, saying which image it came from
+    /// (plain: one code per line).
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -16,7 +20,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
     for path in &args.images {
         let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
         match gatemesh_qr::decode_image(&bytes) {
-            Ok(texts) if !texts.is_empty() => texts.iter().for_each(|t| println!("{t}")),
+            Ok(texts) if !texts.is_empty() => {
+                for t in &texts {
+                    if args.json {
+                        println!("{}", serde_json::json!({ "file": path, "code": t }));
+                    } else {
+                        println!("{t}");
+                    }
+                }
+            }
             Ok(_) => {
                 eprintln!("{}: no QR code found", path.display());
                 all_read = false;

@@ -1,4 +1,8 @@
-use std::{io::Read, path::PathBuf, process::ExitCode};
+use std::{
+    io::{BufRead, Read},
+    path::PathBuf,
+    process::ExitCode,
+};
 
 use anyhow::{Context, Result, bail};
 use gatemesh_ticket::{EventId, Format, Keyring, MAX_CODE_LEN, PublicKey, Verifier};
@@ -6,8 +10,8 @@ use serde_json::json;
 
 use crate::timefmt;
 
-/// Verify one ticket code offline and print the result as one JSON object.
-/// Exit status 0 for a valid ticket, 1 for a refused one, 2 for a usage error.
+/// Verify ticket codes offline and print each result as one JSON object (one line each).
+/// Exit status 0 when every ticket is valid, 1 when one is refused, 2 for a usage error.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Issuer public key (SPKI PEM); repeat for several keys during a rotation.
@@ -19,7 +23,8 @@ pub struct Args {
     /// Verify as of this moment instead of now (RFC 3339).
     #[arg(long)]
     at: Option<String>,
-    /// The code as scanned, or `-` to read it from standard input.
+    /// The code as scanned, or `-` to read codes from standard input, one per line (each
+    /// answered on its own line, in order).
     code: String,
 }
 
@@ -37,16 +42,6 @@ pub fn load_keyring(paths: &[PathBuf]) -> Result<Keyring> {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    let code = if args.code == "-" {
-        let mut buf = String::new();
-        std::io::stdin()
-            .take(MAX_CODE_LEN as u64 + 1)
-            .read_to_string(&mut buf)
-            .context("reading the code from standard input")?;
-        buf
-    } else {
-        args.code
-    };
     let at = args
         .at
         .as_deref()
@@ -54,27 +49,57 @@ pub fn run(args: Args) -> Result<ExitCode> {
         .transpose()?
         .unwrap_or_else(timefmt::now);
     let mut verifier = Verifier::new(load_keyring(&args.issuers)?);
-    match args.event {
-        Some(event) => verifier = verifier.for_event(event),
-        None if gatemesh_ticket::detect(code.trim()) == Some(Format::Gm1) => {
+    if let Some(event) = args.event.clone() {
+        verifier = verifier.for_event(event);
+    }
+    let check = |code: &str| -> Result<bool> {
+        if args.event.is_none() && gatemesh_ticket::detect(code.trim()) == Some(Format::Gm1) {
             bail!("GM1 tickets carry only a tag of their event: pass --event EID to verify one")
         }
-        None => {}
-    }
-    let answer = match verifier.verify(&code, at) {
-        Ok(t) => json!({
-            "valid": true,
-            "format": t.format,
-            "tid": t.claims.tid,
-            "eid": t.claims.eid,
-            "seat": t.claims.seat,
-            "kid": t.kid,
-            "exp": t.claims.exp.map(timefmt::format),
-        }),
-        Err(e) => json!({ "valid": false, "reason": e.reason(), "detail": e.to_string() }),
+        let answer = match verifier.verify(code, at) {
+            Ok(t) => json!({
+                "valid": true,
+                "format": t.format,
+                "tid": t.claims.tid,
+                "eid": t.claims.eid,
+                "seat": t.claims.seat,
+                "kid": t.kid,
+                "exp": t.claims.exp.map(timefmt::format),
+            }),
+            Err(e) => json!({ "valid": false, "reason": e.reason(), "detail": e.to_string() }),
+        };
+        println!("{answer}");
+        Ok(answer["valid"] == true)
     };
-    println!("{answer}");
-    Ok(if answer["valid"] == true {
+    let all_valid = if args.code == "-" {
+        // One code per line (a scanner's Enter, or `gatemesh decode`'s output), one answer
+        // per line, in order; blank lines are skipped.
+        let mut all = true;
+        let mut stdin = std::io::stdin().lock();
+        let mut line = String::new();
+        for n in 1.. {
+            line.clear();
+            let read = (&mut stdin)
+                .take(MAX_CODE_LEN as u64 + 2)
+                .read_line(&mut line)
+                .with_context(|| format!("reading line {n} of standard input"))?;
+            if read == 0 {
+                break;
+            }
+            if !line.ends_with('\n') && read > MAX_CODE_LEN {
+                bail!(
+                    "line {n} of standard input is longer than any ticket code ({MAX_CODE_LEN} bytes)"
+                );
+            }
+            if !line.trim().is_empty() {
+                all &= check(line.trim())?;
+            }
+        }
+        all
+    } else {
+        check(&args.code)?
+    };
+    Ok(if all_valid {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

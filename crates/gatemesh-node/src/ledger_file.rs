@@ -48,7 +48,20 @@ pub fn read_ledger_file(path: &Path) -> Result<(EventId, Vec<u8>)> {
 }
 
 /// Writes the ledger of a stopped gate's data directory to `out`.
+/// Refuses a directory that holds no gate's ledger: a mistyped `--data` must not write an
+/// empty ledger to the stick (nor make a new gate to merge into).
+fn holds_a_gate(data_dir: &Path) -> Result<()> {
+    ensure!(
+        data_dir.join("ledger.sqlite").is_file(),
+        "{} holds no gate's ledger (no ledger.sqlite there): pass the data directory the \
+         gate ran with (`gatemesh gate --data DIR`)",
+        data_dir.display()
+    );
+    Ok(())
+}
+
 pub fn export_ledger_file(data_dir: &Path, event: &EventId, out: &Path) -> Result<()> {
+    holds_a_gate(data_dir)?;
     let _lock = crate::lock_data_dir(data_dir)?;
     let (_, mut ledger) = crate::open_ledger(data_dir, event, Durability::Power, None)?;
     write_ledger_file(out, event, &ledger.save())
@@ -70,6 +83,7 @@ pub fn import_ledger_file(
         "{} holds the ledger of {file_event}, not {event}",
         file.display()
     );
+    holds_a_gate(data_dir)?;
     let _lock = crate::lock_data_dir(data_dir)?;
     let keys = crate::keys_of(Some(identity), event)?;
     let (mut store, mut ledger) = crate::open_ledger(data_dir, event, Durability::Power, keys)?;

@@ -478,3 +478,105 @@ fn a_batch_of_100_000_tickets_works() {
         assert_eq!(json["seat"], format!("S{}", i + 1));
     }
 }
+
+/// The README's pipe: `gatemesh decode batch/png/*.png | gatemesh verify … -` checks one code
+/// per line and answers each on its own line, in order; one refused code makes the exit 1.
+/// `decode --json` says which image each code came from.
+#[test]
+fn decode_of_many_images_pipes_into_verify_one_answer_per_code() {
+    let s = setup();
+    let out_dir = s.root.join("b");
+    ok(&[
+        "issue",
+        "--key",
+        p(&s.key),
+        "--event",
+        "E1",
+        "--count",
+        "3",
+        "--no-pdf",
+        "--out",
+        p(&out_dir),
+    ]);
+    let rows = read_batch(&out_dir);
+    let pngs: Vec<PathBuf> = rows
+        .iter()
+        .map(|r| out_dir.join("png").join(format!("{}.png", r.tid)))
+        .collect();
+    let mut args = vec!["decode"];
+    args.extend(pngs.iter().map(|p| p.to_str().unwrap()));
+    let decoded = ok(&args);
+    assert_eq!(decoded.lines().count(), 3, "{decoded}");
+
+    let verify_lines = |input: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_gatemesh"))
+            .args(["verify", "--issuer", p(&s.public), "--event", "E1", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let answers: Vec<Value> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (out.status.code().unwrap(), answers)
+    };
+    let (code, answers) = verify_lines(&decoded);
+    assert_eq!(code, 0);
+    let tids: Vec<&str> = answers.iter().map(|a| a["tid"].as_str().unwrap()).collect();
+    let issued: Vec<&str> = rows.iter().map(|r| r.tid.as_str()).collect();
+    assert_eq!(tids, issued);
+
+    // A damaged code in the middle: three answers still, the middle one refused.
+    let mut lines: Vec<String> = decoded.lines().map(str::to_owned).collect();
+    lines[1] = flip(&lines[1], 20);
+    let (code, answers) = verify_lines(&format!("{}\n\n", lines.join("\n")));
+    assert_eq!(code, 1);
+    let valid: Vec<bool> = answers.iter().map(|a| a["valid"] == true).collect();
+    assert_eq!(valid, [true, false, true]);
+
+    // Which image each code came from.
+    args.insert(1, "--json");
+    let json = ok(&args);
+    let files: Vec<Value> = json
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for ((f, row), png) in files.iter().zip(&rows).zip(&pngs) {
+        assert_eq!(f["code"], row.code.as_str());
+        assert_eq!(f["file"], png.to_str().unwrap());
+    }
+}
+
+/// A mistyped `--data` exports nothing (before, it wrote an empty ledger and said so) and
+/// creates no directory.
+#[test]
+fn export_refuses_a_directory_that_holds_no_gate() {
+    let s = setup();
+    let missing = s.root.join("nodir");
+    let out = gatemesh(&[
+        "export",
+        "--data",
+        p(&missing),
+        "--event",
+        "ROCK-2026",
+        "--out",
+        p(&s.root.join("x.gm")),
+    ]);
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("holds no gate") && err.contains("nodir"),
+        "{err}"
+    );
+    assert!(!s.root.join("x.gm").exists());
+    assert!(!missing.exists(), "the mistyped directory was created");
+}
