@@ -37,6 +37,11 @@ impl Revoked {
         self.0.borrow().contains(&fingerprint(cert_der))
     }
 
+    /// Whether the certificate with this SHA-256 is revoked.
+    pub(crate) fn contains_fingerprint(&self, fingerprint: &[u8; 32]) -> bool {
+        self.0.borrow().contains(fingerprint)
+    }
+
     /// Wakes on every change of the set.
     pub(crate) fn subscribe(&self) -> watch::Receiver<Arc<HashSet<[u8; 32]>>> {
         self.0.subscribe()

@@ -151,7 +151,13 @@ const REFUSALS_KEPT: usize = 32;
 struct Registry {
     live: BTreeMap<String, Live>,
     refusals: std::collections::VecDeque<Refusal>,
+    /// Peers whose connection ended, with their certificate, role and address: one revoked
+    /// later (a revoked device that heard of it first and hung up) is listed as refused.
+    ended: BTreeMap<String, ([u8; 32], crate::identity::Role, String)>,
 }
+
+/// Ended connections remembered for [`Registry::ended`].
+const ENDED_KEPT: usize = 256;
 
 impl Registry {
     /// Keeps a refusal for the status page; one that repeats the latest of its peer (a
@@ -500,6 +506,7 @@ async fn serve(
                 .conn
                 .close(VarInt::from_u32(CLOSE_DUPLICATE), b"duplicate connection");
         }
+        registry.ended.remove(&peer.name);
         registry.live.insert(
             peer.name.clone(),
             Live {
@@ -533,6 +540,23 @@ async fn serve(
             .is_some_and(|l| l.conn.stable_id() == conn.stable_id())
     {
         registry.live.remove(&peer.name);
+        let address = conn.remote_address().to_string();
+        if ctx.revoked.contains_fingerprint(&cert) {
+            registry.refused(Refusal {
+                name: peer.name.clone(),
+                role: peer.role,
+                address,
+                reason: REVOKED_REASON.into(),
+                at_ms: now_ms(),
+            });
+        } else {
+            if registry.ended.len() >= ENDED_KEPT {
+                registry.ended.clear();
+            }
+            registry
+                .ended
+                .insert(peer.name.clone(), (cert, peer.role, address));
+        }
     }
     let _ = ctx
         .port
@@ -565,6 +589,23 @@ async fn watch_revoked(ctx: Arc<Ctx>) {
                 .store(true, std::sync::atomic::Ordering::Relaxed);
         }
         if let Ok(mut registry) = ctx.registry.lock() {
+            let gone: Vec<String> = registry
+                .ended
+                .iter()
+                .filter(|(_, (cert, _, _))| revoked.contains(cert))
+                .map(|(name, _)| name.clone())
+                .collect();
+            for name in gone {
+                if let Some((_, role, address)) = registry.ended.remove(&name) {
+                    registry.refused(Refusal {
+                        name,
+                        role,
+                        address,
+                        reason: REVOKED_REASON.into(),
+                        at_ms: now_ms(),
+                    });
+                }
+            }
             let closing: Vec<String> = registry
                 .live
                 .iter()
