@@ -303,7 +303,7 @@ impl Changes {
 }
 
 /// Milliseconds since 1970, now.
-pub(crate) fn devices_now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     gatemesh_wire::time::now_ms()
 }
 

@@ -101,7 +101,7 @@ pub(crate) async fn revoke_certs(
     let mut made = Vec::with_capacity(live.len());
     if !live.is_empty() {
         let signer = ca_signer(s, eid).await?;
-        let at_ms = crate::store::devices_now_ms();
+        let at_ms = crate::store::now_ms();
         let by = Label::parse("organizer").ok_or_else(|| unavailable("the organizer's label"))?;
         for (cert, node) in &live {
             let (Some(cert), Some(node)) = (

@@ -830,7 +830,7 @@ impl Storage for Postgres {
         actor: &str,
         reason: &str,
     ) -> Result<(), StoreError> {
-        let at = super::devices_now_ms();
+        let at = super::now_ms();
         self.write(|tx| {
             if credential {
                 tx.execute(

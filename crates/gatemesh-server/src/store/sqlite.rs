@@ -648,7 +648,7 @@ impl Storage for Sqlite {
         actor: &str,
         reason: &str,
     ) -> Result<(), StoreError> {
-        let at = super::devices_now_ms();
+        let at = super::now_ms();
         self.write(|tx| {
             if credential {
                 tx.execute(
