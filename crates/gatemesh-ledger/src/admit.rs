@@ -3,8 +3,8 @@
 //! deleting other gates' redemptions, replacing a root map, rewriting `meta` — so each new
 //! change is decoded and its operations checked first:
 //!
-//! - only puts of text into the five record maps (`redemptions`, `resolutions`, `status`,
-//!   `audit`, `devices`), never into the root, `meta` or any other object; no deletes, increments,
+//! - only puts of text into the six record maps (`redemptions`, `resolutions`, `status`,
+//!   `audit`, `devices`, `revocations`), never into the root, `meta` or any other object; no deletes, increments,
 //!   marks, list inserts or new objects;
 //! - each put writes a key not yet written, or the very value already there (two gates
 //!   that learned the same admission from the server write it alike), and overwrites
@@ -21,7 +21,8 @@
 //!
 //! - each record is signed by its writer, a device whose certificate (from the event's mesh
 //!   CA) the ledger holds or the same batch brings, whose role may write that record, and
-//!   whose clock readings name it (see `sign.rs`): nobody writes in another device's name.
+//!   whose clock readings name it (see `sign.rs`): nobody writes in another device's name;
+//! - each revocation is signed by the event's mesh CA itself (no device may write one).
 
 use std::{collections::HashMap, sync::Arc};
 
@@ -247,6 +248,7 @@ struct Maps {
     status: legacy::ObjectId,
     audit: legacy::ObjectId,
     devices: legacy::ObjectId,
+    revocations: legacy::ObjectId,
 }
 
 fn legacy_id(id: &ObjId) -> legacy::ObjectId {
@@ -263,6 +265,7 @@ enum Map {
     Status,
     Audit,
     Devices,
+    Revocations,
 }
 
 impl Map {
@@ -273,6 +276,7 @@ impl Map {
             Self::Status => "status",
             Self::Audit => "audit",
             Self::Devices => "devices",
+            Self::Revocations => "revocations",
         }
     }
 }
@@ -313,6 +317,7 @@ pub(crate) fn check(
         status: legacy_id(&roots.status),
         audit: legacy_id(&roots.audit),
         devices: legacy_id(&roots.devices),
+        revocations: legacy_id(&roots.revocations),
     };
     let mut puts = Vec::new();
     for change in changes {
@@ -346,6 +351,7 @@ pub(crate) fn check(
             Map::Status => &roots.status,
             Map::Audit => &roots.audit,
             Map::Devices => &roots.devices,
+            Map::Revocations => &roots.revocations,
         };
         let held = doc
             .get_all(root, put.key.as_str())
@@ -449,6 +455,7 @@ pub(crate) fn check(
                 event,
                 &mut lookup,
             ),
+            Map::Revocations => revocation_taken(trust, key, value, now_ms),
             Map::Devices => Ok(()),
         }
         .map_err(why)?;
@@ -553,6 +560,8 @@ fn put_of<'a>(maps: &Maps, op: &'a legacy::Op) -> Result<(Map, String, &'a str),
         Map::Audit
     } else if op.obj == maps.devices {
         Map::Devices
+    } else if op.obj == maps.revocations {
+        Map::Revocations
     } else if op.obj == legacy::ObjectId::Root {
         return Err(
             "writes the document's root (the record maps are made once, at genesis)".into(),
@@ -584,6 +593,26 @@ fn put_of<'a>(maps: &Maps, op: &'a legacy::Op) -> Result<(Map, String, &'a str),
 fn read<T: DeserializeOwned>(map: Map, text: &str) -> Result<T, String> {
     serde_json::from_str(text)
         .map_err(|e| format!("a {} record that does not read: {e}", map.name()))
+}
+
+/// A revocation is taken when it sits under its own key, is not dated ahead of `now_ms`,
+/// and the event's CA signed it.
+fn revocation_taken(trust: &Trust, key: &str, text: &str, now_ms: i64) -> Result<(), String> {
+    let r = read::<crate::revoke::Revocation>(Map::Revocations, text)?;
+    if r.key() != key {
+        return Err(format!(
+            "a revocation under {key:?}, which is not its key ({:?})",
+            r.key()
+        ));
+    }
+    let ahead = r.at_ms.saturating_sub(now_ms);
+    if ahead > MAX_CLOCK_AHEAD_MS {
+        return Err(format!(
+            "a revocation dated {} s ahead of this gate's clock",
+            ahead / 1000
+        ));
+    }
+    trust.check_revocation(&r)
 }
 
 /// A record is taken when it sits under its own key, is not dated ahead of `now_ms`, and

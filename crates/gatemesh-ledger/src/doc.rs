@@ -1,15 +1,17 @@
 //! The event's ledger as one Automerge document.
 //!
-//! Layout (format 3): the genesis change (fixed actor, time 0, so every node of an event
-//! builds the same bytes and the root maps are never created twice) makes five root maps —
-//! `redemptions`, `resolutions`, `status`, `audit`, `devices` — and a `meta` map naming the
-//! event and the format. Each record is one JSON string under a flat key derived from the
+//! Layout (format 4): the genesis change (fixed actor, time 0, so every node of an event
+//! builds the same bytes and the root maps are never created twice) makes six root maps —
+//! `redemptions`, `resolutions`, `status`, `audit`, `devices`, `revocations` — and a `meta`
+//! map naming the event and the format. Each record is one JSON string under a flat key derived from the
 //! record itself, written once and never overwritten: `"<tid>,<id>"` for redemptions and
 //! resolutions, `"<tid>,<hlc>,<node>"` for statuses (`,` never occurs in a ticket id, so a
 //! range scan over `"<tid>,"` reads exactly one ticket), `"<hlc>,<node>"` for audit lines,
-//! `"<node>"` for a device's certificate. A status is the latest of its ticket's status
+//! `"<node>"` for a device's certificate, `"<node>,<at>"` for a revocation of a device
+//! (signed by the event's CA; see `revoke.rs`). A status is the latest of its ticket's status
 //! records by HLC. Every record is signed by the device that wrote it (`sign.rs`). (Format 1
-//! kept one status per ticket and overwrote it; format 2 had no signatures.)
+//! kept one status per ticket and overwrote it; format 2 had no signatures; format 3 no
+//! revocations.)
 //!
 //! Changes from outside (a peer, an imported file) are checked before they reach the
 //! document: see `admit.rs`.
@@ -41,8 +43,15 @@ use crate::{
 
 const GENESIS_ACTOR: &[u8; 16] = b"gatemesh-genesis";
 /// Layout version, in the genesis `meta` map.
-const FORMAT: i64 = 3;
-const ROOTS: [&str; 5] = ["redemptions", "resolutions", "status", "audit", "devices"];
+const FORMAT: i64 = 4;
+const ROOTS: [&str; 6] = [
+    "redemptions",
+    "resolutions",
+    "status",
+    "audit",
+    "devices",
+    "revocations",
+];
 
 /// Anything that stops a ledger from loading or taking outside data. None of them changes
 /// the ledger.
@@ -147,6 +156,7 @@ pub(crate) struct Roots {
     pub(crate) status: ObjId,
     pub(crate) audit: ObjId,
     pub(crate) devices: ObjId,
+    pub(crate) revocations: ObjId,
 }
 
 /// The key of a redemption or resolution: its ticket and its id.
@@ -200,6 +210,10 @@ pub struct Ledger {
     /// the document says otherwise, and are never written into it — a standing in the
     /// ledger is the server's, as it signed it.
     local: HashMap<TicketId, Status>,
+    /// The revocations the document holds (see `revoke.rs`).
+    revoked: crate::revoke::Revoked,
+    /// Per ticket, the redemptions of revoked devices that do not count.
+    set_aside: HashMap<TicketId, Vec<Redemption>>,
 }
 
 /// Every ledger value gets its own epoch, so a position kept from one (a reloaded ledger
@@ -227,6 +241,7 @@ fn roots_of(doc: &AutoCommit) -> Result<Roots, LedgerError> {
         status: find("status")?,
         audit: find("audit")?,
         devices: find("devices")?,
+        revocations: find("revocations")?,
     })
 }
 
@@ -360,7 +375,10 @@ impl Ledger {
             devices: HashMap::new(),
             per_ticket: HashMap::new(),
             local: HashMap::new(),
+            revoked: Default::default(),
+            set_aside: HashMap::new(),
         };
+        ledger.revoked = ledger.read_revocations();
         let all: HashSet<TicketId> = ledger.all_tickets();
         ledger.refresh(all);
         Ok(ledger)
@@ -398,9 +416,15 @@ impl Ledger {
     /// their records.
     fn refresh(&mut self, tickets: impl IntoIterator<Item = TicketId>) {
         for tid in tickets {
-            let state = self.ticket(&tid);
+            let (state, set_aside) = self.ticket_parts(&tid);
             self.entries.set(&tid, &state.redemptions);
-            self.per_ticket.insert(tid.clone(), state.redemptions.len());
+            self.per_ticket
+                .insert(tid.clone(), state.redemptions.len() + set_aside.len());
+            if set_aside.is_empty() {
+                self.set_aside.remove(&tid);
+            } else {
+                self.set_aside.insert(tid.clone(), set_aside);
+            }
             for r in &state.redemptions {
                 if self.arrived.insert(r.id.clone()) {
                     self.arrivals.push((tid.clone(), r.id.clone()));
@@ -427,27 +451,122 @@ impl Ledger {
             .collect()
     }
 
-    /// Everything the ledger knows about one ticket.
+    /// Everything the ledger knows about one ticket that counts: records of revoked
+    /// devices made from their cut on are left out (see [`Ledger::set_aside`]).
     pub fn ticket(&self, tid: &TicketId) -> TicketState {
+        self.ticket_parts(tid).0
+    }
+
+    /// The ticket's records that count, and its redemptions set aside.
+    fn ticket_parts(&self, tid: &TicketId) -> (TicketState, Vec<Redemption>) {
+        let revoked = &self.revoked;
         let mut redemptions: Vec<Redemption> = self.records(&self.roots.redemptions, tid);
         redemptions.retain(|r| &r.tid == tid);
         redemptions.sort_by(|a, b| a.hlc.cmp(&b.hlc));
+        let (set_aside, redemptions): (Vec<Redemption>, Vec<Redemption>) = redemptions
+            .into_iter()
+            .partition(|r| revoked.sets_aside(&r.node, &r.hlc));
         let mut resolutions: Vec<Resolution> = self.records(&self.roots.resolutions, tid);
-        resolutions.retain(|r| &r.tid == tid);
+        resolutions.retain(|r| &r.tid == tid && !revoked.sets_aside(&r.node, &r.hlc));
         resolutions.sort_by(|a, b| a.hlc.cmp(&b.hlc));
         // Every status ever written stays; the latest by HLC wins; a local standing holds
         // where none was written.
         let status = self
             .records::<Status>(&self.roots.status, tid)
             .into_iter()
-            .filter(|s| &s.tid == tid)
+            .filter(|s| &s.tid == tid && !revoked.sets_aside(&s.hlc.node, &s.hlc))
             .max_by(|a, b| a.hlc.cmp(&b.hlc))
             .or_else(|| self.local.get(tid).cloned());
-        TicketState {
-            redemptions,
-            resolutions,
-            status,
+        (
+            TicketState {
+                redemptions,
+                resolutions,
+                status,
+            },
+            set_aside,
+        )
+    }
+
+    fn read_revocations(&self) -> crate::revoke::Revoked {
+        crate::revoke::Revoked::from_records(
+            self.doc
+                .map_range(&self.roots.revocations, ..)
+                .filter_map(|item| text(&item.value).and_then(parse))
+                .collect(),
+        )
+    }
+
+    /// After the document changed from `before` to `after`: re-reads the revocations when
+    /// new ones came (then every ticket is derived again), else the tickets touched.
+    fn refresh_after(&mut self, before: &[ChangeHash], after: &[ChangeHash]) {
+        if self.doc.length(&self.roots.revocations) != self.revoked.records().len() {
+            self.revoked = self.read_revocations();
+            let all = self.all_tickets();
+            self.refresh(all);
+        } else {
+            let roots = self.roots.clone();
+            let touched = touched_tickets(&mut self.doc, &roots, before, after);
+            self.refresh(touched);
         }
+    }
+
+    /// Every revocation this ledger holds, in key order.
+    pub fn revocations(&self) -> &[crate::revoke::Revocation] {
+        self.revoked.records()
+    }
+
+    /// The SHA-256 of every revoked device certificate's DER: what the mesh refuses.
+    pub fn revoked_certs(&self) -> &HashSet<[u8; 32]> {
+        self.revoked.certs()
+    }
+
+    /// Whether this node's own certificate is revoked.
+    pub fn own_revoked(&self) -> bool {
+        self.own_device().is_some_and(|d| {
+            let hash: [u8; 32] = <sha2::Sha256 as sha2::Digest>::digest(&d.cert_der).into();
+            self.revoked.certs().contains(&hash)
+        })
+    }
+
+    /// The redemptions of revoked devices that do not count, by ticket: kept, and shown to
+    /// staff.
+    pub fn set_aside(&self) -> Vec<Redemption> {
+        let mut out: Vec<Redemption> = self.set_aside.values().flatten().cloned().collect();
+        out.sort_by(|a, b| a.hlc.cmp(&b.hlc));
+        out
+    }
+
+    /// Writes a revocation the event's CA signed (from the server) into the ledger, so it
+    /// spreads to every peer; nothing is written when the ledger holds it already. Refused
+    /// when the CA did not sign it, or when this ledger has no CA to check it with.
+    pub fn record_revocation(
+        &mut self,
+        r: &crate::revoke::Revocation,
+    ) -> Result<Option<StoredChange>, LedgerError> {
+        let trust = self.trust.as_ref().ok_or_else(|| {
+            LedgerError::Identity("this ledger has no mesh CA to check revocations with".into())
+        })?;
+        trust.check_revocation(r).map_err(LedgerError::Refused)?;
+        let key = r.key();
+        if self
+            .doc
+            .get(&self.roots.revocations, key.as_str())?
+            .is_some()
+        {
+            return Ok(None);
+        }
+        let json = serde_json::to_string(r).map_err(|e| LedgerError::Corrupt(e.to_string()))?;
+        self.doc.put(&self.roots.revocations, key, json)?;
+        self.doc
+            .commit_with(CommitOptions::default().with_message("revocation".to_owned()));
+        self.revoked = self.read_revocations();
+        let all = self.all_tickets();
+        self.refresh(all);
+        Ok(self
+            .doc
+            .get_last_local_change()
+            .as_ref()
+            .map(StoredChange::from))
     }
 
     /// Entry scans per gate, as every record this ledger holds says (kept current as
@@ -885,10 +1004,9 @@ impl Ledger {
             .collect();
         let after = trial.get_heads();
         let roots = roots_of(&trial)?;
-        let touched = touched_tickets(&mut trial, &roots, &before, &after);
         self.doc = trial;
         self.roots = roots;
-        self.refresh(touched);
+        self.refresh_after(&before, &after);
         Ok(new)
     }
 }
@@ -1072,9 +1190,8 @@ impl Ledger {
             .iter()
             .map(StoredChange::from)
             .collect();
-        let roots = roots_of(&self.doc)?;
-        let touched = touched_tickets(&mut self.doc, &roots, &before, &after);
-        self.refresh(touched);
+        roots_of(&self.doc)?;
+        self.refresh_after(&before, &after);
         Ok(new)
     }
 }

@@ -27,6 +27,7 @@ mod admit;
 mod decide;
 mod doc;
 mod model;
+mod revoke;
 mod sign;
 mod state;
 mod store;
@@ -44,7 +45,8 @@ pub use model::{
     Action, AuditEntry, Direction, Hlc, NodeId, Redemption, RedemptionId, Resolution, ResolutionId,
     Role, Standing, Status,
 };
-pub use sign::{Device, DeviceRecord, Signer, Trust, check_redemption, node_of_key};
+pub use revoke::Revocation;
+pub use sign::{CaSigner, Device, DeviceRecord, Signer, Trust, check_redemption, node_of_key};
 pub use state::TicketState;
 pub use store::{Durability, Store, StoreError, Stored};
 pub use tally::{Activity, EntryTally, GateActivity};

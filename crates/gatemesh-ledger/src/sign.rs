@@ -43,6 +43,9 @@ const EC_PUBLIC_KEY: &str = "1.2.840.10045.2.1";
 const P256: &str = "1.2.840.10045.3.1.7";
 /// Separates record signatures from anything else a mesh key might sign.
 const DOMAIN: &[u8] = b"gatemesh-record-v1";
+/// Separates the CA's revocations from anything else its key signs (certificates are DER
+/// structures, never this tag).
+const REVOCATION_DOMAIN: &[u8] = b"gatemesh-revocation-v1";
 
 /// The node id of the device whose public key (a SEC1 point) is `public_key`: 26 base32
 /// characters of its SHA-256 — the form of a random node id, and as unguessable.
@@ -179,6 +182,94 @@ impl Trust {
     /// The event.
     pub fn event(&self) -> &EventId {
         &self.event
+    }
+
+    /// Whether the event's CA signed this revocation; says why not.
+    pub fn check_revocation(&self, r: &gatemesh_wire::Revocation) -> Result<(), String> {
+        let Some(sig) = r.sig.as_deref() else {
+            return Err(format!("an unsigned revocation of node {}", r.node));
+        };
+        let Ok(sig) = B64.decode(sig) else {
+            return Err("a revocation whose signature is not base64url".into());
+        };
+        let unsigned = r.unsigned_json().map_err(|e| e.to_string())?;
+        UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, &self.ca_key)
+            .verify(&revocation_message(&self.event, &unsigned), &sig)
+            .map_err(|_| {
+                format!(
+                    "a revocation of node {} that the event's mesh CA did not sign",
+                    r.node
+                )
+            })
+    }
+}
+
+/// The bytes the CA's signature of a revocation covers.
+fn revocation_message(event: &EventId, unsigned_json: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(REVOCATION_DOMAIN.len() + unsigned_json.len() + 32);
+    for part in [REVOCATION_DOMAIN, event.as_str().as_bytes()] {
+        out.extend_from_slice(part);
+        out.push(0);
+    }
+    out.extend_from_slice(unsigned_json.as_bytes());
+    out
+}
+
+/// The event's mesh CA as a signer of revocations: only where the CA key is kept (the
+/// server). The key never leaves this value.
+pub struct CaSigner {
+    event: EventId,
+    key: EcdsaKeyPair,
+    rng: SystemRandom,
+}
+
+impl std::fmt::Debug for CaSigner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CaSigner")
+            .field("event", &self.event)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CaSigner {
+    /// The signer of the CA whose certificate and PKCS#8 key are in these PEM texts; the
+    /// key must be the certificate's.
+    pub fn from_pem(event: &EventId, ca_pem: &str, key_pem: &str) -> Result<Self, LedgerError> {
+        use rustls_pki_types::{PrivatePkcs8KeyDer, pem::PemObject};
+        let trust = Trust::from_pem(ca_pem, event)?;
+        let key = PrivatePkcs8KeyDer::from_pem_slice(key_pem.as_bytes())
+            .map_err(|e| LedgerError::Identity(format!("the mesh CA key: {e}")))?;
+        let rng = SystemRandom::new();
+        let key = EcdsaKeyPair::from_pkcs8(
+            &ECDSA_P256_SHA256_FIXED_SIGNING,
+            key.secret_pkcs8_der(),
+            &rng,
+        )
+        .map_err(|e| LedgerError::Identity(format!("the mesh CA key: {e}")))?;
+        if key.public_key().as_ref() != trust.ca_key.as_slice() {
+            return Err(LedgerError::Identity(
+                "the mesh CA key does not belong to its certificate".into(),
+            ));
+        }
+        Ok(Self {
+            event: event.clone(),
+            key,
+            rng,
+        })
+    }
+
+    /// Signs `r` (sets its `sig`).
+    pub fn sign(&self, r: &mut gatemesh_wire::Revocation) -> Result<(), LedgerError> {
+        r.sig = None;
+        let unsigned = r
+            .unsigned_json()
+            .map_err(|e| LedgerError::Corrupt(e.to_string()))?;
+        let sig = self
+            .key
+            .sign(&self.rng, &revocation_message(&self.event, &unsigned))
+            .map_err(|_| LedgerError::Identity("signing failed".into()))?;
+        r.sig = Some(B64.encode(sig.as_ref()));
+        Ok(())
     }
 }
 

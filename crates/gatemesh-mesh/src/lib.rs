@@ -11,6 +11,8 @@
 //!   sync messages, pushed whenever the local ledger changes. The ledger stays with its owner
 //!   (the gate's writer thread); a session asks for and hands over messages through a
 //!   [`session::SyncPort`]. A peer that sends garbage loses its connection, nobody else.
+//! - Revocation ([`revoked`]): certificates the event's CA revoked are refused right after
+//!   the handshake, and a connection to a peer is closed the moment it is revoked.
 //! - Discovery ([`discovery`]): mDNS, started only by [`session::Mesh::start`] when
 //!   [`session::MeshConfig::discovery`] asks for it.
 //!
@@ -40,6 +42,7 @@ pub mod fs;
 pub mod identity;
 pub mod net;
 pub mod pki;
+pub mod revoked;
 pub mod session;
 pub mod tls;
 

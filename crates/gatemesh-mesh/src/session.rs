@@ -24,6 +24,11 @@ use crate::{
 pub const CLOSE_BAD_SYNC: u32 = 3;
 /// Close code for the losing connection of a pair that connected both ways.
 pub const CLOSE_DUPLICATE: u32 = 4;
+/// Close code for a peer whose certificate the event's CA revoked (or, sent by a revoked
+/// device itself, for every peer once it learned so).
+pub const CLOSE_REVOKED: u32 = 5;
+/// The reason a refusal of a revoked peer gives.
+pub const REVOKED_REASON: &str = "its certificate is revoked by the event's CA";
 
 /// What a sync session asks of the ledger's owner.
 #[derive(Debug)]
@@ -120,6 +125,8 @@ struct Live {
     conn: Connection,
     dialer: String,
     status: PeerStatus,
+    /// The SHA-256 of the peer's certificate (DER).
+    cert: [u8; 32],
 }
 
 /// A peer whose sync message the ledger refused, and why.
@@ -144,6 +151,34 @@ const REFUSALS_KEPT: usize = 32;
 struct Registry {
     live: BTreeMap<String, Live>,
     refusals: std::collections::VecDeque<Refusal>,
+    /// Peers whose connection ended, with their certificate, role and address: one revoked
+    /// later (a revoked device that heard of it first and hung up) is listed as refused.
+    ended: BTreeMap<String, ([u8; 32], crate::identity::Role, String)>,
+}
+
+/// Ended connections remembered for [`Registry::ended`].
+const ENDED_KEPT: usize = 256;
+
+impl Registry {
+    /// Keeps a refusal for the status page; one that repeats the latest of its peer (a
+    /// revoked peer dialling again) only moves its time.
+    fn refused(&mut self, refusal: Refusal) {
+        if let Some(same) = self
+            .refusals
+            .iter_mut()
+            .rev()
+            .find(|r| r.name == refusal.name)
+            .filter(|r| r.reason == refusal.reason)
+        {
+            same.at_ms = refusal.at_ms;
+            same.address = refusal.address;
+            return;
+        }
+        if self.refusals.len() == REFUSALS_KEPT {
+            self.refusals.pop_front();
+        }
+        self.refusals.push_back(refusal);
+    }
 }
 
 /// Options of the mesh.
@@ -168,6 +203,8 @@ pub struct Mesh {
     stop: watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     _discovery: Option<crate::discovery::Discovery>,
+    /// Set once this device found its own certificate revoked: it syncs with no one.
+    self_revoked: Arc<std::sync::atomic::AtomicBool>,
 }
 
 fn now_ms() -> i64 {
@@ -181,22 +218,57 @@ struct Ctx {
     port: SyncPort,
     registry: Arc<Mutex<Registry>>,
     stop: watch::Receiver<bool>,
+    revoked: crate::revoked::Revoked,
+    /// The SHA-256 of this device's certificate.
+    me_cert: [u8; 32],
+    self_revoked: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Ctx {
+    fn is_self_revoked(&self) -> bool {
+        self.self_revoked.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 impl Mesh {
     /// Binds the QUIC endpoint and starts accepting and dialing. Needs a tokio runtime.
     pub fn start(config: MeshConfig, port: SyncPort) -> Result<Self> {
+        Self::start_with(config, port, crate::revoked::Revoked::default())
+    }
+
+    /// [`Mesh::start`], refusing the peers whose certificates are in `revoked` (and closing
+    /// connections to those added later); once this device's own certificate is in it,
+    /// syncing with no one.
+    pub fn start_with(
+        config: MeshConfig,
+        port: SyncPort,
+        revoked: crate::revoked::Revoked,
+    ) -> Result<Self> {
         let id = &config.identity;
         let endpoint = mesh_endpoint(&id.trust, &id.creds, config.bind)?;
         let registry = Arc::new(Mutex::new(Registry::default()));
         let (stop, stop_rx) = watch::channel(false);
+        let me_cert = crate::revoked::fingerprint(
+            id.creds
+                .chain
+                .first()
+                .map(|c| c.as_ref())
+                .unwrap_or_default(),
+        );
+        let self_revoked = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let ctx = Arc::new(Ctx {
             me: id.peer.clone(),
             port,
             registry: registry.clone(),
             stop: stop_rx,
+            revoked,
+            me_cert,
+            self_revoked: self_revoked.clone(),
         });
-        let mut tasks = vec![tokio::spawn(accept_loop(endpoint.clone(), ctx.clone()))];
+        let mut tasks = vec![
+            tokio::spawn(accept_loop(endpoint.clone(), ctx.clone())),
+            tokio::spawn(watch_revoked(ctx.clone())),
+        ];
         let (found_tx, mut found) = mpsc::unbounded_channel();
         for addr in &config.static_peers {
             let _ = found_tx.send(*addr);
@@ -238,7 +310,14 @@ impl Mesh {
             stop,
             tasks,
             _discovery: discovery,
+            self_revoked,
         })
+    }
+
+    /// Whether this device learned that its own certificate is revoked (it then syncs with
+    /// no one).
+    pub fn self_revoked(&self) -> bool {
+        self.self_revoked.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The bound UDP address, with the port that was picked.
@@ -310,7 +389,7 @@ async fn dial_loop(endpoint: Endpoint, addr: SocketAddr, ctx: Arc<Ctx>) {
     // dialed), there is nothing to do here.
     let mut known: Option<String> = None;
     loop {
-        if *stop.borrow() {
+        if *stop.borrow() || ctx.is_self_revoked() {
             return;
         }
         let connected = known.as_ref().is_some_and(|name| {
@@ -376,6 +455,28 @@ async fn serve(
     dialer: String,
     ctx: &Ctx,
 ) {
+    let cert = peer_cert(&conn);
+    if ctx.is_self_revoked() {
+        conn.close(
+            VarInt::from_u32(CLOSE_REVOKED),
+            b"this device's certificate is revoked",
+        );
+        return;
+    }
+    if ctx.revoked.contains(&cert) {
+        conn.close(VarInt::from_u32(CLOSE_REVOKED), REVOKED_REASON.as_bytes());
+        if let Ok(mut registry) = ctx.registry.lock() {
+            registry.refused(Refusal {
+                name: peer.name.clone(),
+                role: peer.role,
+                address: conn.remote_address().to_string(),
+                reason: REVOKED_REASON.into(),
+                at_ms: now_ms(),
+            });
+        }
+        return;
+    }
+    let cert = crate::revoked::fingerprint(&cert);
     let status = PeerStatus {
         name: peer.name.clone(),
         role: peer.role,
@@ -405,12 +506,14 @@ async fn serve(
                 .conn
                 .close(VarInt::from_u32(CLOSE_DUPLICATE), b"duplicate connection");
         }
+        registry.ended.remove(&peer.name);
         registry.live.insert(
             peer.name.clone(),
             Live {
                 conn: conn.clone(),
                 dialer,
                 status,
+                cert,
             },
         );
     }
@@ -422,10 +525,7 @@ async fn serve(
     if let Err(crate::MeshError::Refused(reason)) = &result
         && let Ok(mut registry) = ctx.registry.lock()
     {
-        if registry.refusals.len() == REFUSALS_KEPT {
-            registry.refusals.pop_front();
-        }
-        registry.refusals.push_back(Refusal {
+        registry.refused(Refusal {
             name: peer.name.clone(),
             role: peer.role,
             address: conn.remote_address().to_string(),
@@ -440,12 +540,105 @@ async fn serve(
             .is_some_and(|l| l.conn.stable_id() == conn.stable_id())
     {
         registry.live.remove(&peer.name);
+        let address = conn.remote_address().to_string();
+        if ctx.revoked.contains_fingerprint(&cert) {
+            registry.refused(Refusal {
+                name: peer.name.clone(),
+                role: peer.role,
+                address,
+                reason: REVOKED_REASON.into(),
+                at_ms: now_ms(),
+            });
+        } else {
+            if registry.ended.len() >= ENDED_KEPT {
+                registry.ended.clear();
+            }
+            registry
+                .ended
+                .insert(peer.name.clone(), (cert, peer.role, address));
+        }
     }
     let _ = ctx
         .port
         .requests
         .send(SyncRequest::Forget { peer: peer.name })
         .await;
+}
+
+/// The peer's certificate (DER), as the handshake gave it.
+fn peer_cert(conn: &Connection) -> Vec<u8> {
+    conn.peer_identity()
+        .and_then(|id| {
+            id.downcast::<Vec<rustls_pki_types::CertificateDer<'static>>>()
+                .ok()
+        })
+        .and_then(|chain| chain.first().map(|c| c.to_vec()))
+        .unwrap_or_default()
+}
+
+/// Closes the connection to every peer the moment its certificate is revoked (each is
+/// listed as refused), and every connection once this device's own is.
+async fn watch_revoked(ctx: Arc<Ctx>) {
+    let mut changes = ctx.revoked.subscribe();
+    let mut stop = ctx.stop.clone();
+    loop {
+        let revoked = changes.borrow_and_update().clone();
+        if revoked.contains(&ctx.me_cert) {
+            tracing::warn!("this device's certificate is revoked: it syncs with no one");
+            ctx.self_revoked
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        if let Ok(mut registry) = ctx.registry.lock() {
+            let gone: Vec<String> = registry
+                .ended
+                .iter()
+                .filter(|(_, (cert, _, _))| revoked.contains(cert))
+                .map(|(name, _)| name.clone())
+                .collect();
+            for name in gone {
+                if let Some((_, role, address)) = registry.ended.remove(&name) {
+                    registry.refused(Refusal {
+                        name,
+                        role,
+                        address,
+                        reason: REVOKED_REASON.into(),
+                        at_ms: now_ms(),
+                    });
+                }
+            }
+            let closing: Vec<String> = registry
+                .live
+                .iter()
+                .filter(|(_, l)| ctx.is_self_revoked() || revoked.contains(&l.cert))
+                .map(|(name, _)| name.clone())
+                .collect();
+            for name in closing {
+                if let Some(live) = registry.live.remove(&name) {
+                    if ctx.is_self_revoked() {
+                        live.conn.close(
+                            VarInt::from_u32(CLOSE_REVOKED),
+                            b"this device's certificate is revoked",
+                        );
+                        continue;
+                    }
+                    tracing::warn!("closing the connection to {name}: {REVOKED_REASON}");
+                    live.conn
+                        .close(VarInt::from_u32(CLOSE_REVOKED), REVOKED_REASON.as_bytes());
+                    registry.refused(Refusal {
+                        name,
+                        role: live.status.role,
+                        address: live.status.address,
+                        reason: REVOKED_REASON.into(),
+                        at_ms: now_ms(),
+                    });
+                }
+            }
+        }
+        tokio::select! {
+            changed = changes.changed() => if changed.is_err() { return },
+            _ = stop.changed() => return,
+        }
+    }
 }
 
 async fn session(

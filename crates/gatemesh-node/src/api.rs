@@ -282,6 +282,7 @@ async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
             })
         })
         .collect();
+    let revocations = s.node.revocations().await?;
     Ok(Json(json!({
         "node_id": info.node_id,
         "name": info.name,
@@ -293,6 +294,9 @@ async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
         "manifest_tickets": snap.manifest_tickets,
         "peers": peers,
         "refused_peers": s.node.refusals(),
+        "revoked": revocations.revoked,
+        "revocations": revocations.revocations,
+        "set_aside": revocations.set_aside,
         "uplink": match s.node.uplink_status() {
             Some(u) => json!(u),
             None => json!(null),
@@ -309,7 +313,9 @@ async fn flags(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Api
             json!({ "tid": tid, "redemptions": flagged, "resolutions": state.resolutions })
         })
         .collect();
-    Ok(Json(json!({ "flags": list })))
+    // Records of revoked devices count for nothing, and staff should see them.
+    let set_aside = s.node.revocations().await?.set_aside;
+    Ok(Json(json!({ "flags": list, "set_aside": set_aside })))
 }
 
 #[derive(Deserialize)]

@@ -135,6 +135,11 @@ pub(crate) enum Command {
         sent: std::sync::Arc<HashSet<String>>,
         reply: Reply<Vec<Resolution>>,
     },
+    /// The revocations the ledger holds, the records they set aside, and whether this
+    /// device's own certificate is revoked.
+    Revocations {
+        reply: Reply<Revocations>,
+    },
     /// What the server said, to write into the ledger.
     FromServer {
         update: ServerUpdate,
@@ -181,6 +186,20 @@ pub struct ServerUpdate {
     /// Certificates (DER) of the devices that wrote the records above, as the server relays
     /// them: learned first, so each record can be checked against its writer's.
     pub certs: Vec<Vec<u8>>,
+    /// Device certificates the organizer revoked, signed by the event's CA: written into the
+    /// ledger first, so they spread over the mesh to gates with no uplink.
+    pub revocations: Vec<gatemesh_ledger::Revocation>,
+}
+
+/// Revoked devices as the ledger knows them, for staff.
+#[derive(Debug, Clone, Serialize)]
+pub struct Revocations {
+    /// Every revocation, signed by the event's CA.
+    pub revocations: Vec<gatemesh_ledger::Revocation>,
+    /// Redemptions of revoked devices that do not count (kept, for staff to look at).
+    pub set_aside: Vec<Redemption>,
+    /// This device's own certificate is revoked: it syncs with no one.
+    pub revoked: bool,
 }
 
 /// Where the uplink's next look for unsent redemptions starts: a position in the ledger's
@@ -235,6 +254,8 @@ pub(crate) struct Writer {
     pub changed: tokio::sync::watch::Sender<u64>,
     /// A peer's message was refused after it may have reached the document.
     pub reload_after_commit: bool,
+    /// The certificates the mesh refuses, kept equal to the ledger's revocations.
+    pub revoked: gatemesh_mesh::revoked::Revoked,
 }
 
 pub(crate) fn now_ms() -> i64 {
@@ -356,6 +377,8 @@ impl Writer {
                     self.changed.send_modify(|n| *n += 1);
                 }
             }
+            // The mesh refuses what the ledger (as stored) says is revoked.
+            self.revoked.set(self.ledger.revoked_certs());
             if stopping {
                 break;
             }
@@ -518,6 +541,14 @@ impl Writer {
             Command::FromServer { update, reply } => {
                 let result = self.apply_server_news(update, changes, events);
                 defer(reply, result)
+            }
+            Command::Revocations { reply } => {
+                let report = Revocations {
+                    revocations: self.ledger.revocations().to_vec(),
+                    set_aside: self.ledger.set_aside(),
+                    revoked: self.ledger.own_revoked(),
+                };
+                defer(reply, Ok(report))
             }
             Command::PeerLag { reply } => {
                 let lag = self
@@ -719,6 +750,17 @@ impl Writer {
         let before: HashSet<TicketId> = self.ledger.flagged().cloned().collect();
         let mut written = 0;
         if self.ledger.is_signing() {
+            for r in &update.revocations {
+                match self.ledger.record_revocation(r) {
+                    Ok(Some(change)) => {
+                        tracing::warn!("device {} ({}) is revoked: {}", r.name, r.node, r.reason);
+                        changes.push(change);
+                        written += 1;
+                    }
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!("a revocation from the server: {e}"),
+                }
+            }
             for cert in &update.certs {
                 match self.ledger.learn_device(cert) {
                     Ok(change) => changes.extend(change),

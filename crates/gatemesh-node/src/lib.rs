@@ -32,7 +32,7 @@ use std::{
     sync::Arc,
 };
 
-pub use gate::{Counts, NodeEvent, ScanResult, Snapshot};
+pub use gate::{Counts, NodeEvent, Revocations, ScanResult, Snapshot};
 use gatemesh_ledger::{
     Action, AuditEntry, Direction, Durability, Ledger, LedgerError, NodeId, Policy, Redemption,
     Resolution, Store, StoreError, TicketState,
@@ -136,6 +136,8 @@ struct Shared {
     identity: Option<gatemesh_mesh::pki::Identity>,
     data_dir: PathBuf,
     uplink: std::sync::Mutex<Option<Arc<uplink::Uplink>>>,
+    /// The certificates the mesh refuses, as the ledger's revocations say.
+    revoked: gatemesh_mesh::revoked::Revoked,
     _lock: File,
 }
 
@@ -256,6 +258,8 @@ impl Node {
         };
         let (events, _) = broadcast::channel(1024);
         let (changed, changed_rx) = tokio::sync::watch::channel(0u64);
+        let revoked = gatemesh_mesh::revoked::Revoked::default();
+        revoked.set(ledger.revoked_certs());
         let mut writer = gate::Writer {
             ledger,
             store,
@@ -270,6 +274,7 @@ impl Node {
             peers: Default::default(),
             changed,
             reload_after_commit: false,
+            revoked: revoked.clone(),
         };
         if let Some(manifest) = &config.manifest {
             writer.apply_manifest(manifest)?;
@@ -299,6 +304,7 @@ impl Node {
                 identity: config.identity.clone(),
                 data_dir: config.data_dir.clone(),
                 uplink: std::sync::Mutex::new(None),
+                revoked,
                 _lock: lock,
             }),
         })
@@ -461,7 +467,8 @@ impl Node {
             changed: self.shared.changed.clone(),
         };
         let mesh =
-            gatemesh_mesh::session::Mesh::start(config, port).context("starting the mesh")?;
+            gatemesh_mesh::session::Mesh::start_with(config, port, self.shared.revoked.clone())
+                .context("starting the mesh")?;
         let addr = mesh.local_addr()?;
         let commands = self.shared.commands.clone();
         tokio::spawn(async move {
@@ -490,6 +497,22 @@ impl Node {
                 (p, behind)
             })
             .collect())
+    }
+
+    /// Revoked devices, the records of theirs set aside, and whether this device itself is
+    /// revoked (then its mesh syncs with no one).
+    pub async fn revocations(&self) -> Result<Revocations, NodeError> {
+        let mut report = self
+            .ask(|reply| gate::Command::Revocations { reply })
+            .await?;
+        report.revoked |= self
+            .shared
+            .mesh
+            .lock()
+            .ok()
+            .and_then(|m| m.as_ref().map(|m| m.self_revoked()))
+            .unwrap_or(false);
+        Ok(report)
     }
 
     /// Whether this device is an observer (by its mesh certificate).

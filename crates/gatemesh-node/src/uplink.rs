@@ -328,6 +328,7 @@ fn update_from(body: &[u8], full: bool, uplink: &Uplink) -> anyhow::Result<(i64,
             full,
             learned: Vec::new(),
             certs,
+            revocations: manifest.revocations,
         },
     ))
 }
@@ -414,7 +415,7 @@ impl Down {
                 match kind.as_str() {
                     change::TICKETS => {
                         let (at, update) = update_from(data.as_bytes(), false, &self.uplink)?;
-                        if !update.tickets.is_empty() {
+                        if !update.tickets.is_empty() || !update.revocations.is_empty() {
                             self.node.apply_server_news(update).await?;
                         }
                         *cursor = Some(at);

@@ -1,8 +1,8 @@
 //! `gatemesh bench …`: numbers measured on this machine through the code paths the product
 //! uses, one module a subject — [`gate`] (one gate: scans, dashboard, HTTP, cold start,
 //! merge), [`mesh`] (two gates over QUIC, on loopback or across a bridge), [`server`] (a
-//! running central server over its API) and [`uplink`] (what the server's word costs a
-//! gate). Each returns its report as JSON; `checks.ok = false` in it means a correctness
+//! running central server over its API), [`uplink`] (what the server's word costs a
+//! gate) and [`revoke`] (how soon every gate refuses a revoked one). Each returns its report as JSON; `checks.ok = false` in it means a correctness
 //! check failed while measuring.
 
 use std::path::{Path, PathBuf};
@@ -12,6 +12,7 @@ use serde_json::Value;
 
 pub mod gate;
 pub mod mesh;
+pub mod revoke;
 pub mod server;
 pub mod uplink;
 
@@ -39,6 +40,9 @@ enum What {
     /// What the server's word costs a gate: manifest bytes in full and as a delta, and the
     /// push latency of a void to a gate connected by its uplink.
     Uplink(uplink::Args),
+    /// From the organizer revoking a gate at the server until every gate refuses it, one
+    /// of them with no uplink (it learns by the mesh).
+    Revoke(revoke::Args),
 }
 
 impl Args {
@@ -50,6 +54,7 @@ impl Args {
             What::MeshRemote(a) => a.report.as_deref(),
             What::Server(a) => a.report.as_deref(),
             What::Uplink(a) => a.report.as_deref(),
+            What::Revoke(a) => a.report.as_deref(),
         }
     }
 }
@@ -63,6 +68,7 @@ pub async fn run(args: &Args, gatemesh: &Path) -> Result<Value> {
         What::MeshRemote(a) => mesh::run_remote(a).await,
         What::Server(a) => server::run(a).await,
         What::Uplink(a) => uplink::run(a).await,
+        What::Revoke(a) => revoke::run(a).await,
     }
 }
 

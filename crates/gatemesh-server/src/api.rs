@@ -14,6 +14,7 @@ pub(crate) mod events;
 pub(crate) mod flags;
 pub(crate) mod manifest;
 pub(crate) mod redemptions;
+pub(crate) mod revoke;
 pub(crate) mod tickets;
 
 use std::future::Future;
@@ -83,6 +84,11 @@ pub fn router(server: Server) -> Router {
             post(redemptions::redeem).layer(DefaultBodyLimit::max(JOURNAL_LIMIT)),
         )
         .route("/v1/events/{eid}/heartbeat", post(devices::heartbeat))
+        // Organizer only, but behind the gate check so a device's credential gets 403.
+        .route(
+            "/v1/events/{eid}/devices/{name}/revoke",
+            post(revoke::revoke),
+        )
         .route("/v1/events/{eid}/flags", get(flags::list))
         .route("/v1/events/{eid}/flags/{tid}/resolve", post(flags::resolve))
         .route_layer(middleware::from_fn_with_state(

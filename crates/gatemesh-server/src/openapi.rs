@@ -15,7 +15,7 @@ use utoipa::{
     },
 };
 
-use crate::api::{self, devices, events, flags, manifest, redemptions, tickets};
+use crate::api::{self, devices, events, flags, manifest, redemptions, revoke, tickets};
 
 /// The document: every endpoint of [`api::router`], its schemas and its security schemes.
 #[derive(Debug, OpenApi)]
@@ -43,6 +43,7 @@ use crate::api::{self, devices, events, flags, manifest, redemptions, tickets};
         events::stats,
         devices::create,
         devices::gates,
+        revoke::revoke,
         api::metrics,
         manifest::manifest,
         manifest::changes,

@@ -263,6 +263,39 @@ pub trait Storage: Send + Sync + 'static {
     /// organizer's token).
     fn heartbeat(&self, device: &Device, payload: &str, now_ms: i64) -> Result<(), StoreError>;
     fn gates(&self, eid: &EventId) -> Result<Vec<GateView>, StoreError>;
+    /// Keeps the certificate issued to a device at pairing: its SHA-256 (`sha256:HEX`) and
+    /// the node id its key makes, so that revoking the device, or pairing the name again,
+    /// can name it.
+    fn record_cert(
+        &self,
+        eid: &EventId,
+        name: &DeviceName,
+        cert: &str,
+        node: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError>;
+    /// A device's certificates not yet revoked, as `(cert, node)`.
+    fn live_certs(
+        &self,
+        eid: &EventId,
+        name: &DeviceName,
+    ) -> Result<Vec<(String, String)>, StoreError>;
+    /// Revokes a device's certificates in one transaction: each of `revocations` (the
+    /// certificate and the CA-signed record as JSON) is kept under the next value of the
+    /// change sequence, so manifest deltas and change streams carry it; with `credential`,
+    /// the device's credential and pairing code stop working too. Audited.
+    fn revoke(
+        &self,
+        eid: &EventId,
+        name: &DeviceName,
+        revocations: &[(String, String)],
+        credential: bool,
+        actor: &str,
+        reason: &str,
+    ) -> Result<(), StoreError>;
+    /// The event's revocations (the signed records, JSON) kept after change `since` and up
+    /// to `upto`, oldest first.
+    fn revocations(&self, eid: &EventId, since: i64, upto: i64) -> Result<Vec<String>, StoreError>;
     /// Wakes whoever waits for ticket changes: the value grows after each committed change
     /// (by this process, or, on PostgreSQL, by any server on the same database).
     fn changes(&self) -> tokio::sync::watch::Receiver<u64>;
@@ -284,6 +317,11 @@ impl Changes {
     pub(crate) fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
         self.0.subscribe()
     }
+}
+
+/// Milliseconds since 1970, now.
+pub(crate) fn now_ms() -> i64 {
+    gatemesh_wire::time::now_ms()
 }
 
 pub(crate) fn now() -> String {

@@ -38,6 +38,7 @@ mod lenient;
 mod link;
 mod manifest;
 mod redeem;
+mod revoke;
 pub mod time;
 mod vocab;
 
@@ -56,5 +57,6 @@ pub use redeem::{
     Journal, JournalAnswers, MAX_JOURNAL, MAX_RECORD_BYTES, RedeemBody, Redeemed, RedemptionAnswer,
     RedemptionRequest,
 };
+pub use revoke::{Revocation, RevokeRequest, Revoked};
 pub use time::Timestamp;
 pub use vocab::{Action, Direction, Reason, Role, Standing, TicketStatus, Verdict};

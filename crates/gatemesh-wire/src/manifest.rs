@@ -5,8 +5,8 @@ use gatemesh_ticket::TicketId;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    Action, Label, Lenient, Note, RedemptionId, Skipped, Standing, TicketStatus, Timestamp,
-    WireError,
+    Action, Label, Lenient, Note, RedemptionId, Revocation, Skipped, Standing, TicketStatus,
+    Timestamp, WireError,
 };
 
 /// The manifest whole, or what changed after a cursor.
@@ -18,6 +18,10 @@ pub struct Manifest {
     pub cursor: i64,
     /// The tickets, or those that changed.
     pub tickets: Vec<ManifestEntry>,
+    /// Device certificates the organizer revoked (all of them, or those revoked after the
+    /// cursor), each signed by the event's mesh CA.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub revocations: Vec<Revocation>,
 }
 
 /// The same document read item by item (see [`Manifest::read_lenient`]).
@@ -26,6 +30,8 @@ struct LenientManifest {
     #[serde(default)]
     cursor: i64,
     tickets: Vec<Lenient<ManifestEntry>>,
+    #[serde(default)]
+    revocations: Vec<Lenient<Revocation>>,
 }
 
 impl Manifest {
@@ -34,11 +40,14 @@ impl Manifest {
     /// Fails only when the document as a whole is not a manifest.
     pub fn read_lenient(json: &[u8]) -> Result<(Self, Vec<Skipped>), serde_json::Error> {
         let m: LenientManifest = serde_json::from_slice(json)?;
-        let (tickets, skipped) = crate::lenient::split(m.tickets);
+        let (tickets, mut skipped) = crate::lenient::split(m.tickets);
+        let (revocations, unread) = crate::lenient::split(m.revocations);
+        skipped.extend(unread);
         Ok((
             Self {
                 cursor: m.cursor,
                 tickets,
+                revocations,
             },
             skipped,
         ))

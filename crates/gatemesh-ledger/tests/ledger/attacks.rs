@@ -393,12 +393,16 @@ fn honest_statuses_and_resolutions_sync_under_the_rules() {
 
 /// The genesis format 2 made: records without signatures, no `devices` map.
 fn format_2_genesis() -> Vec<u8> {
+    old_genesis(2, &["redemptions", "resolutions", "status", "audit"])
+}
+
+fn old_genesis(format: i64, roots: &[&str]) -> Vec<u8> {
     let mut doc = AutoCommit::new().with_actor(ActorId::from(&b"gatemesh-genesis"[..]));
     let meta = doc.put_object(ROOT, "meta", ObjType::Map).unwrap();
     doc.put(&meta, "event", super::event().as_str()).unwrap();
-    doc.put(&meta, "format", 2).unwrap();
-    for root in ["redemptions", "resolutions", "status", "audit"] {
-        doc.put_object(ROOT, root, ObjType::Map).unwrap();
+    doc.put(&meta, "format", format).unwrap();
+    for root in roots {
+        doc.put_object(ROOT, *root, ObjType::Map).unwrap();
     }
     doc.commit_with(
         automerge::transaction::CommitOptions::default()
@@ -418,12 +422,29 @@ fn a_ledger_of_the_old_format_is_refused_with_a_message_saying_so() {
             e,
             LedgerError::Format {
                 found: 2,
-                expected: 3
+                expected: 4
             }
         ),
         "{e:?}"
     );
     assert!(e.to_string().contains("format 2"), "{e}");
+    // Format 3 had no revocations.
+    let three = old_genesis(
+        3,
+        &["redemptions", "resolutions", "status", "audit", "devices"],
+    );
+    let e = Ledger::open(&super::event(), NodeId::random(), &three, None, []).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            LedgerError::Format {
+                found: 3,
+                expected: 4
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("format 3"), "{e}");
     let mut g = Gate::new("North");
     let merged = g.ledger.merge_saved(&old, now());
     assert!(

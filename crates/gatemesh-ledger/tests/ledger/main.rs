@@ -2,6 +2,7 @@
 //! idempotent merges, durable storage, refusal of foreign data.
 
 mod attacks;
+mod revoke;
 mod sync_fuzz;
 
 use gatemesh_ledger::{

@@ -198,6 +198,13 @@ impl PairGuard {
 pub(crate) struct CredentialCache(Mutex<HashMap<String, (Device, Instant)>>);
 
 impl CredentialCache {
+    /// Drops the device's entries: its credential was revoked.
+    pub(crate) fn forget(&self, eid: &EventId, name: &DeviceName) {
+        if let Ok(mut map) = self.0.lock() {
+            map.retain(|_, (d, _)| !(&d.eid == eid && &d.name == name));
+        }
+    }
+
     pub(crate) async fn lookup(
         &self,
         server: &Server,
@@ -368,17 +375,26 @@ pub(crate) async fn pair(
     let data = s.data.clone();
     let (eid, name) = (device.eid.clone(), device.name.clone());
     let csr = req.csr;
-    let identity = tokio::task::spawn_blocking(move || -> anyhow::Result<MeshIdentity> {
+    let issued = tokio::task::spawn_blocking(move || -> anyhow::Result<Issued> {
         let ca_dir = mesh_ca(&data, &eid)?;
         let read = |f: &str| std::fs::read_to_string(ca_dir.join(f));
-        let ca = gatemesh_mesh::pki::MeshCa::from_pem(
-            &read(gatemesh_mesh::pki::CA_CERT)?,
-            &read(gatemesh_mesh::pki::CA_KEY)?,
-        )?;
+        let ca_pem = read(gatemesh_mesh::pki::CA_CERT)?;
+        let ca = gatemesh_mesh::pki::MeshCa::from_pem(&ca_pem, &read(gatemesh_mesh::pki::CA_KEY)?)?;
         let id = gatemesh_mesh::identity::PeerId::new(eid.as_str(), role, name.as_str());
-        Ok(MeshIdentity {
-            device_pem: ca.enroll_csr(&id, &csr, not_after)?,
-            ca_pem: read(gatemesh_mesh::pki::CA_CERT)?,
+        let device_pem = ca.enroll_csr(&id, &csr, not_after)?;
+        // What a later revocation names: the certificate's hash and the node its key makes.
+        let der = {
+            use rustls_pki_types::{CertificateDer, pem::PemObject};
+            CertificateDer::from_pem_slice(device_pem.as_bytes())?
+        };
+        let node = gatemesh_ledger::Trust::from_pem(&ca_pem, &eid)?
+            .device(der.as_ref())
+            .map_err(|why| anyhow::anyhow!("the certificate just issued: {why}"))?
+            .node;
+        Ok(Issued {
+            identity: MeshIdentity { device_pem, ca_pem },
+            cert: gatemesh_wire::CertFingerprint::of(der.as_ref()).to_string(),
+            node: node.to_string(),
         })
     })
     .await
@@ -391,6 +407,24 @@ pub(crate) async fn pair(
             "could not issue the device's identity",
         )
     })?;
+    let (e, n, cert, node) = (
+        device.eid.clone(),
+        device.name.clone(),
+        issued.cert.clone(),
+        issued.node,
+    );
+    blocking(&s, move |st| st.record_cert(&e, &n, &cert, &node, now_ms())).await?;
+    // Pairing a name again revokes the certificate it held before (a replaced laptop).
+    super::revoke::revoke_certs(
+        &s,
+        &device.eid,
+        &device.name,
+        gatemesh_wire::Note::parse("paired again").unwrap_or_default(),
+        None,
+        Some(&issued.cert),
+    )
+    .await?;
+    let identity = issued.identity;
     Ok(Json(Paired {
         event: device.eid,
         name: device.name,
@@ -399,6 +433,14 @@ pub(crate) async fn pair(
         keys: super::issuer_keys(&s),
         identity,
     }))
+}
+
+/// A device identity just issued, and what names its certificate.
+struct Issued {
+    identity: MeshIdentity,
+    /// `sha256:HEX` of its DER.
+    cert: String,
+    node: String,
 }
 
 /// When a device certificate ends: a day after the event's end, or 30 days from now when the

@@ -8,7 +8,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use gatemesh_ticket::EventId;
-use gatemesh_wire::{Admission, Manifest, ManifestEntry, change};
+use gatemesh_wire::{Admission, Manifest, ManifestEntry, Revocation, change};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
@@ -49,27 +49,39 @@ pub(crate) async fn manifest(
     let eid = event_id(&eid)?;
     known_event(&s, &eid).await?;
     let (signers, data) = (s.signers.clone(), s.data.clone());
-    let (cursor, tickets) = blocking(&s, move |st| {
+    let (cursor, tickets, revocations) = blocking(&s, move |st| {
         manifest_read(st, &signers, &data, &eid, q.since)
     })
     .await?;
     let tickets = tickets.iter().map(|(t, a)| manifest_entry(t, a)).collect();
-    Ok(Json(Manifest { cursor, tickets }))
+    Ok(Json(Manifest {
+        cursor,
+        tickets,
+        revocations,
+    }))
 }
 
 /// A ticket and, when it is flagged or resolved, the admissions involved.
 type WithAdmissions = (Ticket, Vec<Admission>);
 
 /// The manifest (or a delta), with the admissions of every flagged or resolved ticket, so
-/// gates can write them into their ledgers.
+/// gates can write them into their ledgers, and the devices revoked in it.
 pub(crate) fn manifest_read(
     st: &dyn crate::store::Storage,
     signers: &crate::signer::Signers,
     data: &std::path::Path,
     eid: &EventId,
     since: Option<i64>,
-) -> Result<(i64, Vec<WithAdmissions>), StoreError> {
+) -> Result<(i64, Vec<WithAdmissions>, Vec<Revocation>), StoreError> {
     let (cursor, tickets) = st.manifest(eid, since)?;
+    let revocations = st
+        .revocations(eid, since.unwrap_or(0), cursor)?
+        .iter()
+        .map(|json| {
+            serde_json::from_str(json)
+                .map_err(|e| StoreError::Corrupt(format!("a stored revocation: {e}")))
+        })
+        .collect::<Result<Vec<Revocation>, StoreError>>()?;
     let with = tickets
         .into_iter()
         .map(|t| {
@@ -83,7 +95,7 @@ pub(crate) fn manifest_read(
             Ok((t, admissions))
         })
         .collect::<Result<_, StoreError>>()?;
-    Ok((cursor, with))
+    Ok((cursor, with, revocations))
 }
 
 fn manifest_entry(t: &Ticket, admissions: &[Admission]) -> ManifestEntry {
@@ -187,7 +199,7 @@ pub(crate) async fn changes(
                 manifest_read(st, &signers, &data, &e, Some(cursor))
             })
             .await;
-            let Ok((now, tickets)) = read else {
+            let Ok((now, tickets, mut revocations)) = read else {
                 // The database is away: tell the client, which reconnects from its cursor.
                 let _ = tx
                     .send(
@@ -209,6 +221,8 @@ pub(crate) async fn changes(
                 let Some(event) = tickets_event(Manifest {
                     cursor: id,
                     tickets,
+                    // With the first piece: a client that resumes after it got them.
+                    revocations: std::mem::take(&mut revocations),
                 }) else {
                     return;
                 };
@@ -216,11 +230,13 @@ pub(crate) async fn changes(
                     return;
                 }
             }
-            if tickets.is_empty() && first {
-                // Live from here: the client learns the cursor even when nothing changed.
+            if tickets.is_empty() && (first || !revocations.is_empty()) {
+                // Live from here: the client learns the cursor even when nothing changed (and
+                // the devices revoked, when only that changed).
                 let Some(event) = tickets_event(Manifest {
                     cursor: now,
                     tickets: Vec::new(),
+                    revocations: std::mem::take(&mut revocations),
                 }) else {
                     return;
                 };

@@ -60,6 +60,13 @@ CREATE TABLE IF NOT EXISTS devices (
 CREATE TABLE IF NOT EXISTS audit (
     id BIGSERIAL PRIMARY KEY, eid TEXT NOT NULL, tid TEXT,
     actor TEXT NOT NULL, action TEXT NOT NULL, reason TEXT NOT NULL, at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS device_certs (
+    cert TEXT PRIMARY KEY, eid TEXT NOT NULL, name TEXT NOT NULL, node TEXT NOT NULL,
+    issued_ms BIGINT NOT NULL, revoked_ms BIGINT);
+CREATE INDEX IF NOT EXISTS device_certs_by_device ON device_certs (eid, name);
+CREATE TABLE IF NOT EXISTS revocations (
+    seq BIGINT PRIMARY KEY, eid TEXT NOT NULL, cert TEXT NOT NULL, record TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS revocations_by_event ON revocations (eid, seq);
 
 -- One redemption, decided and stored atomically. The ticket row lock serialises every
 -- request for one ticket; each statement after it sees what the previous holder committed.
@@ -803,6 +810,96 @@ impl Storage for Postgres {
             .iter()
             .map(rows::gate)
             .collect()
+    }
+
+    fn record_cert(
+        &self,
+        eid: &EventId,
+        name: &gatemesh_wire::DeviceName,
+        cert: &str,
+        node: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.conn()?.execute(
+            "INSERT INTO device_certs (cert, eid, name, node, issued_ms) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (cert) DO NOTHING",
+            &[&cert, &eid.as_str(), &name.as_str(), &node, &now_ms],
+        )?;
+        Ok(())
+    }
+
+    fn live_certs(
+        &self,
+        eid: &EventId,
+        name: &gatemesh_wire::DeviceName,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        Ok(self
+            .conn()?
+            .query(
+                "SELECT cert, node FROM device_certs
+                 WHERE eid = $1 AND name = $2 AND revoked_ms IS NULL ORDER BY issued_ms",
+                &[&eid.as_str(), &name.as_str()],
+            )?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect())
+    }
+
+    fn revoke(
+        &self,
+        eid: &EventId,
+        name: &gatemesh_wire::DeviceName,
+        revocations: &[(String, String)],
+        credential: bool,
+        actor: &str,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        let at = super::now_ms();
+        self.write(|tx| {
+            if credential {
+                tx.execute(
+                    "UPDATE devices SET token_hash = NULL, code_hash = NULL, code_expires_ms = NULL
+                     WHERE eid = $1 AND name = $2",
+                    &[&eid.as_str(), &name.as_str()],
+                )?;
+            }
+            if !revocations.is_empty() {
+                let first = Tx::take_seq(tx, revocations.len())?;
+                for ((cert, record), seq) in revocations.iter().zip(first..) {
+                    tx.execute(
+                        "UPDATE device_certs SET revoked_ms = $2 WHERE cert = $1",
+                        &[cert, &at],
+                    )?;
+                    tx.execute(
+                        "INSERT INTO revocations (seq, eid, cert, record) VALUES ($1, $2, $3, $4)",
+                        &[&seq, &eid.as_str(), cert, record],
+                    )?;
+                }
+            }
+            tx.execute(
+                "INSERT INTO audit (eid, tid, actor, action, reason, at) VALUES ($1, NULL, $2, $3, $4, $5)",
+                &[
+                    &eid.as_str(),
+                    &actor,
+                    &format!("revoke:{}", name.as_str()),
+                    &reason,
+                    &now(),
+                ],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn revocations(&self, eid: &EventId, since: i64, upto: i64) -> Result<Vec<String>, StoreError> {
+        Ok(self
+            .conn()?
+            .query(
+                "SELECT record FROM revocations WHERE eid = $1 AND seq > $2 AND seq <= $3 ORDER BY seq",
+                &[&eid.as_str(), &since, &upto],
+            )?
+            .iter()
+            .map(|r| r.get(0))
+            .collect())
     }
 
     fn changes(&self) -> tokio::sync::watch::Receiver<u64> {

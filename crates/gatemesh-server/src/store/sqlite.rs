@@ -81,7 +81,15 @@ impl Sqlite {
                  PRIMARY KEY (eid, name));
              CREATE TABLE IF NOT EXISTS audit (
                  id INTEGER PRIMARY KEY AUTOINCREMENT, eid TEXT NOT NULL, tid TEXT,
-                 actor TEXT NOT NULL, action TEXT NOT NULL, reason TEXT NOT NULL, at TEXT NOT NULL);",
+                 actor TEXT NOT NULL, action TEXT NOT NULL, reason TEXT NOT NULL, at TEXT NOT NULL);
+             CREATE TABLE IF NOT EXISTS device_certs (
+                 cert TEXT PRIMARY KEY, eid TEXT NOT NULL, name TEXT NOT NULL, node TEXT NOT NULL,
+                 issued_ms INTEGER NOT NULL, revoked_ms INTEGER);
+             CREATE INDEX IF NOT EXISTS device_certs_by_device ON device_certs (eid, name);
+             CREATE TABLE IF NOT EXISTS revocations (
+                 seq INTEGER PRIMARY KEY, eid TEXT NOT NULL, cert TEXT NOT NULL,
+                 record TEXT NOT NULL);
+             CREATE INDEX IF NOT EXISTS revocations_by_event ON revocations (eid, seq);",
         )?;
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
         let conn = Arc::new(Mutex::new(conn));
@@ -618,6 +626,90 @@ impl Storage for Sqlite {
              WHERE eid = ?1 ORDER BY name",
             [eid.as_str()],
             |r| rows::gate(r),
+        )
+    }
+
+    fn record_cert(
+        &self,
+        eid: &EventId,
+        name: &gatemesh_wire::DeviceName,
+        cert: &str,
+        node: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.conn().execute(
+            "INSERT INTO device_certs (cert, eid, name, node, issued_ms) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (cert) DO NOTHING",
+            params![cert, eid.as_str(), name.as_str(), node, now_ms],
+        )?;
+        Ok(())
+    }
+
+    fn live_certs(
+        &self,
+        eid: &EventId,
+        name: &gatemesh_wire::DeviceName,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        all(
+            &self.conn(),
+            "SELECT cert, node FROM device_certs
+             WHERE eid = ?1 AND name = ?2 AND revoked_ms IS NULL ORDER BY issued_ms",
+            [eid.as_str(), name.as_str()],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+    }
+
+    fn revoke(
+        &self,
+        eid: &EventId,
+        name: &gatemesh_wire::DeviceName,
+        revocations: &[(String, String)],
+        credential: bool,
+        actor: &str,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        let at = super::now_ms();
+        self.write(|tx| {
+            if credential {
+                tx.execute(
+                    "UPDATE devices SET token_hash = NULL, code_hash = NULL, code_expires_ms = NULL
+                     WHERE eid = ?1 AND name = ?2",
+                    params![eid.as_str(), name.as_str()],
+                )?;
+            }
+            if !revocations.is_empty() {
+                let first = take_seq(tx, revocations.len())?;
+                for ((cert, record), seq) in revocations.iter().zip(first..) {
+                    tx.execute(
+                        "UPDATE device_certs SET revoked_ms = ?2 WHERE cert = ?1",
+                        params![cert, at],
+                    )?;
+                    tx.execute(
+                        "INSERT INTO revocations (seq, eid, cert, record) VALUES (?1, ?2, ?3, ?4)",
+                        params![seq, eid.as_str(), cert, record],
+                    )?;
+                }
+            }
+            tx.execute(
+                "INSERT INTO audit (eid, tid, actor, action, reason, at) VALUES (?1, NULL, ?2, ?3, ?4, ?5)",
+                params![
+                    eid.as_str(),
+                    actor,
+                    format!("revoke:{}", name.as_str()),
+                    reason,
+                    now()
+                ],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn revocations(&self, eid: &EventId, since: i64, upto: i64) -> Result<Vec<String>, StoreError> {
+        all(
+            &self.conn(),
+            "SELECT record FROM revocations WHERE eid = ?1 AND seq > ?2 AND seq <= ?3 ORDER BY seq",
+            params![eid.as_str(), since, upto],
+            |r| Ok(r.get(0)?),
         )
     }
 

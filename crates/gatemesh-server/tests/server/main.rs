@@ -22,6 +22,9 @@ use serde_json::{Value, json};
 
 const TOKEN: &str = "test-admin-token-0123456789";
 
+mod revoke;
+use revoke::a_revoked_device_is_refused_and_gates_hear_of_it;
+
 on_both_backends!(
     organizer_calls_need_the_admin_token,
     issued_tickets_verify_and_ids_never_repeat,
@@ -42,6 +45,7 @@ on_both_backends!(
     a_devices_journal_carries_only_records_their_writers_signed,
     online_admissions_reach_gates_signed_by_the_server,
     a_devices_journal_refuses_every_forgery_of_the_adversary_harness,
+    a_revoked_device_is_refused_and_gates_hear_of_it,
 );
 
 /// The server's gatherers keep PostgreSQL connections of their own. When the database ends
@@ -1442,6 +1446,24 @@ async fn the_openapi_document_is_the_api() {
     doc.get("/v1/events/DOC2/manifest", device, 403).await;
     doc.get("/v1/events/DOC/gates", device, 401).await;
     doc.get("/v1/events/DOC/gates", admin, 200).await;
+    // Revoking it: not by a device; by the organizer, after which its credential is dead.
+    let revoke = "/v1/events/DOC/devices/North-1/revoke";
+    doc.post(revoke, device, json!({}), 403).await;
+    doc.post(revoke, admin, json!({ "extra": 1 }), 400).await;
+    doc.post(
+        "/v1/events/DOC/devices/Nobody/revoke",
+        admin,
+        json!({}),
+        404,
+    )
+    .await;
+    let revoked = doc
+        .post(revoke, admin, json!({ "reason": "lost" }), 200)
+        .await;
+    assert_eq!(revoked["revocations"].as_array().map(Vec::len), Some(1));
+    doc.get("/v1/events/DOC/manifest", device, 401).await;
+    let manifest = doc.get("/v1/events/DOC/manifest", admin, 200).await;
+    assert_eq!(manifest["revocations"], revoked["revocations"]);
     doc.get("/metrics", admin, 200).await;
     // A body that is not JSON, and one over the limit.
     let r = s

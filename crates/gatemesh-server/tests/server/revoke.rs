@@ -1,0 +1,217 @@
+//! Revoking devices: the organizer's alone; the device's credential stops working; the
+//! revocation, signed by the event's mesh CA, reaches gates in the manifest and the change
+//! stream; pairing a name again revokes the certificate it held.
+
+use gatemesh_testkit::pg::Backend;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use super::{Running, Sse};
+
+/// Pairs a new device: its credential, certificate (PEM) and CA (PEM).
+async fn pair(s: &Running, eid: &str, name: &str) -> (String, String, String) {
+    let (status, code) = s
+        .post(
+            &format!("/v1/events/{eid}/devices"),
+            json!({ "name": name }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{code}");
+    let csr = gatemesh_mesh::pki::DeviceRequest::new().unwrap().csr_pem;
+    let r = s
+        .client
+        .post(format!("{}/v1/pair", s.base))
+        .json(&json!({ "code": code["code"], "csr": csr }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let paired: Value = r.json().await.unwrap();
+    (
+        paired["token"].as_str().unwrap().to_owned(),
+        paired["identity"]["device_pem"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+        paired["identity"]["ca_pem"].as_str().unwrap().to_owned(),
+    )
+}
+
+fn fingerprint(pem: &str) -> String {
+    use rustls_pki_types::{CertificateDer, pem::PemObject};
+    let der = CertificateDer::from_pem_slice(pem.as_bytes()).unwrap();
+    gatemesh_wire::CertFingerprint::of(der.as_ref()).to_string()
+}
+
+async fn get_as(s: &Running, token: &str, path: &str) -> StatusCode {
+    s.client
+        .get(format!("{}{path}", s.base))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .status()
+}
+
+/// The revocations the manifest carries, checked against the event's CA.
+async fn revocations(s: &Running, eid: &str, ca_pem: &str) -> Vec<gatemesh_wire::Revocation> {
+    let (status, manifest) = s.get(&format!("/v1/events/{eid}/manifest")).await;
+    assert_eq!(status, StatusCode::OK);
+    let list: Vec<gatemesh_wire::Revocation> =
+        serde_json::from_value(manifest["revocations"].clone()).unwrap_or_default();
+    let trust = gatemesh_ledger::Trust::from_pem(ca_pem, &eid.parse().unwrap()).unwrap();
+    for r in &list {
+        trust.check_revocation(r).unwrap();
+    }
+    list
+}
+
+pub(crate) async fn a_revoked_device_is_refused_and_gates_hear_of_it(backend: Backend) {
+    let s = Running::start(backend).await;
+    s.event_with_tickets("REV", 1).await;
+    let (north, north_cert, ca) = pair(&s, "REV", "North-1").await;
+    let (south, south_cert, _) = pair(&s, "REV", "South-1").await;
+    let mut stream = Sse::open(&s, "/v1/events/REV/changes").await;
+    let (_, first) = stream.next_event().await;
+    assert!(first.get("revocations").is_none(), "{first}");
+    let revoke = "/v1/events/REV/devices/North-1/revoke";
+
+    // A device may not revoke, not even itself; nothing changes.
+    let (status, body) = s.post_as(&south, revoke, json!({})).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    let (status, _) = s.post_as(&north, revoke, json!({})).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // Bad input gets 4xx and changes nothing.
+    for (path, body, expected) in [
+        (
+            "/v1/events/REV/devices/Nobody/revoke",
+            json!({}),
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            "/v1/events/NOPE/devices/North-1/revoke",
+            json!({}),
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            "/v1/events/REV/devices/bad%20name/revoke",
+            json!({}),
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            revoke,
+            json!({ "reason": "x", "extra": 1 }),
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            revoke,
+            json!({ "since": "yesterday" }),
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            revoke,
+            json!({ "reason": "x".repeat(501) }),
+            StatusCode::BAD_REQUEST,
+        ),
+    ] {
+        let (status, answer) = s.post(path, body).await;
+        assert_eq!(status, expected, "{path}: {answer}");
+    }
+    assert!(revocations(&s, "REV", &ca).await.is_empty());
+    assert_eq!(
+        get_as(&s, &north, "/v1/events/REV/manifest").await,
+        StatusCode::OK
+    );
+
+    // The organizer revokes North, without a body.
+    let (status, answer) = s.call(reqwest::Method::POST, revoke, None).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let made: Vec<gatemesh_wire::Revocation> =
+        serde_json::from_value(answer["revocations"].clone()).unwrap();
+    assert_eq!(made.len(), 1);
+    assert_eq!(made[0].cert.to_string(), fingerprint(&north_cert));
+    assert_eq!(made[0].name.as_str(), "North-1");
+    // Its credential stops working at once.
+    assert_eq!(
+        get_as(&s, &north, "/v1/events/REV/manifest").await,
+        StatusCode::UNAUTHORIZED
+    );
+    let (status, _) = s
+        .post_as(&north, "/v1/events/REV/heartbeat", json!({}))
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        get_as(&s, &south, "/v1/events/REV/manifest").await,
+        StatusCode::OK
+    );
+    // The stream and the manifest carry it, signed by the event's CA.
+    let (_, delta) = stream.next_event().await;
+    let streamed: Vec<gatemesh_wire::Revocation> =
+        serde_json::from_value(delta["revocations"].clone()).unwrap();
+    assert_eq!(streamed, made);
+    assert_eq!(revocations(&s, "REV", &ca).await, made);
+    let cursor = delta["cursor"].as_i64().unwrap();
+    let (_, later) = s
+        .get(&format!("/v1/events/REV/manifest?since={cursor}"))
+        .await;
+    assert!(later.get("revocations").is_none(), "{later}");
+    // Revoking it again finds nothing more to revoke.
+    let (status, again) = s.call(reqwest::Method::POST, revoke, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(again["revocations"], json!([]));
+
+    // Pairing South again revokes the certificate it held; the new one counts.
+    let (south_again, south_new_cert, _) = pair(&s, "REV", "South-1").await;
+    assert_eq!(
+        get_as(&s, &south, "/v1/events/REV/manifest").await,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        get_as(&s, &south_again, "/v1/events/REV/manifest").await,
+        StatusCode::OK
+    );
+    let (_, delta) = stream.next_event().await;
+    let streamed: Vec<gatemesh_wire::Revocation> =
+        serde_json::from_value(delta["revocations"].clone()).unwrap();
+    assert_eq!(streamed.len(), 1);
+    assert_eq!(streamed[0].cert.to_string(), fingerprint(&south_cert));
+    let all = revocations(&s, "REV", &ca).await;
+    assert_eq!(all.len(), 2);
+    assert!(
+        all.iter()
+            .all(|r| r.cert.to_string() != fingerprint(&south_new_cert))
+    );
+    // With a reason and a time, audited.
+    let (status, answer) = s
+        .post(
+            "/v1/events/REV/devices/South-1/revoke",
+            json!({ "reason": "laptop stolen", "since": "2026-11-29T18:00:00Z" }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let r: gatemesh_wire::Revocation =
+        serde_json::from_value(answer["revocations"][0].clone()).unwrap();
+    assert_eq!(r.reason.as_str(), "laptop stolen");
+    assert_eq!(
+        r.since_ms,
+        Some(gatemesh_wire::time::parse_ms("2026-11-29T18:00:00Z").unwrap())
+    );
+    let (_, audit) = s.get("/v1/events/REV/audit").await;
+    let actions: Vec<&str> = audit["audit"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["action"].as_str())
+        .filter(|a| a.starts_with("revoke:"))
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "revoke:North-1",
+            "revoke:North-1",
+            "revoke:South-1",
+            "revoke:South-1"
+        ]
+    );
+    s.stop().await;
+}
