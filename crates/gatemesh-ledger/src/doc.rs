@@ -587,6 +587,11 @@ impl Ledger {
         self.local = standings.into_iter().map(|s| (s.tid.clone(), s)).collect();
     }
 
+    /// The standings this node was told locally (see [`Ledger::set_local_standings`]).
+    pub fn local_standings(&self) -> Vec<Status> {
+        self.local.values().cloned().collect()
+    }
+
     /// A clock reading for a new local record.
     pub fn tick(&mut self, now_ms: i64) -> crate::model::Hlc {
         self.clock.tick(now_ms)

@@ -241,6 +241,8 @@ pub(crate) struct Writer {
     pub store: Store,
     pub store_path: PathBuf,
     pub durability: Durability,
+    /// The device identity the ledger signs and checks with, for a reload to take up again.
+    pub identity: Option<gatemesh_mesh::pki::Identity>,
     pub gate_name: String,
     pub policy: Policy,
     pub manifest: Option<HashSet<TicketId>>,
@@ -405,21 +407,20 @@ impl Writer {
     /// After a failed commit the ledger in memory holds changes that are not on disk; start
     /// again from what is.
     fn reload(&mut self) {
-        let reopened = Store::open(&self.store_path, self.durability)
-            .map_err(NodeError::from)
-            .and_then(|mut store| {
-                let stored = store.load_or_init(self.ledger.event())?;
-                let ledger = Ledger::open(
-                    self.ledger.event(),
-                    stored.node,
-                    &stored.genesis,
-                    stored.snapshot.as_deref(),
-                    stored.changes,
-                )?;
-                Ok((store, ledger))
-            });
+        // As the gate opened it: signing its own records and checking everyone else's with
+        // its identity (a ledger reopened without them would take nothing from peers and
+        // write unsigned records), with the manifest file's standings.
+        let event = self.ledger.event().clone();
+        let reopened = crate::keys_of(self.identity.as_ref(), &event).and_then(|keys| {
+            let dir = self
+                .store_path
+                .parent()
+                .unwrap_or(std::path::Path::new("."));
+            crate::open_ledger(dir, &event, self.durability, keys)
+        });
         match reopened {
-            Ok((store, ledger)) => {
+            Ok((store, mut ledger)) => {
+                ledger.set_local_standings(self.ledger.local_standings());
                 self.store = store;
                 self.ledger = ledger;
                 // Peers may have been told of changes that are gone: start their sync over.

@@ -265,6 +265,7 @@ impl Node {
             store,
             store_path: config.data_dir.join("ledger.sqlite"),
             durability: config.durability,
+            identity: config.identity.clone(),
             gate_name: config.name.clone(),
             policy: config.policy,
             manifest: None,

@@ -20,6 +20,7 @@ mod gather;
 mod postgres;
 mod rows;
 mod rules;
+pub(crate) use rules::deny_reason;
 mod sqlite;
 
 pub(crate) use self::rules::with_fresh_ids;
@@ -231,13 +232,16 @@ pub trait Storage: Send + Sync + 'static {
     fn flags(&self, eid: &EventId) -> Result<Vec<Ticket>, StoreError>;
     /// Records staff's decision on a flagged ticket: `accept` clears the flag, `deny` voids
     /// the ticket, `revert` undoes its admissions. One transaction, audited. The organizer
-    /// may also revert a ticket nobody flagged; a device (`by_device`) may not.
+    /// may also revert a ticket nobody flagged; a device (`by_device`) may not. `void_record`
+    /// is the standing a `deny` gives an active ticket, as the server signed it (see
+    /// [`Ticket::status_record`]).
     fn resolve(
         &self,
         eid: &EventId,
         tid: &TicketId,
         resolution: &ServerResolution,
         by_device: bool,
+        void_record: Option<&str>,
     ) -> Result<Ticket, StoreError>;
     fn counts(&self, eid: &EventId) -> Result<Counts, StoreError>;
     /// Registers a device (or re-issues its pairing code): the code, by its hash, is good

@@ -119,6 +119,7 @@ pub(crate) async fn resolve(
             (staff, true)
         }
     };
+    let (signers, data) = (s.signers.clone(), s.data.clone());
     let resolved = blocking(&s, move |st| {
         let covers = st
             .admissions(&eid, &tid)?
@@ -132,7 +133,20 @@ pub(crate) async fn resolve(
             covers,
             at: Timestamp::now(),
         };
-        st.resolve(&eid, &tid, &resolution, by_device)
+        // A deny voids an active ticket: the standing gates write, signed now.
+        let void_record = match resolution.action {
+            gatemesh_wire::Action::Deny => Some(crate::signer::standing_record(
+                &signers,
+                &data,
+                &eid,
+                &tid,
+                gatemesh_wire::Standing::Void {
+                    reason: crate::store::deny_reason(&resolution),
+                },
+            )?),
+            _ => None,
+        };
+        st.resolve(&eid, &tid, &resolution, by_device, void_record.as_deref())
     })
     .await?;
     Ok(Json(TicketView::from(&resolved)))

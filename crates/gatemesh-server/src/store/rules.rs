@@ -191,6 +191,11 @@ pub(crate) fn revert(
     Ok(ids.len())
 }
 
+/// Why a ticket a `deny` voids is void.
+pub(crate) fn deny_reason(resolution: &ServerResolution) -> String {
+    format!("denied: {}", resolution.note)
+}
+
 /// Staff's decision on a flag: `accept` clears it, `deny` also voids an active ticket,
 /// `revert` undoes its admissions. The organizer's revert may answer no flag (a single
 /// mistaken admission); a device's (`by_device`) acts on flagged tickets only, decided here
@@ -201,6 +206,7 @@ pub(crate) fn resolve(
     tid: &TicketId,
     resolution: &ServerResolution,
     by_device: bool,
+    void_record: Option<&str>,
 ) -> Result<Ticket, StoreError> {
     if tx.lock_status(eid, tid)?.is_none() {
         return Err(not_found(tid));
@@ -223,8 +229,13 @@ pub(crate) fn resolve(
         Action::Accept => {}
         Action::Deny => {
             if ticket.status == TicketStatus::Active {
-                let reason = format!("denied: {}", resolution.note);
+                let reason = deny_reason(resolution);
                 tx.update(eid, tid, seq, Change::Void(&reason))?;
+                // Gates take a standing only as the server's identity signed it.
+                let record = void_record.ok_or_else(|| {
+                    StoreError::Signing("a deny needs the void the server signed".into())
+                })?;
+                tx.status_record(eid, tid, record)?;
             }
         }
         Action::Revert => {

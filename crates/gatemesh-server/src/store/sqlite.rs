@@ -544,8 +544,9 @@ impl Storage for Sqlite {
         tid: &TicketId,
         resolution: &ServerResolution,
         by_device: bool,
+        void_record: Option<&str>,
     ) -> Result<Ticket, StoreError> {
-        self.write(|tx| rules::resolve(tx, eid, tid, resolution, by_device))
+        self.write(|tx| rules::resolve(tx, eid, tid, resolution, by_device, void_record))
     }
 
     fn counts(&self, eid: &EventId) -> Result<Counts, StoreError> {
