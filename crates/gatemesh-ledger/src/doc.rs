@@ -821,10 +821,21 @@ impl Ledger {
             record_key(&r.tid, r.id.as_str()),
             r,
         )?;
+        // Another's decision (the server's, as it signed it): the audit line that says this
+        // node took it is this node's own.
+        let hlc = if r.node == self.node {
+            r.hlc.clone()
+        } else {
+            self.tick(r.at_ms)
+        };
         let audit = AuditEntry {
-            hlc: r.hlc.clone(),
-            at_ms: r.at_ms,
-            node: r.node.clone(),
+            at_ms: if r.node == self.node {
+                r.at_ms
+            } else {
+                hlc.wall_ms
+            },
+            node: hlc.node.clone(),
+            hlc,
             actor: r.staff.clone(),
             action: format!("resolve:{}", r.action.as_str()),
             tid: Some(r.tid.clone()),

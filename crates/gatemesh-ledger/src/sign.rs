@@ -424,6 +424,25 @@ impl Signer {
         Ok(())
     }
 
+    /// Signs a decision on a flag this device writes outside any ledger (staff's decision
+    /// taken at the server, which gates write into their ledgers as it is): sets its writer
+    /// to this device and its `sig`.
+    pub fn sign_resolution(
+        &self,
+        event: &EventId,
+        r: &mut crate::model::Resolution,
+    ) -> Result<(), LedgerError> {
+        use crate::model::Record;
+        r.node = self.device.node.clone();
+        r.hlc.node = self.device.node.clone();
+        r.sig = None;
+        let unsigned = r
+            .unsigned_json()
+            .map_err(|e| LedgerError::Corrupt(e.to_string()))?;
+        r.sig = Some(self.sign(&message(event, crate::model::Resolution::MAP, &unsigned))?);
+        Ok(())
+    }
+
     /// The signature (base64url of the 64-byte r‖s) of `message`.
     pub(crate) fn sign(&self, message: &[u8]) -> Result<String, LedgerError> {
         let sig = self

@@ -172,6 +172,9 @@ pub struct ServerDecision {
     pub staff: String,
     pub note: String,
     pub covers: Vec<RedemptionId>,
+    /// The decision as the server's identity signed it: what a gate that checks
+    /// signatures writes into its ledger, rather than a record in its own name.
+    pub record: Option<Resolution>,
 }
 
 /// One batch of news from the server.
@@ -791,12 +794,21 @@ impl Writer {
                     Err(e) => return Err(e.into()),
                 }
             }
-            let covered: HashSet<&RedemptionId> = state
+            let mut covered: HashSet<&RedemptionId> = state
                 .resolutions
                 .iter()
                 .filter(|r| r.action == Action::Revert)
                 .flat_map(|r| &r.covers)
                 .collect();
+            // A revert decided on the flag comes below as the server signed it.
+            if let Some(d) = t
+                .resolution
+                .as_ref()
+                .filter(|d| d.action == Action::Revert && d.record.is_some())
+                && self.ledger.is_signing()
+            {
+                covered.extend(&d.covers);
+            }
             let covers: Vec<RedemptionId> = t
                 .reverted
                 .iter()
@@ -835,7 +847,34 @@ impl Writer {
             let known = state.resolutions.iter().any(|r| {
                 r.action == decision.action && decision.covers.iter().all(|c| r.covers.contains(c))
             });
-            if !known && !decision.covers.is_empty() {
+            if !known && !decision.covers.is_empty() && self.ledger.is_signing() {
+                // Only as the server's identity signed it (a gate takes no decision in the
+                // server's name that it cannot check).
+                let Some(record) = decision.record.as_ref().filter(|r| {
+                    r.tid == t.tid && r.action == decision.action && r.covers == decision.covers
+                }) else {
+                    tracing::warn!(
+                        "the server's decision on ticket {} came without its signed record",
+                        t.tid
+                    );
+                    continue;
+                };
+                match self.ledger.record_resolution(record) {
+                    Ok(change) => {
+                        changes.extend(change);
+                        events.push(NodeEvent::Resolved {
+                            tid: t.tid.clone(),
+                            action: decision.action,
+                            staff: decision.staff.clone(),
+                        });
+                        written += 1;
+                    }
+                    Err(gatemesh_ledger::LedgerError::Refused(why)) => {
+                        tracing::warn!("the server's decision on ticket {}: {why}", t.tid);
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            } else if !known && !decision.covers.is_empty() {
                 let now = now_ms();
                 let resolution = Resolution {
                     sig: None,

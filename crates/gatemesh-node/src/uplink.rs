@@ -260,12 +260,44 @@ fn server_ticket(
     certs: &mut Vec<Vec<u8>>,
 ) -> Result<ServerTicket, WireError> {
     let standing = t.standing()?;
-    let resolution = t.resolution.map(|r| ServerDecision {
-        action: r.action,
-        staff: r.staff.to_string(),
-        note: r.note.to_string(),
-        covers: r.covers,
-    });
+    let resolution = match t.resolution {
+        Some(r) => {
+            let record = match r.record {
+                Some(mut record) => {
+                    let cert = take_cert(&mut record);
+                    match serde_json::from_value::<gatemesh_ledger::Resolution>(record) {
+                        Ok(rec) if rec.tid == t.tid => {
+                            certs.extend(cert);
+                            Some(rec)
+                        }
+                        Ok(_) => {
+                            skipped.push(Skipped {
+                                tid: Some(t.tid.to_string()),
+                                error: "the decision's record is another ticket's".into(),
+                            });
+                            None
+                        }
+                        Err(e) => {
+                            skipped.push(Skipped {
+                                tid: Some(t.tid.to_string()),
+                                error: format!("the decision's record: {e}"),
+                            });
+                            None
+                        }
+                    }
+                }
+                None => None,
+            };
+            Some(ServerDecision {
+                action: r.action,
+                staff: r.staff.to_string(),
+                note: r.note.to_string(),
+                covers: r.covers,
+                record,
+            })
+        }
+        None => None,
+    };
     let mut admissions = Vec::with_capacity(t.admissions.len());
     for a in t.admissions {
         match learned(&t.tid, a) {

@@ -247,3 +247,45 @@ pub(crate) fn standing_record(
     }
     Ok(value.to_string())
 }
+
+/// Staff's decision on a flag, taken at the server, as the ledger record gates write: a
+/// resolution by the server's identity, signed, with its certificate under `cert`. Made when
+/// the decision is taken and stored with it, so every relay is the same record.
+pub(crate) fn decision_record(
+    signers: &Signers,
+    data: &Path,
+    eid: &EventId,
+    tid: &TicketId,
+    decision: &gatemesh_wire::ServerResolution,
+) -> Result<serde_json::Value, StoreError> {
+    let made = signers
+        .get(data, eid)
+        .map_err(|e| StoreError::Signing(format!("{e:#}")))?;
+    let (signer, cert) = &*made;
+    let at_ms = decision.at.ms();
+    let mut r = gatemesh_ledger::Resolution {
+        id: gatemesh_wire::ResolutionId::random(),
+        tid: tid.clone(),
+        action: decision.action,
+        staff: decision.staff.to_string(),
+        note: decision.note.to_string(),
+        node: signer.node().clone(),
+        at_ms,
+        hlc: Hlc {
+            wall_ms: at_ms,
+            counter: 0,
+            node: signer.node().clone(),
+        },
+        covers: decision.covers.clone(),
+        from_server: true,
+        sig: None,
+    };
+    signer
+        .sign_resolution(eid, &mut r)
+        .map_err(|e| StoreError::Signing(e.to_string()))?;
+    let mut value = serde_json::to_value(&r).map_err(|e| StoreError::Signing(e.to_string()))?;
+    if let Some(o) = value.as_object_mut() {
+        o.insert("cert".into(), cert.clone().into());
+    }
+    Ok(value)
+}

@@ -164,6 +164,11 @@ pub struct ServerResolution {
     /// When, RFC 3339.
     #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub at: Timestamp,
+    /// The decision as the ledger record the server's identity signed (its certificate
+    /// under `cert`): what gates with a mesh identity write into their ledgers as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub record: Option<serde_json::Value>,
 }
 
 /// Staff's decision on a flag, as a gate (or the organizer) sends it to the server.

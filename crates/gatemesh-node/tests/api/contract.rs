@@ -324,6 +324,21 @@ async fn the_gate_reads_what_the_server_writes() {
                 .any(|r| r.from_server && r.covers.contains(&c.id))
     })
     .await;
+    // Staff's decision at the server is the record the server's identity signed, not one in
+    // the gate's name (as the organizer's revert of an unflagged ticket still is).
+    let (denied, _) = node.ticket(tid(&t[2])).await.unwrap();
+    let (reverted, _) = node.ticket(tid(&t[3])).await.unwrap();
+    let deny = denied
+        .resolutions
+        .iter()
+        .find(|r| r.action == gatemesh_wire::Action::Deny)
+        .unwrap();
+    let revert = reverted.resolutions.iter().find(|r| r.from_server).unwrap();
+    assert!(deny.from_server && deny.sig.is_some() && deny.staff == "Ana");
+    assert_ne!(
+        deny.node, revert.node,
+        "the deny was written in the gate's name"
+    );
     // A change made now reaches the gate on the stream.
     central
         .post(

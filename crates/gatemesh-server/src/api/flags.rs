@@ -126,13 +126,22 @@ pub(crate) async fn resolve(
             .into_iter()
             .map(|a| a.redemption_id)
             .collect();
-        let resolution = ServerResolution {
+        let mut resolution = ServerResolution {
             action: req.action,
             staff,
             note: req.note,
             covers,
             at: Timestamp::now(),
+            record: None,
         };
+        // The decision as gates write it: a record the server's identity signs.
+        resolution.record = Some(crate::signer::decision_record(
+            &signers,
+            &data,
+            &eid,
+            &tid,
+            &resolution,
+        )?);
         // A deny voids an active ticket: the standing gates write, signed now.
         let void_record = match resolution.action {
             gatemesh_wire::Action::Deny => Some(crate::signer::standing_record(
