@@ -181,6 +181,8 @@ pub(crate) trait Record: Serialize + Clone {
     fn sig(&self) -> Option<&str>;
     /// Its signature, to set.
     fn sig_mut(&mut self) -> &mut Option<String>;
+    /// Makes `node` its writer (its HLC too).
+    fn set_writer(&mut self, node: &NodeId);
 
     /// The JSON its signature covers: the record without `sig`.
     fn unsigned_json(&self) -> Result<String, serde_json::Error> {
@@ -191,7 +193,7 @@ pub(crate) trait Record: Serialize + Clone {
 }
 
 macro_rules! record {
-    ($ty:ty, $map:literal, |$r:ident| $writer:expr) => {
+    ($ty:ty, $map:literal, |$r:ident| $writer:expr, |$w:ident, $n:ident| $set:expr) => {
         impl Record for $ty {
             const MAP: &'static str = $map;
             fn writer(&self) -> &NodeId {
@@ -210,11 +212,25 @@ macro_rules! record {
             fn sig_mut(&mut self) -> &mut Option<String> {
                 &mut self.sig
             }
+            fn set_writer(&mut self, node: &NodeId) {
+                let ($w, $n) = (self, node);
+                $set
+            }
         }
     };
 }
 
-record!(Redemption, "redemptions", |r| &r.node);
-record!(Resolution, "resolutions", |r| &r.node);
-record!(Status, "status", |s| &s.hlc.node);
-record!(AuditEntry, "audit", |a| &a.node);
+record!(Redemption, "redemptions", |r| &r.node, |r, n| {
+    r.node = n.clone();
+    r.hlc.node = n.clone();
+});
+record!(Resolution, "resolutions", |r| &r.node, |r, n| {
+    r.node = n.clone();
+    r.hlc.node = n.clone();
+});
+record!(Status, "status", |s| &s.hlc.node, |s, n| s.hlc.node =
+    n.clone());
+record!(AuditEntry, "audit", |a| &a.node, |a, n| {
+    a.node = n.clone();
+    a.hlc.node = n.clone();
+});

@@ -356,6 +356,31 @@ impl Signer {
         &self.device
     }
 
+    /// Makes `r` a record of this device and returns the bytes its signature covers.
+    fn prepare<R: crate::model::Record>(
+        &self,
+        event: &EventId,
+        r: &mut R,
+    ) -> Result<Vec<u8>, LedgerError> {
+        r.set_writer(&self.device.node);
+        *r.sig_mut() = None;
+        let unsigned = r
+            .unsigned_json()
+            .map_err(|e| LedgerError::Corrupt(e.to_string()))?;
+        Ok(message(event, R::MAP, &unsigned))
+    }
+
+    /// Signs `r` as a record of this device, written outside any ledger.
+    fn sign_as<R: crate::model::Record>(
+        &self,
+        event: &EventId,
+        r: &mut R,
+    ) -> Result<(), LedgerError> {
+        let message = self.prepare(event, r)?;
+        *r.sig_mut() = Some(self.sign(&message)?);
+        Ok(())
+    }
+
     /// Signs a redemption this device writes outside any ledger (the server's admissions
     /// taken online): sets its writer to this device and its `sig`.
     pub fn sign_redemption(
@@ -363,15 +388,7 @@ impl Signer {
         event: &EventId,
         r: &mut crate::model::Redemption,
     ) -> Result<(), LedgerError> {
-        use crate::model::Record;
-        r.node = self.device.node.clone();
-        r.hlc.node = self.device.node.clone();
-        r.sig = None;
-        let unsigned = r
-            .unsigned_json()
-            .map_err(|e| LedgerError::Corrupt(e.to_string()))?;
-        r.sig = Some(self.sign(&message(event, "redemptions", &unsigned))?);
-        Ok(())
+        self.sign_as(event, r)
     }
 
     /// Signs, as [`Signer::sign_redemption`] does, a redemption made from what the server
@@ -384,25 +401,19 @@ impl Signer {
         event: &EventId,
         r: &mut crate::model::Redemption,
     ) -> Result<(), LedgerError> {
-        use crate::model::Record;
         use p256::ecdsa::signature::Signer as _;
-        r.node = self.device.node.clone();
-        r.hlc.node = self.device.node.clone();
-        r.sig = None;
-        let unsigned = r
-            .unsigned_json()
-            .map_err(|e| LedgerError::Corrupt(e.to_string()))?;
+        let message = self.prepare(event, r)?;
         let sig: p256::ecdsa::Signature = self
             .again
-            .try_sign(&message(event, "redemptions", &unsigned))
+            .try_sign(&message)
             .map_err(|_| LedgerError::Identity("signing failed".into()))?;
         r.sig = Some(B64.encode(sig.to_bytes()));
         Ok(())
     }
 
     /// Signs a ticket's standing this device writes outside any ledger (the server's word on
-    /// a void or a transfer, which gates write into their ledgers as it is): sets its writer
-    /// to this device and its `sig`. Only the server's identity may write standings.
+    /// a void or a transfer, which gates write into their ledgers as it is). Only the
+    /// server's identity may write standings.
     pub fn sign_status(
         &self,
         event: &EventId,
@@ -415,32 +426,17 @@ impl Signer {
                 self.device.role().as_str()
             )));
         }
-        s.hlc.node = self.device.node.clone();
-        s.sig = None;
-        let unsigned = s
-            .unsigned_json()
-            .map_err(|e| LedgerError::Corrupt(e.to_string()))?;
-        s.sig = Some(self.sign(&message(event, crate::model::Status::MAP, &unsigned))?);
-        Ok(())
+        self.sign_as(event, s)
     }
 
     /// Signs a decision on a flag this device writes outside any ledger (staff's decision
-    /// taken at the server, which gates write into their ledgers as it is): sets its writer
-    /// to this device and its `sig`.
+    /// taken at the server, which gates write into their ledgers as it is).
     pub fn sign_resolution(
         &self,
         event: &EventId,
         r: &mut crate::model::Resolution,
     ) -> Result<(), LedgerError> {
-        use crate::model::Record;
-        r.node = self.device.node.clone();
-        r.hlc.node = self.device.node.clone();
-        r.sig = None;
-        let unsigned = r
-            .unsigned_json()
-            .map_err(|e| LedgerError::Corrupt(e.to_string()))?;
-        r.sig = Some(self.sign(&message(event, crate::model::Resolution::MAP, &unsigned))?);
-        Ok(())
+        self.sign_as(event, r)
     }
 
     /// The signature (base64url of the 64-byte r‖s) of `message`.

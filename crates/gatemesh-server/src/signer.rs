@@ -158,6 +158,24 @@ pub(crate) fn check_device_records(
     Ok(())
 }
 
+/// A record the server signed, as JSON with its certificate (base64url DER) under `cert`,
+/// the way records travel to gates.
+fn with_cert(record: &impl serde::Serialize, cert: &str) -> Result<serde_json::Value, StoreError> {
+    let mut value = serde_json::to_value(record).map_err(|e| StoreError::Signing(e.to_string()))?;
+    if let Some(o) = value.as_object_mut() {
+        o.insert("cert".into(), cert.into());
+    }
+    Ok(value)
+}
+
+impl Signers {
+    /// [`Signers::get`], for records the server relays.
+    fn for_relay(&self, data: &Path, eid: &EventId) -> Result<Arc<(Signer, String)>, StoreError> {
+        self.get(data, eid)
+            .map_err(|e| StoreError::Signing(format!("{e:#}")))
+    }
+}
+
 /// Fills in the ledger record of each admission stored without a gate's record (taken
 /// online, or from the organizer's journal): the admission as a redemption by the server's
 /// identity, with its certificate, signed deterministically, so the record made again each
@@ -173,9 +191,7 @@ pub(crate) fn relayed(
     if admissions.iter().all(|a| a.record.is_some()) {
         return Ok(());
     }
-    let made = signers
-        .get(data, eid)
-        .map_err(|e| StoreError::Signing(format!("{e:#}")))?;
+    let made = signers.for_relay(data, eid)?;
     let (signer, cert) = &*made;
     for a in admissions.iter_mut().filter(|a| a.record.is_none()) {
         let at_ms = a.at.ms();
@@ -199,12 +215,7 @@ pub(crate) fn relayed(
         signer
             .sign_redemption_again(eid, &mut record)
             .map_err(|e| StoreError::Signing(e.to_string()))?;
-        let mut value =
-            serde_json::to_value(&record).map_err(|e| StoreError::Signing(e.to_string()))?;
-        if let Some(o) = value.as_object_mut() {
-            o.insert("cert".into(), cert.clone().into());
-        }
-        a.record = Some(value);
+        a.record = Some(with_cert(&record, cert)?);
     }
     Ok(())
 }
@@ -220,9 +231,7 @@ pub(crate) fn standing_record(
     tid: &TicketId,
     standing: gatemesh_wire::Standing,
 ) -> Result<String, StoreError> {
-    let made = signers
-        .get(data, eid)
-        .map_err(|e| StoreError::Signing(format!("{e:#}")))?;
+    let made = signers.for_relay(data, eid)?;
     let (signer, cert) = &*made;
     let at_ms = gatemesh_wire::Timestamp::now().ms();
     let mut status = gatemesh_ledger::Status {
@@ -240,12 +249,7 @@ pub(crate) fn standing_record(
     signer
         .sign_status(eid, &mut status)
         .map_err(|e| StoreError::Signing(e.to_string()))?;
-    let mut value =
-        serde_json::to_value(&status).map_err(|e| StoreError::Signing(e.to_string()))?;
-    if let Some(o) = value.as_object_mut() {
-        o.insert("cert".into(), cert.clone().into());
-    }
-    Ok(value.to_string())
+    Ok(with_cert(&status, cert)?.to_string())
 }
 
 /// Staff's decision on a flag, taken at the server, as the ledger record gates write: a
@@ -258,9 +262,7 @@ pub(crate) fn decision_record(
     tid: &TicketId,
     decision: &gatemesh_wire::ServerResolution,
 ) -> Result<serde_json::Value, StoreError> {
-    let made = signers
-        .get(data, eid)
-        .map_err(|e| StoreError::Signing(format!("{e:#}")))?;
+    let made = signers.for_relay(data, eid)?;
     let (signer, cert) = &*made;
     let at_ms = decision.at.ms();
     let mut r = gatemesh_ledger::Resolution {
@@ -283,9 +285,5 @@ pub(crate) fn decision_record(
     signer
         .sign_resolution(eid, &mut r)
         .map_err(|e| StoreError::Signing(e.to_string()))?;
-    let mut value = serde_json::to_value(&r).map_err(|e| StoreError::Signing(e.to_string()))?;
-    if let Some(o) = value.as_object_mut() {
-        o.insert("cert".into(), cert.clone().into());
-    }
-    Ok(value)
+    with_cert(&r, cert)
 }
