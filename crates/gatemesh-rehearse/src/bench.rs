@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde_json::Value;
 
+pub mod fanout;
 pub mod gate;
 pub mod mesh;
 pub mod revoke;
@@ -27,6 +28,9 @@ pub struct Args {
 enum What {
     /// Scan latency and throughput, cold start, memory and merge time of one gate.
     Gate(gate::Args),
+    /// CPU time and bytes on the wire per admission at one gate, sync included, against the
+    /// ledger's size and the number of peers connected over QUIC.
+    Fanout(fanout::Args),
     /// Propagation between two gates over the QUIC mesh on loopback, convergence after a
     /// partition, bytes on the wire per redemption.
     Mesh(mesh::Args),
@@ -49,6 +53,7 @@ impl Args {
     /// Where the report should be written as JSON too (`--report`).
     pub fn report(&self) -> Option<&Path> {
         match &self.what {
+            What::Fanout(a) => a.report.as_deref(),
             What::Gate(a) => a.report.as_deref(),
             What::Mesh(a) => a.report.as_deref(),
             What::MeshRemote(a) => a.report.as_deref(),
@@ -63,6 +68,7 @@ impl Args {
 /// starts cold.
 pub async fn run(args: &Args, gatemesh: &Path) -> Result<Value> {
     match &args.what {
+        What::Fanout(a) => fanout::run(a).await,
         What::Gate(a) => gate::run(a, gatemesh).await,
         What::Mesh(a) => mesh::run(a).await,
         What::MeshRemote(a) => mesh::run_remote(a).await,
