@@ -210,7 +210,13 @@ async fn wait_for(mut check: impl AsyncFnMut() -> Result<bool>, what: &str) -> R
 
 /// One point: `peers` peers around the measured gate, every node from `seed` (which holds
 /// `ledger` redemptions).
-async fn point(b: &Bench, seed: &Path, ledger: usize, peers: usize, samples: usize) -> Result<Value> {
+async fn point(
+    b: &Bench,
+    seed: &Path,
+    ledger: usize,
+    peers: usize,
+    samples: usize,
+) -> Result<Value> {
     let run = b.dir.join(format!("run-{ledger}-{peers}"));
     copy_seed(seed, &run.join(MEASURED))?;
     let rt = Runtime(Some(
@@ -253,9 +259,7 @@ async fn point(b: &Bench, seed: &Path, ledger: usize, peers: usize, samples: usi
         others.push(node);
     }
     wait_for(
-        async || {
-            Ok(gate.peers().len() == peers && others.iter().all(|o| o.peers().len() == 1))
-        },
+        async || Ok(gate.peers().len() == peers && others.iter().all(|o| o.peers().len() == 1)),
         "every peer to connect",
     )
     .await?;
