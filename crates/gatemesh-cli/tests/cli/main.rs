@@ -90,6 +90,23 @@ fn verify(issuer: &Path, event: Option<&str>, at: Option<&str>, code: &str) -> (
     (out.status.code().unwrap(), json)
 }
 
+/// `gatemesh verify --issuer ISSUER --event EVENT -` given `input` on standard input.
+fn verify_stdin(issuer: &Path, event: &str, input: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gatemesh"))
+        .args(["verify", "--issuer", p(issuer), "--event", event, "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
 struct Setup {
     _dir: tempfile::TempDir,
     root: PathBuf,
@@ -309,20 +326,8 @@ fn verify_reads_standard_input_and_insists_on_an_event_for_gm1() {
         p(&out_dir),
     ]);
     let code = read_batch(&out_dir).remove(0).code;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gatemesh"))
-        .args(["verify", "--issuer", p(&s.public), "--event", "E1", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
     // A keyboard-wedge scanner ends its input with Enter.
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(format!("{code}\n").as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = verify_stdin(&s.public, "E1", &format!("{code}\n"));
     assert!(out.status.success());
     assert!(!out.stdout.is_empty());
 
@@ -509,19 +514,7 @@ fn decode_of_many_images_pipes_into_verify_one_answer_per_code() {
     assert_eq!(decoded.lines().count(), 3, "{decoded}");
 
     let verify_lines = |input: &str| {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_gatemesh"))
-            .args(["verify", "--issuer", p(&s.public), "--event", "E1", "-"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = verify_stdin(&s.public, "E1", input);
         let answers: Vec<Value> = String::from_utf8(out.stdout)
             .unwrap()
             .lines()
