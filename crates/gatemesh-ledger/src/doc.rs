@@ -1132,6 +1132,7 @@ impl Ledger {
         let mut message =
             Message::decode(bytes).map_err(|e| LedgerError::BadMessage(e.to_string()))?;
         check_message(&message)?;
+        let carried_changes = !message.changes.is_empty();
         // What the message would inflate to is bounded before automerge parses any of it.
         let mut inflation = crate::admit::Inflation::default();
         for chunk in message.changes.iter() {
@@ -1182,6 +1183,13 @@ impl Ledger {
         peer.1 = Pending { changes: waiting };
         let before = self.doc.get_heads();
         let event = self.event.clone();
+        // A message whose changes all turned out to be known here (this node learned them
+        // from another peer first) reaches automerge with none. Taking its heads, automerge
+        // would then assume the peer already knows ours ("no changes and the same heads") and
+        // never say them, so the peer would go on believing this node lacks what it sent.
+        // automerge, handed the known changes, answers with its heads; so do we.
+        let answer_heads = carried_changes && message.changes.is_empty();
+        let last_sent = peer.0.last_sent_heads.clone();
         // automerge 0.12 can panic on crafted changes; if it does, this replica's document
         // may be half-updated, so the caller must reload it from storage.
         let doc = &mut self.doc;
@@ -1189,6 +1197,9 @@ impl Ledger {
             doc.sync().receive_sync_message(&mut peer.0, message)?;
             Ok(())
         })?;
+        if answer_heads {
+            peer.0.last_sent_heads = last_sent;
+        }
         let after = self.doc.get_heads();
         if before == after {
             return Ok(Vec::new());

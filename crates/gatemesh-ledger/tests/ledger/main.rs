@@ -965,3 +965,44 @@ fn a_change_that_arrives_before_the_one_it_builds_on_waits_for_it() {
     assert_eq!(learned.len(), 2);
     assert_eq!(b.ledger.redemptions(), a.ledger.redemptions());
 }
+
+#[test]
+fn a_peer_that_sends_what_this_node_already_learned_is_told_it_has_caught_up() {
+    use gatemesh_ledger::PeerSync;
+    let (mut a, mut b, mut c) = (Gate::new("A"), Gate::new("B"), Gate::new("C"));
+    // B and C are in session and have told each other what they hold (nothing yet).
+    let (mut b_of_c, mut c_of_b) = (PeerSync::default(), PeerSync::default());
+    for _ in 0..4 {
+        if let Some(m) = b.ledger.sync_message(&mut b_of_c) {
+            c.ledger.receive_sync(&mut c_of_b, &m, now()).unwrap();
+        }
+        if let Some(m) = c.ledger.sync_message(&mut c_of_b) {
+            b.ledger.receive_sync(&mut b_of_c, &m, now()).unwrap();
+        }
+    }
+    assert_eq!(b.ledger.peer_lag(&b_of_c), Some(0));
+    // A admits; C hears of it from A, then B hears of it too and passes it on to C.
+    a.scan(&TicketId::generate(), "a1", T0);
+    sync_pair(&mut a.ledger, &mut c.ledger);
+    sync_pair(&mut a.ledger, &mut b.ledger);
+    assert_eq!(b.ledger.peer_lag(&b_of_c), Some(1));
+    let passed_on = b.ledger.sync_message(&mut b_of_c).expect("B passes it on");
+    let learned = c
+        .ledger
+        .receive_sync(&mut c_of_b, &passed_on, now())
+        .unwrap();
+    assert!(learned.is_empty(), "C knew it already");
+    // C must still say what it holds, or B believes forever that C lacks it.
+    let answer = c
+        .ledger
+        .sync_message(&mut c_of_b)
+        .expect("C answers with its heads");
+    b.ledger.receive_sync(&mut b_of_c, &answer, now()).unwrap();
+    assert_eq!(b.ledger.peer_lag(&b_of_c), Some(0));
+    assert_eq!(
+        c.ledger.sync_message(&mut c_of_b),
+        None,
+        "and then stays quiet"
+    );
+    assert_eq!(b.ledger.sync_message(&mut b_of_c), None);
+}
