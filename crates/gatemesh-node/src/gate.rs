@@ -800,13 +800,11 @@ impl Writer {
                 .filter(|r| r.action == Action::Revert)
                 .flat_map(|r| &r.covers)
                 .collect();
-            // A revert decided on the flag comes below as the server signed it.
-            if let Some(d) = t
-                .resolution
-                .as_ref()
-                .filter(|d| d.action == Action::Revert && d.record.is_some())
-                && self.ledger.is_signing()
-            {
+            // The server's revert (on a flag, or of a ticket nobody flagged) is written below
+            // as its decision: by a gate that checks signatures only as the server signed it.
+            if let Some(d) = t.resolution.as_ref().filter(|d| {
+                d.action == Action::Revert && (d.record.is_some() || !self.ledger.is_signing())
+            }) {
                 covered.extend(&d.covers);
             }
             let covers: Vec<RedemptionId> = t
@@ -815,7 +813,17 @@ impl Writer {
                 .filter(|id| !covered.contains(id))
                 .cloned()
                 .collect();
-            if !covers.is_empty() {
+            if !covers.is_empty() && self.ledger.is_signing() {
+                // A gate that checks signatures takes a revert only as the server's identity
+                // signed it (the decision below, which covers every revert so far); it
+                // writes none in the server's name.
+                tracing::warn!(
+                    "ticket {}: {} admissions reverted at the server came without a signed \
+                     revert",
+                    t.tid,
+                    covers.len()
+                );
+            } else if !covers.is_empty() {
                 let now = now_ms();
                 let resolution = Resolution {
                     sig: None,

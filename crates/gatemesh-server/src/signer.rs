@@ -49,8 +49,14 @@ impl Signers {
                 OsRng.next_u64()
             ));
             let _ = std::fs::remove_dir_all(&aside);
-            pki::enroll_into(&ca, &aside, Role::Server, NAME, 3650)
-                .context("making the server's identity")?;
+            pki::enroll_into(
+                &ca,
+                &aside,
+                Role::Server,
+                NAME,
+                crate::api::devices::CA_DAYS,
+            )
+            .context("making the server's identity")?;
             if std::fs::rename(&aside, &dir).is_err() {
                 // Another server made it first.
                 let _ = std::fs::remove_dir_all(&aside);
@@ -94,16 +100,19 @@ impl Signers {
 /// inventions in their names. The ledger's other rules for records from outside hold here
 /// too, since what the server takes travels on to every gate: dated at most
 /// `MAX_CLOCK_AHEAD_MS` ahead of the server's clock `now_ms`, and at most `MAX_PER_TICKET`
-/// redemptions of one ticket by one writer in an upload. Says which item fails and why.
+/// redemptions of one ticket by one writer in an upload. Says which item fails and why;
+/// else returns each item's writer and its clock reading (`hlc.wall_ms`), by which a revoked
+/// writer's records are set aside.
 pub(crate) fn check_device_records(
     trust: &gatemesh_ledger::Trust,
     items: &[RedemptionRequest],
     now_ms: i64,
-) -> Result<(), String> {
+) -> Result<Vec<(gatemesh_ledger::NodeId, i64)>, String> {
     use gatemesh_ledger::{MAX_CLOCK_AHEAD_MS, MAX_PER_TICKET};
     let mut checked: HashMap<Vec<u8>, gatemesh_ledger::NodeId> = HashMap::new();
     let mut per_ticket: HashMap<(gatemesh_ledger::NodeId, gatemesh_ticket::TicketId), usize> =
         HashMap::new();
+    let mut writers = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let why = |w: String| format!("redemption {} (item {i}): {w}", item.redemption_id);
         let record = item
@@ -154,8 +163,25 @@ pub(crate) fn check_device_records(
                 checked.insert(cert, device.node);
             }
         }
+        writers.push((r.node, r.hlc.wall_ms));
     }
-    Ok(())
+    Ok(writers)
+}
+
+/// Per revoked device of the event, the earliest time from which its records are set aside
+/// (as every gate's ledger sets them aside, `gatemesh_ledger`'s `revoke` module).
+pub(crate) fn revoked_cuts(
+    st: &dyn crate::store::Storage,
+    eid: &EventId,
+) -> Result<HashMap<gatemesh_ledger::NodeId, i64>, StoreError> {
+    let mut cuts: HashMap<gatemesh_ledger::NodeId, i64> = HashMap::new();
+    for json in st.revocations(eid, 0, i64::MAX)? {
+        let r: gatemesh_wire::Revocation = serde_json::from_str(&json)
+            .map_err(|e| StoreError::Corrupt(format!("a stored revocation: {e}")))?;
+        let cut = cuts.entry(r.node.clone()).or_insert(i64::MAX);
+        *cut = (*cut).min(r.cut_ms());
+    }
+    Ok(cuts)
 }
 
 /// A record the server signed, as JSON with its certificate (base64url DER) under `cert`,

@@ -215,14 +215,15 @@ pub trait Storage: Send + Sync + 'static {
         actor: &str,
         record: &str,
     ) -> Result<(), StoreError>;
-    /// Undoes a ticket's admission so it may be admitted again; returns how many admissions
-    /// were reverted (none is a conflict).
+    /// Undoes a ticket's admissions so it may be admitted again, as the organizer's signed
+    /// `resolution` (action `revert`, covering every admission of the ticket reverted so far
+    /// and now) says; returns how many admissions were reverted (none is a conflict, and so
+    /// is one the resolution does not cover).
     fn revert(
         &self,
         eid: &EventId,
         tid: &TicketId,
-        actor: &str,
-        reason: &str,
+        resolution: &ServerResolution,
     ) -> Result<usize, StoreError>;
     fn audit(&self, eid: &EventId) -> Result<Vec<AuditLine>, StoreError>;
     /// The admissions of a ticket that still count (first one first): online admits and

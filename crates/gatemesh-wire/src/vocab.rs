@@ -77,12 +77,16 @@ pub enum Reason {
     NotInside,
     /// An exit scan where the event allows a single entry only.
     ExitNotAllowed,
+    // reject, from the writer
+    /// A record that a device wrote after it was revoked (a journal relays it): set aside,
+    /// not counted.
+    RevokedDevice,
 }
 
 impl Reason {
     /// Every reason, in the order above. A new reason goes here too: the app's plain words and
     /// the server's document are checked against this list.
-    pub const ALL: [Self; 17] = [
+    pub const ALL: [Self; 18] = [
         Self::Valid,
         Self::Unlisted,
         Self::Reentry,
@@ -100,6 +104,7 @@ impl Reason {
         Self::Denied,
         Self::NotInside,
         Self::ExitNotAllowed,
+        Self::RevokedDevice,
     ];
 
     /// The wire name.
@@ -122,6 +127,7 @@ impl Reason {
             Self::Denied => "denied",
             Self::NotInside => "not_inside",
             Self::ExitNotAllowed => "exit_not_allowed",
+            Self::RevokedDevice => "revoked_device",
         }
     }
 }

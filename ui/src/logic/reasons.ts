@@ -28,6 +28,8 @@ export const REASONS = {
   denied: "Refused by staff after a check",
   not_inside: "Exit scan, but this ticket is not inside",
   exit_not_allowed: "Exits are not scanned at this event (single entry)",
+  // reject, from the writer
+  revoked_device: "Written by a device after it was revoked: not counted",
 } as const satisfies Record<Reason, string>;
 
 export function isReasonCode(code: string): code is Reason {

@@ -405,6 +405,17 @@ async fn the_servers_word_reaches_a_connected_gate(backend: Backend) {
             .is_some_and(|r| r.iter().any(|r| r["action"] == "revert"))
     })
     .await;
+    // One revert, with the organizer's name and reason (this gate has no mesh identity, so
+    // it writes the server's decision as its own; a gate that signs takes the server's
+    // signed record: `gatemesh-node`'s contract test).
+    let t = gate_ticket(&gate, t0).await;
+    let revert = &t["resolutions"][0];
+    assert_eq!(t["resolutions"].as_array().map(Vec::len), Some(1), "{t}");
+    assert_eq!(
+        (&revert["staff"], &revert["note"]),
+        (&json!("Kim"), &json!("scanned the wrong person")),
+        "{t}"
+    );
     let r = scan(&gate, c0, "s2").await;
     assert_eq!(r["verdict"], "admit", "{r}");
     agree(

@@ -324,8 +324,9 @@ async fn the_gate_reads_what_the_server_writes() {
                 .any(|r| r.from_server && r.covers.contains(&c.id))
     })
     .await;
-    // Staff's decision at the server is the record the server's identity signed, not one in
-    // the gate's name (as the organizer's revert of an unflagged ticket still is).
+    // Staff's decision at the server, and the organizer's revert of a ticket nobody flagged,
+    // are the records the server's identity signed (the same writer, under its role), not
+    // ones in the gate's name.
     let (denied, _) = node.ticket(tid(&t[2])).await.unwrap();
     let (reverted, _) = node.ticket(tid(&t[3])).await.unwrap();
     let deny = denied
@@ -333,12 +334,24 @@ async fn the_gate_reads_what_the_server_writes() {
         .iter()
         .find(|r| r.action == gatemesh_wire::Action::Deny)
         .unwrap();
-    let revert = reverted.resolutions.iter().find(|r| r.from_server).unwrap();
+    let reverts: Vec<_> = reverted
+        .resolutions
+        .iter()
+        .filter(|r| r.from_server)
+        .collect();
+    assert_eq!(reverts.len(), 1, "{reverts:?}");
+    let revert = reverts[0];
     assert!(deny.from_server && deny.sig.is_some() && deny.staff == "Ana");
-    assert_ne!(
-        deny.node, revert.node,
-        "the deny was written in the gate's name"
-    );
+    assert!(revert.sig.is_some() && revert.staff == "Ana" && revert.note == "scanned by mistake");
+    assert_eq!(revert.covers, std::slice::from_ref(&c.id));
+    assert_eq!(deny.node, revert.node, "both in the server's name");
+    let server_node = deny.node.clone();
+    let gate_written = denied
+        .redemptions
+        .iter()
+        .chain(&reverted.redemptions)
+        .all(|r| r.node != server_node);
+    assert!(gate_written, "the server's identity is not a gate's");
     // A change made now reaches the gate on the stream.
     central
         .post(

@@ -54,6 +54,12 @@ const TRACKED: usize = 10_000;
 const DEVICE_CERT_DAYS: i64 = 30;
 /// How long a device certificate outlives the end of its event.
 const DEVICE_CERT_MARGIN: time::Duration = time::Duration::days(1);
+/// How long an event's mesh CA (made by the server on first use) and the server's own
+/// identity under it stay valid: a season, not ten years. Devices' certificates, the ones that
+/// travel on laptops, end with the event (see `cert_end`); once the CA ends, no gate of the
+/// event can join its mesh, while records signed under it stay checkable (the ledger checks a
+/// record's signature and chain, not the clock).
+pub(crate) const CA_DAYS: i64 = 400;
 
 /// Crockford base32 without I, L, O, U: unambiguous when read aloud or typed.
 const ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
@@ -192,8 +198,12 @@ impl PairGuard {
 }
 
 /// Device credentials seen recently, so the redemption path does not ask the database
-/// every time. Entries live 30 s: a re-paired device's old credential stops working within
-/// that.
+/// every time. A revocation or a re-pairing drops the device's entries in the server that
+/// made it at once; other servers on the same PostgreSQL keep theirs at most
+/// [`CREDENTIAL_TTL`], so a revoked credential stops working everywhere within that (and
+/// what the device wrote from its cut on does not count whenever it arrives).
+pub(crate) const CREDENTIAL_TTL: Duration = Duration::from_secs(2);
+
 #[derive(Debug, Default)]
 pub(crate) struct CredentialCache(Mutex<HashMap<String, (Device, Instant)>>);
 
@@ -213,7 +223,7 @@ impl CredentialCache {
         let key = hash(token);
         if let Ok(map) = self.0.lock()
             && let Some((device, at)) = map.get(&key)
-            && at.elapsed() < Duration::from_secs(30)
+            && at.elapsed() < CREDENTIAL_TTL
         {
             return Ok(Some(device.clone()));
         }
@@ -246,7 +256,7 @@ pub(crate) fn mesh_ca(data: &Path, eid: &EventId) -> anyhow::Result<std::path::P
         OsRng.next_u64()
     ));
     let _ = std::fs::remove_dir_all(&aside);
-    gatemesh_mesh::pki::write_new_ca(&aside, eid.as_str(), 3650)?;
+    gatemesh_mesh::pki::write_new_ca(&aside, eid.as_str(), CA_DAYS)?;
     if std::fs::rename(&aside, &dir).is_err() {
         // Another server made it first.
         let _ = std::fs::remove_dir_all(&aside);

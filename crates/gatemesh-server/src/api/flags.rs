@@ -121,11 +121,24 @@ pub(crate) async fn resolve(
     };
     let (signers, data) = (s.signers.clone(), s.data.clone());
     let resolved = blocking(&s, move |st| {
-        let covers = st
+        let mut covers: Vec<_> = st
             .admissions(&eid, &tid)?
             .into_iter()
             .map(|a| a.redemption_id)
             .collect();
+        // A revert covers every admission the ticket had reverted so far as well, so the
+        // latest signed revert is all a gate that joins later needs.
+        if req.action == gatemesh_wire::Action::Revert
+            && let Some(t) = st.ticket(&eid, &tid)?
+        {
+            let mut all: Vec<_> = t
+                .reverted
+                .into_iter()
+                .filter(|id| !covers.contains(id))
+                .collect();
+            all.append(&mut covers);
+            covers = all;
+        }
         let mut resolution = ServerResolution {
             action: req.action,
             staff,

@@ -98,7 +98,7 @@ pub(crate) async fn redeem(
                 )));
             }
             redemptions.iter().try_for_each(check)?;
-            let redemptions = if matches!(&caller.0, Caller::Device(_)) {
+            let (redemptions, writers) = if matches!(&caller.0, Caller::Device(_)) {
                 // A device's journal: every record as its writer signed it (checked off the
                 // async threads: a signature costs tens of microseconds).
                 let (signers, data, e) = (s.signers.clone(), s.data.clone(), eid.clone());
@@ -112,8 +112,9 @@ pub(crate) async fn redeem(
                         )
                     })?;
                     let now = gatemesh_wire::time::now_ms();
-                    crate::signer::check_device_records(&trust, &redemptions, now).map_err(bad)?;
-                    Ok::<_, ApiError>(redemptions)
+                    let writers = crate::signer::check_device_records(&trust, &redemptions, now)
+                        .map_err(bad)?;
+                    Ok::<_, ApiError>((redemptions, Some(writers)))
                 })
                 .await
                 .map_err(|_| {
@@ -126,13 +127,58 @@ pub(crate) async fn redeem(
             } else {
                 // The organizer's journal (a tool's import): what carries no gate's record
                 // is the server's word, signed when relayed, as an online admission is.
-                redemptions
+                (redemptions, None)
             };
             let metrics = s.metrics.clone();
             let (signers, data) = (s.signers.clone(), s.data.clone());
             let answers = blocking(&s, move |st| {
                 let started = std::time::Instant::now();
-                let mut answers = st.redeem_journal(&eid, &redemptions)?;
+                // What a revoked device wrote from its cut on (relayed by an honest gate's
+                // journal) does not count here either, as it does not in any gate's
+                // ledger: not stored, answered as set aside.
+                let set_aside: Vec<bool> = match &writers {
+                    Some(writers) => {
+                        let cuts = crate::signer::revoked_cuts(st, &eid)?;
+                        writers
+                            .iter()
+                            .map(|(node, wall_ms)| cuts.get(node).is_some_and(|cut| wall_ms >= cut))
+                            .collect()
+                    }
+                    None => vec![false; redemptions.len()],
+                };
+                let kept: Vec<RedemptionRequest> = redemptions
+                    .iter()
+                    .zip(&set_aside)
+                    .filter(|(_, aside)| !**aside)
+                    .map(|(r, _)| r.clone())
+                    .collect();
+                if kept.len() < redemptions.len() {
+                    tracing::warn!(
+                        "event {eid}: {} journal records written by revoked devices after their \
+                         revocation were set aside",
+                        redemptions.len() - kept.len()
+                    );
+                }
+                let mut stored = if kept.is_empty() {
+                    Vec::new()
+                } else {
+                    st.redeem_journal(&eid, &kept)?
+                }
+                .into_iter();
+                let mut answers = Vec::with_capacity(redemptions.len());
+                for aside in &set_aside {
+                    answers.push(if *aside {
+                        gatemesh_wire::RedemptionAnswer {
+                            verdict: gatemesh_wire::Verdict::Reject,
+                            reason: gatemesh_wire::Reason::RevokedDevice,
+                            first: None,
+                        }
+                    } else {
+                        stored.next().ok_or_else(|| {
+                            StoreError::Corrupt("the journal's answers came short".into())
+                        })?
+                    });
+                }
                 // A gate told of the first admission writes it into its ledger: with a
                 // record it can check, the server's own when no gate's came with it.
                 for (r, a) in redemptions.iter().zip(&mut answers) {

@@ -5,7 +5,8 @@
 //! in the manifest and the change stream; gates write it into their ledgers, so it reaches
 //! gates with no uplink over the mesh. The device's credential stops working at once on
 //! this server (its cache entry is dropped; other servers on the same database within their
-//! 30 s cache).
+//! 2 s cache, `CREDENTIAL_TTL`). A revoked device's records from its cut on, relayed in an
+//! honest gate's journal, are not stored and are answered `revoked_device`.
 
 use axum::{
     Json,

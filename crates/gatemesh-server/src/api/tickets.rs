@@ -477,7 +477,8 @@ pub(crate) struct Reverted {
 
 /// Reverts a ticket's admissions.
 ///
-/// For a mistaken scan: the ticket admits again. Audited.
+/// For a mistaken scan: the ticket admits again. Audited. Gates learn it as a resolution the
+/// server's identity signed, covering every admission of the ticket reverted so far.
 #[utoipa::path(
     post, path = "/v1/events/{eid}/tickets/{tid}/revert", tag = "organizer",
     operation_id = "revert_ticket",
@@ -488,7 +489,8 @@ pub(crate) struct Reverted {
         (status = 400, description = "Bad input", body = ErrorBody),
         (status = 401, description = "No admin token", body = ErrorBody),
         (status = 404, description = "No such ticket", body = ErrorBody),
-        (status = 409, description = "No admission to revert", body = ErrorBody),
+        (status = 409, description = "No admission to revert, or the ticket was admitted \
+            again while the revert was made (try again)", body = ErrorBody),
     ),
     security(("admin" = [])),
 )]
@@ -498,15 +500,43 @@ pub(crate) async fn revert(
     Body(req): Body<RevertRequest>,
 ) -> Result<Json<Reverted>, ApiError> {
     let (eid, tid) = (event_id(&eid)?, ticket_id(&tid)?);
-    if req.actor.trim().is_empty()
-        || req.actor.len() > 64
-        || req.reason.trim().is_empty()
-        || req.reason.len() > 500
-    {
+    let (Some(actor), Some(reason)) = (
+        gatemesh_wire::Label::parse(&req.actor),
+        gatemesh_wire::Note::parse(&req.reason).filter(|n| !n.as_str().trim().is_empty()),
+    ) else {
         return Err(bad(
             "a revert needs an actor (1-64 bytes) and a reason (1-500)",
         ));
-    }
-    let n = blocking(&s, move |st| st.revert(&eid, &tid, &req.actor, &req.reason)).await?;
+    };
+    let (signers, data) = (s.signers.clone(), s.data.clone());
+    let n = blocking(&s, move |st| {
+        let ticket = st
+            .ticket(&eid, &tid)?
+            .ok_or_else(|| crate::store::StoreError::NotFound(format!("ticket {tid}")))?;
+        let mut covers = ticket.reverted;
+        for a in st.admissions(&eid, &tid)? {
+            if !covers.contains(&a.redemption_id) {
+                covers.push(a.redemption_id);
+            }
+        }
+        let mut resolution = gatemesh_wire::ServerResolution {
+            action: gatemesh_wire::Action::Revert,
+            staff: actor,
+            note: reason,
+            covers,
+            at: gatemesh_wire::Timestamp::now(),
+            record: None,
+        };
+        // What gates write: the revert as the server's identity signed it.
+        resolution.record = Some(crate::signer::decision_record(
+            &signers,
+            &data,
+            &eid,
+            &tid,
+            &resolution,
+        )?);
+        st.revert(&eid, &tid, &resolution)
+    })
+    .await?;
     Ok(Json(Reverted { reverted: n }))
 }

@@ -165,13 +165,17 @@ pub(crate) fn transfer(
     tx.audit(eid, old, actor, "transfer", &format!("to {}", new.tid))
 }
 
-/// Undoes every admission of a ticket that counts; none is a conflict.
+/// Undoes every admission of a ticket that counts (none is a conflict), as the organizer's
+/// `revert` says: a resolution by the server's identity whose `covers` were read before this
+/// transaction and whose record is signed. It covers every admission the ticket ever had
+/// reverted, so the latest one is all a gate that joins later needs. An admission that came
+/// in after `covers` was read makes it a conflict (try again), never a revert the signed
+/// record does not name.
 pub(crate) fn revert(
     tx: &mut impl Tx,
     eid: &EventId,
     tid: &TicketId,
-    actor: &str,
-    reason: &str,
+    resolution: &ServerResolution,
 ) -> Result<usize, StoreError> {
     // The ticket lock keeps a redemption from slipping in between.
     if tx.lock_status(eid, tid)?.is_none() {
@@ -183,11 +187,23 @@ pub(crate) fn revert(
             "ticket {tid} has no admission to revert"
         )));
     }
+    if let Some(late) = ids.iter().find(|id| !resolution.covers.contains(id)) {
+        return Err(StoreError::Conflict(format!(
+            "ticket {tid} was admitted again meanwhile ({late}); try the revert again"
+        )));
+    }
     let seq = tx.take_seq(1)?;
     let mut reverted = tx.ticket(eid, tid)?.map(|t| t.reverted).unwrap_or_default();
     reverted.extend(ids.iter().cloned());
     tx.update(eid, tid, seq, Change::Reverted(&reverted))?;
-    tx.audit(eid, tid, actor, "revert", reason)?;
+    tx.update(eid, tid, seq, Change::Resolution(&to_json(resolution)?))?;
+    tx.audit(
+        eid,
+        tid,
+        resolution.staff.as_str(),
+        "revert",
+        resolution.note.as_str(),
+    )?;
     Ok(ids.len())
 }
 
@@ -239,7 +255,12 @@ pub(crate) fn resolve(
             }
         }
         Action::Revert => {
-            tx.revert_admissions(eid, tid)?;
+            let ids = tx.revert_admissions(eid, tid)?;
+            if let Some(late) = ids.iter().find(|id| !resolution.covers.contains(id)) {
+                return Err(StoreError::Conflict(format!(
+                    "ticket {tid} was admitted again meanwhile ({late}); decide again"
+                )));
+            }
             let mut reverted = ticket.reverted.clone();
             reverted.extend(
                 resolution

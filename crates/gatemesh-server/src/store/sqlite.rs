@@ -480,10 +480,9 @@ impl Storage for Sqlite {
         &self,
         eid: &EventId,
         tid: &TicketId,
-        actor: &str,
-        reason: &str,
+        resolution: &ServerResolution,
     ) -> Result<usize, StoreError> {
-        self.write(|tx| rules::revert(tx, eid, tid, actor, reason))
+        self.write(|tx| rules::revert(tx, eid, tid, resolution))
     }
 
     fn audit(&self, eid: &EventId) -> Result<Vec<AuditLine>, StoreError> {

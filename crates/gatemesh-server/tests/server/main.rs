@@ -23,7 +23,10 @@ use serde_json::{Value, json};
 const TOKEN: &str = "test-admin-token-0123456789";
 
 mod revoke;
-use revoke::a_revoked_device_is_refused_and_gates_hear_of_it;
+use revoke::{
+    a_revoked_device_is_refused_and_gates_hear_of_it,
+    a_revoked_devices_later_records_do_not_count_whoever_relays_them,
+};
 
 on_both_backends!(
     organizer_calls_need_the_admin_token,
@@ -46,6 +49,7 @@ on_both_backends!(
     online_admissions_reach_gates_signed_by_the_server,
     a_devices_journal_refuses_every_forgery_of_the_adversary_harness,
     a_revoked_device_is_refused_and_gates_hear_of_it,
+    a_revoked_devices_later_records_do_not_count_whoever_relays_them,
 );
 
 /// The server's gatherers keep PostgreSQL connections of their own. When the database ends
@@ -752,6 +756,39 @@ async fn transfers_chain_and_reverts_are_audited(backend: Backend) {
         )
         .await;
     assert_eq!(again["verdict"], "admit");
+    // Reverted once more: gates learn it as one revert the server's identity signed,
+    // covering both admissions (a gate that joins now needs only this one).
+    let (status, r) = s
+        .post(
+            &format!("/v1/events/E4/tickets/{t2id}/revert"),
+            json!({ "actor": "Sam", "reason": "scanned the wrong person again" }),
+        )
+        .await;
+    assert_eq!((status, r["reverted"].as_i64()), (StatusCode::OK, Some(1)));
+    let (_, manifest) = s.get("/v1/events/E4/manifest").await;
+    let entry = manifest["tickets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tid"] == json!(t2id))
+        .unwrap()
+        .clone();
+    assert_eq!(entry["reverted"], json!(["t-2", "t-3"]), "{entry}");
+    let decision = &entry["resolution"];
+    assert_eq!(
+        (&decision["action"], &decision["staff"], &decision["covers"]),
+        (&json!("revert"), &json!("Sam"), &json!(["t-2", "t-3"])),
+        "{entry}"
+    );
+    let record = &decision["record"];
+    assert_eq!(
+        (&record["action"], &record["covers"], &record["staff"]),
+        (&json!("revert"), &json!(["t-2", "t-3"]), &json!("Sam"))
+    );
+    assert!(
+        record["sig"].is_string() && record["cert"].is_string(),
+        "{record}"
+    );
     let (status, _) = s
         .post(
             &format!(
@@ -768,6 +805,7 @@ async fn transfers_chain_and_reverts_are_audited(backend: Backend) {
         &[
             ("transfer", "box-office"),
             ("transfer", "admin"),
+            ("revert", "Sam"),
             ("revert", "Sam"),
         ],
     )
@@ -2023,6 +2061,19 @@ fn signed_item(
     edit: impl FnOnce(&mut gatemesh_ledger::Redemption),
 ) -> Value {
     let at_ms = gatemesh_wire::time::parse_ms("2026-11-29T20:00:00Z").unwrap();
+    signed_item_at(signer, cert, eid, tid, gate, at_ms, edit)
+}
+
+/// [`signed_item`], admitted at `at_ms`.
+fn signed_item_at(
+    signer: &gatemesh_ledger::Signer,
+    cert: &str,
+    eid: &str,
+    tid: &str,
+    gate: &str,
+    at_ms: i64,
+    edit: impl FnOnce(&mut gatemesh_ledger::Redemption),
+) -> Value {
     let node = signer.node().clone();
     let mut r = gatemesh_ledger::Redemption {
         id: gatemesh_wire::RedemptionId::random(),
@@ -2048,7 +2099,7 @@ fn signed_item(
     let mut record = serde_json::to_value(&r).unwrap();
     record["cert"] = cert.into();
     json!({ "redemption_id": r.id, "tid": tid, "gate": gate, "scanner": "s1",
-            "at": "2026-11-29T20:00:00Z", "record": record })
+            "at": gatemesh_wire::time::format_ms(at_ms), "record": record })
 }
 
 /// A paired gate's credential uploads journals: what its writers signed is taken; a record
@@ -2155,6 +2206,9 @@ async fn online_admissions_reach_gates_signed_by_the_server(backend: Backend) {
     let r: gatemesh_ledger::Redemption = serde_json::from_value(bare).unwrap();
     let writer = gatemesh_ledger::check_redemption(&trust, &cert, &r).unwrap();
     assert_eq!(writer.role(), gatemesh_wire::Role::Server);
+    // The server's identity lives for a season, not ten years.
+    let season = gatemesh_wire::time::now_ms() + 401 * 86_400_000;
+    assert!(writer.not_after_ms < season, "{}", writer.not_after_ms);
     assert_eq!(r.id.as_str(), "box-1");
     assert_ne!(&r.node, north.node());
     // A record altered in one field no longer checks.

@@ -6,7 +6,7 @@ use gatemesh_testkit::pg::Backend;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use super::{Running, Sse};
+use super::{Running, Sse, signed_item_at};
 
 /// Pairs a new device: its credential, certificate (PEM) and CA (PEM).
 async fn pair(s: &Running, eid: &str, name: &str) -> (String, String, String) {
@@ -214,4 +214,105 @@ pub(crate) async fn a_revoked_device_is_refused_and_gates_hear_of_it(backend: Ba
         ]
     );
     s.stop().await;
+}
+
+/// Pairs a new device and keeps its key: its credential, its signer and its certificate
+/// (base64url DER, as a journal record carries it).
+async fn pair_signing(
+    s: &Running,
+    eid: &str,
+    name: &str,
+) -> (String, gatemesh_ledger::Signer, String) {
+    use base64::Engine;
+    use rustls_pki_types::{CertificateDer, pem::PemObject};
+    let (status, code) = s
+        .post(
+            &format!("/v1/events/{eid}/devices"),
+            json!({ "name": name }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{code}");
+    let request = gatemesh_mesh::pki::DeviceRequest::new().unwrap();
+    let r = s
+        .client
+        .post(format!("{}/v1/pair", s.base))
+        .json(&json!({ "code": code["code"], "csr": request.csr_pem }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let paired: Value = r.json().await.unwrap();
+    let (cert_pem, ca_pem) = (
+        paired["identity"]["device_pem"].as_str().unwrap(),
+        paired["identity"]["ca_pem"].as_str().unwrap(),
+    );
+    let trust = gatemesh_ledger::Trust::from_pem(ca_pem, &eid.parse().unwrap()).unwrap();
+    let signer = gatemesh_ledger::Signer::from_pem(&trust, cert_pem, &request.key_pem()).unwrap();
+    let der = CertificateDer::from_pem_slice(cert_pem.as_bytes()).unwrap();
+    let cert = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(der.as_ref());
+    (paired["token"].as_str().unwrap().to_owned(), signer, cert)
+}
+
+/// A revoked gate's records from its cut on reach the server in an honest gate's journal (it
+/// learned them over the mesh before it heard of the revocation): they are not stored and do
+/// not count, as in every gate's ledger; its earlier records count as before.
+pub(crate) async fn a_revoked_devices_later_records_do_not_count_whoever_relays_them(
+    backend: Backend,
+) {
+    let s = Running::start(backend).await;
+    let tickets = s.event_with_tickets("ASIDE", 2).await;
+    let tid = |i: usize| tickets[i]["tid"].as_str().unwrap().to_owned();
+    let (_, north, north_cert) = pair_signing(&s, "ASIDE", "North-1").await;
+    let (south_token, _, _) = pair_signing(&s, "ASIDE", "South-1").await;
+    let (status, answer) = s
+        .post(
+            "/v1/events/ASIDE/devices/North-1/revoke",
+            json!({ "reason": "laptop stolen", "since": "2026-11-29T19:00:00Z" }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+
+    let at = |t: &str| gatemesh_wire::time::parse_ms(t).unwrap();
+    let before = signed_item_at(
+        &north,
+        &north_cert,
+        "ASIDE",
+        &tid(0),
+        "North 1",
+        at("2026-11-29T18:30:00Z"),
+        |_| {},
+    );
+    let after = signed_item_at(
+        &north,
+        &north_cert,
+        "ASIDE",
+        &tid(1),
+        "North 1",
+        at("2026-11-29T19:30:00Z"),
+        |_| {},
+    );
+    let path = "/v1/events/ASIDE/redemptions";
+    let (status, b) = s
+        .post_as(
+            &south_token,
+            path,
+            json!({ "redemptions": [before, after] }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{b}");
+    assert_eq!(b["answers"][0]["verdict"], "admit", "{b}");
+    assert_eq!(
+        (&b["answers"][1]["verdict"], &b["answers"][1]["reason"]),
+        (&json!("reject"), &json!("revoked_device")),
+        "{b}"
+    );
+    let admissions = |t: Value| t["admissions"].as_array().map_or(0, Vec::len);
+    let (_, t0) = s.get(&format!("/v1/events/ASIDE/tickets/{}", tid(0))).await;
+    let (_, t1) = s.get(&format!("/v1/events/ASIDE/tickets/{}", tid(1))).await;
+    assert_eq!((admissions(t0), admissions(t1.clone())), (1, 0), "{t1}");
+    // The ticket the revoked gate "admitted" admits its holder.
+    let (_, online) = s
+        .post(path, super::redemption("box-1", &json!(tid(1)), "Box"))
+        .await;
+    assert_eq!(online["verdict"], "admit", "{online}");
 }
