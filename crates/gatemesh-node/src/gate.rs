@@ -259,6 +259,10 @@ pub(crate) struct Writer {
     pub changed: tokio::sync::watch::Sender<u64>,
     /// A peer's message was refused after it may have reached the document.
     pub reload_after_commit: bool,
+    /// The ledger in memory may hold changes that are not on disk and reopening it failed
+    /// (the file still locked, the disk gone): until a reload succeeds, nothing is stored
+    /// and every command is answered with the storage's failure.
+    pub reload_pending: bool,
     /// The certificates the mesh refuses, kept equal to the ledger's revocations.
     pub revoked: gatemesh_mesh::revoked::Revoked,
 }
@@ -342,13 +346,24 @@ impl Writer {
             // A commit made early in the batch (see below): its failure answers the batch.
             let mut early: Option<NodeError> = None;
             let mut stored_early = false;
+            if self.reload_pending {
+                self.reload();
+            }
+            if self.reload_pending {
+                // Nothing built on a ledger that differs from the disk is stored or answered.
+                early = Some(NodeError::Storage(
+                    "the ledger could not be reopened from disk after a failed write; \
+                     retrying with every request"
+                        .into(),
+                ));
+            }
             for command in batch {
                 if let Command::Shutdown = command {
                     stopping = true;
                     continue;
                 }
                 replies.push(self.handle(command, &mut changes, &mut events));
-                if std::mem::take(&mut self.reload_after_commit) {
+                if std::mem::take(&mut self.reload_after_commit) && early.is_none() {
                     // A peer's message failed after it reached the document: what it left
                     // there must not stay, be passed on or be built upon by the next scan.
                     // Keep what the batch made before it, then start again from disk.
@@ -428,8 +443,12 @@ impl Writer {
                 self.ledger = ledger;
                 // Peers may have been told of changes that are gone: start their sync over.
                 self.peers.clear();
+                self.reload_pending = false;
             }
-            Err(e) => tracing::error!("could not reload the ledger from disk: {e}"),
+            Err(e) => {
+                tracing::error!("could not reload the ledger from disk (trying again): {e}");
+                self.reload_pending = true;
+            }
         }
     }
 

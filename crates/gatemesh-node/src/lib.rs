@@ -275,6 +275,7 @@ impl Node {
             peers: Default::default(),
             changed,
             reload_after_commit: false,
+            reload_pending: false,
             revoked: revoked.clone(),
         };
         if let Some(manifest) = &config.manifest {

@@ -671,3 +671,47 @@ fn arbitrary_bodies_get_4xx_and_change_nothing() {
     fuzz::post_bodies(&runtime, api, files, snapshot);
     runtime.block_on(gate.stop());
 }
+
+/// A scan whose commit fails (another process holds the ledger's SQLite file locked past the
+/// busy timeout) is answered with an error and leaves nothing of itself in memory: the gate
+/// starts again from disk, as it opened it (its records still signed), so the next scan of
+/// that ticket by another scanner admits instead of finding a redemption that was never
+/// stored.
+#[tokio::test]
+async fn a_scan_whose_commit_fails_leaves_nothing_behind_and_the_gate_keeps_signing() {
+    let dir = tempfile::tempdir().unwrap();
+    let issuer = Issuer::new();
+    let gate = Gate::start(dir.path(), "North 1", &issuer, None, Policy::default()).await;
+    let (kept, lost) = (TicketId::generate(), TicketId::generate());
+    assert_eq!(
+        verdict(&gate.scan(&issuer.ticket(&kept), "s1").await),
+        ("admit", "valid")
+    );
+
+    let lock = rusqlite::Connection::open(dir.path().join("ledger.sqlite")).unwrap();
+    lock.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let (status, body) = gate
+        .post(
+            "/v1/scan",
+            json!({ "code": issuer.ticket(&lost), "scanner": "s1" }),
+        )
+        .await;
+    assert!(status.is_server_error(), "{status}: {body}");
+    lock.execute_batch("ROLLBACK").unwrap();
+    drop(lock);
+
+    let again = gate.scan(&issuer.ticket(&lost), "s2").await;
+    assert_eq!(verdict(&again), ("admit", "valid"), "{again}");
+    let (_, t) = gate.get(&format!("/v1/tickets/{lost}")).await;
+    let redemptions = t["redemptions"].as_array().unwrap();
+    assert_eq!(redemptions.len(), 1, "{t}");
+    assert!(
+        redemptions[0]["sig"].is_string(),
+        "signed after the reload: {t}"
+    );
+    assert_eq!(
+        verdict(&gate.scan(&issuer.ticket(&kept), "s2").await),
+        ("duplicate", "already_admitted")
+    );
+    gate.stop().await;
+}
