@@ -8,6 +8,8 @@
 //!   a namespace of its own — with links that can be cut. mDNS multicast stays inside.
 //! - [`pg::Database`]: a fresh PostgreSQL database on the test cluster, and
 //!   [`on_both_backends!`], which runs a test once on SQLite and once on PostgreSQL.
+//! - [`pg::Cluster`]: a PostgreSQL cluster of one test's own, which it may stop and start.
+//! - [`jose`]: a `tools/jose` script (the npm `jose` library) as an outside referee.
 //! - [`fuzz::post_bodies`]: fuzzed request bodies posted to an HTTP API, every answer held
 //!   to the rule for bad input.
 //! - [`bomb`]: automerge chunks that inflate far past the ledger's bound.
