@@ -125,7 +125,7 @@ impl PublicKey {
     }
 }
 
-/// A JWK Set of `keys`, as [`PublicKey::from_jwks`] reads it (pretty-printed JSON).
+/// A JWK Set of `keys`, as [`PublicKey::from_jwks`] reads it.
 pub fn jwks<'a>(keys: impl IntoIterator<Item = &'a PublicKey>) -> Value {
     json!({ "keys": keys.into_iter().map(PublicKey::to_jwk).collect::<Vec<_>>() })
 }
