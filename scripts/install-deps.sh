@@ -7,9 +7,10 @@ cd "$(dirname "$0")/.."
 # Debian packages: C toolchain, WebKitGTK for the Tauri shell, zbar and poppler as independent
 # QR and PDF readers for the tests, Node.js for the UI and the jose interoperability checks.
 # PostgreSQL for the server's second storage backend (the tests start a throwaway cluster).
-# WebKitGTK's WebDriver and Xvfb run the desktop app's end-to-end tests.
+# WebKitGTK's WebDriver and Xvfb run the desktop app's end-to-end tests. systemd brings
+# systemd-analyze, which checks the units in packaging/systemd.
 packages=(build-essential pkg-config curl libwebkit2gtk-4.1-dev zbar-tools poppler-utils
-  postgresql webkit2gtk-driver xvfb)
+  postgresql webkit2gtk-driver xvfb systemd)
 command -v node >/dev/null || packages+=(nodejs)
 command -v npm >/dev/null || packages+=(npm)
 missing=()

@@ -24,11 +24,12 @@ pub struct Args {
     /// The gate's name as staff see it ("North 1").
     #[arg(long, required_unless_present = "paired")]
     name: Option<String>,
-    /// Issuer public key (SPKI PEM); repeat during a key rotation.
+    /// Issuer public key: SPKI PEM or a JWK Set (issuer.jwks.json); repeat during a key
+    /// rotation.
     #[arg(
         long = "issuer",
         required_unless_present = "paired",
-        value_name = "PUB.pem"
+        value_name = "PUB.pem|JWKS.json"
     )]
     issuers: Vec<PathBuf>,
     /// The event's ticket list (tickets.csv from `gatemesh issue`, or a JSON manifest);

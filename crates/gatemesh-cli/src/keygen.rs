@@ -7,8 +7,9 @@ use anyhow::{Context, Result};
 use gatemesh_mesh::fs::{PRIVATE, PUBLIC};
 use gatemesh_ticket::{IssuerKey, KeyId};
 
-/// Create an issuer key pair: DIR/issuer.key.pem (PKCS#8, private) and DIR/issuer.pub.pem
-/// (SPKI, for gates).
+/// Create an issuer key pair: DIR/issuer.key.pem (PKCS#8, private), and for gates and JOSE
+/// libraries DIR/issuer.pub.pem (plain SPKI PEM) and DIR/issuer.jwks.json (a JWK Set that
+/// names the key id).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Directory to write the key files into (created if missing).
@@ -35,19 +36,33 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let key = IssuerKey::generate(args.kid);
     let private = args.out.join("issuer.key.pem");
     let public = args.out.join("issuer.pub.pem");
-    if private.exists() || public.exists() {
+    let jwks = args.out.join("issuer.jwks.json");
+    if private.exists() || public.exists() || jwks.exists() {
         anyhow::bail!(
             "{} already holds an issuer key; choose another --out",
             args.out.display()
         );
     }
     create_new(&private, PRIVATE, &key.to_pem()?)?;
-    create_new(&public, PUBLIC, &key.public().to_pem())?;
+    let set = gatemesh_ticket::jwks([&key.public()]);
+    create_new(&public, PUBLIC, &key.public().to_spki_pem())?;
+    create_new(&jwks, PUBLIC, &format!("{set:#}\n"))?;
     println!("kid:     {}", key.kid());
     println!(
         "private: {}  (keep it secret: it signs tickets)",
         private.display()
     );
-    println!("public:  {}  (give it to every gate)", public.display());
+    if key.public().kid_is_derived() {
+        println!("public:  {}  (give it to every gate)", public.display());
+        println!("jwks:    {}  (the same key, with its id)", jwks.display());
+    } else {
+        // A plain PEM cannot name a chosen id; read alone it gets the derived one.
+        println!("public:  {}  (give it to every gate)", jwks.display());
+        println!(
+            "pem:     {}  (the same key for PEM readers; it does not carry the id {})",
+            public.display(),
+            key.kid()
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }

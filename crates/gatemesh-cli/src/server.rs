@@ -4,18 +4,26 @@ use anyhow::{Context, Result, bail};
 
 /// Run the central server: events, ticket issuing, voids, manifests, redemptions. Serves
 /// HTTPS (a self-signed certificate made on first run, or --tls-cert/--tls-key).
+///
+/// Every setting can also come from a TOML file (--config): its keys are the flags' names
+/// (`data`, `db`, `listen`, `public-url`, `tls-cert`, `tls-key`, `plain-http`, `admin-token`,
+/// `log-format`); flags and environment variables override it.
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    /// A TOML file of settings; flags and environment variables override what it says.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
     /// Data directory: the database, the server's issuer key, the admin token.
-    #[arg(long)]
-    data: PathBuf,
+    #[arg(long, required_unless_present = "config")]
+    data: Option<PathBuf>,
     /// Database: `sqlite://PATH` (default: server.sqlite in the data directory) or
     /// `postgres://USER@HOST:PORT/DB`. Servers sharing a PostgreSQL database act as one
     /// service when they also share the data directory (issuer key, admin token).
     #[arg(long)]
     db: Option<String>,
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    listen: SocketAddr,
+    /// Address to listen on [default: 127.0.0.1:8080].
+    #[arg(long)]
+    listen: Option<SocketAddr>,
     /// The URL devices reach this server at (https://HOST:PORT), for the pairing links it
     /// hands out. Needed with an unspecified --listen address (0.0.0.0, [::]); otherwise the
     /// listen address is used.
@@ -24,22 +32,118 @@ pub struct Args {
     /// A TLS certificate chain (PEM) from a real CA, instead of the self-signed one the
     /// server makes on first run in DATA/tls/. Devices pin its fingerprint: replacing it
     /// means pairing them again.
-    #[arg(long, requires = "tls_key")]
+    #[arg(long)]
     tls_cert: Option<PathBuf>,
     /// The private key (PEM) of --tls-cert.
-    #[arg(long, requires = "tls_cert")]
+    #[arg(long)]
     tls_key: Option<PathBuf>,
     /// Serve plain HTTP instead of HTTPS: only on a loopback --listen address (tests, a
     /// reverse proxy on the same machine).
-    #[arg(long, conflicts_with_all = ["tls_cert", "tls_key"])]
+    #[arg(long)]
     plain_http: bool,
     /// Admin token for organizer calls (also from GATEMESH_ADMIN_TOKEN); when neither is
     /// given, one is generated on first run, printed once and kept in the data directory.
     #[arg(long, env = "GATEMESH_ADMIN_TOKEN", hide_env_values = true)]
     admin_token: Option<String>,
+    /// Log lines on standard error: text for people, json (one object a line) for a log
+    /// collector [default: text]. RUST_LOG chooses what is logged (default: info).
+    #[arg(long, value_enum)]
+    log_format: Option<LogFormat>,
+}
+
+/// How the server writes its log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+/// The --config file: the flags' settings under the flags' names; any other key is refused.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct FileConfig {
+    data: Option<PathBuf>,
+    db: Option<String>,
+    listen: Option<SocketAddr>,
+    public_url: Option<String>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+    plain_http: Option<bool>,
+    admin_token: Option<String>,
+    log_format: Option<LogFormat>,
+}
+
+/// The settings the server runs with: flags (and environment) over the file over defaults.
+#[derive(Debug)]
+struct Settings {
+    data: PathBuf,
+    db: Option<String>,
+    listen: SocketAddr,
+    public_url: Option<String>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+    plain_http: bool,
+    admin_token: Option<String>,
+    log_format: LogFormat,
+}
+
+fn settings(args: Args) -> Result<Settings> {
+    let file = match &args.config {
+        None => FileConfig::default(),
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            toml::from_str(&text).with_context(|| format!("{}", path.display()))?
+        }
+    };
+    let s = Settings {
+        data: args
+            .data
+            .or(file.data)
+            .context("no data directory: give --data, or `data` in the --config file")?,
+        db: args.db.or(file.db),
+        listen: args
+            .listen
+            .or(file.listen)
+            .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8080))),
+        public_url: args.public_url.or(file.public_url),
+        tls_cert: args.tls_cert.or(file.tls_cert),
+        tls_key: args.tls_key.or(file.tls_key),
+        plain_http: args.plain_http || file.plain_http.unwrap_or(false),
+        admin_token: args.admin_token.or(file.admin_token),
+        log_format: args
+            .log_format
+            .or(file.log_format)
+            .unwrap_or(LogFormat::Text),
+    };
+    if s.tls_cert.is_some() != s.tls_key.is_some() {
+        bail!("--tls-cert and --tls-key go together");
+    }
+    if s.plain_http && s.tls_cert.is_some() {
+        bail!("--plain-http serves no TLS: drop --tls-cert/--tls-key, or --plain-http");
+    }
+    Ok(s)
+}
+
+/// Logs to standard error, as text or one JSON object a line; RUST_LOG filters (default
+/// `info`).
+fn init_logging(format: LogFormat) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    // Only fails when a subscriber is already set (nothing else sets one).
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    let args = settings(args)?;
+    init_logging(args.log_format);
     if args.plain_http && !args.listen.ip().is_loopback() {
         bail!(
             "--plain-http serves only a loopback address, not {}: devices send their \
@@ -69,7 +173,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         .as_deref()
         .map(gatemesh_server::Database::parse)
         .transpose()?;
-    let mut opened = gatemesh_server::Server::open(&args.data, db, args.admin_token)?;
+    let mut opened = gatemesh_server::Server::open(&args.data, db, args.admin_token.clone())?;
     if let Some(url) = &args.public_url {
         opened.server = opened.server.with_public_url(url)?;
     }
@@ -99,6 +203,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             "{}",
             serde_json::json!({ "api": addr.to_string(), "url": url, "fingerprint": fingerprint })
         );
+        tracing::info!(api = %addr, url = %url, "serving");
         let shutdown = async {
             let _ = tokio::signal::ctrl_c().await;
         };

@@ -14,8 +14,9 @@ use crate::timefmt;
 /// Exit status 0 when every ticket is valid, 1 when one is refused, 2 for a usage error.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Issuer public key (SPKI PEM); repeat for several keys during a rotation.
-    #[arg(long = "issuer", required = true, value_name = "PUB.pem")]
+    /// Issuer public key: SPKI PEM or a JWK Set (issuer.jwks.json); repeat for several keys
+    /// during a rotation.
+    #[arg(long = "issuer", required = true, value_name = "PUB.pem|JWKS.json")]
     issuers: Vec<PathBuf>,
     /// The event the gate checks in; GM1 tickets can only be verified against one.
     #[arg(long)]
@@ -33,10 +34,12 @@ pub fn load_keyring(paths: &[PathBuf]) -> Result<Keyring> {
     for path in paths {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading issuer key {}", path.display()))?;
-        let key = PublicKey::from_pem(&text)
+        let keys = PublicKey::from_file_text(&text)
             .with_context(|| format!("reading issuer key {}", path.display()))?;
-        ring.add(key)
-            .with_context(|| format!("adding {}", path.display()))?;
+        for key in keys {
+            ring.add(key)
+                .with_context(|| format!("adding {}", path.display()))?;
+        }
     }
     Ok(ring)
 }

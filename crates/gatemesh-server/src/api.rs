@@ -1,7 +1,7 @@
 //! The server's HTTP API (JSON), one module per area. Organizer calls need
 //! `Authorization: Bearer <admin token>`; gate calls take the admin token or a paired
-//! device's credential ([`auth`]); `/v1/health`, `/v1/keys`, `/v1/pair` and
-//! `/v1/openapi.json` are open. Client input never causes a 5xx ([`errors`]).
+//! device's credential ([`auth`]); `/v1/health`, `/healthz`, `/readyz`, `/v1/keys`,
+//! `/.well-known/jwks.json`, `/v1/pair` and `/v1/openapi.json` are open. Client input never causes a 5xx ([`errors`]).
 //!
 //! Every handler carries its `#[utoipa::path]` and returns a typed body (the gate-facing ones
 //! from `gatemesh-wire`), so the OpenAPI document ([`crate::openapi`]) is made from what the
@@ -97,7 +97,10 @@ pub fn router(server: Server) -> Router {
         ));
     Router::new()
         .route("/v1/health", get(health))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
         .route("/v1/keys", get(keys))
+        .route("/.well-known/jwks.json", get(jwks))
         .route("/v1/openapi.json", get(openapi_json))
         .route("/v1/pair", post(devices::pair))
         .merge(organizer)
@@ -255,6 +258,48 @@ pub(crate) async fn health() -> Json<Health> {
     Json(Health { ok: true })
 }
 
+/// Liveness for a service manager or an orchestrator: 200 whenever the process serves, even
+/// while the database is away (restarting the process would not bring it back).
+#[utoipa::path(
+    get, path = "/healthz", tag = "open",
+    responses((status = 200, description = "The process serves", body = Health)),
+)]
+pub(crate) async fn healthz() -> Json<Health> {
+    Json(Health { ok: true })
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Ready {
+    ready: bool,
+}
+
+/// Readiness: 200 when the database answers now; 503 with the cause when it does not, so a
+/// load balancer sends requests elsewhere until it is back.
+#[utoipa::path(
+    get, path = "/readyz", tag = "open",
+    responses(
+        (status = 200, description = "The database answers", body = Ready),
+        (status = 503, description = "The database does not answer; the message says why",
+            body = ErrorBody),
+    ),
+)]
+pub(crate) async fn readyz(State(s): State<Server>) -> Result<Json<Ready>, ApiError> {
+    let store = s.store.clone();
+    match tokio::task::spawn_blocking(move || store.ping()).await {
+        Ok(Ok(())) => Ok(Json(Ready { ready: true })),
+        Ok(Err(e)) => Err(err(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            format!("the database does not answer: {e}"),
+        )),
+        Err(e) => Err(err(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            e.to_string(),
+        )),
+    }
+}
+
 /// The OpenAPI 3 document of this API (this one included).
 #[utoipa::path(
     get, path = "/v1/openapi.json", tag = "open",
@@ -265,10 +310,74 @@ pub(crate) async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
 }
 
 pub(crate) fn issuer_keys(s: &Server) -> Vec<IssuerKey> {
-    vec![IssuerKey {
-        kid: s.key.kid().clone(),
-        pem: s.issuer_public_pem(),
-    }]
+    s.issuer_public_keys()
+        .into_iter()
+        .map(|k| IssuerKey {
+            kid: k.kid().clone(),
+            pem: k.to_pem(),
+        })
+        .collect()
+}
+
+/// A JSON Web Key Set (RFC 7517), as `/.well-known/jwks.json` serves it.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Jwks {
+    /// The keys: the current one first, then the retired ones.
+    keys: Vec<Jwk>,
+}
+
+/// One issuer public key as a JWK.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Jwk {
+    /// Always `EC`.
+    kty: String,
+    /// Always `P-256`.
+    crv: String,
+    /// The point's x coordinate, base64url.
+    x: String,
+    /// The point's y coordinate, base64url.
+    y: String,
+    /// The key id JWT tickets name in their header.
+    kid: String,
+    /// Always `ES256`.
+    alg: String,
+    /// Always `sig`.
+    #[serde(rename = "use")]
+    use_: String,
+}
+
+/// The issuer public keys as a JSON Web Key Set, for JOSE libraries.
+///
+/// The key that signs new tickets first, then the retired keys whose tickets still circulate
+/// (a key rotation keeps them listed). No credential needed.
+#[utoipa::path(
+    get, path = "/.well-known/jwks.json", tag = "open",
+    responses((status = 200, description = "The issuer keys as a JWK Set", body = Jwks)),
+)]
+pub(crate) async fn jwks(State(s): State<Server>) -> Json<Jwks> {
+    let member = |jwk: &serde_json::Value, name: &str| {
+        jwk.get(name)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let keys = s
+        .issuer_public_keys()
+        .iter()
+        .map(|k| {
+            let jwk = k.to_jwk();
+            Jwk {
+                kty: member(&jwk, "kty"),
+                crv: member(&jwk, "crv"),
+                x: member(&jwk, "x"),
+                y: member(&jwk, "y"),
+                kid: member(&jwk, "kid"),
+                alg: member(&jwk, "alg"),
+                use_: member(&jwk, "use"),
+            }
+        })
+        .collect();
+    Json(Jwks { keys })
 }
 
 /// The issuer keys that sign this server's tickets.

@@ -23,7 +23,7 @@ pub mod tls;
 use std::{path::Path, sync::Arc};
 
 use anyhow::{Context, Result};
-use gatemesh_ticket::IssuerKey;
+use gatemesh_ticket::{IssuerKey, Keyring, PublicKey};
 use rand_core::{OsRng, RngCore};
 
 /// A configured server, ready to serve.
@@ -31,6 +31,9 @@ use rand_core::{OsRng, RngCore};
 pub struct Server {
     pub(crate) store: Arc<dyn store::Storage>,
     pub(crate) key: Arc<IssuerKey>,
+    /// The public halves of earlier issuer keys (`DATA/issuer.retired/`), still published so
+    /// tickets signed before a rotation keep verifying.
+    pub(crate) retired: Arc<Vec<PublicKey>>,
     pub(crate) admin_token: Arc<String>,
     /// Set when the server shuts down, so live streams end and shutdown completes.
     pub(crate) stopping: Arc<tokio::sync::watch::Sender<bool>>,
@@ -149,8 +152,16 @@ impl Server {
         let key = IssuerKey::from_pem(&key_pem).context("reading the server's issuer key")?;
         let public = data.join("issuer.pub.pem");
         if !public.exists() {
-            std::fs::write(&public, key.public().to_pem())?;
+            std::fs::write(&public, key.public().to_spki_pem())?;
         }
+        let jwks = data.join("issuer.jwks.json");
+        if !jwks.exists() {
+            std::fs::write(
+                &jwks,
+                format!("{:#}\n", gatemesh_ticket::jwks([&key.public()])),
+            )?;
+        }
+        let retired = retired_keys(&data.join(RETIRED), &key)?;
         let (token, new_admin_token) = match admin_token {
             Some(t) => (t, None),
             None => {
@@ -171,6 +182,7 @@ impl Server {
             server: Server {
                 store,
                 key: Arc::new(key),
+                retired: Arc::new(retired),
                 admin_token: Arc::new(token),
                 stopping: Arc::new(tokio::sync::watch::Sender::new(false)),
                 data: Arc::new(data.to_owned()),
@@ -202,4 +214,43 @@ impl Server {
     pub fn issuer_public_pem(&self) -> String {
         self.key.public().to_pem()
     }
+
+    /// Every issuer public key the server publishes: the current one first, then the
+    /// retired ones still valid for tickets signed before a rotation.
+    pub fn issuer_public_keys(&self) -> Vec<PublicKey> {
+        std::iter::once(self.key.public())
+            .chain(self.retired.iter().cloned())
+            .collect()
+    }
+}
+
+/// The folder in the data directory whose public keys (SPKI PEM or JWK Set files) the server
+/// keeps publishing after a key rotation.
+pub const RETIRED: &str = "issuer.retired";
+
+/// The public keys in `dir` (every `*.pem` and `*.json` file, in name order), refused when two
+/// name one id differently or one reuses the current key's id.
+fn retired_keys(dir: &Path, current: &IssuerKey) -> Result<Vec<PublicKey>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
+    };
+    let mut paths: Vec<_> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "pem" || x == "json"))
+        .collect();
+    paths.sort();
+    let mut ring = Keyring::from_keys([current.public()])?;
+    for path in &paths {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        for key in PublicKey::from_file_text(&text)
+            .with_context(|| format!("reading the retired issuer key {}", path.display()))?
+        {
+            ring.add(key)
+                .with_context(|| format!("adding {}", path.display()))?;
+        }
+    }
+    Ok(ring.iter().skip(1).cloned().collect())
 }

@@ -28,7 +28,10 @@ use crate::api::{self, devices, events, flags, manifest, redemptions, revoke, ti
     ),
     paths(
         api::health,
+        api::healthz,
+        api::readyz,
         api::keys,
+        api::jwks,
         api::openapi_json,
         devices::pair,
         events::create,

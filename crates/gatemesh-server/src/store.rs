@@ -159,6 +159,9 @@ pub struct AuditLine {
 pub type Submitted = tokio::sync::oneshot::Receiver<Result<RedemptionAnswer, StoreError>>;
 
 pub trait Storage: Send + Sync + 'static {
+    /// Whether the database answers a trivial query now (readiness), waiting a few seconds
+    /// at most for a connection.
+    fn ping(&self) -> Result<(), StoreError>;
     fn create_event(&self, event: &Event) -> Result<(), StoreError>;
     fn events(&self) -> Result<Vec<Event>, StoreError>;
     fn event(&self, id: &EventId) -> Result<Option<Event>, StoreError>;

@@ -8,6 +8,8 @@
 //!   a namespace of its own — with links that can be cut. mDNS multicast stays inside.
 //! - [`pg::Database`]: a fresh PostgreSQL database on the test cluster, and
 //!   [`on_both_backends!`], which runs a test once on SQLite and once on PostgreSQL.
+//! - [`pg::Cluster`]: a PostgreSQL cluster of one test's own, which it may stop and start.
+//! - [`jose`]: a `tools/jose` script (the npm `jose` library) as an outside referee.
 //! - [`fuzz::post_bodies`]: fuzzed request bodies posted to an HTTP API, every answer held
 //!   to the rule for bad input.
 //! - [`bomb`]: automerge chunks that inflate far past the ledger's bound.
@@ -315,4 +317,33 @@ impl Drop for Net {
             let _ = c.wait();
         }
     }
+}
+
+/// Runs `tools/jose/SCRIPT` (the npm `jose` library as an outside referee) with `request` on
+/// its standard input and returns the one JSON line it prints. Panics when `npm ci` has not
+/// been run in tools/jose (the test command runs it): the check must not pass by skipping.
+pub fn jose(script: &str, request: &Value) -> Value {
+    use std::io::Write;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/jose");
+    assert!(
+        dir.join("node_modules/jose").exists(),
+        "run `npm ci` in tools/jose first (scripts/install-deps.sh does)"
+    );
+    let mut child = Command::new("node")
+        .arg(dir.join(script))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("node runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(request.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let answer: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{script} printed no JSON ({e}): {out:?}"));
+    assert!(out.status.success(), "{script} failed: {answer}");
+    answer
 }

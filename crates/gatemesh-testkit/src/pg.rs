@@ -114,3 +114,70 @@ fn run(url: &str, sql: &str) -> Result<(), String> {
             .unwrap_or_else(|_| Err("the database thread panicked".into()))
     })
 }
+
+/// A PostgreSQL cluster of one test's own (not the shared test cluster), so the test may stop
+/// and start it: made with `scripts/pg.sh` in a fresh directory on a free loopback port,
+/// stopped and removed on drop.
+#[derive(Debug)]
+pub struct Cluster {
+    dir: std::path::PathBuf,
+    port: u16,
+    /// The maintenance database's URL.
+    pub url: String,
+}
+
+impl Cluster {
+    pub fn start() -> Self {
+        static N: AtomicU32 = AtomicU32::new(0);
+        // Under /var/tmp: as root the cluster runs as `postgres`, which must reach it.
+        let dir = std::path::PathBuf::from(format!(
+            "/var/tmp/gm-test-pg-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .unwrap();
+        let mut c = Self {
+            dir,
+            port,
+            url: String::new(),
+        };
+        c.url = c.pg_sh("start");
+        c
+    }
+
+    /// Stops the cluster (fast shutdown: connections are ended).
+    pub fn stop(&self) {
+        self.pg_sh("stop");
+    }
+
+    /// Starts it again after [`Cluster::stop`].
+    pub fn restart(&self) {
+        self.pg_sh("start");
+    }
+
+    fn pg_sh(&self, what: &str) -> String {
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/pg.sh");
+        let out = std::process::Command::new(script)
+            .arg(what)
+            .env("GATEMESH_PG_DIR", &self.dir)
+            .env("GATEMESH_PG_PORT", self.port.to_string())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "scripts/pg.sh {what}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

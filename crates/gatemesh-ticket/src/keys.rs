@@ -115,6 +115,9 @@ pub enum KeyError {
     /// A keyring was given two different keys under one id.
     #[error("key id {0} appears twice with different keys")]
     DuplicateKeyId(KeyId),
+    /// A JWK Set that holds no usable issuer key.
+    #[error("not a JWK Set of P-256 issuer keys: {0}")]
+    Jwks(#[from] crate::jwk::JwksError),
 }
 
 /// Splits the RFC 7468 "explanatory text" before the PEM block (where we keep `kid: …`) from
@@ -172,6 +175,14 @@ impl PublicKey {
         Ok(Self::new(kid_or_derived(kid, &key)?, key))
     }
 
+    pub(crate) fn from_parts(kid: KeyId, key: VerifyingKey) -> Self {
+        Self::new(kid, key)
+    }
+
+    pub(crate) fn verifying_key(&self) -> &VerifyingKey {
+        &self.key
+    }
+
     fn new(kid: KeyId, key: VerifyingKey) -> Self {
         let mut point = [0u8; 65];
         point.copy_from_slice(key.to_encoded_point(false).as_bytes());
@@ -179,14 +190,25 @@ impl PublicKey {
     }
 
     /// The SPKI PEM text, with a `kid:` line before the block, as [`PublicKey::from_pem`]
-    /// reads it.
+    /// reads it (how pairing hands keys to gates: the id travels with the key).
     pub fn to_pem(&self) -> String {
+        format!("kid: {}\n{}", self.kid, self.to_spki_pem())
+    }
+
+    /// The plain SPKI PEM block, nothing before it: what `jose`'s `importSPKI` and every
+    /// PEM reader take. It does not carry the id; read back it gets the derived one, so a
+    /// key with a chosen id travels as a JWK Set ([`PublicKey::to_jwk`]) instead.
+    pub fn to_spki_pem(&self) -> String {
         // SPKI encoding of a valid P-256 key cannot fail.
-        let pem = self
-            .key
+        self.key
             .to_public_key_pem(LineEnding::LF)
-            .unwrap_or_default();
-        format!("kid: {}\n{pem}", self.kid)
+            .unwrap_or_default()
+    }
+
+    /// Whether [`PublicKey::to_spki_pem`] read back names this key by the same id (its id
+    /// is the derived one).
+    pub fn kid_is_derived(&self) -> bool {
+        self.kid == KeyId::derived(&self.key)
     }
 
     /// The key's id.

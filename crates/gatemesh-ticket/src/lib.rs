@@ -39,12 +39,14 @@
 mod claims;
 pub mod gm1;
 mod id;
+mod jwk;
 pub mod jwt;
 mod keys;
 mod verify;
 
 pub use claims::{Claims, EventId, InvalidField, Seat};
 pub use id::TicketId;
+pub use jwk::{JwksError, jwks};
 pub use keys::{IssuerKey, KeyError, KeyId, Keyring, PublicKey};
 pub use verify::{Format, Reason, Verified, Verifier, VerifyError, detect};
 

@@ -151,6 +151,94 @@ fn keygen_writes_a_private_key_only_its_owner_reads_and_never_overwrites() {
     assert_eq!(bad.status.code(), Some(2));
 }
 
+/// `keygen` writes a plain SPKI PEM that jose's `importSPKI` takes as written, and a JWK Set
+/// that names the key id, which jose's `createLocalJWKSet` and `gatemesh verify` both take. A
+/// PEM with the old `kid:` line still verifies; a PEM without one gets the derived id.
+#[test]
+fn keygen_writes_a_plain_pem_and_a_jwk_set_that_jose_and_verify_read() {
+    let dir = tempfile::tempdir().unwrap();
+    for kid in [None, Some("door-2026")] {
+        let keys = dir.path().join(kid.unwrap_or("derived"));
+        let mut args = vec!["keygen", "--out", p(&keys)];
+        args.extend(kid.iter().flat_map(|k| ["--kid", k]));
+        let out = ok(&args);
+        let pem = std::fs::read_to_string(keys.join("issuer.pub.pem")).unwrap();
+        assert!(pem.starts_with("-----BEGIN PUBLIC KEY-----\n"), "{pem}");
+        let jwks: Value =
+            serde_json::from_str(&std::fs::read_to_string(keys.join("issuer.jwks.json")).unwrap())
+                .unwrap();
+        let jwk = &jwks["keys"][0];
+        assert_eq!(jwks["keys"].as_array().unwrap().len(), 1);
+        for (member, value) in [
+            ("kty", "EC"),
+            ("crv", "P-256"),
+            ("alg", "ES256"),
+            ("use", "sig"),
+        ] {
+            assert_eq!(jwk[member], value, "{jwks}");
+        }
+        assert!(jwk["x"].is_string() && jwk["y"].is_string() && jwk.get("d").is_none());
+        let kid_line = out.lines().next().unwrap();
+        assert_eq!(
+            kid_line,
+            format!("kid:     {}", jwk["kid"].as_str().unwrap())
+        );
+        if let Some(kid) = kid {
+            assert_eq!(jwk["kid"], kid);
+        }
+
+        let batch = keys.join("batch");
+        ok(&[
+            "issue",
+            "--key",
+            p(&keys.join("issuer.key.pem")),
+            "--event",
+            "ROCK-2026",
+            "--count",
+            "2",
+            "--format",
+            "jwt",
+            "--no-png",
+            "--no-pdf",
+            "--out",
+            p(&batch),
+        ]);
+        let codes: Vec<String> = read_batch(&batch).into_iter().map(|r| r.code).collect();
+        let answer = gatemesh_testkit::jose(
+            "jwks.mjs",
+            &serde_json::json!({ "jwks": jwks, "spki_pem": pem, "tokens": codes }),
+        );
+        for r in answer["jwks"].as_array().unwrap() {
+            assert_eq!(r["valid"], true, "{answer}");
+            assert_eq!(r["kid"], jwk["kid"], "{answer}");
+        }
+        for r in answer["spki"].as_array().unwrap() {
+            assert_eq!(r["valid"], true, "{answer}");
+        }
+        let thumbprint = answer["thumbprints"][0].as_str().unwrap();
+
+        let (status, json) = verify(&keys.join("issuer.jwks.json"), None, None, &codes[0]);
+        assert_eq!((status, &json["valid"]), (0, &Value::Bool(true)), "{json}");
+        let (status, json) = verify(&keys.join("issuer.pub.pem"), None, None, &codes[0]);
+        match kid {
+            // The derived id is jose's RFC 7638 thumbprint, cut to 16 characters.
+            None => {
+                assert_eq!(&thumbprint[..16], jwk["kid"]);
+                assert_eq!(status, 0, "{json}");
+            }
+            // A chosen id lives in the JWK Set only.
+            Some(_) => {
+                assert!(out.contains("does not carry the id"), "{out}");
+                assert_eq!((status, &json["reason"]), (1, &Value::from("unknown_key")));
+                let old = keys.join("old.pub.pem");
+                std::fs::write(&old, format!("kid: {}\n{pem}", kid.unwrap())).unwrap();
+                let (status, json) = verify(&old, None, None, &codes[0]);
+                assert_eq!(status, 0, "{json}");
+            }
+        }
+    }
+}
+
 #[test]
 fn a_batch_verifies_prints_and_scans() {
     let s = setup();

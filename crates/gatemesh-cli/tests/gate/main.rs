@@ -321,3 +321,92 @@ async fn a_ledger_carried_by_file_catches_the_copy_and_flags_the_race() {
     assert!(String::from_utf8_lossy(&busy.stderr).contains("in use"));
     stop(b);
 }
+
+/// A gate given the issuer's JWK Set (`issuer.jwks.json`, which names a chosen key id)
+/// admits the key's tickets; the plain PEM beside it carries no id, so a gate given only it
+/// knows the key by its derived id and refuses JWTs naming the chosen one. A JWK Set that is
+/// not one stops the gate before it starts, naming the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gate_takes_the_issuers_jwk_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    let run = |args: &[&str]| {
+        let out = gatemesh().args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+    };
+    run(&["keygen", "--out", p(&keys), "--kid", "door-2026"]);
+    let batch = dir.path().join("batch");
+    run(&[
+        "issue",
+        "--key",
+        p(&keys.join("issuer.key.pem")),
+        "--event",
+        "JWKS-2026",
+        "--count",
+        "2",
+        "--format",
+        "jwt",
+        "--no-png",
+        "--no-pdf",
+        "--out",
+        p(&batch),
+    ]);
+    let mut reader = csv::Reader::from_path(batch.join("tickets.csv")).unwrap();
+    let codes: Vec<String> = reader.records().map(|r| r.unwrap()[4].to_owned()).collect();
+    let gate = |data: &str, issuer: &Path| {
+        let mut cmd = gatemesh();
+        cmd.args(["gate", "--data", p(&dir.path().join(data))])
+            .args([
+                "--event",
+                "JWKS-2026",
+                "--name",
+                data,
+                "--issuer",
+                p(issuer),
+            ])
+            .args(["--api", "127.0.0.1:0", "--durability", "process"]);
+        cmd
+    };
+    let start = |data: &str, issuer: &Path| {
+        let (child, ready) = spawn_ready(gate(data, issuer));
+        let token = gatemesh_testkit::api_token(&ready);
+        GateProcess {
+            child,
+            api: format!("http://{}", ready["api"].as_str().unwrap()),
+            client: gatemesh_testkit::api_client(&token, Duration::from_secs(10)),
+        }
+    };
+
+    let g = start("jwks", &keys.join("issuer.jwks.json"));
+    let first = scan(&g, &codes[0], "s1").await;
+    assert_eq!(first["verdict"], "admit", "{first}");
+    stop(g);
+
+    let g = start("pem", &keys.join("issuer.pub.pem"));
+    let answer = scan(&g, &codes[1], "s1").await;
+    assert_eq!(answer["verdict"], "reject", "{answer}");
+    assert_eq!(answer["reason"], "unknown_key", "{answer}");
+    stop(g);
+
+    let bad = dir.path().join("bad.jwks.json");
+    for (text, says) in [
+        ("{\"keys\": [", "not JSON"),
+        (
+            r#"{"keys":[{"kty":"EC","crv":"secp256k1","x":"AA","y":"AA"}]}"#,
+            "crv is \"secp256k1\"",
+        ),
+        (
+            r#"{"keys":[{"kty":"EC","crv":"P-256"}]}"#,
+            "no \"x\" member",
+        ),
+    ] {
+        std::fs::write(&bad, text).unwrap();
+        let out = gate("bad", &bad).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains("bad.jwks.json") && stderr.contains(says),
+            "{stderr}"
+        );
+    }
+}

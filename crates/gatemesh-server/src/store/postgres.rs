@@ -540,7 +540,19 @@ impl Tx for Transaction<'_> {
     }
 }
 
+/// How long a readiness check waits for a database connection.
+const PING_WAIT: Duration = Duration::from_secs(2);
+
 impl Storage for Postgres {
+    fn ping(&self) -> Result<(), StoreError> {
+        let pool = self
+            .pool
+            .as_ref()
+            .ok_or_else(|| StoreError::Conflict("the storage is closing".into()))?;
+        pool.get_timeout(PING_WAIT)?.simple_query("SELECT 1")?;
+        Ok(())
+    }
+
     fn create_event(&self, e: &Event) -> Result<(), StoreError> {
         let capacity = e.capacity.map(|c| i32::try_from(c).unwrap_or(i32::MAX));
         let n = self.conn()?.execute(

@@ -379,6 +379,11 @@ impl Tx for rusqlite::Transaction<'_> {
 }
 
 impl Storage for Sqlite {
+    fn ping(&self) -> Result<(), StoreError> {
+        self.conn().query_row("SELECT 1", [], |_| Ok(()))?;
+        Ok(())
+    }
+
     fn create_event(&self, e: &Event) -> Result<(), StoreError> {
         let n = self.conn().execute(
             "INSERT OR IGNORE INTO events (id, name, capacity, starts_at, ends_at) VALUES (?1, ?2, ?3, ?4, ?5)",

@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 const TOKEN: &str = "test-admin-token-0123456789";
 
 mod revoke;
+mod service;
 use revoke::{
     a_revoked_device_is_refused_and_gates_hear_of_it,
     a_revoked_devices_later_records_do_not_count_whoever_relays_them,
@@ -264,7 +265,11 @@ impl Running {
     /// A server on `data` and `db` (SQLite in `data` without one), over HTTPS with the
     /// self-signed certificate it keeps in `data`; several may share both.
     async fn on(data: &Path, db: Option<&pg::Database>) -> Self {
-        let db = db.map(|d| Database::Postgres(d.url.clone()));
+        Self::on_database(data, db.map(|d| Database::Postgres(d.url.clone()))).await
+    }
+
+    /// [`Running::on`] with any database (SQLite in `data` without one).
+    async fn on_database(data: &Path, db: Option<Database>) -> Self {
         let opened = Server::open(data, db, Some(TOKEN.into())).unwrap();
         let tls = gatemesh_server::tls::TlsIdentity::self_signed(data).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -1377,6 +1382,9 @@ async fn the_openapi_document_is_the_api() {
     let (open, admin) = (None, Some(TOKEN));
     doc.get("/v1/health", open, 200).await;
     doc.get("/v1/keys", open, 200).await;
+    doc.get("/.well-known/jwks.json", open, 200).await;
+    doc.get("/healthz", open, 200).await;
+    doc.get("/readyz", open, 200).await;
     doc.get("/v1/openapi.json", open, 200).await;
     doc.get("/v1/events", open, 401).await;
     let event = json!({
