@@ -24,10 +24,13 @@
 //!   whose clock readings name it (see `sign.rs`): nobody writes in another device's name;
 //! - each revocation is signed by the event's mesh CA itself (no device may write one).
 
-use std::{collections::HashMap, sync::Arc};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+};
 
 use automerge::{AutoCommit, Change, ChangeHash, ObjId, ReadDoc, ScalarValue, legacy};
-use gatemesh_ticket::EventId;
+use gatemesh_ticket::{EventId, TicketId};
 use serde::de::DeserializeOwned;
 
 use crate::{
@@ -310,7 +313,7 @@ pub(crate) fn check(
     changes: &[Change],
     now_ms: i64,
     checker: &mut Checker<'_>,
-) -> Result<(), LedgerError> {
+) -> Result<HashSet<TicketId>, LedgerError> {
     let maps = Maps {
         redemptions: legacy_id(&roots.redemptions),
         resolutions: legacy_id(&roots.resolutions),
@@ -334,7 +337,7 @@ pub(crate) fn check(
         }
     }
     if puts.is_empty() {
-        return Ok(());
+        return Ok(HashSet::new());
     }
     let Some(trust) = checker.trust else {
         return Err(refused(
@@ -461,7 +464,14 @@ pub(crate) fn check(
         .map_err(why)?;
     }
     checker.devices.extend(brought);
-    Ok(())
+    // The tickets these changes write records of: what the ledger recomputes once they are
+    // in (only puts of new keys get this far, so this is what a diff of the document would
+    // find, at no cost of its own).
+    Ok(puts
+        .iter()
+        .filter(|p| matches!(p.map, Map::Redemptions | Map::Resolutions | Map::Status))
+        .filter_map(|p| TicketId::new(p.key.split(',').next().unwrap_or_default()).ok())
+        .collect())
 }
 
 /// Most redemptions one writer may hold of one ticket. An honest gate writes one per entry
