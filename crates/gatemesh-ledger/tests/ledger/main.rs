@@ -1006,4 +1006,3 @@ fn a_peer_that_sends_what_this_node_already_learned_is_told_it_has_caught_up() {
     );
     assert_eq!(b.ledger.sync_message(&mut b_of_c), None);
 }
-
