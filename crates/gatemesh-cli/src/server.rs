@@ -40,6 +40,16 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    // What goes wrong inside a request (an identity that could not be issued, a database
+    // error) goes to standard error; GATEMESH_LOG (tracing's filter syntax) widens or
+    // narrows it.
+    let filter = tracing_subscriber::EnvFilter::try_from_env("GATEMESH_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(filter)
+        .try_init();
     if args.plain_http && !args.listen.ip().is_loopback() {
         bail!(
             "--plain-http serves only a loopback address, not {}: devices send their \

@@ -253,8 +253,10 @@ pub trait Storage: Send + Sync + 'static {
         code_hash: &str,
         expires_ms: i64,
     ) -> Result<(), StoreError>;
+    /// The device an unexpired pairing code (by its hash) was made for, without spending it.
+    fn pairing(&self, code_hash: &str, now_ms: i64) -> Result<Option<Device>, StoreError>;
     /// Spends a pairing code: the device's credential becomes `token_hash`. `None` when no
-    /// unexpired code has this hash.
+    /// unexpired code has this hash (of two requests spending one code, one gets `None`).
     fn pair(
         &self,
         code_hash: &str,

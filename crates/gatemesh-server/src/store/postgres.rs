@@ -763,6 +763,17 @@ impl Storage for Postgres {
         Ok(())
     }
 
+    fn pairing(&self, code_hash: &str, now_ms: i64) -> Result<Option<Device>, StoreError> {
+        self.conn()?
+            .query_opt(
+                "SELECT eid, name, role FROM devices WHERE code_hash = $1 AND code_expires_ms >= $2",
+                &[&code_hash, &now_ms],
+            )?
+            .as_ref()
+            .map(rows::device)
+            .transpose()
+    }
+
     fn pair(
         &self,
         code_hash: &str,
