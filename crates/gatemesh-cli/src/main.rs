@@ -8,8 +8,10 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod decode;
+mod exit;
 mod gate;
 mod issue;
+mod keys;
 mod keygen;
 mod pair;
 mod rehearse;
@@ -19,7 +21,7 @@ mod verify;
 
 /// Offline QR ticket check-in for venue entrances.
 #[derive(Debug, Parser)]
-#[command(name = "gatemesh", version, about, propagate_version = true)]
+#[command(name = "gatemesh", version, about, propagate_version = true, after_help = exit::HELP)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -65,7 +67,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::from(2)
+            exit::code(&e)
         }
     }
 }

@@ -1,6 +1,8 @@
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
+
+use crate::exit::{UsageExt, bail_usage};
 
 /// Run the central server: events, ticket issuing, voids, manifests, redemptions. Serves
 /// HTTPS (a self-signed certificate made on first run, or --tls-cert/--tls-key).
@@ -51,20 +53,40 @@ pub fn run(args: Args) -> Result<ExitCode> {
         .with_env_filter(filter)
         .try_init();
     if args.plain_http && !args.listen.ip().is_loopback() {
-        bail!(
+        bail_usage!(
             "--plain-http serves only a loopback address, not {}: devices send their \
              credentials over this connection",
             args.listen
         );
     }
     if args.listen.ip().is_unspecified() && args.public_url.is_none() {
-        bail!(
+        bail_usage!(
             "--listen {} names no address devices can reach: add --public-url \
              https://HOST:{} for the pairing links",
             args.listen,
             args.listen.port()
         );
     }
+    // Everything the command line says is checked, and the port taken, before anything is
+    // written: a refused start leaves the data directory as it was.
+    let db = args
+        .db
+        .as_deref()
+        .map(gatemesh_server::Database::parse)
+        .transpose()
+        .usage()?;
+    if let Some(token) = &args.admin_token {
+        gatemesh_server::check_admin_token(token).usage()?;
+    }
+    if let Some(url) = &args.public_url {
+        crate::exit::ensure_usage!(
+            gatemesh_wire::valid_server_url(url.trim_end_matches('/')),
+            "--public-url {url:?} is not https://HOST:PORT (or http://HOST:PORT)"
+        );
+    }
+    let listener = std::net::TcpListener::bind(args.listen)
+        .with_context(|| format!("listening on {} (is another server running?)", args.listen))?;
+    listener.set_nonblocking(true)?;
     let tls = if args.plain_http {
         None
     } else if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
@@ -74,11 +96,6 @@ pub fn run(args: Args) -> Result<ExitCode> {
             .with_context(|| format!("creating {}", args.data.display()))?;
         Some(gatemesh_server::tls::TlsIdentity::self_signed(&args.data)?)
     };
-    let db = args
-        .db
-        .as_deref()
-        .map(gatemesh_server::Database::parse)
-        .transpose()?;
     let mut opened = gatemesh_server::Server::open(&args.data, db, args.admin_token)?;
     if let Some(url) = &args.public_url {
         opened.server = opened.server.with_public_url(url)?;
@@ -94,9 +111,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(args.listen)
-            .await
-            .with_context(|| format!("listening on {}", args.listen))?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
         let addr = listener.local_addr()?;
         let scheme = if tls.is_some() { "https" } else { "http" };
         let url = args

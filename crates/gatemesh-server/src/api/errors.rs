@@ -57,6 +57,7 @@ impl From<StoreError> for ApiError {
             StoreError::Sqlite(_)
             | StoreError::Postgres(_)
             | StoreError::Pool(_)
+            | StoreError::Unreachable { .. }
             | StoreError::Corrupt(_) => {
                 tracing::error!("storage: {e}");
                 err(
@@ -75,6 +76,18 @@ impl From<JsonRejection> for ApiError {
             StatusCode::UNPROCESSABLE_ENTITY => StatusCode::BAD_REQUEST,
             s => s,
         };
+        let mut message = r.body_text();
+        // serde names the Rust type behind an untagged enum; a client cannot act on that.
+        if let Some(at) = message.find("did not match any variant of untagged enum") {
+            let position = message[at..]
+                .find(" at line ")
+                .map(|p| message[at + p..].to_owned())
+                .unwrap_or_default();
+            message = format!(
+                "the JSON body{position} has none of the shapes this call takes \
+                 (see /v1/openapi.json)"
+            );
+        }
         err(
             status,
             if status == StatusCode::PAYLOAD_TOO_LARGE {
@@ -82,7 +95,7 @@ impl From<JsonRejection> for ApiError {
             } else {
                 "bad_request"
             },
-            r.body_text(),
+            message,
         )
     }
 }
