@@ -302,6 +302,13 @@ pub struct ImportArgs {
 }
 
 pub fn import(args: ImportArgs) -> Result<ExitCode> {
+    let (file_event, _) = gatemesh_node::read_ledger_file(&args.file)?;
+    crate::exit::ensure_usage!(
+        file_event == args.event,
+        "{} holds the ledger of {file_event}, not {}: import it into a gate of {file_event}",
+        args.file.display(),
+        args.event
+    );
     let identity = gatemesh_mesh::pki::Identity::load(&args.identity)
         .with_context(|| format!("loading the device identity in {}", args.identity.display()))?;
     let n = gatemesh_node::import_ledger_file(&args.data, &args.event, &args.file, &identity)?;
@@ -355,8 +362,14 @@ pub fn enroll(args: EnrollArgs) -> Result<ExitCode> {
         ca.display(),
         args.ca.display()
     );
-    let id = gatemesh_mesh::pki::enroll_into(&args.ca, &args.out, args.role, args.name.as_str(), args.days)
-        .with_context(|| format!("enrolling {} into {}", args.name, args.out.display()))?;
+    let id = gatemesh_mesh::pki::enroll_into(
+        &args.ca,
+        &args.out,
+        args.role,
+        args.name.as_str(),
+        args.days,
+    )
+    .with_context(|| format!("enrolling {} into {}", args.name, args.out.display()))?;
     println!(
         "enrolled {} as {} for {} in {}",
         id.name,

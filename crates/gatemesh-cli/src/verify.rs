@@ -51,7 +51,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let check = |code: &str| -> Result<bool> {
         if args.event.is_none() && gatemesh_ticket::detect(code.trim()) == Some(Format::Gm1) {
-            bail_usage!("GM1 tickets carry only a tag of their event: pass --event EID to verify one")
+            bail_usage!(
+                "GM1 tickets carry only a tag of their event: pass --event EID to verify one"
+            )
         }
         let answer = match verifier.verify(code, at) {
             Ok(t) => json!({

@@ -126,9 +126,9 @@ impl Database {
             anyhow::ensure!(!path.is_empty(), "sqlite:// needs a file path");
             Ok(Self::Sqlite(path.into()))
         } else if s.starts_with("postgres://") || s.starts_with("postgresql://") {
-            let config: ::postgres::Config = s
-                .parse()
-                .map_err(|e| anyhow::anyhow!("--db {s:?} does not read as a PostgreSQL URL: {e}"))?;
+            let config: ::postgres::Config = s.parse().map_err(|e| {
+                anyhow::anyhow!("--db {s:?} does not read as a PostgreSQL URL: {e}")
+            })?;
             anyhow::ensure!(
                 !config.get_hosts().is_empty(),
                 "--db {s:?} names no host: use postgres://USER@HOST:PORT/DB"
@@ -155,7 +155,9 @@ impl Server {
         if let Some(t) = &admin_token {
             check_admin_token(t)?;
         }
-        let create = || std::fs::create_dir_all(data).with_context(|| format!("creating {}", data.display()));
+        let create = || {
+            std::fs::create_dir_all(data).with_context(|| format!("creating {}", data.display()))
+        };
         // A PostgreSQL database is reached before anything is written here.
         let store: Arc<dyn store::Storage> =
             match db.unwrap_or_else(|| Database::Sqlite(data.join("server.sqlite"))) {

@@ -297,12 +297,10 @@ impl Postgres {
         }
         // One plain connection first: a database that is not there fails now, naming where
         // and why, rather than after the pool's retries.
-        config
-            .connect(NoTls)
-            .map_err(|e| StoreError::Unreachable {
-                at: where_(&config),
-                why: with_causes(&e),
-            })?;
+        config.connect(NoTls).map_err(|e| StoreError::Unreachable {
+            at: where_(&config),
+            why: with_causes(&e),
+        })?;
         let manager = PostgresConnectionManager::new(config.clone(), NoTls);
         let pool = r2d2::Pool::builder()
             .max_size(pool_size.max(2))
