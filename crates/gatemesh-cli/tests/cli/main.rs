@@ -870,6 +870,9 @@ fn mistakes_a_newcomer_makes_get_the_exit_code_and_the_fix() {
                 "North 1",
                 "--data",
                 "g4",
+                // Busy: a gate that took the name anyway cannot serve and stay up.
+                "--api",
+                &busy,
             ]
             .map(String::from)
             .to_vec(),

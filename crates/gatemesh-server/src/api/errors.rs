@@ -76,18 +76,6 @@ impl From<JsonRejection> for ApiError {
             StatusCode::UNPROCESSABLE_ENTITY => StatusCode::BAD_REQUEST,
             s => s,
         };
-        let mut message = r.body_text();
-        // serde names the Rust type behind an untagged enum; a client cannot act on that.
-        if let Some(at) = message.find("did not match any variant of untagged enum") {
-            let position = message[at..]
-                .find(" at line ")
-                .map(|p| message[at + p..].to_owned())
-                .unwrap_or_default();
-            message = format!(
-                "the JSON body{position} has none of the shapes this call takes \
-                 (see /v1/openapi.json)"
-            );
-        }
         err(
             status,
             if status == StatusCode::PAYLOAD_TOO_LARGE {
@@ -95,7 +83,7 @@ impl From<JsonRejection> for ApiError {
             } else {
                 "bad_request"
             },
-            message,
+            r.body_text(),
         )
     }
 }

@@ -2458,3 +2458,62 @@ async fn a_devices_journal_refuses_every_forgery_of_the_adversary_harness(backen
         assert_eq!(a["verdict"], "admit", "ticket {i}: {a}");
     }
 }
+
+/// What a client did wrong is said in its own terms: a wrong token is wrong (not missing),
+/// and a body of the wrong shape names no type of the server's code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_say_what_the_client_got_wrong() {
+    let s = Running::start(Backend::Sqlite).await;
+    s.event_with_tickets("SAY", 1).await;
+    let send = |token: Option<&str>, body: &str| {
+        let mut r = s
+            .client
+            .post(format!("{}/v1/events/SAY/redemptions", s.base))
+            .header("content-type", "application/json")
+            .body(body.to_owned());
+        if let Some(t) = token {
+            r = r.bearer_auth(t);
+        }
+        async move {
+            let r = r.send().await.unwrap();
+            (r.status(), r.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, body) = send(Some("not-the-admin-token-at-all"), "{}").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let msg = body["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("unknown credential"), "{body}");
+    let r = s
+        .client
+        .post(format!("{}/v1/events", s.base))
+        .bearer_auth("not-the-admin-token-at-all")
+        .json(&json!({ "id": "X", "name": "x" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let body: Value = r.json().await.unwrap();
+    let msg = body["error"]["message"].as_str().unwrap();
+    assert!(msg.starts_with("wrong admin token"), "{body}");
+    let r = s
+        .client
+        .post(format!("{}/v1/events", s.base))
+        .json(&json!({ "id": "X", "name": "x" }))
+        .send()
+        .await
+        .unwrap();
+    let body: Value = r.json().await.unwrap();
+    let msg = body["error"]["message"].as_str().unwrap();
+    assert!(msg.starts_with("no admin token"), "{body}");
+
+    for bad in [r#"{"tid": 5}"#, "[]", r#"{"items": 3}"#, "7"] {
+        let (status, body) = send(Some(TOKEN), bad).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {body}");
+        let msg = body["error"]["message"].as_str().unwrap();
+        assert!(
+            !msg.contains("enum") && !msg.contains("RedeemBody"),
+            "{bad}: {msg}"
+        );
+    }
+    s.stop().await;
+}
