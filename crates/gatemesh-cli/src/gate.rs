@@ -19,6 +19,7 @@ pub struct Args {
     /// credential all come from it.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["event", "name", "issuers", "identity", "server", "role"])]
     paired: Option<PathBuf>,
+    /// The event this gate admits to (1-64 characters of A-Z a-z 0-9 . _ -).
     #[arg(long, required_unless_present = "paired")]
     event: Option<EventId>,
     /// The gate's name, as staff, peers and the server know it (North-1): 1-63 characters
@@ -272,10 +273,13 @@ pub fn token(args: TokenArgs) -> Result<ExitCode> {
 /// Write a stopped gate's ledger to a file, for a gate with no network at all.
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
+    /// The stopped gate's data directory (`gatemesh gate --data`).
     #[arg(long)]
     data: PathBuf,
+    /// The gate's event.
     #[arg(long)]
     event: EventId,
+    /// The ledger file to write (for `gatemesh import` on another gate).
     #[arg(long)]
     out: PathBuf,
 }
@@ -289,8 +293,10 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
 /// Merge a ledger file from another gate into a stopped gate's ledger (idempotent).
 #[derive(Debug, clap::Args)]
 pub struct ImportArgs {
+    /// The stopped gate's data directory (`gatemesh gate --data`).
     #[arg(long)]
     data: PathBuf,
+    /// The gate's event; the file must hold this event's ledger.
     #[arg(long)]
     event: EventId,
     /// The gate's device identity (`device.pem`, `device.key`, `ca.pem`): every record in
@@ -319,8 +325,10 @@ pub fn import(args: ImportArgs) -> Result<ExitCode> {
 /// Create the event's mesh CA: DIR/ca.pem, DIR/ca.key (owner-only), DIR/event.
 #[derive(Debug, clap::Args)]
 pub struct MeshCaArgs {
+    /// The event (1-64 characters of A-Z a-z 0-9 . _ -).
     #[arg(long)]
     event: EventId,
+    /// The directory to create; keep it with the organizer (it signs device identities).
     #[arg(long)]
     out: PathBuf,
     /// Days the CA stays valid.
@@ -347,8 +355,10 @@ pub struct EnrollArgs {
     /// `gate` or `observer`.
     #[arg(long, default_value = "gate")]
     role: Role,
+    /// The directory to write the identity into (for `gatemesh gate --identity`).
     #[arg(long)]
     out: PathBuf,
+    /// Days the device certificate stays valid.
     #[arg(long, default_value_t = 30)]
     days: i64,
 }

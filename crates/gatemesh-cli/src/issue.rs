@@ -45,6 +45,8 @@ pub struct Args {
     /// A CSV file whose first column lists one seat label per ticket (header `seat` optional).
     #[arg(long, value_name = "FILE.csv")]
     seats: Option<PathBuf>,
+    /// The code format: gm1 (GM1: + base45, for small QR symbols; verify it with --event) or
+    /// jwt (a compact JWS, ES256, that names its event).
     #[arg(long, default_value = "gm1")]
     format: Format,
     /// Tickets expire at this moment (RFC 3339); by default they never expire.

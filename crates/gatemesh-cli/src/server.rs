@@ -16,6 +16,7 @@ pub struct Args {
     /// service when they also share the data directory (issuer key, admin token).
     #[arg(long)]
     db: Option<String>,
+    /// The address to serve the API on (HOST:PORT; port 0 picks a free one).
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
     /// The URL devices reach this server at (https://HOST:PORT), for the pairing links it
