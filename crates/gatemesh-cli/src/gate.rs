@@ -4,7 +4,7 @@ use anyhow::{Context, Result};
 use gatemesh_ledger::{Durability, EntryPolicy, Policy, UnlistedPolicy};
 use gatemesh_node::{Config, Manifest, Node};
 use gatemesh_ticket::EventId;
-use gatemesh_wire::Role;
+use gatemesh_wire::{DeviceName, Role};
 
 use crate::verify::load_keyring;
 
@@ -19,11 +19,13 @@ pub struct Args {
     /// credential all come from it.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["event", "name", "issuers", "identity", "server", "role"])]
     paired: Option<PathBuf>,
+    /// The event this gate admits to (1-64 characters of A-Z a-z 0-9 . _ -).
     #[arg(long, required_unless_present = "paired")]
     event: Option<EventId>,
-    /// The gate's name as staff see it ("North 1").
+    /// The gate's name, as staff, peers and the server know it (North-1): 1-63 characters
+    /// of A-Z a-z 0-9 . _ -, the rule `gatemesh enroll` and pairing keep.
     #[arg(long, required_unless_present = "paired")]
-    name: Option<String>,
+    name: Option<DeviceName>,
     /// Issuer public key: SPKI PEM or a JWK Set (issuer.jwks.json); repeat during a key
     /// rotation.
     #[arg(
@@ -99,7 +101,7 @@ pub struct Args {
 
 pub fn run(mut args: Args) -> Result<ExitCode> {
     let public = gatemesh_node::api::is_public(&args.api);
-    anyhow::ensure!(
+    crate::exit::ensure_usage!(
         !public || args.api_public,
         "--api {} is reachable from other machines: serve the API there with --api-public \
          (anyone who reaches it with the token can scan, resolve flags, import a ledger and \
@@ -109,7 +111,7 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
     if let Some(dir) = &args.paired {
         let paired = gatemesh_node::pairing::GateFile::load(dir)?;
         args.event = Some(paired.event);
-        args.name = Some(paired.name.to_string());
+        args.name = Some(paired.name);
         args.issuers = std::fs::read_dir(dir)?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| {
@@ -126,9 +128,9 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
         args.server_token = Some(paired.token);
     }
     let (Some(event), Some(name)) = (args.event.clone(), args.name.clone()) else {
-        anyhow::bail!("--event and --name (or --paired) are needed");
+        crate::exit::bail_usage!("--event and --name (or --paired) are needed");
     };
-    let mut config = Config::new(args.data.clone(), event, name);
+    let mut config = Config::new(args.data.clone(), event, name.to_string());
     config.keyring = load_keyring(&args.issuers)?;
     config.manifest = args.manifest.as_deref().map(Manifest::load).transpose()?;
     config.policy = Policy {
@@ -154,7 +156,7 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
         Some(dir) => {
             let identity = gatemesh_mesh::pki::Identity::load(dir)
                 .with_context(|| format!("loading the device identity in {}", dir.display()))?;
-            anyhow::ensure!(
+            crate::exit::ensure_usage!(
                 identity.peer.role == args.role,
                 "the identity in {} is enrolled as {}, not {} (enroll it again with --role {})",
                 dir.display(),
@@ -168,11 +170,22 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
     };
     config.identity = identity.clone();
 
+    // The API's port is taken before the data directory is touched: a gate that cannot
+    // start leaves nothing behind, and one whose data directory is new removes it again.
+    let listener = std::net::TcpListener::bind(args.api).with_context(|| {
+        format!(
+            "listening on {} (another gate on this port? pick another --api)",
+            args.api
+        )
+    })?;
+    listener.set_nonblocking(true)?;
+    let new_data = !args.data.exists();
+    let ready = std::sync::atomic::AtomicBool::new(false);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(async move {
+    let ran = runtime.block_on(async {
         let node = Node::start(config)?;
         let api = gatemesh_node::api::ApiConfig::for_data_dir(&args.data)?;
         let mesh_addr = match identity {
@@ -200,10 +213,9 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
                 fingerprint: args.server_fingerprint,
             })?;
         }
-        let listener = tokio::net::TcpListener::bind(args.api)
-            .await
-            .with_context(|| format!("listening on {}", args.api))?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
         let addr = listener.local_addr()?;
+        ready.store(true, std::sync::atomic::Ordering::SeqCst);
         // One line on stdout that scripts and tests can wait for.
         let token_file = api.token.path().display().to_string();
         println!(
@@ -228,7 +240,12 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
         gatemesh_node::api::serve(listener, node.clone(), api, shutdown).await?;
         node.shutdown().await;
         anyhow::Ok(())
-    })?;
+    });
+    drop(runtime);
+    if ran.is_err() && new_data && !ready.load(std::sync::atomic::Ordering::SeqCst) {
+        let _ = std::fs::remove_dir_all(&args.data);
+    }
+    ran?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -257,10 +274,13 @@ pub fn token(args: TokenArgs) -> Result<ExitCode> {
 /// Write a stopped gate's ledger to a file, for a gate with no network at all.
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
+    /// The stopped gate's data directory (`gatemesh gate --data`).
     #[arg(long)]
     data: PathBuf,
+    /// The gate's event.
     #[arg(long)]
     event: EventId,
+    /// The ledger file to write (for `gatemesh import` on another gate).
     #[arg(long)]
     out: PathBuf,
 }
@@ -274,8 +294,10 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
 /// Merge a ledger file from another gate into a stopped gate's ledger (idempotent).
 #[derive(Debug, clap::Args)]
 pub struct ImportArgs {
+    /// The stopped gate's data directory (`gatemesh gate --data`).
     #[arg(long)]
     data: PathBuf,
+    /// The gate's event; the file must hold this event's ledger.
     #[arg(long)]
     event: EventId,
     /// The gate's device identity (`device.pem`, `device.key`, `ca.pem`): every record in
@@ -287,6 +309,13 @@ pub struct ImportArgs {
 }
 
 pub fn import(args: ImportArgs) -> Result<ExitCode> {
+    let (file_event, _) = gatemesh_node::read_ledger_file(&args.file)?;
+    crate::exit::ensure_usage!(
+        file_event == args.event,
+        "{} holds the ledger of {file_event}, not {}: import it into a gate of {file_event}",
+        args.file.display(),
+        args.event
+    );
     let identity = gatemesh_mesh::pki::Identity::load(&args.identity)
         .with_context(|| format!("loading the device identity in {}", args.identity.display()))?;
     let n = gatemesh_node::import_ledger_file(&args.data, &args.event, &args.file, &identity)?;
@@ -297,8 +326,10 @@ pub fn import(args: ImportArgs) -> Result<ExitCode> {
 /// Create the event's mesh CA: DIR/ca.pem, DIR/ca.key (owner-only), DIR/event.
 #[derive(Debug, clap::Args)]
 pub struct MeshCaArgs {
+    /// The event (1-64 characters of A-Z a-z 0-9 . _ -).
     #[arg(long)]
     event: EventId,
+    /// The directory to create; keep it with the organizer (it signs device identities).
     #[arg(long)]
     out: PathBuf,
     /// Days the CA stays valid.
@@ -319,21 +350,37 @@ pub struct EnrollArgs {
     /// The mesh CA directory from `gatemesh mesh-ca`.
     #[arg(long)]
     ca: PathBuf,
-    /// Device name (1-63 characters of A-Z a-z 0-9 . _ -).
+    /// Device name (North-1): 1-63 characters of A-Z a-z 0-9 . _ -.
     #[arg(long)]
-    name: String,
+    name: DeviceName,
     /// `gate` or `observer`.
     #[arg(long, default_value = "gate")]
     role: Role,
+    /// The directory to write the identity into (for `gatemesh gate --identity`).
     #[arg(long)]
     out: PathBuf,
+    /// Days the device certificate stays valid.
     #[arg(long, default_value_t = 30)]
     days: i64,
 }
 
 pub fn enroll(args: EnrollArgs) -> Result<ExitCode> {
-    let id = gatemesh_mesh::pki::enroll_into(&args.ca, &args.out, args.role, &args.name, args.days)
-        .with_context(|| format!("enrolling {} into {}", args.name, args.out.display()))?;
+    let ca = args.ca.join(gatemesh_mesh::pki::CA_CERT);
+    anyhow::ensure!(
+        ca.exists(),
+        "no mesh CA in {} ({} is missing): make one with `gatemesh mesh-ca --event EID --out {}`",
+        args.ca.display(),
+        ca.display(),
+        args.ca.display()
+    );
+    let id = gatemesh_mesh::pki::enroll_into(
+        &args.ca,
+        &args.out,
+        args.role,
+        args.name.as_str(),
+        args.days,
+    )
+    .with_context(|| format!("enrolling {} into {}", args.name, args.out.display()))?;
     println!(
         "enrolled {} as {} for {} in {}",
         id.name,

@@ -6,13 +6,16 @@ use std::{
     process::ExitCode,
 };
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result};
 use gatemesh_qr::{SheetWriter, Symbol, TicketLabel};
-use gatemesh_ticket::{Claims, EventId, Format, IssuerKey, Seat, TicketId};
+use gatemesh_ticket::{Claims, EventId, Format, Seat, TicketId};
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 
-use crate::timefmt;
+use crate::{
+    exit::{UsageExt, bail_usage, ensure_usage},
+    timefmt,
+};
 
 /// The most tickets one batch may hold; large events issue in several batches.
 const MAX_BATCH: usize = 1_000_000;
@@ -32,8 +35,9 @@ pub struct Args {
     /// Event id (1-64 characters of A-Z a-z 0-9 . _ -).
     #[arg(long)]
     event: EventId,
-    /// Number of tickets; with --seats it defaults to the number of seats listed.
-    #[arg(long, required_unless_present = "seats")]
+    /// Number of tickets (1 to 1000000); with --seats it defaults to the number of seats
+    /// listed.
+    #[arg(long, required_unless_present = "seats", allow_negative_numbers = true, value_parser = ticket_count)]
     count: Option<usize>,
     /// Seat labels PREFIX1, PREFIX2, …
     #[arg(long, value_name = "P", conflicts_with = "seats")]
@@ -41,6 +45,8 @@ pub struct Args {
     /// A CSV file whose first column lists one seat label per ticket (header `seat` optional).
     #[arg(long, value_name = "FILE.csv")]
     seats: Option<PathBuf>,
+    /// The code format: gm1 (GM1: + base45, for small QR symbols; verify it with --event) or
+    /// jwt (a compact JWS, ES256, that names its event).
     #[arg(long, default_value = "gm1")]
     format: Format,
     /// Tickets expire at this moment (RFC 3339); by default they never expire.
@@ -63,6 +69,15 @@ pub struct Args {
     no_pdf: bool,
 }
 
+/// `--count`: a number of tickets one batch may hold.
+fn ticket_count(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<i64>() {
+        Ok(n) if (1..=MAX_BATCH as i64).contains(&n) => Ok(n as usize),
+        Ok(n) => Err(format!("a batch holds 1 to {MAX_BATCH} tickets, not {n}")),
+        Err(_) => Err(format!("{s:?} is not a number of tickets")),
+    }
+}
+
 fn read_seats(path: &Path) -> Result<Vec<Seat>> {
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
@@ -76,8 +91,9 @@ fn read_seats(path: &Path) -> Result<Vec<Seat>> {
         if i == 0 && label.eq_ignore_ascii_case("seat") {
             continue;
         }
-        let seat =
-            Seat::new(label).with_context(|| format!("{}: line {}", path.display(), i + 1))?;
+        let seat = Seat::new(label)
+            .with_context(|| format!("{}: line {}", path.display(), i + 1))
+            .usage()?;
         seats.push(seat);
     }
     Ok(seats)
@@ -87,8 +103,14 @@ fn seat_list(args: &Args) -> Result<(usize, Vec<Option<Seat>>)> {
     let (count, seats) = match (&args.seats, &args.seat_prefix) {
         (Some(path), _) => {
             let seats = read_seats(path)?;
+            ensure_usage!(
+                !seats.is_empty(),
+                "{} lists no seats: put one seat label a line in its first column \
+                 (a header line `seat` is optional)",
+                path.display()
+            );
             let count = args.count.unwrap_or(seats.len());
-            ensure!(
+            ensure_usage!(
                 count == seats.len(),
                 "--count {count} but {} lists {} seats",
                 path.display(),
@@ -101,7 +123,8 @@ fn seat_list(args: &Args) -> Result<(usize, Vec<Option<Seat>>)> {
             let seats = (1..=count)
                 .map(|i| Seat::new(format!("{prefix}{i}")).map(Some))
                 .collect::<Result<_, _>>()
-                .context("--seat-prefix makes an invalid seat label")?;
+                .context("--seat-prefix makes an invalid seat label")
+                .usage()?;
             (count, seats)
         }
         (None, None) => {
@@ -109,7 +132,7 @@ fn seat_list(args: &Args) -> Result<(usize, Vec<Option<Seat>>)> {
             (count, vec![None; count])
         }
     };
-    ensure!(
+    ensure_usage!(
         (1..=MAX_BATCH).contains(&count),
         "a batch holds 1 to {MAX_BATCH} tickets, not {count}"
     );
@@ -177,10 +200,7 @@ fn progress(len: usize, what: &'static str) -> ProgressBar {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let (count, seats) = seat_list(&args)?;
-    let key_text = std::fs::read_to_string(&args.key)
-        .with_context(|| format!("reading issuer key {}", args.key.display()))?;
-    let key = IssuerKey::from_pem(&key_text)
-        .with_context(|| format!("reading issuer key {}", args.key.display()))?;
+    let key = crate::keys::private(&args.key, "--key")?;
     let exp = args
         .valid_until
         .as_deref()
@@ -188,14 +208,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
         .transpose()?;
     let nbf = args.valid_from.as_deref().map(timefmt::parse).transpose()?;
     if let (Some(nbf), Some(exp)) = (nbf, exp) {
-        ensure!(nbf < exp, "--valid-from must be before --valid-until");
+        ensure_usage!(nbf < exp, "--valid-from must be before --valid-until");
     }
 
     let csv_path = args.out.join("tickets.csv");
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     if csv_path.exists() {
-        bail!(
+        bail_usage!(
             "{} already holds a batch; choose another --out",
             args.out.display()
         );

@@ -31,18 +31,18 @@ fn create_new(path: &Path, mode: u32, text: &str) -> Result<()> {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("creating {}", args.out.display()))?;
-    let key = IssuerKey::generate(args.kid);
     let private = args.out.join("issuer.key.pem");
     let public = args.out.join("issuer.pub.pem");
     let jwks = args.out.join("issuer.jwks.json");
     if private.exists() || public.exists() || jwks.exists() {
-        anyhow::bail!(
+        crate::exit::bail_usage!(
             "{} already holds an issuer key; choose another --out",
             args.out.display()
         );
     }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let key = IssuerKey::generate(args.kid);
     create_new(&private, PRIVATE, &key.to_pem()?)?;
     let set = gatemesh_ticket::jwks([&key.public()]);
     create_new(&public, PUBLIC, &key.public().to_spki_pem())?;

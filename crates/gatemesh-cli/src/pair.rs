@@ -3,8 +3,10 @@
 
 use std::{path::PathBuf, process::ExitCode};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use gatemesh_wire::{CertFingerprint, PairingLink};
+
+use crate::exit::{UsageExt, bail_usage};
 
 /// Join an event with a pairing link from the server: pins the server's certificate, makes
 /// the device's mesh key here and sends only a signing request, then writes the identity,
@@ -33,15 +35,23 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     if args.out.exists() {
-        bail!(
+        bail_usage!(
             "{} already exists; pair into a new directory",
             args.out.display()
         );
     }
     let link = match (&args.link, &args.server, &args.code) {
-        (Some(link), _, _) => PairingLink::parse(link)?,
-        (None, Some(server), Some(code)) => PairingLink::new(server, code, args.fingerprint)?,
-        _ => bail!("--link, or --server with --code, is needed"),
+        (Some(link), _, _) => PairingLink::parse(link).usage()?,
+        (None, Some(server), Some(code)) => {
+            if !server.contains("://") {
+                bail_usage!(
+                    "--server {server} needs its scheme: https://{server} (or http://{server} \
+                     on loopback)"
+                );
+            }
+            PairingLink::new(server, code, args.fingerprint).usage()?
+        }
+        _ => bail_usage!("--link, or --server with --code, is needed"),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -1,6 +1,8 @@
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
+
+use crate::exit::{UsageExt, bail_usage};
 
 /// Run the central server: events, ticket issuing, voids, manifests, redemptions. Serves
 /// HTTPS (a self-signed certificate made on first run, or --tls-cert/--tls-key).
@@ -46,7 +48,8 @@ pub struct Args {
     #[arg(long, env = "GATEMESH_ADMIN_TOKEN", hide_env_values = true)]
     admin_token: Option<String>,
     /// Log lines on standard error: text for people, json (one object a line) for a log
-    /// collector [default: text]. RUST_LOG chooses what is logged (default: info).
+    /// collector [default: text]. GATEMESH_LOG (or RUST_LOG) chooses what is logged
+    /// (default: info).
     #[arg(long, value_enum)]
     log_format: Option<LogFormat>,
 }
@@ -94,14 +97,17 @@ fn settings(args: Args) -> Result<Settings> {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("reading {}", path.display()))?;
-            toml::from_str(&text).with_context(|| format!("{}", path.display()))?
+            toml::from_str(&text)
+                .with_context(|| format!("{}", path.display()))
+                .usage()?
         }
     };
     let s = Settings {
         data: args
             .data
             .or(file.data)
-            .context("no data directory: give --data, or `data` in the --config file")?,
+            .context("no data directory: give --data, or `data` in the --config file")
+            .usage()?,
         db: args.db.or(file.db),
         listen: args
             .listen
@@ -118,19 +124,22 @@ fn settings(args: Args) -> Result<Settings> {
             .unwrap_or(LogFormat::Text),
     };
     if s.tls_cert.is_some() != s.tls_key.is_some() {
-        bail!("--tls-cert and --tls-key go together");
+        bail_usage!("--tls-cert and --tls-key go together");
     }
     if s.plain_http && s.tls_cert.is_some() {
-        bail!("--plain-http serves no TLS: drop --tls-cert/--tls-key, or --plain-http");
+        bail_usage!("--plain-http serves no TLS: drop --tls-cert/--tls-key, or --plain-http");
     }
     Ok(s)
 }
 
-/// Logs to standard error, as text or one JSON object a line; RUST_LOG filters (default
-/// `info`).
+/// Logs to standard error, as text or one JSON object a line; GATEMESH_LOG or RUST_LOG
+/// filters (default `info`).
 fn init_logging(format: LogFormat) {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // GATEMESH_LOG (or RUST_LOG), in tracing's filter syntax, widens or narrows it.
+    let filter = EnvFilter::try_from_env("GATEMESH_LOG")
+        .or_else(|_| EnvFilter::try_from_default_env())
+        .unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -145,20 +154,40 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let args = settings(args)?;
     init_logging(args.log_format);
     if args.plain_http && !args.listen.ip().is_loopback() {
-        bail!(
+        bail_usage!(
             "--plain-http serves only a loopback address, not {}: devices send their \
              credentials over this connection",
             args.listen
         );
     }
     if args.listen.ip().is_unspecified() && args.public_url.is_none() {
-        bail!(
+        bail_usage!(
             "--listen {} names no address devices can reach: add --public-url \
              https://HOST:{} for the pairing links",
             args.listen,
             args.listen.port()
         );
     }
+    // Everything the command line says is checked, and the port taken, before anything is
+    // written: a refused start leaves the data directory as it was.
+    let db = args
+        .db
+        .as_deref()
+        .map(gatemesh_server::Database::parse)
+        .transpose()
+        .usage()?;
+    if let Some(token) = &args.admin_token {
+        gatemesh_server::check_admin_token(token).usage()?;
+    }
+    if let Some(url) = &args.public_url {
+        crate::exit::ensure_usage!(
+            gatemesh_wire::valid_server_url(url.trim_end_matches('/')),
+            "--public-url {url:?} is not https://HOST:PORT (or http://HOST:PORT)"
+        );
+    }
+    let listener = std::net::TcpListener::bind(args.listen)
+        .with_context(|| format!("listening on {} (is another server running?)", args.listen))?;
+    listener.set_nonblocking(true)?;
     let tls = if args.plain_http {
         None
     } else if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
@@ -168,11 +197,6 @@ pub fn run(args: Args) -> Result<ExitCode> {
             .with_context(|| format!("creating {}", args.data.display()))?;
         Some(gatemesh_server::tls::TlsIdentity::self_signed(&args.data)?)
     };
-    let db = args
-        .db
-        .as_deref()
-        .map(gatemesh_server::Database::parse)
-        .transpose()?;
     let mut opened = gatemesh_server::Server::open(&args.data, db, args.admin_token.clone())?;
     if let Some(url) = &args.public_url {
         opened.server = opened.server.with_public_url(url)?;
@@ -188,9 +212,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(args.listen)
-            .await
-            .with_context(|| format!("listening on {}", args.listen))?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
         let addr = listener.local_addr()?;
         let scheme = if tls.is_some() { "https" } else { "http" };
         let url = args

@@ -4,11 +4,11 @@ use std::{
     process::ExitCode,
 };
 
-use anyhow::{Context, Result, bail};
-use gatemesh_ticket::{EventId, Format, Keyring, MAX_CODE_LEN, PublicKey, Verifier};
+use anyhow::{Context, Result};
+use gatemesh_ticket::{EventId, Format, Keyring, MAX_CODE_LEN, Verifier};
 use serde_json::json;
 
-use crate::timefmt;
+use crate::{exit::bail_usage, timefmt};
 
 /// Verify ticket codes offline and print each result as one JSON object (one line each).
 /// Exit status 0 when every ticket is valid, 1 when one is refused, 2 for a usage error.
@@ -32,11 +32,7 @@ pub struct Args {
 pub fn load_keyring(paths: &[PathBuf]) -> Result<Keyring> {
     let mut ring = Keyring::default();
     for path in paths {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading issuer key {}", path.display()))?;
-        let keys = PublicKey::from_file_text(&text)
-            .with_context(|| format!("reading issuer key {}", path.display()))?;
-        for key in keys {
+        for key in crate::keys::public(path, "--issuer")? {
             ring.add(key)
                 .with_context(|| format!("adding {}", path.display()))?;
         }
@@ -57,7 +53,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let check = |code: &str| -> Result<bool> {
         if args.event.is_none() && gatemesh_ticket::detect(code.trim()) == Some(Format::Gm1) {
-            bail!("GM1 tickets carry only a tag of their event: pass --event EID to verify one")
+            bail_usage!(
+                "GM1 tickets carry only a tag of their event: pass --event EID to verify one"
+            )
         }
         let answer = match verifier.verify(code, at) {
             Ok(t) => json!({
@@ -90,7 +88,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 break;
             }
             if !line.ends_with('\n') && read > MAX_CODE_LEN {
-                bail!(
+                bail_usage!(
                     "line {n} of standard input is longer than any ticket code ({MAX_CODE_LEN} bytes)"
                 );
             }

@@ -112,7 +112,7 @@ pub enum PairError {
         source: reqwest::Error,
     },
     /// The server answered with an error (its `{code, message}`).
-    #[error("the server refused the code: {message}")]
+    #[error("the server did not pair this device: {message}")]
     Refused {
         /// The HTTP status.
         status: u16,

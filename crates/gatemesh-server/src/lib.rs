@@ -99,6 +99,20 @@ fn read_or_create(path: &Path, make: impl FnOnce() -> Result<String>) -> Result<
     }
 }
 
+/// The shortest admin token the server accepts.
+pub const MIN_ADMIN_TOKEN: usize = 16;
+
+/// Whether `token` may be the admin token: at least [`MIN_ADMIN_TOKEN`] characters.
+pub fn check_admin_token(token: &str) -> Result<()> {
+    anyhow::ensure!(
+        token.len() >= MIN_ADMIN_TOKEN,
+        "the admin token is {} characters; it must be at least {MIN_ADMIN_TOKEN} \
+         (or leave it out, and the server makes one)",
+        token.len()
+    );
+    Ok(())
+}
+
 /// Where the server keeps its data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Database {
@@ -115,6 +129,13 @@ impl Database {
             anyhow::ensure!(!path.is_empty(), "sqlite:// needs a file path");
             Ok(Self::Sqlite(path.into()))
         } else if s.starts_with("postgres://") || s.starts_with("postgresql://") {
+            let config: ::postgres::Config = s.parse().map_err(|e| {
+                anyhow::anyhow!("--db {s:?} does not read as a PostgreSQL URL: {e}")
+            })?;
+            anyhow::ensure!(
+                !config.get_hosts().is_empty(),
+                "--db {s:?} names no host: use postgres://USER@HOST:PORT/DB"
+            );
             Ok(Self::Postgres(s.to_owned()))
         } else {
             anyhow::bail!("--db {s:?}: use sqlite://PATH or postgres://USER@HOST:PORT/DB")
@@ -133,16 +154,29 @@ impl Server {
     /// (default: `server.sqlite` in the data directory). Servers that share a PostgreSQL
     /// database act as one service when they also share the data directory's key and token.
     pub fn open(data: &Path, db: Option<Database>, admin_token: Option<String>) -> Result<Opened> {
-        std::fs::create_dir_all(data).with_context(|| format!("creating {}", data.display()))?;
+        // Checked before anything is written: a refused start leaves the directory as it was.
+        if let Some(t) = &admin_token {
+            check_admin_token(t)?;
+        }
+        let create = || {
+            std::fs::create_dir_all(data).with_context(|| format!("creating {}", data.display()))
+        };
+        // A PostgreSQL database is reached before anything is written here.
         let store: Arc<dyn store::Storage> =
             match db.unwrap_or_else(|| Database::Sqlite(data.join("server.sqlite"))) {
-                Database::Sqlite(path) => Arc::new(
-                    store::Sqlite::open(&path)
-                        .with_context(|| format!("opening {}", path.display()))?,
-                ),
-                Database::Postgres(url) => Arc::new(
-                    store::Postgres::open(&url, 16).context("opening the PostgreSQL database")?,
-                ),
+                Database::Sqlite(path) => {
+                    create()?;
+                    Arc::new(
+                        store::Sqlite::open(&path)
+                            .with_context(|| format!("opening {}", path.display()))?,
+                    )
+                }
+                Database::Postgres(url) => {
+                    let store = store::Postgres::open(&url, 16)
+                        .context("opening the PostgreSQL database")?;
+                    create()?;
+                    Arc::new(store)
+                }
             };
         let (key_pem, _) = read_or_create(&data.join("issuer.key.pem"), || {
             IssuerKey::generate(None)
@@ -174,10 +208,7 @@ impl Server {
                 (t.clone(), created.then_some(t))
             }
         };
-        anyhow::ensure!(
-            token.len() >= 16,
-            "the admin token must be at least 16 characters"
-        );
+        check_admin_token(&token)?;
         Ok(Opened {
             server: Server {
                 store,

@@ -51,6 +51,15 @@ pub enum StoreError {
     Postgres(#[from] ::postgres::Error),
     #[error("no database connection: {0}")]
     Pool(#[from] r2d2::Error),
+    /// The database named could not be reached when the server started.
+    #[error("cannot reach PostgreSQL at {at}: {why}")]
+    Unreachable {
+        /// `HOST:PORT` as the URL names them.
+        at: String,
+        /// What connecting met (refused, timed out, a wrong password, …), with its cause: the
+        /// client's error repeats its cause as its source, so it is kept as text.
+        why: String,
+    },
     #[error("the database holds something this server cannot read: {0}")]
     Corrupt(String),
     /// The server's identity could not sign a record it relays (its key unreadable).
@@ -257,8 +266,10 @@ pub trait Storage: Send + Sync + 'static {
         code_hash: &str,
         expires_ms: i64,
     ) -> Result<(), StoreError>;
+    /// The device an unexpired pairing code (by its hash) was made for, without spending it.
+    fn pairing(&self, code_hash: &str, now_ms: i64) -> Result<Option<Device>, StoreError>;
     /// Spends a pairing code: the device's credential becomes `token_hash`. `None` when no
-    /// unexpired code has this hash.
+    /// unexpired code has this hash (of two requests spending one code, one gets `None`).
     fn pair(
         &self,
         code_hash: &str,

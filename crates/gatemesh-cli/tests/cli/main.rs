@@ -661,3 +661,402 @@ fn export_refuses_a_directory_that_holds_no_gate() {
     assert!(!s.root.join("x.gm").exists());
     assert!(!missing.exists(), "the mistyped directory was created");
 }
+
+/// One row of [`mistakes_a_newcomer_makes_get_the_exit_code_and_the_fix`]: a command line
+/// (run in a directory holding `keys/` from `gatemesh keygen`), the exit code it must end
+/// with, what its error must name, and a path it must not create.
+struct Mistake {
+    args: Vec<String>,
+    code: i32,
+    says: Vec<String>,
+    writes_nothing_at: Option<&'static str>,
+}
+
+fn mistake(
+    args: &[&str],
+    code: i32,
+    says: &[&str],
+    writes_nothing_at: Option<&'static str>,
+) -> Mistake {
+    Mistake {
+        args: args.iter().map(|a| (*a).to_owned()).collect(),
+        code,
+        says: says.iter().map(|a| (*a).to_owned()).collect(),
+        writes_nothing_at,
+    }
+}
+
+/// The first hour with gatemesh: each mistake ends with its exit code (0 done, 1 a ticket
+/// refused, 2 a usage error, 3 a runtime failure), an error naming the thing to fix, and
+/// nothing written.
+#[test]
+fn mistakes_a_newcomer_makes_get_the_exit_code_and_the_fix() {
+    let s = setup();
+    std::fs::write(s.root.join("empty.csv"), "").unwrap();
+    std::fs::write(s.root.join("header-only.csv"), "seat\n").unwrap();
+    ok(&["mesh-ca", "--event", "E1", "--out", p(&s.root.join("ca"))]);
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy = busy.local_addr().unwrap().to_string();
+    let event_64 = "E".repeat(64);
+    let event_65 = "E".repeat(65);
+    let gate = |issuer: &str, data: &'static str, api: &str| -> Vec<String> {
+        [
+            "gate", "--issuer", issuer, "--event", "E1", "--name", "North-1",
+        ]
+        .iter()
+        .map(|a| (*a).to_owned())
+        .chain(["--data".into(), data.into(), "--api".into(), api.into()])
+        .collect()
+    };
+    let rows = vec![
+        // Keys the other way round: say which file is which.
+        mistake(
+            &[
+                "issue",
+                "--key",
+                "keys/issuer.pub.pem",
+                "--event",
+                "E1",
+                "--count",
+                "1",
+                "--out",
+                "b1",
+            ],
+            2,
+            &[
+                "keys/issuer.pub.pem",
+                "public key",
+                "private one",
+                "issuer.key.pem",
+            ],
+            Some("b1"),
+        ),
+        Mistake {
+            args: gate("keys/issuer.key.pem", "g1", "127.0.0.1:0"),
+            code: 2,
+            says: [
+                "keys/issuer.key.pem",
+                "private key",
+                "public one",
+                "issuer.pub.pem",
+            ]
+            .map(String::from)
+            .to_vec(),
+            writes_nothing_at: Some("g1"),
+        },
+        mistake(
+            &[
+                "verify",
+                "--issuer",
+                "keys/issuer.key.pem",
+                "--event",
+                "E1",
+                "x",
+            ],
+            2,
+            &["private key", "issuer.pub.pem"],
+            None,
+        ),
+        // A path that is not there: named.
+        mistake(
+            &["enroll", "--ca", "nope", "--name", "North-1", "--out", "d1"],
+            3,
+            &["nope", "gatemesh mesh-ca"],
+            Some("d1"),
+        ),
+        mistake(
+            &[
+                "issue",
+                "--key",
+                "nokey.pem",
+                "--event",
+                "E1",
+                "--count",
+                "1",
+                "--out",
+                "b2",
+            ],
+            3,
+            &["nokey.pem", "No such file"],
+            Some("b2"),
+        ),
+        // A database that is not there: fast, naming host, port and cause.
+        mistake(
+            &[
+                "server",
+                "--data",
+                "s1",
+                "--db",
+                "postgres://127.0.0.1:1/x",
+                "--plain-http",
+                "--listen",
+                "127.0.0.1:0",
+            ],
+            3,
+            &["127.0.0.1:1", "Connection refused"],
+            Some("s1"),
+        ),
+        mistake(
+            &[
+                "server",
+                "--data",
+                "s2",
+                "--db",
+                "postgres://",
+                "--plain-http",
+                "--listen",
+                "127.0.0.1:0",
+            ],
+            2,
+            &["postgres://", "no host", "USER@HOST:PORT/DB"],
+            Some("s2"),
+        ),
+        mistake(
+            &[
+                "server",
+                "--data",
+                "s3",
+                "--db",
+                "mysql://x",
+                "--plain-http",
+                "--listen",
+                "127.0.0.1:0",
+            ],
+            2,
+            &["sqlite://PATH", "postgres://"],
+            Some("s3"),
+        ),
+        // Checked before anything is written.
+        mistake(
+            &[
+                "server",
+                "--data",
+                "s4",
+                "--admin-token",
+                "0123456789",
+                "--plain-http",
+                "--listen",
+                "127.0.0.1:0",
+            ],
+            2,
+            &["admin token", "10 characters", "at least 16"],
+            Some("s4"),
+        ),
+        mistake(
+            &["server", "--data", "s5", "--plain-http", "--listen", &busy],
+            3,
+            &[&busy, "in use"],
+            Some("s5"),
+        ),
+        Mistake {
+            args: gate("keys/issuer.pub.pem", "g2", &busy),
+            code: 3,
+            says: ["in use", "--api"].map(String::from).to_vec(),
+            writes_nothing_at: Some("g2"),
+        },
+        Mistake {
+            args: gate("keys/issuer.pub.pem", "g3", "0.0.0.0:0"),
+            code: 2,
+            says: ["--api-public"].map(String::from).to_vec(),
+            writes_nothing_at: Some("g3"),
+        },
+        // A URL without its scheme.
+        mistake(
+            &[
+                "pair",
+                "--server",
+                "127.0.0.1:18081",
+                "--code",
+                "7K2QM-X9D4R",
+                "--out",
+                "p1",
+            ],
+            2,
+            &["https://127.0.0.1:18081", "http://"],
+            Some("p1"),
+        ),
+        // Counts and seats.
+        mistake(
+            &[
+                "issue",
+                "--key",
+                "keys/issuer.key.pem",
+                "--event",
+                "E1",
+                "--count",
+                "-1",
+                "--out",
+                "b3",
+            ],
+            2,
+            &["--count", "1 to 1000000", "not -1"],
+            Some("b3"),
+        ),
+        mistake(
+            &[
+                "issue",
+                "--key",
+                "keys/issuer.key.pem",
+                "--event",
+                "E1",
+                "--count",
+                "0",
+                "--out",
+                "b4",
+            ],
+            2,
+            &["--count", "not 0"],
+            Some("b4"),
+        ),
+        mistake(
+            &[
+                "issue",
+                "--key",
+                "keys/issuer.key.pem",
+                "--event",
+                "E1",
+                "--seats",
+                "empty.csv",
+                "--out",
+                "b5",
+            ],
+            2,
+            &["empty.csv", "lists no seats", "one seat label"],
+            Some("b5"),
+        ),
+        mistake(
+            &[
+                "issue",
+                "--key",
+                "keys/issuer.key.pem",
+                "--event",
+                "E1",
+                "--seats",
+                "header-only.csv",
+                "--out",
+                "b6",
+            ],
+            2,
+            &["header-only.csv", "lists no seats"],
+            Some("b6"),
+        ),
+        // One rule for device names and event ids, and the examples keep it.
+        mistake(
+            &["enroll", "--ca", "ca", "--name", "North 1", "--out", "d2"],
+            2,
+            &["North 1", "1-63 characters of A-Z a-z 0-9 . _ -"],
+            Some("d2"),
+        ),
+        Mistake {
+            args: [
+                "gate",
+                "--issuer",
+                "keys/issuer.pub.pem",
+                "--event",
+                "E1",
+                "--name",
+                "North 1",
+                "--data",
+                "g4",
+                // Busy: a gate that took the name anyway cannot serve and stay up.
+                "--api",
+                &busy,
+            ]
+            .map(String::from)
+            .to_vec(),
+            code: 2,
+            says: ["North 1", "1-63 characters of A-Z a-z 0-9 . _ -"]
+                .map(String::from)
+                .to_vec(),
+            writes_nothing_at: Some("g4"),
+        },
+        mistake(
+            &["enroll", "--ca", "ca", "--name", "North-1", "--out", "d3"],
+            0,
+            &["North-1"],
+            None,
+        ),
+        mistake(
+            &["mesh-ca", "--event", &event_65, "--out", "ca65"],
+            2,
+            &["1-64 characters"],
+            Some("ca65"),
+        ),
+        mistake(
+            &["mesh-ca", "--event", &event_64, "--out", "ca64"],
+            0,
+            &[],
+            None,
+        ),
+        mistake(
+            &[
+                "issue",
+                "--key",
+                "keys/issuer.key.pem",
+                "--event",
+                &event_65,
+                "--count",
+                "1",
+                "--out",
+                "b7",
+            ],
+            2,
+            &["1-64 characters"],
+            Some("b7"),
+        ),
+        // An output that exists already.
+        mistake(
+            &["keygen", "--out", "keys"],
+            2,
+            &["keys", "already holds an issuer key"],
+            None,
+        ),
+        // A ticket refused.
+        mistake(
+            &[
+                "verify",
+                "--issuer",
+                "keys/issuer.pub.pem",
+                "--event",
+                "E1",
+                "not-a-ticket",
+            ],
+            1,
+            &[],
+            None,
+        ),
+    ];
+    let mut failed = Vec::new();
+    for row in &rows {
+        let out = Command::new(env!("CARGO_BIN_EXE_gatemesh"))
+            .args(&row.args)
+            .current_dir(&s.root)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let mut wrong = Vec::new();
+        if out.status.code() != Some(row.code) {
+            wrong.push(format!("exit {:?}, not {}", out.status.code(), row.code));
+        }
+        let all = format!("{err}{}", String::from_utf8_lossy(&out.stdout));
+        for needle in &row.says {
+            if !all.contains(needle) {
+                wrong.push(format!("does not say {needle:?}"));
+            }
+        }
+        if let Some(path) = row.writes_nothing_at
+            && s.root.join(path).exists()
+        {
+            wrong.push(format!("wrote {path}"));
+        }
+        if !wrong.is_empty() {
+            failed.push(format!(
+                "gatemesh {}: {}\n  {}",
+                row.args.join(" "),
+                wrong.join("; "),
+                err.trim()
+            ));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}

@@ -821,3 +821,79 @@ async fn a_gate_offline_for_a_long_stretch_uploads_thousands() {
     let all: Vec<&str> = tickets.iter().map(|(t, _)| t.as_str()).collect();
     agree(&server, "LONG", &[&gate], &all).await;
 }
+
+/// A pairing the server cannot finish (here: the event's mesh CA key on disk is damaged) is
+/// logged by `gatemesh server` with its cause, `gatemesh pair` exits 3 saying the code is
+/// still good, and once the key is back the same code pairs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pairing_the_server_cannot_finish_is_logged_and_the_code_stays_good() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("srv");
+    let log = dir.path().join("server.log");
+    let mut child = gatemesh()
+        .args(["server", "--data", p(&data), "--admin-token", TOKEN])
+        .args(["--plain-http", "--listen", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let ready: Value = serde_json::from_str(&line).unwrap();
+    let base = ready["url"].as_str().unwrap().to_owned();
+    post(
+        &format!("{base}/v1/events"),
+        json!({ "id": "LOGS", "name": "Logs" }),
+    )
+    .await;
+    let code = post(
+        &format!("{base}/v1/events/LOGS/devices"),
+        json!({ "name": "North-1" }),
+    )
+    .await["code"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The event's mesh CA, damaged: made aside if the server has not made it yet.
+    let ca = data.join("mesh-ca/LOGS");
+    let before = ca.join("ca.key").exists();
+    let good = before.then(|| std::fs::read(ca.join("ca.key")).unwrap());
+    std::fs::create_dir_all(&ca).unwrap();
+    if !before {
+        std::fs::write(ca.join("ca.pem"), "not a certificate").unwrap();
+    }
+    std::fs::write(ca.join("ca.key"), "not a key").unwrap();
+    let pair = |out: &str| {
+        gatemesh()
+            .args(["pair", "--server", &base, "--code", &code, "--out"])
+            .arg(dir.path().join(out))
+            .output()
+            .unwrap()
+    };
+    let failed = pair("p1");
+    let said = String::from_utf8_lossy(&failed.stderr);
+    assert_eq!(failed.status.code(), Some(3), "{said}");
+    assert!(said.contains("still good"), "{said}");
+    assert!(!dir.path().join("p1").exists());
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains("issuing the mesh identity failed") && logged.contains("North-1"),
+        "the server's log: {logged}"
+    );
+    match good {
+        Some(key) => std::fs::write(ca.join("ca.key"), key).unwrap(),
+        None => std::fs::remove_dir_all(&ca).unwrap(),
+    }
+    let paired = pair("p2");
+    assert!(
+        paired.status.success(),
+        "{}",
+        String::from_utf8_lossy(&paired.stderr)
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -42,6 +42,7 @@ pub struct Args {
     /// Admissions measured at each point.
     #[arg(long, default_value_t = 200)]
     samples: usize,
+    /// Also write the report (JSON, as printed) to this file.
     #[arg(long)]
     pub(crate) report: Option<PathBuf>,
 }

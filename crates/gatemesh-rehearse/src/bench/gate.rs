@@ -36,9 +36,12 @@ pub struct Args {
     /// Redemptions on each side for the merge measurement.
     #[arg(long, default_value_t = 10_000)]
     diverged: usize,
+    /// process: admissions survive the process being killed; power: also a power cut (as
+    /// `gatemesh gate --durability`).
     #[arg(long, default_value = "power", value_parser = ["process", "power"])]
     durability: String,
     /// Write the results as JSON here too.
+    /// Also write the report (JSON, as printed) to this file.
     #[arg(long)]
     pub(crate) report: Option<std::path::PathBuf>,
 }

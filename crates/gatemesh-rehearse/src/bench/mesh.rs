@@ -21,6 +21,7 @@ pub struct Args {
     /// Admissions on each side of the partition.
     #[arg(long, default_value_t = 5_000)]
     diverged: usize,
+    /// Also write the report (JSON, as printed) to this file.
     #[arg(long)]
     pub(crate) report: Option<std::path::PathBuf>,
 }
@@ -33,6 +34,7 @@ pub struct RemoteArgs {
     /// Issuer key pair directory (from `gatemesh keygen`) of the remote gate's tickets.
     #[arg(long)]
     keys: std::path::PathBuf,
+    /// The event both gates belong to.
     #[arg(long)]
     event: EventId,
     /// Where this side's mesh endpoint listens.
@@ -47,11 +49,13 @@ pub struct RemoteArgs {
     /// The remote gate's API token (its data directory's `api.token`).
     #[arg(long, env = "GATEMESH_API_TOKEN", hide_env_values = true)]
     remote_token: String,
+    /// Admissions timed from this side until the remote gate knows them.
     #[arg(long, default_value_t = 500)]
     samples: usize,
     /// Admissions on each side before the two gates first connect.
     #[arg(long, default_value_t = 5_000)]
     diverged: usize,
+    /// Also write the report (JSON, as printed) to this file.
     #[arg(long)]
     pub(crate) report: Option<std::path::PathBuf>,
 }

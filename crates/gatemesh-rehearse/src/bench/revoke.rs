@@ -27,6 +27,7 @@ pub struct Args {
     /// Database for the server (default: SQLite in a temporary directory).
     #[arg(long)]
     db: Option<String>,
+    /// Also write the report (JSON, as printed) to this file.
     #[arg(long)]
     pub(crate) report: Option<PathBuf>,
 }

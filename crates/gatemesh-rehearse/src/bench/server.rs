@@ -52,6 +52,7 @@ pub struct Args {
     /// How long the clients post redemptions.
     #[arg(long, default_value_t = 10)]
     duration_secs: u64,
+    /// What the clients post: each ticket once (distinct) or the same tickets over and over.
     #[arg(long, value_enum, default_value_t = Mode::Distinct)]
     mode: Mode,
     /// Requests on each ticket in `hot` mode before the clients move to the next one.
@@ -62,6 +63,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     batch: u64,
     /// Write the results as JSON here too.
+    /// Also write the report (JSON, as printed) to this file.
     #[arg(long)]
     pub(crate) report: Option<std::path::PathBuf>,
 }

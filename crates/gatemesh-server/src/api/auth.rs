@@ -49,8 +49,18 @@ pub(super) async fn require_admin(
     mut req: Request,
     next: Next,
 ) -> Response {
-    if !is_admin(&s, bearer(&headers)) {
-        return unauthorized("an admin token is needed: Authorization: Bearer <token>");
+    let given = bearer(&headers);
+    if given.is_empty() {
+        return unauthorized(
+            "no admin token: send Authorization: Bearer <the token the server printed on \
+             first start, kept in DATA/admin.token>",
+        );
+    }
+    if !is_admin(&s, given) {
+        return unauthorized(
+            "wrong admin token: this server's is the one it printed on first start, kept in \
+             DATA/admin.token (or --admin-token)",
+        );
     }
     req.extensions_mut().insert(Caller::Admin);
     next.run(req).await

@@ -331,9 +331,10 @@ pub(crate) async fn create(
 ///
 /// Spends a pairing code (the code is the secret) and returns the device's mesh certificate
 /// for the key of its signing request, the issuer keys and its credential. The request is
-/// checked before the code is spent; the certificate names the device the code was made for,
-/// whatever the request says, and lasts until a day after the event's end (30 days when the
-/// event has no end).
+/// checked before the code is looked up, and the code is spent only once the certificate is
+/// issued: a failure on the server's side is logged and leaves the code good. The certificate
+/// names the device the code was made for, whatever the request says, and lasts until a day
+/// after the event's end (30 days when the event has no end).
 #[utoipa::path(
     post, path = "/v1/pair", tag = "open", operation_id = "pair_device",
     request_body = PairRequest,
@@ -367,16 +368,21 @@ pub(crate) async fn pair(
             "csr is not a signing request for a P-256 key of the device's own: {e}"
         )));
     }
-    let token = random_token();
-    let (code_hash, token_hash) = (hash(&code), hash(&token));
-    let device = blocking(&s, move |st| st.pair(&code_hash, &token_hash, now_ms())).await?;
-    let Some(device) = device else {
-        s.pair_guard.failed(source, &code);
-        return Err(err(
+    // Look the code up, issue the certificate, and only then spend the code: a pairing that
+    // fails on the server's side leaves the code good for another try.
+    let code_hash = hash(&code);
+    let h = code_hash.clone();
+    let found = blocking(&s, move |st| st.pairing(&h, now_ms())).await?;
+    let unknown = || {
+        err(
             StatusCode::NOT_FOUND,
             "unknown_code",
             "no such pairing code, or it expired or was used: ask for a new one",
-        ));
+        )
+    };
+    let Some(device) = found else {
+        s.pair_guard.failed(source, &code);
+        return Err(unknown());
     };
     let id = device.eid.clone();
     let event = blocking(&s, move |st| st.event(&id)).await?;
@@ -385,38 +391,31 @@ pub(crate) async fn pair(
     let data = s.data.clone();
     let (eid, name) = (device.eid.clone(), device.name.clone());
     let csr = req.csr;
-    let issued = tokio::task::spawn_blocking(move || -> anyhow::Result<Issued> {
-        let ca_dir = mesh_ca(&data, &eid)?;
-        let read = |f: &str| std::fs::read_to_string(ca_dir.join(f));
-        let ca_pem = read(gatemesh_mesh::pki::CA_CERT)?;
-        let ca = gatemesh_mesh::pki::MeshCa::from_pem(&ca_pem, &read(gatemesh_mesh::pki::CA_KEY)?)?;
-        let id = gatemesh_mesh::identity::PeerId::new(eid.as_str(), role, name.as_str());
-        let device_pem = ca.enroll_csr(&id, &csr, not_after)?;
-        // What a later revocation names: the certificate's hash and the node its key makes.
-        let der = {
-            use rustls_pki_types::{CertificateDer, pem::PemObject};
-            CertificateDer::from_pem_slice(device_pem.as_bytes())?
-        };
-        let node = gatemesh_ledger::Trust::from_pem(&ca_pem, &eid)?
-            .device(der.as_ref())
-            .map_err(|why| anyhow::anyhow!("the certificate just issued: {why}"))?
-            .node;
-        Ok(Issued {
-            identity: MeshIdentity { device_pem, ca_pem },
-            cert: gatemesh_wire::CertFingerprint::of(der.as_ref()).to_string(),
-            node: node.to_string(),
-        })
-    })
-    .await
-    .map_err(|e| err(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
-    .map_err(|e| {
-        tracing::error!("issuing a mesh identity: {e:#}");
-        err(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "unavailable",
-            "could not issue the device's identity",
-        )
-    })?;
+    let issued =
+        tokio::task::spawn_blocking(move || issue(&data, &eid, role, &name, &csr, not_after))
+            .await
+            .map_err(|e| err(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
+            .map_err(|e| {
+                tracing::error!(
+                    event = %device.eid, device = %device.name,
+                    "pairing: issuing the mesh identity failed (the code stays good): {e:#}"
+                );
+                err(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    "could not issue the device's identity (the server's log says why); \
+                     the pairing code is still good: try again",
+                )
+            })?;
+    // Spending is one conditional update: of two requests racing with one code, one wins and
+    // the other's certificate is never recorded nor handed out.
+    let token = random_token();
+    let token_hash = hash(&token);
+    let spent = blocking(&s, move |st| st.pair(&code_hash, &token_hash, now_ms())).await?;
+    let Some(spent) = spent.filter(|d| d == &device) else {
+        return Err(unknown());
+    };
+    let device = spent;
     let (e, n, cert, node) = (
         device.eid.clone(),
         device.name.clone(),
@@ -443,6 +442,38 @@ pub(crate) async fn pair(
         keys: super::issuer_keys(&s),
         identity,
     }))
+}
+
+/// Issues the device's mesh certificate for the key of `csr`, under the event's mesh CA
+/// (made on first use).
+fn issue(
+    data: &Path,
+    eid: &EventId,
+    role: Role,
+    name: &DeviceName,
+    csr: &str,
+    not_after: time::OffsetDateTime,
+) -> anyhow::Result<Issued> {
+    let ca_dir = mesh_ca(data, eid)?;
+    let read = |f: &str| std::fs::read_to_string(ca_dir.join(f));
+    let ca_pem = read(gatemesh_mesh::pki::CA_CERT)?;
+    let ca = gatemesh_mesh::pki::MeshCa::from_pem(&ca_pem, &read(gatemesh_mesh::pki::CA_KEY)?)?;
+    let id = gatemesh_mesh::identity::PeerId::new(eid.as_str(), role, name.as_str());
+    let device_pem = ca.enroll_csr(&id, csr, not_after)?;
+    // What a later revocation names: the certificate's hash and the node its key makes.
+    let der = {
+        use rustls_pki_types::{CertificateDer, pem::PemObject};
+        CertificateDer::from_pem_slice(device_pem.as_bytes())?
+    };
+    let node = gatemesh_ledger::Trust::from_pem(&ca_pem, eid)?
+        .device(der.as_ref())
+        .map_err(|why| anyhow::anyhow!("the certificate just issued: {why}"))?
+        .node;
+    Ok(Issued {
+        identity: MeshIdentity { device_pem, ca_pem },
+        cert: gatemesh_wire::CertFingerprint::of(der.as_ref()).to_string(),
+        node: node.to_string(),
+    })
 }
 
 /// A device identity just issued, and what names its certificate.

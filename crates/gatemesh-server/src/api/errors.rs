@@ -57,6 +57,7 @@ impl From<StoreError> for ApiError {
             StoreError::Sqlite(_)
             | StoreError::Postgres(_)
             | StoreError::Pool(_)
+            | StoreError::Unreachable { .. }
             | StoreError::Corrupt(_) => {
                 tracing::error!("storage: {e}");
                 err(

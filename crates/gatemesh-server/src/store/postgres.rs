@@ -233,6 +233,42 @@ impl std::fmt::Debug for Postgres {
     }
 }
 
+/// How long connecting may take when the URL sets no `connect_timeout`.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// An error and its causes on one line.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let c_text = c.to_string();
+        if !text.ends_with(&c_text) {
+            text = format!("{text}: {c_text}");
+        }
+        cause = c.source();
+    }
+    text
+}
+
+/// `HOST:PORT[, …]` of a configuration, for messages.
+fn where_(config: &postgres::Config) -> String {
+    let ports = config.get_ports();
+    config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, host)| {
+            let host = match host {
+                postgres::config::Host::Tcp(h) => h.clone(),
+                postgres::config::Host::Unix(p) => p.display().to_string(),
+            };
+            let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+            format!("{host}:{port}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 impl Postgres {
     /// Connects (`postgres://user@host:port/db`), creates or checks the tables, and starts
     /// listening for changes made by any server on this database.
@@ -251,6 +287,20 @@ impl Postgres {
         let config: postgres::Config = url
             .parse()
             .map_err(|e: postgres::Error| StoreError::Conflict(format!("database URL: {e}")))?;
+        let mut config = config;
+        if config.get_user().is_none() {
+            // As libpq does: the user this process runs as.
+            config.user(std::env::var("USER").as_deref().unwrap_or("postgres"));
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        // One plain connection first: a database that is not there fails now, naming where
+        // and why, rather than after the pool's retries.
+        config.connect(NoTls).map_err(|e| StoreError::Unreachable {
+            at: where_(&config),
+            why: with_causes(&e),
+        })?;
         let manager = PostgresConnectionManager::new(config.clone(), NoTls);
         let pool = r2d2::Pool::builder()
             .max_size(pool_size.max(2))
@@ -772,6 +822,17 @@ impl Storage for Postgres {
             ],
         )?;
         Ok(())
+    }
+
+    fn pairing(&self, code_hash: &str, now_ms: i64) -> Result<Option<Device>, StoreError> {
+        self.conn()?
+            .query_opt(
+                "SELECT eid, name, role FROM devices WHERE code_hash = $1 AND code_expires_ms >= $2",
+                &[&code_hash, &now_ms],
+            )?
+            .as_ref()
+            .map(rows::device)
+            .transpose()
     }
 
     fn pair(

@@ -590,6 +590,15 @@ impl Storage for Sqlite {
         Ok(())
     }
 
+    fn pairing(&self, code_hash: &str, now_ms: i64) -> Result<Option<Device>, StoreError> {
+        one(
+            &self.conn(),
+            "SELECT eid, name, role FROM devices WHERE code_hash = ?1 AND code_expires_ms >= ?2",
+            params![code_hash, now_ms],
+            |r| rows::device(r),
+        )
+    }
+
     fn pair(
         &self,
         code_hash: &str,

@@ -45,6 +45,8 @@ on_both_backends!(
     devices_pair_once_and_reach_only_their_own_event,
     devices_resolve_only_flags_of_their_event_and_sign_as_themselves,
     wrong_codes_from_one_address_do_not_stop_pairing_from_another,
+    a_pairing_the_server_fails_leaves_the_code_good_and_one_code_pairs_once,
+    the_longest_event_id_and_device_name_pair,
     metrics_count_redemptions_by_gate_and_verdict,
     a_devices_journal_carries_only_records_their_writers_signed,
     online_admissions_reach_gates_signed_by_the_server,
@@ -1242,6 +1244,136 @@ async fn devices_resolve_only_flags_of_their_event_and_sign_as_themselves(backen
 
 /// A guesser at one address locks out only itself: a device pairing from another address
 /// right after gets in (the limit used to be one for the whole server).
+/// The server looks the code up, issues the certificate, and only then spends the code: when
+/// issuing fails (here: the event's mesh CA key on disk is damaged), the code stays good for
+/// the next try; and of requests racing with one code, exactly one pairs.
+async fn a_pairing_the_server_fails_leaves_the_code_good_and_one_code_pairs_once(backend: Backend) {
+    let s = Running::start(backend).await;
+    s.event_with_tickets("FAIL", 1).await;
+    // The first pairing makes the event's mesh CA.
+    s.paired("FAIL", "North-1", "gate").await;
+    let key = s._dir.as_ref().unwrap().path().join("mesh-ca/FAIL/ca.key");
+    let good = std::fs::read(&key).unwrap();
+    let (status, code) = s
+        .post("/v1/events/FAIL/devices", json!({ "name": "North-2" }))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{code}");
+    let code = code["code"].as_str().unwrap().to_owned();
+    let pair = |code: String| {
+        let (client, base) = (s.client.clone(), s.base.clone());
+        let csr = gatemesh_mesh::pki::DeviceRequest::new().unwrap().csr_pem;
+        async move {
+            let r = client
+                .post(format!("{base}/v1/pair"))
+                .json(&json!({ "code": code, "csr": csr }))
+                .send()
+                .await
+                .unwrap();
+            (r.status(), r.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    std::fs::write(
+        &key,
+        "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+    )
+    .unwrap();
+    let (status, body) = pair(code.clone()).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("still good"),
+        "{body}"
+    );
+    std::fs::write(&key, &good).unwrap();
+    let (status, body) = pair(code.clone()).await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "the code survives a failure: {body}"
+    );
+    assert_eq!(body["name"], "North-2");
+    let (status, _) = pair(code).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "and is spent by the pairing");
+
+    // Eight requests race with one code: one pairs, seven hear it is gone.
+    let (_, code) = s
+        .post("/v1/events/FAIL/devices", json!({ "name": "North-3" }))
+        .await;
+    let code = code["code"].as_str().unwrap().to_owned();
+    let answers = futures_util::future::join_all((0..8).map(|_| pair(code.clone()))).await;
+    let ok: Vec<_> = answers
+        .iter()
+        .filter(|(status, _)| *status == StatusCode::OK)
+        .collect();
+    assert_eq!(ok.len(), 1, "{answers:?}");
+    assert!(
+        answers
+            .iter()
+            .all(|(status, _)| [StatusCode::OK, StatusCode::NOT_FOUND].contains(status)),
+        "{answers:?}"
+    );
+    let (_, gates) = s.get("/v1/events/FAIL/gates").await;
+    let gates = gates["gates"].as_array().unwrap();
+    assert_eq!(gates.len(), 3, "{gates:?}");
+    assert!(gates.iter().all(|g| g["paired"] == true), "{gates:?}");
+    s.stop().await;
+}
+
+/// An event id as long as the rule allows (64) and a device name as long as its rule allows
+/// (63) make a mesh identity that loads; one character more is refused where it enters.
+async fn the_longest_event_id_and_device_name_pair(backend: Backend) {
+    let s = Running::start(backend).await;
+    let eid = format!("LONG-{}", "x".repeat(59));
+    let name = format!("North-{}", "1".repeat(57));
+    assert_eq!((eid.len(), name.len()), (64, 63));
+    let (status, body) = s
+        .post(
+            "/v1/events",
+            json!({ "id": format!("{eid}x"), "name": "Too long" }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    s.event_with_tickets(&eid, 1).await;
+    let (status, body) = s
+        .post(
+            &format!("/v1/events/{eid}/devices"),
+            json!({ "name": format!("{name}1") }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let (status, code) = s
+        .post(
+            &format!("/v1/events/{eid}/devices"),
+            json!({ "name": name }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{code}");
+    let request = gatemesh_mesh::pki::DeviceRequest::new().unwrap();
+    let r = s
+        .client
+        .post(format!("{}/v1/pair", s.base))
+        .json(&json!({ "code": code["code"], "csr": request.csr_pem }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let paired: Value = r.json().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cert = paired["identity"]["device_pem"].as_str().unwrap();
+    std::fs::write(dir.path().join("device.pem"), cert).unwrap();
+    std::fs::write(dir.path().join("device.key"), request.key_pem()).unwrap();
+    std::fs::write(
+        dir.path().join("ca.pem"),
+        paired["identity"]["ca_pem"].as_str().unwrap(),
+    )
+    .unwrap();
+    let id = gatemesh_mesh::pki::Identity::load(dir.path()).unwrap();
+    assert_eq!((id.peer.event, id.peer.name), (eid, name));
+    s.stop().await;
+}
+
 async fn wrong_codes_from_one_address_do_not_stop_pairing_from_another(backend: Backend) {
     let s = Running::start(backend).await;
     s.event_with_tickets("LIMIT", 1).await;
@@ -2387,4 +2519,63 @@ async fn a_devices_journal_refuses_every_forgery_of_the_adversary_harness(backen
         assert_eq!(status, StatusCode::OK);
         assert_eq!(a["verdict"], "admit", "ticket {i}: {a}");
     }
+}
+
+/// What a client did wrong is said in its own terms: a wrong token is wrong (not missing),
+/// and a body of the wrong shape names no type of the server's code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_say_what_the_client_got_wrong() {
+    let s = Running::start(Backend::Sqlite).await;
+    s.event_with_tickets("SAY", 1).await;
+    let send = |token: Option<&str>, body: &str| {
+        let mut r = s
+            .client
+            .post(format!("{}/v1/events/SAY/redemptions", s.base))
+            .header("content-type", "application/json")
+            .body(body.to_owned());
+        if let Some(t) = token {
+            r = r.bearer_auth(t);
+        }
+        async move {
+            let r = r.send().await.unwrap();
+            (r.status(), r.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, body) = send(Some("not-the-admin-token-at-all"), "{}").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let msg = body["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("unknown credential"), "{body}");
+    let r = s
+        .client
+        .post(format!("{}/v1/events", s.base))
+        .bearer_auth("not-the-admin-token-at-all")
+        .json(&json!({ "id": "X", "name": "x" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let body: Value = r.json().await.unwrap();
+    let msg = body["error"]["message"].as_str().unwrap();
+    assert!(msg.starts_with("wrong admin token"), "{body}");
+    let r = s
+        .client
+        .post(format!("{}/v1/events", s.base))
+        .json(&json!({ "id": "X", "name": "x" }))
+        .send()
+        .await
+        .unwrap();
+    let body: Value = r.json().await.unwrap();
+    let msg = body["error"]["message"].as_str().unwrap();
+    assert!(msg.starts_with("no admin token"), "{body}");
+
+    for bad in [r#"{"tid": 5}"#, "[]", r#"{"items": 3}"#, "7"] {
+        let (status, body) = send(Some(TOKEN), bad).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {body}");
+        let msg = body["error"]["message"].as_str().unwrap();
+        assert!(
+            !msg.contains("enum") && !msg.contains("RedeemBody"),
+            "{bad}: {msg}"
+        );
+    }
+    s.stop().await;
 }
