@@ -278,10 +278,35 @@ pub(crate) fn standing_record(
     Ok(with_cert(&status, cert)?.to_string())
 }
 
-/// Staff's decision on a flag, taken at the server, as the ledger record gates write: a
-/// resolution by the server's identity, signed, with its certificate under `cert`. Made when
-/// the decision is taken and stored with it, so every relay is the same record.
-pub(crate) fn decision_record(
+/// A decision taken at the server now (staff's on a flag, the organizer's revert), with the
+/// ledger record gates write: a resolution by the server's identity, signed, with its
+/// certificate under `cert`. Made when the decision is taken and stored with it, so every
+/// relay is the same record.
+pub(crate) fn signed_decision(
+    signers: &Signers,
+    data: &Path,
+    eid: &EventId,
+    tid: &TicketId,
+    (action, staff, note): (
+        gatemesh_wire::Action,
+        gatemesh_wire::Label,
+        gatemesh_wire::Note,
+    ),
+    covers: Vec<gatemesh_wire::RedemptionId>,
+) -> Result<gatemesh_wire::ServerResolution, StoreError> {
+    let mut decision = gatemesh_wire::ServerResolution {
+        action,
+        staff,
+        note,
+        covers,
+        at: gatemesh_wire::Timestamp::now(),
+        record: None,
+    };
+    decision.record = Some(decision_record(signers, data, eid, tid, &decision)?);
+    Ok(decision)
+}
+
+fn decision_record(
     signers: &Signers,
     data: &Path,
     eid: &EventId,

@@ -110,7 +110,7 @@ pub enum VerifyError {
         found: Option<EventId>,
     },
     /// Checked at or after `exp` plus the leeway.
-    #[error("the ticket expired at {exp} (checked at {at})")]
+    #[error("the ticket expired at {} (checked at {})", rfc3339(*exp), rfc3339(*at))]
     Expired {
         /// The ticket's `exp`, seconds since 1970.
         exp: i64,
@@ -118,13 +118,25 @@ pub enum VerifyError {
         at: i64,
     },
     /// Checked before `nbf` minus the leeway.
-    #[error("the ticket is valid only from {nbf} (checked at {at})")]
+    #[error("the ticket is valid only from {} (checked at {})", rfc3339(*nbf), rfc3339(*at))]
     NotYetValid {
         /// The ticket's `nbf`, seconds since 1970.
         nbf: i64,
         /// When it was checked, seconds since 1970.
         at: i64,
     },
+}
+
+/// Seconds since 1970 as people and the rest of gatemesh write instants (RFC 3339, UTC); an
+/// instant out of that range as the number it is.
+fn rfc3339(secs: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp(secs)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| format!("{secs} s since 1970"))
 }
 
 impl VerifyError {
@@ -260,5 +272,36 @@ pub fn detect(code: &str) -> Option<Format> {
         Some(Format::Jwt)
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instants_in_messages_read_as_rfc3339() {
+        let expired = VerifyError::Expired {
+            exp: 1_780_000_000,
+            at: 1_780_000_100,
+        };
+        assert_eq!(
+            expired.to_string(),
+            "the ticket expired at 2026-05-28T20:26:40Z (checked at 2026-05-28T20:28:20Z)"
+        );
+        let early = VerifyError::NotYetValid {
+            nbf: 1_780_000_100,
+            at: 1_780_000_000,
+        };
+        assert_eq!(
+            early.to_string(),
+            "the ticket is valid only from 2026-05-28T20:28:20Z (checked at 2026-05-28T20:26:40Z)"
+        );
+        // An instant no calendar holds is still said.
+        let odd = VerifyError::Expired {
+            exp: i64::MIN,
+            at: 0,
+        };
+        assert!(odd.to_string().contains("s since 1970"), "{odd}");
     }
 }

@@ -6,7 +6,7 @@ use axum::{
     extract::{Path, State},
 };
 use gatemesh_ticket::TicketId;
-use gatemesh_wire::{Admission, Label, ResolveRequest, ServerResolution, TicketStatus, Timestamp};
+use gatemesh_wire::{Admission, Label, ResolveRequest, TicketStatus};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -139,22 +139,10 @@ pub(crate) async fn resolve(
             all.append(&mut covers);
             covers = all;
         }
-        let mut resolution = ServerResolution {
-            action: req.action,
-            staff,
-            note: req.note,
-            covers,
-            at: Timestamp::now(),
-            record: None,
-        };
         // The decision as gates write it: a record the server's identity signs.
-        resolution.record = Some(crate::signer::decision_record(
-            &signers,
-            &data,
-            &eid,
-            &tid,
-            &resolution,
-        )?);
+        let decided = (req.action, staff, req.note);
+        let resolution =
+            crate::signer::signed_decision(&signers, &data, &eid, &tid, decided, covers)?;
         // A deny voids an active ticket: the standing gates write, signed now.
         let void_record = match resolution.action {
             gatemesh_wire::Action::Deny => Some(crate::signer::standing_record(

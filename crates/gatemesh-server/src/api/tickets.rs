@@ -519,22 +519,10 @@ pub(crate) async fn revert(
                 covers.push(a.redemption_id);
             }
         }
-        let mut resolution = gatemesh_wire::ServerResolution {
-            action: gatemesh_wire::Action::Revert,
-            staff: actor,
-            note: reason,
-            covers,
-            at: gatemesh_wire::Timestamp::now(),
-            record: None,
-        };
         // What gates write: the revert as the server's identity signed it.
-        resolution.record = Some(crate::signer::decision_record(
-            &signers,
-            &data,
-            &eid,
-            &tid,
-            &resolution,
-        )?);
+        let revert = (gatemesh_wire::Action::Revert, actor, reason);
+        let resolution =
+            crate::signer::signed_decision(&signers, &data, &eid, &tid, revert, covers)?;
         st.revert(&eid, &tid, &resolution)
     })
     .await?;

@@ -1343,23 +1343,7 @@ async fn the_longest_event_id_and_device_name_pair(backend: Backend) {
         )
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-    let (status, code) = s
-        .post(
-            &format!("/v1/events/{eid}/devices"),
-            json!({ "name": name }),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{code}");
-    let request = gatemesh_mesh::pki::DeviceRequest::new().unwrap();
-    let r = s
-        .client
-        .post(format!("{}/v1/pair", s.base))
-        .json(&json!({ "code": code["code"], "csr": request.csr_pem }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
-    let paired: Value = r.json().await.unwrap();
+    let (request, paired) = pair_device(&s, &eid, &name).await;
     let dir = tempfile::tempdir().unwrap();
     let cert = paired["identity"]["device_pem"].as_str().unwrap();
     std::fs::write(dir.path().join("device.pem"), cert).unwrap();
@@ -2189,6 +2173,32 @@ fn enrolled_as(
     let cert =
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(identity.creds.chain[0].as_ref());
     (signer, cert)
+}
+
+/// Registers device `name` of event `eid` and pairs it with a new key: the key's request and
+/// the server's answer (credential, identity).
+async fn pair_device(
+    s: &Running,
+    eid: &str,
+    name: &str,
+) -> (gatemesh_mesh::pki::DeviceRequest, Value) {
+    let (status, code) = s
+        .post(
+            &format!("/v1/events/{eid}/devices"),
+            json!({ "name": name }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{code}");
+    let request = gatemesh_mesh::pki::DeviceRequest::new().unwrap();
+    let r = s
+        .client
+        .post(format!("{}/v1/pair", s.base))
+        .json(&json!({ "code": code["code"], "csr": request.csr_pem }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    (request, r.json().await.unwrap())
 }
 
 /// A journal item of `tid` whose record `signer` signed, then `edit` changed.

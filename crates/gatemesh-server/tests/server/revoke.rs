@@ -6,34 +6,16 @@ use gatemesh_testkit::pg::Backend;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use super::{Running, Sse, signed_item_at};
+use super::{Running, Sse, pair_device, signed_item_at};
 
 /// Pairs a new device: its credential, certificate (PEM) and CA (PEM).
 async fn pair(s: &Running, eid: &str, name: &str) -> (String, String, String) {
-    let (status, code) = s
-        .post(
-            &format!("/v1/events/{eid}/devices"),
-            json!({ "name": name }),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{code}");
-    let csr = gatemesh_mesh::pki::DeviceRequest::new().unwrap().csr_pem;
-    let r = s
-        .client
-        .post(format!("{}/v1/pair", s.base))
-        .json(&json!({ "code": code["code"], "csr": csr }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
-    let paired: Value = r.json().await.unwrap();
+    let (_, paired) = pair_device(s, eid, name).await;
+    let text = |v: &Value| v.as_str().unwrap().to_owned();
     (
-        paired["token"].as_str().unwrap().to_owned(),
-        paired["identity"]["device_pem"]
-            .as_str()
-            .unwrap()
-            .to_owned(),
-        paired["identity"]["ca_pem"].as_str().unwrap().to_owned(),
+        text(&paired["token"]),
+        text(&paired["identity"]["device_pem"]),
+        text(&paired["identity"]["ca_pem"]),
     )
 }
 
@@ -225,23 +207,7 @@ async fn pair_signing(
 ) -> (String, gatemesh_ledger::Signer, String) {
     use base64::Engine;
     use rustls_pki_types::{CertificateDer, pem::PemObject};
-    let (status, code) = s
-        .post(
-            &format!("/v1/events/{eid}/devices"),
-            json!({ "name": name }),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{code}");
-    let request = gatemesh_mesh::pki::DeviceRequest::new().unwrap();
-    let r = s
-        .client
-        .post(format!("{}/v1/pair", s.base))
-        .json(&json!({ "code": code["code"], "csr": request.csr_pem }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
-    let paired: Value = r.json().await.unwrap();
+    let (request, paired) = pair_device(s, eid, name).await;
     let (cert_pem, ca_pem) = (
         paired["identity"]["device_pem"].as_str().unwrap(),
         paired["identity"]["ca_pem"].as_str().unwrap(),
