@@ -211,6 +211,9 @@ struct ScanResponse {
     redemption_id: Option<RedemptionId>,
     transferred_to: Option<TicketId>,
     at: String,
+    /// For a code refused for itself: what was wrong, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    detail: Option<String>,
 }
 
 impl From<ScanResult> for ScanResponse {
@@ -234,6 +237,7 @@ impl From<ScanResult> for ScanResponse {
             redemption_id: r.redemption_id,
             transferred_to: r.transferred_to,
             at: format_ms(r.at_ms),
+            detail: r.detail,
         }
     }
 }

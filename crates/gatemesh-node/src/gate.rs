@@ -37,6 +37,9 @@ pub struct ScanResult {
     pub transferred_to: Option<TicketId>,
     pub scanner: String,
     pub at_ms: i64,
+    /// For a code refused for itself (unreadable, forged, another event's, out of its
+    /// validity): what was wrong, in words (instants in RFC 3339), as `verify` says it.
+    pub detail: Option<String>,
 }
 
 /// Counts by verdict since the node started.
@@ -757,6 +760,7 @@ impl Writer {
             transferred_to: answer.transferred_to,
             scanner,
             at_ms: now,
+            detail: verified.as_ref().err().map(ToString::to_string),
         };
         events.push(NodeEvent::Verdict(Box::new(result.clone())));
         Ok(result)

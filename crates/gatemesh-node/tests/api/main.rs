@@ -292,6 +292,18 @@ async fn every_reject_reason() {
         if reason == "transferred" {
             assert_eq!(v["transferred_to"], new.as_str());
         }
+        // A code refused for itself says why in words, its instants in RFC 3339.
+        let from_the_code = ["unreadable", "bad_signature", "unknown_key", "wrong_event"];
+        if from_the_code.contains(&reason) || reason.ends_with("valid") || reason == "expired" {
+            assert!(v["detail"].as_str().is_some_and(|d| !d.is_empty()), "{v}");
+        }
+        if reason == "expired" {
+            let detail = v["detail"].as_str().unwrap();
+            assert!(
+                detail.contains("expired at 20") && detail.contains("Z (checked at 20"),
+                "{v}"
+            );
+        }
     }
     assert_eq!(
         verdict(&gate.scan(&issuer.ticket(&new), "s1").await),
