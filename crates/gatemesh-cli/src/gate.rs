@@ -283,11 +283,24 @@ pub struct ExportArgs {
     /// The ledger file to write (for `gatemesh import` on another gate).
     #[arg(long)]
     out: PathBuf,
+    /// Say what was written as one JSON object (file, event, bytes), for scripts.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn export(args: ExportArgs) -> Result<ExitCode> {
     gatemesh_node::export_ledger_file(&args.data, &args.event, &args.out)?;
-    println!("wrote {}", args.out.display());
+    if args.json {
+        let bytes = std::fs::metadata(&args.out)
+            .with_context(|| format!("reading {}", args.out.display()))?
+            .len();
+        println!(
+            "{}",
+            serde_json::json!({ "file": args.out, "event": args.event.as_str(), "bytes": bytes })
+        );
+    } else {
+        println!("wrote {}", args.out.display());
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -306,6 +319,9 @@ pub struct ImportArgs {
     identity: PathBuf,
     /// A file written by `gatemesh export`.
     file: PathBuf,
+    /// Say what was merged as one JSON object (file, event, new_changes), for scripts.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn import(args: ImportArgs) -> Result<ExitCode> {
@@ -319,7 +335,14 @@ pub fn import(args: ImportArgs) -> Result<ExitCode> {
     let identity = gatemesh_mesh::pki::Identity::load(&args.identity)
         .with_context(|| format!("loading the device identity in {}", args.identity.display()))?;
     let n = gatemesh_node::import_ledger_file(&args.data, &args.event, &args.file, &identity)?;
-    println!("merged {}: {n} new changes", args.file.display());
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({ "file": args.file, "event": args.event.as_str(), "new_changes": n })
+        );
+    } else {
+        println!("merged {}: {n} new changes", args.file.display());
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -67,6 +67,10 @@ pub struct Args {
     /// Skip the printable PDF.
     #[arg(long)]
     no_pdf: bool,
+    /// Say what was written as one JSON object (issued, format, event, kid, list, images,
+    /// pdf, pages, registry), for scripts.
+    #[arg(long)]
+    json: bool,
 }
 
 /// `--count`: a number of tickets one batch may hold.
@@ -316,6 +320,23 @@ pub fn run(args: Args) -> Result<ExitCode> {
         None => None,
     };
 
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "issued": count,
+                "format": args.format.as_str(),
+                "event": args.event.as_str(),
+                "kid": key.kid().to_string(),
+                "list": csv_path,
+                "images": (!args.no_png).then_some(&png_dir),
+                "pdf": pages.map(|_| &pdf_path),
+                "pages": pages,
+                "registry": registry,
+            })
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     println!(
         "issued {count} {} tickets for {} (key {})",
         args.format,

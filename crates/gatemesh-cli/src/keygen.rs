@@ -18,6 +18,9 @@ pub struct Args {
     /// Key id; by default derived from the public key (RFC 7638 thumbprint, 16 characters).
     #[arg(long)]
     kid: Option<KeyId>,
+    /// Say what was written as one JSON object (kid, private, public, jwks), for scripts.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Creates a file that must not exist yet; keys are never silently overwritten.
@@ -47,6 +50,19 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let set = gatemesh_ticket::jwks([&key.public()]);
     create_new(&public, PUBLIC, &key.public().to_spki_pem())?;
     create_new(&jwks, PUBLIC, &format!("{set:#}\n"))?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "kid": key.kid().to_string(),
+                "private": private,
+                "public": public,
+                "jwks": jwks,
+                "pem_names_kid": key.public().kid_is_derived(),
+            })
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     println!("kid:     {}", key.kid());
     println!(
         "private: {}  (keep it secret: it signs tickets)",

@@ -9,7 +9,7 @@ use std::{
     process::{Command, Output, Stdio},
 };
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 fn gatemesh(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gatemesh"))
@@ -1059,4 +1059,55 @@ fn mistakes_a_newcomer_makes_get_the_exit_code_and_the_fix() {
         }
     }
     assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+#[test]
+fn keygen_and_issue_say_what_they_wrote_as_json_for_scripts() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    let made: Value = serde_json::from_str(&ok(&["keygen", "--out", p(&keys), "--json"])).unwrap();
+    for (field, file) in [
+        ("private", "issuer.key.pem"),
+        ("public", "issuer.pub.pem"),
+        ("jwks", "issuer.jwks.json"),
+    ] {
+        assert_eq!(made[field], json!(p(&keys.join(file))), "{made}");
+        assert!(keys.join(file).exists());
+    }
+    assert!(
+        made["kid"].as_str().is_some_and(|k| k.len() == 16),
+        "{made}"
+    );
+    let out = dir.path().join("batch");
+    let issued: Value = serde_json::from_str(&ok(&[
+        "issue",
+        "--key",
+        p(&keys.join("issuer.key.pem")),
+        "--event",
+        "ROCK-2026",
+        "--count",
+        "3",
+        "--out",
+        p(&out),
+        "--no-pdf",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(
+        (
+            &issued["issued"],
+            &issued["event"],
+            &issued["kid"],
+            &issued["pdf"]
+        ),
+        (&json!(3), &json!("ROCK-2026"), &made["kid"], &Value::Null),
+        "{issued}"
+    );
+    let list = std::fs::read_to_string(issued["list"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        list.lines().count(),
+        4,
+        "a header and three tickets: {list}"
+    );
+    assert!(std::path::Path::new(issued["registry"].as_str().unwrap()).exists());
 }

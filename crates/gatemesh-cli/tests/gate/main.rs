@@ -239,6 +239,7 @@ async fn a_ledger_carried_by_file_catches_the_copy_and_flags_the_race() {
             "CRASH-2026",
             "--out",
             p(&file),
+            "--json",
         ])
         .output()
         .unwrap();
@@ -247,30 +248,48 @@ async fn a_ledger_carried_by_file_catches_the_copy_and_flags_the_race() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    for round in 0..2 {
-        let out = gatemesh()
-            .args([
-                "import",
-                "--data",
-                p(&f.root.join("b")),
-                "--event",
-                "CRASH-2026",
-                "--identity",
-                p(&f.identity("b")),
-                p(&file),
-            ])
-            .output()
-            .unwrap();
+    let wrote: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (&wrote["file"], &wrote["event"]),
+        (&json!(p(&file)), &json!("CRASH-2026"))
+    );
+    assert_eq!(
+        wrote["bytes"].as_u64(),
+        Some(std::fs::metadata(&file).unwrap().len())
+    );
+    let (b_data, b_identity) = (f.root.join("b"), f.identity("b"));
+    for round in 0..3 {
+        let mut args = vec![
+            "import",
+            "--data",
+            p(&b_data),
+            "--event",
+            "CRASH-2026",
+            "--identity",
+            p(&b_identity),
+            p(&file),
+        ];
+        if round == 2 {
+            args.push("--json");
+        }
+        let out = gatemesh().args(args).output().unwrap();
         assert!(
             out.status.success(),
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        if round == 1 {
-            assert!(
-                String::from_utf8_lossy(&out.stdout).contains(": 0 new changes"),
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        match round {
+            1 => assert!(
+                stdout.contains(": 0 new changes"),
                 "importing twice is idempotent"
-            );
+            ),
+            2 => {
+                let merged: Value = serde_json::from_str(&stdout).unwrap();
+                assert_eq!(merged["new_changes"], 0, "{stdout}");
+                assert_eq!(merged["file"], json!(p(&file)));
+            }
+            _ => {}
         }
     }
     let wrong = gatemesh()
