@@ -37,7 +37,7 @@ echo "The same ticket presented at another event's gate:"
 echo
 echo "A headless gate on this laptop (loopback only, no mesh): the ticket twice, then a forgery."
 gate_out=$(mktemp)
-"$gatemesh" gate --data "$demo/gate-north" --event "$event" --name "North 1" \
+"$gatemesh" gate --data "$demo/gate-north" --event "$event" --name North-1 \
   --issuer "$demo/keys/issuer.pub.pem" --manifest "$batch/tickets.csv" --api 127.0.0.1:0 >"$gate_out" 2>/dev/null &
 gate_pid=$!
 trap 'kill $gate_pid 2>/dev/null || true; rm -f "$gate_out"' EXIT
