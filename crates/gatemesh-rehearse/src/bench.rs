@@ -12,6 +12,7 @@ use serde_json::Value;
 
 pub mod fanout;
 pub mod gate;
+mod local;
 pub mod mesh;
 pub mod revoke;
 pub mod server;

@@ -23,9 +23,7 @@ use std::{
 use anyhow::{Context, Result};
 use futures_util::StreamExt;
 use gatemesh_ledger::{Direction, Durability};
-use gatemesh_node::{Config, Node};
-use gatemesh_ticket::{Claims, EventId, Format, IssuerKey, Keyring, TicketId};
-use rayon::prelude::*;
+use gatemesh_node::Node;
 use serde_json::{Value, json};
 
 use crate::stats::{cores, round, summary};
@@ -51,52 +49,9 @@ const MEASURED: &str = "gate-0";
 /// Thread name of the measured gate's runtime (`comm` keeps 15 bytes).
 const THREADS: &str = "gm-measured";
 
-struct Bench {
-    dir: PathBuf,
-    event: EventId,
-    key: IssuerKey,
-}
+use super::local::LocalEvent as Bench;
 
 impl Bench {
-    fn config(&self, name: &str, data: &Path) -> Result<Config> {
-        use gatemesh_mesh::{identity::Role, pki};
-        let id = self.dir.join(format!("id-{name}"));
-        if !id.exists() {
-            pki::enroll_into(&self.dir.join("ca"), &id, Role::Gate, name, 1)?;
-        }
-        let mut config = Config::new(data.to_path_buf(), self.event.clone(), name.into());
-        config.keyring = Keyring::from_keys([self.key.public()])?;
-        config.identity = Some(pki::Identity::load(&id)?);
-        Ok(config)
-    }
-
-    fn mesh(&self, name: &str, peers: Vec<std::net::SocketAddr>) -> Result<MeshConfig> {
-        Ok(MeshConfig {
-            identity: gatemesh_mesh::pki::Identity::load(&self.dir.join(format!("id-{name}")))?,
-            bind: "127.0.0.1:0".parse()?,
-            static_peers: peers,
-            discovery: None,
-        })
-    }
-
-    fn codes(&self, n: usize) -> Result<Vec<(TicketId, String)>> {
-        Ok((0..n)
-            .into_par_iter()
-            .map(|_| {
-                let tid = TicketId::generate();
-                let claims = Claims {
-                    tid: tid.clone(),
-                    eid: self.event.clone(),
-                    seat: None,
-                    iat: None,
-                    nbf: None,
-                    exp: None,
-                };
-                self.key.sign(&claims, Format::Gm1).map(|code| (tid, code))
-            })
-            .collect::<Result<_, _>>()?)
-    }
-
     /// The measured gate admits `n` tickets (16 at a time) and stops: its compacted store is
     /// the seed every node of the runs at this size starts from.
     async fn seed(&self, n: usize) -> Result<PathBuf> {
@@ -117,8 +72,6 @@ impl Bench {
         Ok(data)
     }
 }
-
-use gatemesh_mesh::session::MeshConfig;
 
 /// A data directory holding a copy of the seed's ledger. A node started on it under
 /// another identity writes as that device from then on (the ledger's records are all
@@ -349,12 +302,7 @@ async fn point(
 
 pub async fn run(args: &Args) -> Result<Value> {
     let dir = super::scratch_dir()?;
-    let b = Bench {
-        dir: dir.clone(),
-        event: EventId::new("BENCH-FANOUT")?,
-        key: IssuerKey::generate(None),
-    };
-    gatemesh_mesh::pki::write_new_ca(&dir.join("ca"), b.event.as_str(), 1)?;
+    let b = Bench::create(dir.clone(), "BENCH-FANOUT")?;
     let mut points = Vec::new();
     for &ledger in &args.ledgers {
         eprintln!("a seed ledger of {ledger} redemptions…");

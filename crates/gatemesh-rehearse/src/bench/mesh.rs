@@ -7,8 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use gatemesh_ledger::Direction;
 use gatemesh_node::{Config, Node};
-use gatemesh_ticket::{Claims, EventId, Format, IssuerKey, Keyring, TicketId};
-use rayon::prelude::*;
+use gatemesh_ticket::{EventId, IssuerKey, Keyring};
 use serde_json::json;
 
 use crate::stats::{round, summary};
@@ -60,26 +59,12 @@ pub struct RemoteArgs {
     pub(crate) report: Option<std::path::PathBuf>,
 }
 
-struct MeshBench {
-    dir: std::path::PathBuf,
-    event: EventId,
-    key: IssuerKey,
-}
+use super::local::LocalEvent as MeshBench;
 
 impl MeshBench {
     /// A gate enrolled under the bench's CA: it signs its records from its first scan.
     fn node(&self, name: &str) -> Result<Node> {
-        use gatemesh_mesh::{identity::Role, pki};
-        let id = self.dir.join(format!("id-{name}"));
-        pki::enroll_into(&self.dir.join("ca"), &id, Role::Gate, name, 1)?;
-        let mut config = Config::new(
-            self.dir.join(format!("data-{name}")),
-            self.event.clone(),
-            name.into(),
-        );
-        config.keyring = Keyring::from_keys([self.key.public()])?;
-        config.identity = Some(pki::Identity::load(&id)?);
-        Node::start(config)
+        Node::start(self.config(name, &self.dir.join(format!("data-{name}")))?)
     }
 
     fn join(
@@ -88,32 +73,7 @@ impl MeshBench {
         name: &str,
         peers: Vec<std::net::SocketAddr>,
     ) -> Result<std::net::SocketAddr> {
-        use gatemesh_mesh::{pki, session::MeshConfig};
-        let identity = pki::Identity::load(&self.dir.join(format!("id-{name}")))?;
-        node.start_mesh(MeshConfig {
-            identity,
-            bind: "127.0.0.1:0".parse()?,
-            static_peers: peers,
-            discovery: None,
-        })
-    }
-
-    fn codes(&self, n: usize) -> Result<Vec<(TicketId, String)>> {
-        Ok((0..n)
-            .into_par_iter()
-            .map(|_| {
-                let tid = TicketId::generate();
-                let claims = Claims {
-                    tid: tid.clone(),
-                    eid: self.event.clone(),
-                    seat: None,
-                    iat: None,
-                    nbf: None,
-                    exp: None,
-                };
-                self.key.sign(&claims, Format::Gm1).map(|code| (tid, code))
-            })
-            .collect::<Result<_, _>>()?)
+        node.start_mesh(self.mesh(name, peers)?)
     }
 }
 
@@ -132,12 +92,7 @@ async fn wait_until<F: std::future::Future<Output = Result<bool>>>(
 /// Two gates in this process.
 pub async fn run(args: &Args) -> Result<serde_json::Value> {
     let dir = super::scratch_dir()?;
-    let b = MeshBench {
-        dir: dir.clone(),
-        event: EventId::new("BENCH-MESH")?,
-        key: IssuerKey::generate(None),
-    };
-    gatemesh_mesh::pki::write_new_ca(&dir.join("ca"), b.event.as_str(), 1)?;
+    let b = MeshBench::create(dir.clone(), "BENCH-MESH")?;
 
     eprintln!("propagation of {} admissions from A to B…", args.samples);
     let (a, bn) = (b.node("gate-a")?, b.node("gate-b")?);
