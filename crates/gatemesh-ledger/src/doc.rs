@@ -502,25 +502,29 @@ impl Ledger {
     /// touch: no diff of the document (which cost a fifth of a gate's time taking a peer's
     /// admission in, `gatemesh bench fanout`).
     fn refresh_touched(&mut self, touched: HashSet<TicketId>) {
-        if self.doc.length(&self.roots.revocations) != self.revoked.records().len() {
-            self.revoked = self.read_revocations();
-            let all = self.all_tickets();
-            self.refresh(all);
-        } else {
+        if !self.reread_revocations() {
             self.refresh(touched);
         }
     }
 
     fn refresh_after(&mut self, before: &[ChangeHash], after: &[ChangeHash]) {
-        if self.doc.length(&self.roots.revocations) != self.revoked.records().len() {
-            self.revoked = self.read_revocations();
-            let all = self.all_tickets();
-            self.refresh(all);
-        } else {
+        if !self.reread_revocations() {
             let roots = self.roots.clone();
             let touched = touched_tickets(&mut self.doc, &roots, before, after);
             self.refresh(touched);
         }
+    }
+
+    /// When the document holds revocations this ledger has not read yet: reads them and
+    /// recomputes every ticket (whose records are set aside may change anywhere).
+    fn reread_revocations(&mut self) -> bool {
+        if self.doc.length(&self.roots.revocations) == self.revoked.records().len() {
+            return false;
+        }
+        self.revoked = self.read_revocations();
+        let all = self.all_tickets();
+        self.refresh(all);
+        true
     }
 
     /// Every revocation this ledger holds, in key order.

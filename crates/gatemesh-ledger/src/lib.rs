@@ -45,7 +45,7 @@ pub use model::{
     Action, AuditEntry, Direction, Hlc, NodeId, Redemption, RedemptionId, Resolution, ResolutionId,
     Role, Standing, Status,
 };
-pub use revoke::Revocation;
+pub use revoke::{Revocation, cuts as revocation_cuts};
 pub use sign::{CaSigner, Device, DeviceRecord, Signer, Trust, check_redemption, node_of_key};
 pub use state::TicketState;
 pub use store::{Durability, Store, StoreError, Stored};

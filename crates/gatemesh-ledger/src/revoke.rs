@@ -25,16 +25,24 @@ pub(crate) struct Revoked {
     records: Vec<Revocation>,
 }
 
+/// Per revoked device, the earliest cut of its revocations: its records whose clock reading
+/// is at or after it are set aside. The server sets aside relayed records by the same rule.
+pub fn cuts<'a>(records: impl IntoIterator<Item = &'a Revocation>) -> HashMap<NodeId, i64> {
+    let mut cuts: HashMap<NodeId, i64> = HashMap::new();
+    for r in records {
+        let cut = cuts.entry(r.node.clone()).or_insert(i64::MAX);
+        *cut = (*cut).min(r.cut_ms());
+    }
+    cuts
+}
+
 impl Revoked {
     pub(crate) fn from_records(records: Vec<Revocation>) -> Self {
-        let mut out = Self::default();
-        for r in records {
-            let cut = out.cuts.entry(r.node.clone()).or_insert(i64::MAX);
-            *cut = (*cut).min(r.cut_ms());
-            out.certs.insert(r.cert.0);
-            out.records.push(r);
+        Self {
+            cuts: cuts(&records),
+            certs: records.iter().map(|r| r.cert.0).collect(),
+            records,
         }
-        out
     }
 
     /// Whether a record `writer` made at `hlc` is set aside.

@@ -174,14 +174,24 @@ pub(crate) fn revoked_cuts(
     st: &dyn crate::store::Storage,
     eid: &EventId,
 ) -> Result<HashMap<gatemesh_ledger::NodeId, i64>, StoreError> {
-    let mut cuts: HashMap<gatemesh_ledger::NodeId, i64> = HashMap::new();
-    for json in st.revocations(eid, 0, i64::MAX)? {
-        let r: gatemesh_wire::Revocation = serde_json::from_str(&json)
-            .map_err(|e| StoreError::Corrupt(format!("a stored revocation: {e}")))?;
-        let cut = cuts.entry(r.node.clone()).or_insert(i64::MAX);
-        *cut = (*cut).min(r.cut_ms());
-    }
-    Ok(cuts)
+    let records = stored_revocations(st, eid, 0, i64::MAX)?;
+    Ok(gatemesh_ledger::revocation_cuts(&records))
+}
+
+/// The event's revocations kept after change `since` and up to `upto`, read back.
+pub(crate) fn stored_revocations(
+    st: &dyn crate::store::Storage,
+    eid: &EventId,
+    since: i64,
+    upto: i64,
+) -> Result<Vec<gatemesh_wire::Revocation>, StoreError> {
+    st.revocations(eid, since, upto)?
+        .iter()
+        .map(|json| {
+            serde_json::from_str(json)
+                .map_err(|e| StoreError::Corrupt(format!("a stored revocation: {e}")))
+        })
+        .collect()
 }
 
 /// A record the server signed, as JSON with its certificate (base64url DER) under `cert`,

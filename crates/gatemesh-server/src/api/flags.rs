@@ -121,24 +121,14 @@ pub(crate) async fn resolve(
     };
     let (signers, data) = (s.signers.clone(), s.data.clone());
     let resolved = blocking(&s, move |st| {
-        let mut covers: Vec<_> = st
-            .admissions(&eid, &tid)?
-            .into_iter()
-            .map(|a| a.redemption_id)
-            .collect();
-        // A revert covers every admission the ticket had reverted so far as well, so the
-        // latest signed revert is all a gate that joins later needs.
-        if req.action == gatemesh_wire::Action::Revert
-            && let Some(t) = st.ticket(&eid, &tid)?
-        {
-            let mut all: Vec<_> = t
-                .reverted
+        let covers = if req.action == gatemesh_wire::Action::Revert {
+            super::tickets::revert_covers(st, &eid, &tid)?
+        } else {
+            st.admissions(&eid, &tid)?
                 .into_iter()
-                .filter(|id| !covers.contains(id))
-                .collect();
-            all.append(&mut covers);
-            covers = all;
-        }
+                .map(|a| a.redemption_id)
+                .collect()
+        };
         // The decision as gates write it: a record the server's identity signs.
         let decided = (req.action, staff, req.note);
         let resolution =

@@ -74,14 +74,7 @@ pub(crate) fn manifest_read(
     since: Option<i64>,
 ) -> Result<(i64, Vec<WithAdmissions>, Vec<Revocation>), StoreError> {
     let (cursor, tickets) = st.manifest(eid, since)?;
-    let revocations = st
-        .revocations(eid, since.unwrap_or(0), cursor)?
-        .iter()
-        .map(|json| {
-            serde_json::from_str(json)
-                .map_err(|e| StoreError::Corrupt(format!("a stored revocation: {e}")))
-        })
-        .collect::<Result<Vec<Revocation>, StoreError>>()?;
+    let revocations = crate::signer::stored_revocations(st, eid, since.unwrap_or(0), cursor)?;
     let with = tickets
         .into_iter()
         .map(|t| {

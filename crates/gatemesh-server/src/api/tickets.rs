@@ -460,6 +460,25 @@ pub(crate) async fn chain(
     Ok(Json(Chain { chain }))
 }
 
+/// What a revert of `tid` covers: every admission of the ticket reverted so far, then the
+/// ones that count now, so the latest signed revert is all a gate that joins later needs.
+pub(crate) fn revert_covers(
+    st: &dyn crate::store::Storage,
+    eid: &EventId,
+    tid: &TicketId,
+) -> Result<Vec<gatemesh_wire::RedemptionId>, crate::store::StoreError> {
+    let ticket = st
+        .ticket(eid, tid)?
+        .ok_or_else(|| crate::store::StoreError::NotFound(format!("ticket {tid}")))?;
+    let mut covers = ticket.reverted;
+    for a in st.admissions(eid, tid)? {
+        if !covers.contains(&a.redemption_id) {
+            covers.push(a.redemption_id);
+        }
+    }
+    Ok(covers)
+}
+
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RevertRequest {
@@ -510,15 +529,7 @@ pub(crate) async fn revert(
     };
     let (signers, data) = (s.signers.clone(), s.data.clone());
     let n = blocking(&s, move |st| {
-        let ticket = st
-            .ticket(&eid, &tid)?
-            .ok_or_else(|| crate::store::StoreError::NotFound(format!("ticket {tid}")))?;
-        let mut covers = ticket.reverted;
-        for a in st.admissions(&eid, &tid)? {
-            if !covers.contains(&a.redemption_id) {
-                covers.push(a.redemption_id);
-            }
-        }
+        let covers = revert_covers(st, &eid, &tid)?;
         // What gates write: the revert as the server's identity signed it.
         let revert = (gatemesh_wire::Action::Revert, actor, reason);
         let resolution =

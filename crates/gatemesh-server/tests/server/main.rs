@@ -1020,15 +1020,7 @@ async fn devices_pair_once_and_reach_only_their_own_event(backend: Backend) {
     // server's CA.
     let cert = paired["identity"]["device_pem"].as_str().unwrap();
     request.certified_by(cert).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("device.pem"), cert).unwrap();
-    std::fs::write(dir.path().join("device.key"), request.key_pem()).unwrap();
-    std::fs::write(
-        dir.path().join("ca.pem"),
-        paired["identity"]["ca_pem"].as_str().unwrap(),
-    )
-    .unwrap();
-    let id = gatemesh_mesh::pki::Identity::load(dir.path()).unwrap();
+    let id = identity_of(&request, &paired);
     assert_eq!(
         (id.peer.event.as_str(), id.peer.name.as_str()),
         ("HOME", "North-1")
@@ -1348,16 +1340,7 @@ async fn the_longest_event_id_and_device_name_pair(backend: Backend) {
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     let (request, paired) = pair_device(&s, &eid, &name).await;
-    let dir = tempfile::tempdir().unwrap();
-    let cert = paired["identity"]["device_pem"].as_str().unwrap();
-    std::fs::write(dir.path().join("device.pem"), cert).unwrap();
-    std::fs::write(dir.path().join("device.key"), request.key_pem()).unwrap();
-    std::fs::write(
-        dir.path().join("ca.pem"),
-        paired["identity"]["ca_pem"].as_str().unwrap(),
-    )
-    .unwrap();
-    let id = gatemesh_mesh::pki::Identity::load(dir.path()).unwrap();
+    let id = identity_of(&request, &paired);
     assert_eq!((id.peer.event, id.peer.name), (eid, name));
     s.stop().await;
 }
@@ -2203,6 +2186,28 @@ async fn pair_device(
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     (request, r.json().await.unwrap())
+}
+
+/// The mesh identity a pairing answer makes with the key of `request`, as the gate's pairing
+/// writes it to disk and loads it.
+fn identity_of(
+    request: &gatemesh_mesh::pki::DeviceRequest,
+    paired: &Value,
+) -> gatemesh_mesh::pki::Identity {
+    let dir = tempfile::tempdir().unwrap();
+    let text = |v: &Value| v.as_str().unwrap().to_owned();
+    std::fs::write(
+        dir.path().join("device.pem"),
+        text(&paired["identity"]["device_pem"]),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("device.key"), request.key_pem()).unwrap();
+    std::fs::write(
+        dir.path().join("ca.pem"),
+        text(&paired["identity"]["ca_pem"]),
+    )
+    .unwrap();
+    gatemesh_mesh::pki::Identity::load(dir.path()).unwrap()
 }
 
 /// A journal item of `tid` whose record `signer` signed, then `edit` changed.
