@@ -1105,6 +1105,26 @@ impl Ledger {
 
     /// The next message for a peer, if it lacks anything this node has.
     pub fn sync_message(&mut self, peer: &mut PeerSync) -> Option<Vec<u8>> {
+        self.next_message(peer)
+            .map(automerge::sync::Message::encode)
+    }
+
+    /// The next message of a round under way, only if it carries changes or asks for some.
+    /// A message that would only say this node's heads and what it has is not sent (and the
+    /// peer's state stays as if it had not been made): under pushes both sides' heads move
+    /// all the time, so answering every such message with another would keep the two
+    /// talking for as long as anyone admits anyone. The next round's start says them.
+    pub fn sync_followup(&mut self, peer: &mut PeerSync) -> Option<Vec<u8>> {
+        let kept = peer.0.clone();
+        let message = self.next_message(peer)?;
+        if message.changes.is_empty() && message.need.is_empty() {
+            peer.0 = kept;
+            return None;
+        }
+        Some(message.encode())
+    }
+
+    fn next_message(&mut self, peer: &mut PeerSync) -> Option<automerge::sync::Message> {
         use automerge::sync::SyncDoc;
         let mut message = self.doc.sync().generate_sync_message(&mut peer.0)?;
         // Ask for what the changes held back build on, as automerge asks for what its own
@@ -1121,7 +1141,7 @@ impl Ledger {
             }
             message.need = need.into_iter().collect();
         }
-        Some(message.encode())
+        Some(message)
     }
 
     /// Takes a peer's sync message. Returns the changes that were new here, to store before
@@ -1164,8 +1184,79 @@ impl Ledger {
             }
             Ok(all)
         })?;
-        // With the changes held back before: what can be applied now is checked and
-        // applied; the rest waits (unchecked, out of the document) for what it builds on.
+        let (incoming, touched) = self.checked(peer, incoming, now_ms)?;
+        message.changes = incoming
+            .iter()
+            .map(|c| c.raw_bytes().to_vec())
+            .collect::<Vec<_>>()
+            .into();
+        let before = self.doc.get_heads();
+        // A message whose changes all turned out to be known here (this node learned them
+        // from another peer first) reaches automerge with none. Taking its heads, automerge
+        // would then assume the peer already knows ours ("no changes and the same heads") and
+        // never say them, so the peer would go on believing this node lacks what it sent.
+        // automerge, handed the known changes, answers with its heads; so do we.
+        let answer_heads = carried_changes && message.changes.is_empty();
+        let last_sent = peer.0.last_sent_heads.clone();
+        // automerge 0.12 can panic on crafted changes; if it does, this replica's document
+        // may be half-updated, so the caller must reload it from storage.
+        let doc = &mut self.doc;
+        guarded(|| take_message(doc, &mut peer.0, message))?;
+        if answer_heads {
+            peer.0.last_sent_heads = last_sent;
+        }
+        let after = self.doc.get_heads();
+        if before == after {
+            return Ok(Vec::new());
+        }
+        self.applied(&incoming, touched)
+    }
+
+    /// Takes changes a peer pushed as it made them (change chunks, one after another),
+    /// through the checks of [`Ledger::receive_sync`]: bounded, decoded and checked before
+    /// any reaches the document; one that builds on a change this node lacks waits with the
+    /// peer's held-back changes ([`PeerSync::waiting`]), and the next sync message to the
+    /// peer asks for what it builds on. The peer's sync state is not touched otherwise: the
+    /// next round of the sync protocol learns from the peer what it holds. Returns the
+    /// changes that were new here, to store before anything else is sent. Errors mean what
+    /// they mean for [`Ledger::receive_sync`]. Costs what the changes hold, not the ledger:
+    /// no change graph is walked.
+    pub fn receive_changes(
+        &mut self,
+        peer: &mut PeerSync,
+        bytes: &[u8],
+        now_ms: i64,
+    ) -> Result<Vec<StoredChange>, LedgerError> {
+        if bytes.len() > MAX_SYNC_MESSAGE {
+            return Err(LedgerError::BadMessage(format!(
+                "pushed changes of {} bytes",
+                bytes.len()
+            )));
+        }
+        crate::admit::Inflation::default().all(bytes)?;
+        let doc = &mut self.doc;
+        let incoming = guarded(|| crate::admit::new_changes(doc, bytes))?;
+        let (incoming, touched) = self.checked(peer, incoming, now_ms)?;
+        if incoming.is_empty() {
+            return Ok(Vec::new());
+        }
+        // automerge 0.12 can panic on crafted changes; if it does, this replica's document
+        // may be half-updated, so the caller must reload it from storage.
+        let doc = &mut self.doc;
+        let applying = incoming.clone();
+        guarded(|| Ok(doc.apply_changes(applying)?))?;
+        self.applied(&incoming, touched)
+    }
+
+    /// With the changes `peer` sent before that wait for what they build on: splits
+    /// `incoming` (none held here) into what can be applied now, checked, with the tickets
+    /// it touches, and what waits (unchecked, out of the document, kept in `peer`).
+    fn checked(
+        &mut self,
+        peer: &mut PeerSync,
+        incoming: Vec<Change>,
+        now_ms: i64,
+    ) -> Result<(Vec<Change>, HashSet<TicketId>), LedgerError> {
         let mut seen: HashSet<ChangeHash> = HashSet::new();
         let all: Vec<Change> = peer
             .1
@@ -1194,48 +1285,45 @@ impl Ledger {
         let touched = guarded(|| {
             crate::admit::check(&self.doc, &self.roots, &incoming, now_ms, &mut checker)
         })?;
-        message.changes = incoming
-            .iter()
-            .map(|c| c.raw_bytes().to_vec())
-            .collect::<Vec<_>>()
-            .into();
         peer.1 = Pending { changes: waiting };
-        let before = self.doc.get_heads();
-        let event = self.event.clone();
-        // A message whose changes all turned out to be known here (this node learned them
-        // from another peer first) reaches automerge with none. Taking its heads, automerge
-        // would then assume the peer already knows ours ("no changes and the same heads") and
-        // never say them, so the peer would go on believing this node lacks what it sent.
-        // automerge, handed the known changes, answers with its heads; so do we.
-        let answer_heads = carried_changes && message.changes.is_empty();
-        let last_sent = peer.0.last_sent_heads.clone();
-        // automerge 0.12 can panic on crafted changes; if it does, this replica's document
-        // may be half-updated, so the caller must reload it from storage.
-        let doc = &mut self.doc;
-        guarded(|| take_message(doc, &mut peer.0, message))?;
-        if answer_heads {
-            peer.0.last_sent_heads = last_sent;
-        }
-        let after = self.doc.get_heads();
-        if before == after {
-            return Ok(Vec::new());
-        }
+        Ok((incoming, touched))
+    }
+
+    /// After checked changes reached the document: it must still be this event's; the
+    /// tickets they touched are derived again. Returns them, to store.
+    fn applied(
+        &mut self,
+        changes: &[Change],
+        touched: HashSet<TicketId>,
+    ) -> Result<Vec<StoredChange>, LedgerError> {
         let found = event_of(&self.doc)?;
-        if found != event.as_str() {
+        if found != self.event.as_str() {
             return Err(LedgerError::WrongEvent {
-                expected: event,
+                expected: self.event.clone(),
                 found,
             });
         }
-        let new: Vec<StoredChange> = self
-            .doc
-            .get_changes(&before)
-            .iter()
-            .map(StoredChange::from)
-            .collect();
         roots_of(&self.doc)?;
         self.refresh_touched(touched);
-        Ok(new)
+        Ok(changes.iter().map(StoredChange::from).collect())
+    }
+}
+
+impl PeerSync {
+    /// Begins a round of the sync protocol (on a timer, after missed pushes): what the peer
+    /// said it has in its last message is stale by now (pushes went both ways since), so
+    /// the next message sends no changes by it, only this node's heads and what it has; the
+    /// peer answers with what this node lacks and what it has, and only what it lacks then
+    /// is sent. Without this, every gate would send every other gate all it had learned
+    /// since the last round.
+    pub fn start_round(&mut self) {
+        self.0.their_have = None;
+        self.0.their_need = None;
+    }
+
+    /// Changes of this peer waiting for the changes they build on.
+    pub fn waiting(&self) -> usize {
+        self.1.changes.len()
     }
 }
 

@@ -10,7 +10,7 @@ use std::{
 
 use quinn::{Connection, Endpoint, RecvStream, SendStream, VarInt};
 use serde::Serialize;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::{
     Result,
@@ -37,6 +37,8 @@ pub enum SyncRequest {
     Generate {
         /// The peer's device name.
         peer: String,
+        /// Where in a round of the protocol the message is.
+        turn: Turn,
         /// Gets the message, or `None` when the peer lacks nothing.
         reply: oneshot::Sender<Option<Vec<u8>>>,
     },
@@ -50,6 +52,19 @@ pub enum SyncRequest {
         /// connection.
         reply: oneshot::Sender<Result<(), String>>,
     },
+    /// Changes `peer` pushed as it made them (change chunks, one after another, at most
+    /// [`crate::net::MAX_FRAME`] bytes, not yet decoded); the reply comes once anything new
+    /// is stored.
+    Push {
+        /// The peer's device name.
+        peer: String,
+        /// The changes as they came.
+        bytes: Vec<u8>,
+        /// `Ok(true)` when some of them wait for changes they build on (the session then
+        /// sends a sync message, which asks for those); `Err` with why, and the peer loses
+        /// its connection.
+        reply: oneshot::Sender<Result<bool, String>>,
+    },
     /// The connection to `peer` ended: forget what it was believed to have.
     Forget {
         /// The peer's device name.
@@ -57,27 +72,124 @@ pub enum SyncRequest {
     },
 }
 
-/// The ledger side of the mesh: a request channel, and a counter that moves whenever the
-/// ledger gained changes (local or from any peer), so every session pushes at once.
+/// The ledger side of the mesh: a request channel, the owner's own changes as it stores
+/// them, and a counter that moves whenever the ledger gained changes (local or from any
+/// peer).
+///
+/// Propagation costs what changed, not the ledger: each commit's own changes go to every
+/// peer at once, as they are (a push frame; no sync state is consulted), and the sync
+/// protocol runs in rounds — on connect (catch-up), every [`SYNC_CHECK`] while the ledger
+/// changes (the check that nothing was missed, and how what this node learned from one peer
+/// reaches a peer that could not hear it), when a pushed change waits for one it builds on,
+/// and after a session missed pushes.
 #[derive(Debug, Clone)]
 pub struct SyncPort {
     /// Where sessions send their requests; the ledger's owner answers each.
     pub requests: mpsc::Sender<SyncRequest>,
-    /// Bumped by the owner once new changes are stored; each bump makes every session push.
+    /// Bumped by the owner once new changes are stored; a session runs a sync round at its
+    /// next check when it moved.
     pub changed: watch::Receiver<u64>,
+    /// The owner's own changes, one item per commit, once stored: every session sends them
+    /// to its peer at once. A session that falls [`PUSH_QUEUE`] commits behind (a slow
+    /// link) misses some and catches up by a sync round instead, holding no one back.
+    pub pushes: broadcast::Sender<Pushed>,
 }
 
+/// Where a sync message is in a round of the protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Turn {
+    /// Begins a round (on connect, on the timer, after missed pushes): by what the peer
+    /// says from now on, not by what it said it had before
+    /// (`gatemesh_ledger::PeerSync::start_round`). Sent as a [`ROUND_FRAME`]; the peer
+    /// answers it.
+    Start,
+    /// Answers a peer's round start: this node's heads, what it has, and what the peer
+    /// lacks by what it said it has.
+    Answer,
+    /// Goes on with a round, or asks for what a pushed change builds on: sent only if it
+    /// carries changes or asks for some (`gatemesh_ledger::Ledger::sync_followup`), so a
+    /// round ends instead of the two sides telling each other their moving heads forever.
+    FollowUp,
+}
+
+/// A frame on a sync session, by its first byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Frame<'a> {
+    /// An empty frame: the dialler's hello.
+    Hello,
+    /// Changes the peer pushed as it made them ([`PUSH_FRAME`]).
+    Push(&'a [u8]),
+    /// A sync message that begins a round ([`ROUND_FRAME`]): answer it.
+    Start(&'a [u8]),
+    /// Any other sync message.
+    Sync(&'a [u8]),
+}
+
+impl<'a> Frame<'a> {
+    /// What `bytes` (one frame, as read) is.
+    pub fn of(bytes: &'a [u8]) -> Self {
+        match bytes.split_first() {
+            None => Self::Hello,
+            Some((&PUSH_FRAME, rest)) => Self::Push(rest),
+            Some((&ROUND_FRAME, rest)) => Self::Start(rest),
+            Some(_) => Self::Sync(bytes),
+        }
+    }
+}
+
+/// The change chunks of one commit, one after another.
+pub type Pushed = Arc<Vec<u8>>;
+
+/// Commits a session may fall behind on its pushes before it catches up by a sync round
+/// instead (the capacity of [`SyncPort::pushes`]).
+pub const PUSH_QUEUE: usize = 64;
+
+/// Most bytes of changes one commit pushes; a larger commit (an import) reaches peers by the
+/// next sync round. With [`PUSH_QUEUE`], bounds what the queue holds (16 MiB).
+pub const PUSH_MOST: usize = 256 * 1024;
+
+/// The first byte of a frame of pushed changes. A sync message starts with automerge's
+/// message type (0x42 or 0x43); an empty frame is a hello.
+pub const PUSH_FRAME: u8 = 0x01;
+
+/// The first byte of a frame whose sync message (after this byte) begins a round.
+pub const ROUND_FRAME: u8 = 0x02;
+
+/// Most bytes of changes one push frame carries: a backlog goes in several.
+const PUSH_FRAME_MOST: usize = 1024 * 1024;
+
+/// How often a session runs a sync round while the ledger changes. A round builds a bloom
+/// filter of what changed since the last one on both sides, so it is kept rare; pushes carry
+/// the steady traffic.
+pub const SYNC_CHECK: Duration = Duration::from_secs(2);
+
 impl SyncPort {
-    async fn generate(&self, peer: &str) -> Result<Option<Vec<u8>>> {
+    async fn generate(&self, peer: &str, turn: Turn) -> Result<Option<Vec<u8>>> {
         let (reply, rx) = oneshot::channel();
         self.requests
             .send(SyncRequest::Generate {
                 peer: peer.into(),
+                turn,
                 reply,
             })
             .await
             .map_err(|_| invalid!("the ledger stopped"))?;
         rx.await.map_err(|_| invalid!("the ledger stopped"))
+    }
+
+    async fn push(&self, peer: &str, bytes: Vec<u8>) -> Result<bool> {
+        let (reply, rx) = oneshot::channel();
+        self.requests
+            .send(SyncRequest::Push {
+                peer: peer.into(),
+                bytes,
+                reply,
+            })
+            .await
+            .map_err(|_| invalid!("the ledger stopped"))?;
+        rx.await
+            .map_err(|_| invalid!("the ledger stopped"))?
+            .map_err(crate::MeshError::Refused)
     }
 
     async fn receive(&self, peer: &str, bytes: Vec<u8>) -> Result<()> {
@@ -118,6 +230,14 @@ pub struct PeerStatus {
     pub bytes_sent: u64,
     /// Likewise, received.
     pub bytes_received: u64,
+    /// Frames of pushed changes received from this peer on the current connection.
+    pub pushes: u64,
+    /// The most commits this session had queued for the peer at once (pushes not yet
+    /// written to the connection).
+    pub push_backlog_max: u64,
+    /// Times the session fell [`PUSH_QUEUE`] commits behind (a slow link) and caught up by
+    /// a sync round instead.
+    pub fell_behind: u64,
 }
 
 #[derive(Debug)]
@@ -487,6 +607,9 @@ async fn serve(
         messages: 0,
         bytes_sent: 0,
         bytes_received: 0,
+        pushes: 0,
+        push_backlog_max: 0,
+        fell_behind: 0,
     };
     {
         let Ok(mut registry) = ctx.registry.lock() else {
@@ -666,34 +789,73 @@ async fn session(
     });
     let mut changed = ctx.port.changed.clone();
     let mut stop = ctx.stop.clone();
+    // Subscribed before the first round: whatever is committed after it is pushed.
+    let mut pushes = ctx.port.pushes.subscribe();
+    let mut check = tokio::time::interval(SYNC_CHECK);
+    check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    check.tick().await;
+    // What the sync protocol sends next: a round's start on connect.
+    let mut next = Some(Turn::Start);
     let result: Result<()> = async {
         loop {
-            while let Some(message) = ctx.port.generate(peer).await? {
-                write_frame(&mut send, &message).await?;
-                if let Ok(mut registry) = ctx.registry.lock()
-                    && let Some(live) = registry.live.get_mut(peer)
-                {
-                    live.status.bytes_sent += message.len() as u64 + 4;
+            if let Some(turn) = next.take() {
+                if turn == Turn::Start {
+                    changed.borrow_and_update();
+                }
+                if let Some(mut message) = ctx.port.generate(peer, turn).await? {
+                    if turn == Turn::Start {
+                        message.insert(0, ROUND_FRAME);
+                    }
+                    write_frame(&mut send, &message).await?;
+                    update(ctx, peer, |s| s.bytes_sent += message.len() as u64 + 4);
                 }
             }
             tokio::select! {
                 frame = frames.recv() => match frame {
-                    Some(Ok(bytes)) if bytes.is_empty() => {}
                     Some(Ok(bytes)) => {
                         let len = bytes.len() as u64 + 4;
-                        ctx.port.receive(peer, bytes).await?;
-                        if let Ok(mut registry) = ctx.registry.lock()
-                            && let Some(live) = registry.live.get_mut(peer)
-                        {
-                            live.status.last_sync_ms = Some(now_ms());
-                            live.status.messages += 1;
-                            live.status.bytes_received += len;
+                        match Frame::of(&bytes) {
+                            Frame::Hello => {}
+                            Frame::Push(changes) => {
+                                if ctx.port.push(peer, changes.to_vec()).await? {
+                                    next = Some(Turn::FollowUp);
+                                }
+                                update(ctx, peer, |s| {
+                                    s.last_sync_ms = Some(now_ms());
+                                    s.pushes += 1;
+                                    s.bytes_received += len;
+                                });
+                            }
+                            Frame::Start(message) => {
+                                ctx.port.receive(peer, message.to_vec()).await?;
+                                count_message(ctx, peer, len);
+                                next = Some(Turn::Answer);
+                            }
+                            Frame::Sync(message) => {
+                                ctx.port.receive(peer, message.to_vec()).await?;
+                                count_message(ctx, peer, len);
+                                next = Some(Turn::FollowUp);
+                            }
                         }
                     }
                     Some(Err(e)) => return Err(e),
                     None => return Ok(()),
                 },
-                r = changed.changed() => if r.is_err() { return Ok(()) },
+                pushed = pushes.recv() => match pushed {
+                    Ok(first) => if push_frames(&mut send, &mut pushes, first, peer, ctx).await? {
+                        update(ctx, peer, |s| s.fell_behind += 1);
+                        next = Some(Turn::Start);
+                    },
+                    Err(broadcast::error::RecvError::Lagged(missed)) => {
+                        tracing::info!("{peer} fell {missed} commits behind; catching up by sync");
+                        update(ctx, peer, |s| s.fell_behind += 1);
+                        next = Some(Turn::Start);
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+                _ = check.tick() => if changed.has_changed().unwrap_or(false) {
+                    next = Some(Turn::Start);
+                },
                 _ = stop.changed() => return Ok(()),
                 _ = conn.closed() => return Ok(()),
             }
@@ -702,4 +864,69 @@ async fn session(
     .await;
     reader.abort();
     result
+}
+
+/// Sends `first` and every push already queued behind it, coalesced into frames of at most
+/// [`PUSH_FRAME_MOST`] bytes of changes: a burst costs a frame, not one per commit. Returns
+/// whether the session fell behind meanwhile and missed some (a sync round must follow).
+async fn push_frames(
+    send: &mut SendStream,
+    pushes: &mut broadcast::Receiver<Pushed>,
+    first: Pushed,
+    peer: &str,
+    ctx: &Ctx,
+) -> Result<bool> {
+    let backlog = pushes.len() as u64 + 1;
+    update(ctx, peer, |s| {
+        s.push_backlog_max = s.push_backlog_max.max(backlog);
+    });
+    let mut frame = Vec::with_capacity(1 + first.len());
+    frame.push(PUSH_FRAME);
+    frame.extend_from_slice(&first);
+    let mut missed = false;
+    loop {
+        let next = if frame.len() < PUSH_FRAME_MOST {
+            match pushes.try_recv() {
+                Ok(more) => Some(more),
+                Err(broadcast::error::TryRecvError::Lagged(_)) => {
+                    missed = true;
+                    None
+                }
+                Err(_) => None,
+            }
+        } else {
+            None
+        };
+        match next {
+            Some(more) if frame.len() + more.len() <= PUSH_FRAME_MOST => {
+                frame.extend_from_slice(&more);
+            }
+            more => {
+                write_frame(send, &frame).await?;
+                update(ctx, peer, |s| s.bytes_sent += frame.len() as u64 + 4);
+                let Some(more) = more else {
+                    return Ok(missed);
+                };
+                frame.truncate(1);
+                frame.extend_from_slice(&more);
+            }
+        }
+    }
+}
+
+fn count_message(ctx: &Ctx, peer: &str, len: u64) {
+    update(ctx, peer, |s| {
+        s.last_sync_ms = Some(now_ms());
+        s.messages += 1;
+        s.bytes_received += len;
+    });
+}
+
+/// Updates the status of the live connection to `peer`.
+fn update(ctx: &Ctx, peer: &str, f: impl FnOnce(&mut PeerStatus)) {
+    if let Ok(mut registry) = ctx.registry.lock()
+        && let Some(live) = registry.live.get_mut(peer)
+    {
+        f(&mut live.status);
+    }
 }

@@ -258,8 +258,12 @@ pub(crate) struct Writer {
     pub uncompacted: i64,
     /// What each connected peer is believed to have.
     pub peers: std::collections::HashMap<String, gatemesh_ledger::PeerSync>,
-    /// Moves on every commit that added changes, so mesh sessions push them.
+    /// Moves on every commit that added changes (sessions run a sync round at their next
+    /// check).
     pub changed: tokio::sync::watch::Sender<u64>,
+    /// This node's own changes, one item per commit once it is stored: every mesh session
+    /// pushes them to its peer.
+    pub pushes: broadcast::Sender<gatemesh_mesh::session::Pushed>,
     /// A peer's message was refused after it may have reached the document.
     pub reload_after_commit: bool,
     /// The ledger in memory may hold changes that are not on disk and reopening it failed
@@ -360,12 +364,20 @@ impl Writer {
                         .into(),
                 ));
             }
+            // This node's own changes of the batch, to push. A peer's are not passed on by
+            // push (each peer has them from their writer, or by the next sync round).
+            let mut own: Vec<StoredChange> = Vec::new();
             for command in batch {
                 if let Command::Shutdown = command {
                     stopping = true;
                     continue;
                 }
+                let from_peer = matches!(command, Command::Sync(_));
+                let made = changes.len();
                 replies.push(self.handle(command, &mut changes, &mut events));
+                if !from_peer {
+                    own.extend(changes.get(made..).unwrap_or_default().iter().cloned());
+                }
                 if std::mem::take(&mut self.reload_after_commit) && early.is_none() {
                     // A peer's message failed after it reached the document: what it left
                     // there must not stay, be passed on or be built upon by the next scan.
@@ -381,6 +393,7 @@ impl Writer {
                     self.reload();
                 }
             }
+
             let failed = early.or_else(|| self.store.append(&changes).err().map(NodeError::from));
             if let Some(e) = &failed {
                 tracing::error!(
@@ -399,6 +412,7 @@ impl Writer {
                 if !changes.is_empty() || stored_early {
                     self.changed.send_modify(|n| *n += 1);
                 }
+                self.push(&own);
             }
             // The mesh refuses what the ledger (as stored) says is revoked.
             self.revoked.set(self.ledger.revoked_certs());
@@ -415,6 +429,24 @@ impl Writer {
         }
         // Every sender is gone: the node is shutting down.
         self.compact();
+    }
+
+    /// Hands this node's stored changes to every mesh session at once, so each peer gets
+    /// them in one frame without a sync round. A commit too large for a push (an import)
+    /// reaches peers by the next round.
+    fn push(&self, own: &[StoredChange]) {
+        let size: usize = own.iter().map(|c| c.bytes.len()).sum();
+        if own.is_empty()
+            || size > gatemesh_mesh::session::PUSH_MOST
+            || self.pushes.receiver_count() == 0
+        {
+            return;
+        }
+        let mut bytes = Vec::with_capacity(size);
+        for c in own {
+            bytes.extend_from_slice(&c.bytes);
+        }
+        let _ = self.pushes.send(std::sync::Arc::new(bytes));
     }
 
     fn compact(&mut self) {
@@ -641,10 +673,17 @@ impl Writer {
     ) -> Deferred {
         use gatemesh_mesh::session::SyncRequest;
         match request {
-            SyncRequest::Generate { peer, reply } => {
-                let message = self
-                    .ledger
-                    .sync_message(self.peers.entry(peer).or_default());
+            SyncRequest::Generate { peer, turn, reply } => {
+                use gatemesh_mesh::session::Turn;
+                let state = self.peers.entry(peer).or_default();
+                let message = match turn {
+                    Turn::Start => {
+                        state.start_round();
+                        self.ledger.sync_message(state)
+                    }
+                    Turn::Answer => self.ledger.sync_message(state),
+                    Turn::FollowUp => self.ledger.sync_followup(state),
+                };
                 // Sent only once this batch is on disk: a peer never holds a change that a
                 // failed commit could take back.
                 Box::new(move |failed| {
@@ -652,40 +691,66 @@ impl Writer {
                 })
             }
             SyncRequest::Receive { peer, bytes, reply } => {
-                let before: std::collections::BTreeSet<TicketId> =
-                    self.ledger.flagged().cloned().collect();
-                let state = self.peers.entry(peer.clone()).or_default();
-                let result = match self.ledger.receive_sync(state, &bytes, now_ms()) {
-                    Ok(new) => {
-                        changes.extend(new);
-                        for tid in self.ledger.flagged().filter(|t| !before.contains(*t)) {
-                            events.push(NodeEvent::Flagged { tid: tid.clone() });
-                        }
-                        Ok(())
-                    }
-                    Err(e) => {
-                        tracing::warn!("refused a sync message from {peer}: {e}");
-                        // Only a message that reached the document can have left traces: one
-                        // that did not decode or broke the rules was refused before it did.
-                        self.reload_after_commit |= !matches!(
-                            e,
-                            gatemesh_ledger::LedgerError::BadMessage(_)
-                                | gatemesh_ledger::LedgerError::Refused(_)
-                                | gatemesh_ledger::LedgerError::TooLarge { .. }
-                        );
-                        Err(e.to_string())
-                    }
-                };
+                let taken = self.take_from(&peer, &bytes, false, changes, events);
                 Box::new(move |failed| {
                     let _ = reply.send(match failed {
                         Some(e) => Err(e.to_string()),
-                        None => result,
+                        None => taken.map(|_| ()),
+                    });
+                })
+            }
+            SyncRequest::Push { peer, bytes, reply } => {
+                let taken = self.take_from(&peer, &bytes, true, changes, events);
+                Box::new(move |failed| {
+                    let _ = reply.send(match failed {
+                        Some(e) => Err(e.to_string()),
+                        None => taken,
                     });
                 })
             }
             SyncRequest::Forget { peer } => {
                 self.peers.remove(&peer);
                 Box::new(|_| {})
+            }
+        }
+    }
+
+    /// Takes a peer's sync message, or (`pushed`) the changes it pushed. `Ok(true)` when some
+    /// of them wait for changes they build on.
+    fn take_from(
+        &mut self,
+        peer: &str,
+        bytes: &[u8],
+        pushed: bool,
+        changes: &mut Vec<StoredChange>,
+        events: &mut Vec<NodeEvent>,
+    ) -> Result<bool, String> {
+        let before: std::collections::BTreeSet<TicketId> = self.ledger.flagged().cloned().collect();
+        let state = self.peers.entry(peer.to_owned()).or_default();
+        let taken = if pushed {
+            self.ledger.receive_changes(state, bytes, now_ms())
+        } else {
+            self.ledger.receive_sync(state, bytes, now_ms())
+        };
+        match taken {
+            Ok(new) => {
+                changes.extend(new);
+                for tid in self.ledger.flagged().filter(|t| !before.contains(*t)) {
+                    events.push(NodeEvent::Flagged { tid: tid.clone() });
+                }
+                Ok(state.waiting() > 0)
+            }
+            Err(e) => {
+                tracing::warn!("refused a message from {peer}: {e}");
+                // Only a message that reached the document can have left traces: one that
+                // did not decode or broke the rules was refused before it did.
+                self.reload_after_commit |= !matches!(
+                    e,
+                    gatemesh_ledger::LedgerError::BadMessage(_)
+                        | gatemesh_ledger::LedgerError::Refused(_)
+                        | gatemesh_ledger::LedgerError::TooLarge { .. }
+                );
+                Err(e.to_string())
             }
         }
     }

@@ -128,6 +128,8 @@ struct Shared {
     info: NodeInfo,
     writer: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
     changed: tokio::sync::watch::Receiver<u64>,
+    /// The writer's own changes as it stores them, for the mesh sessions to push.
+    pushes: broadcast::Sender<gatemesh_mesh::session::Pushed>,
     mesh: std::sync::Mutex<Option<gatemesh_mesh::session::Mesh>>,
     /// Set when the device's certificate names it an observer (a manager's laptop): it
     /// receives everything and may resolve flags, but admits no one.
@@ -258,6 +260,7 @@ impl Node {
         };
         let (events, _) = broadcast::channel(1024);
         let (changed, changed_rx) = tokio::sync::watch::channel(0u64);
+        let (pushes, _) = broadcast::channel(gatemesh_mesh::session::PUSH_QUEUE);
         let revoked = gatemesh_mesh::revoked::Revoked::default();
         revoked.set(ledger.revoked_certs());
         let mut writer = gate::Writer {
@@ -274,6 +277,7 @@ impl Node {
             uncompacted,
             peers: Default::default(),
             changed,
+            pushes: pushes.clone(),
             reload_after_commit: false,
             reload_pending: false,
             revoked: revoked.clone(),
@@ -296,6 +300,7 @@ impl Node {
                 info,
                 writer: std::sync::Mutex::new(Some(handle)),
                 changed: changed_rx,
+                pushes,
                 mesh: std::sync::Mutex::new(None),
                 observer: std::sync::atomic::AtomicBool::new(
                     config
@@ -467,6 +472,7 @@ impl Node {
         let port = gatemesh_mesh::session::SyncPort {
             requests,
             changed: self.shared.changed.clone(),
+            pushes: self.shared.pushes.clone(),
         };
         let mesh =
             gatemesh_mesh::session::Mesh::start_with(config, port, self.shared.revoked.clone())

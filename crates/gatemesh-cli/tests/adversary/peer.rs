@@ -1,6 +1,6 @@
 //! The adversarial peer: a device enrolled honestly under the event's mesh CA (a gate or an
 //! observer) whose software is not. It dials a gate over the real mesh transport (QUIC,
-//! mutual TLS, `gatemesh/1` frames), syncs honestly until it holds the gate's ledger, then
+//! mutual TLS, `gatemesh/2` frames), syncs honestly until it holds the gate's ledger, then
 //! crafts changes with automerge itself — deletes, root maps, `meta`, records signed with
 //! its own key in anyone's name — and sends them as ordinary sync messages.
 
@@ -109,10 +109,8 @@ impl Attacker {
             s.push().await;
             if let Ok(Ok(Some(bytes))) =
                 tokio::time::timeout(Duration::from_secs(2), net::read_frame(&mut s.recv)).await
-                && !bytes.is_empty()
             {
-                let m = sync::Message::decode(&bytes).unwrap();
-                s.doc.sync().receive_sync_message(&mut s.state, m).unwrap();
+                s.take(&bytes);
             }
         }
         s
@@ -128,11 +126,37 @@ pub struct Session {
 }
 
 impl Session {
+    /// Takes a frame from the victim: its sync messages (this peer syncs; the victim's
+    /// pushes carry what its sync messages also will).
+    fn take(&mut self, frame: &[u8]) {
+        use gatemesh_mesh::session::Frame;
+        if let Frame::Start(m) | Frame::Sync(m) = Frame::of(frame) {
+            let m = sync::Message::decode(m).unwrap();
+            self.doc
+                .sync()
+                .receive_sync_message(&mut self.state, m)
+                .unwrap();
+        }
+    }
+
     /// Sends the next sync message, if this side has anything to say.
     async fn push(&mut self) {
         if let Some(m) = self.doc.sync().generate_sync_message(&mut self.state) {
             let _ = net::write_frame(&mut self.send, &m.encode()).await;
         }
+    }
+
+    /// Commits what was crafted on `doc` and pushes it as a gate pushes its commits (a push
+    /// frame of the changes the victim lacks), then waits for how the victim ends the
+    /// connection.
+    pub async fn push_crafted(mut self) -> quinn::ConnectionError {
+        self.doc.commit();
+        let theirs = self.state.their_heads.clone().unwrap_or_default();
+        let mut frame = vec![gatemesh_mesh::session::PUSH_FRAME];
+        for change in self.doc.get_changes(&theirs) {
+            frame.extend_from_slice(change.raw_bytes());
+        }
+        self.send_raw(&frame).await
     }
 
     /// Sends `frame` as it is, and waits for how the victim ends the connection.
@@ -152,14 +176,7 @@ impl Session {
             match tokio::time::timeout(Duration::from_secs(3), net::read_frame(&mut self.recv))
                 .await
             {
-                Ok(Ok(Some(bytes))) if !bytes.is_empty() => {
-                    let m = sync::Message::decode(&bytes).unwrap();
-                    self.doc
-                        .sync()
-                        .receive_sync_message(&mut self.state, m)
-                        .unwrap();
-                }
-                Ok(Ok(Some(_))) => {}
+                Ok(Ok(Some(bytes))) => self.take(&bytes),
                 Ok(_) => return Some(self.closed().await),
                 Err(_) => {
                     // Quiet: taken, unless the close is on its way.

@@ -96,7 +96,7 @@ fn sync_with(victim: &mut Ledger, attacker: &mut AutoCommit) -> Result<(), Ledge
     Ok(())
 }
 
-/// The attack, over sync and through a file: refused both ways with a message naming
+/// The attack, pushed, over sync and through a file: refused every way with a message naming
 /// `expect`, and nothing the victim holds changes.
 fn refused(mut s: Scene, attack: impl FnOnce(&mut AutoCommit), expect: &str) {
     attack(&mut s.attacker);
@@ -104,6 +104,22 @@ fn refused(mut s: Scene, attack: impl FnOnce(&mut AutoCommit), expect: &str) {
     let before = held(&s.victim.ledger, &s.tickets);
     let heads = s.victim.ledger.heads();
     let file = s.attacker.save();
+    // Pushed, as a gate pushes its commits to its peers: refused the same way.
+    let pushed: Vec<u8> = s
+        .attacker
+        .get_changes(&heads)
+        .iter()
+        .flat_map(|c| c.raw_bytes().to_vec())
+        .collect();
+    let by_push = s
+        .victim
+        .ledger
+        .receive_changes(&mut PeerSync::default(), &pushed, now());
+    match &by_push {
+        Err(LedgerError::Refused(why)) => assert!(why.contains(expect), "{why}"),
+        other => panic!("the attack went through by push: {other:?} (wanted {expect:?})"),
+    }
+    assert_eq!(held(&s.victim.ledger, &s.tickets), before);
     let by_sync = sync_with(&mut s.victim.ledger, &mut s.attacker);
     match &by_sync {
         Err(LedgerError::Refused(why)) => assert!(why.contains(expect), "{why}"),

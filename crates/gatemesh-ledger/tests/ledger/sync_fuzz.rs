@@ -410,6 +410,9 @@ enum Input {
     Noise(Vec<u8>),
     Mutated(Index, Vec<Mutation>),
     Crafted(Crafted),
+    /// Chunks one after another, as a push frame carries a peer's commits (taken by
+    /// `receive_changes`, not as a sync message).
+    Pushed(Vec<ChunkPick>),
 }
 
 fn input() -> impl Strategy<Value = Input> {
@@ -418,6 +421,7 @@ fn input() -> impl Strategy<Value = Input> {
         2 => (any::<Index>(), prop::collection::vec(mutation(), 1..6))
             .prop_map(|(i, m)| Input::Mutated(i, m)),
         3 => crafted().prop_map(Input::Crafted),
+        2 => prop::collection::vec(chunk_pick(), 0..5).prop_map(Input::Pushed),
     ]
 }
 
@@ -428,6 +432,7 @@ impl Input {
             Input::Noise(b) => b.clone(),
             Input::Mutated(i, m) => mutate(f.real[i.index(f.real.len())].clone(), m),
             Input::Crafted(c) => c.encode(),
+            Input::Pushed(chunks) => chunks.iter().flat_map(ChunkPick::bytes).collect(),
         }
     }
 }
@@ -455,7 +460,12 @@ fn check(inputs: &[Input]) -> Result<(), TestCaseError> {
     let their_hashes = &f.hashes[f.hashes.len() - f.their_changes.len()..];
     for input in inputs {
         let before = content(&mut ours);
-        match ours.receive_sync(&mut state, &input.bytes(), now()) {
+        let taken = if let Input::Pushed(_) = input {
+            ours.receive_changes(&mut state, &input.bytes(), now())
+        } else {
+            ours.receive_sync(&mut state, &input.bytes(), now())
+        };
+        match taken {
             Ok(new) => {
                 for change in &new {
                     prop_assert!(
@@ -483,10 +493,14 @@ fn check(inputs: &[Input]) -> Result<(), TestCaseError> {
                 state = PeerSync::default();
             }
         }
-        // Planning what to send that peer next is bounded and never panics.
+        // Planning what to send that peer next is bounded and never panics, whatever turn
+        // of a round it is.
         for _ in 0..2 {
             let _ = ours.sync_message(&mut state);
         }
+        let _ = ours.sync_followup(&mut state);
+        state.start_round();
+        let _ = ours.sync_message(&mut state);
     }
     // The real peer, on a fresh connection, still syncs both ways.
     let mut theirs = open(&f.theirs);

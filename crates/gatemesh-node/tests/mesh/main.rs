@@ -298,8 +298,12 @@ async fn dishonest_peer(
         .await;
         match frame {
             Ok(Ok(Some(bytes))) => {
-                let m = automerge::sync::Message::decode(&bytes).unwrap();
-                doc.sync().receive_sync_message(&mut state, m).unwrap();
+                // The gate's pushes carry what its sync messages also will; this peer syncs.
+                use gatemesh_mesh::session::Frame;
+                if let Frame::Start(m) | Frame::Sync(m) = Frame::of(&bytes) {
+                    let m = automerge::sync::Message::decode(m).unwrap();
+                    doc.sync().receive_sync_message(&mut state, m).unwrap();
+                }
             }
             _ => break,
         }
@@ -652,6 +656,141 @@ async fn an_observer_sees_everything_resolves_flags_and_admits_no_one() {
         );
     }
     for n in [a, b, m] {
+        n.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admissions_reach_a_peer_by_push_not_one_sync_round_each() {
+    let w = World::new();
+    let (a, a_addr) = w.gate("gate-a", "ca", &[]).await;
+    let (b, _) = w.gate("gate-b", "ca", &[a_addr]).await;
+    eventually("A and B are connected", || async {
+        a.peers().len() == 1 && b.peers().len() == 1
+    })
+    .await;
+    let admissions = 100;
+    for _ in 0..admissions {
+        let tid = TicketId::generate();
+        let scanned = a.scan(&w.code(&tid), "a1", Direction::Entry).await.unwrap();
+        assert_eq!(scanned.verdict, Verdict::Admit);
+        eventually("B holds the admission", || knows(&b, &tid, "gate-a")).await;
+    }
+    // The admissions went to B in push frames (about one each, as each was waited for; one
+    // that a round's answer carried first may share the next one's frame); the sync protocol
+    // only ran its rounds (on connect, and every couple of seconds while the ledger
+    // changed), where it used to run one round (a message each way) per admission.
+    let of_a = b.peers().into_iter().find(|p| p.name == "gate-a").unwrap();
+    assert!(of_a.pushes >= admissions / 2, "{of_a:?}");
+    assert!(of_a.messages < admissions / 2, "{of_a:?}");
+    for n in [a, b] {
+        n.shutdown().await;
+    }
+}
+
+/// A UDP relay on loopback between one dialling gate and `upstream`: while paused it drops
+/// every packet both ways (a link that stalls), then forwards again.
+struct Relay {
+    addr: SocketAddr,
+    paused: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Relay {
+    async fn start(upstream: SocketAddr) -> Self {
+        use std::sync::{Arc, atomic::AtomicBool, atomic::Ordering::Relaxed};
+        let front = Arc::new(tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap());
+        let back = Arc::new(tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap());
+        back.connect(upstream).await.unwrap();
+        let addr = front.local_addr().unwrap();
+        let paused = Arc::new(AtomicBool::new(false));
+        let p = paused.clone();
+        let task = tokio::spawn(async move {
+            let (mut a, mut b) = (vec![0u8; 65_536], vec![0u8; 65_536]);
+            let mut client: Option<SocketAddr> = None;
+            loop {
+                tokio::select! {
+                    r = front.recv_from(&mut a) => {
+                        let Ok((n, from)) = r else { return };
+                        client = Some(from);
+                        if !p.load(Relaxed) {
+                            let _ = back.send(&a[..n]).await;
+                        }
+                    }
+                    r = back.recv(&mut b) => {
+                        let Ok(n) = r else { return };
+                        if let (Some(to), false) = (client, p.load(Relaxed)) {
+                            let _ = front.send_to(&b[..n], to).await;
+                        }
+                    }
+                }
+            }
+        });
+        Self { addr, paused, task }
+    }
+
+    fn pause(&self, paused: bool) {
+        self.paused
+            .store(paused, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_whose_link_stalls_catches_up_and_holds_no_one_back() {
+    let w = World::new();
+    let (a, a_addr) = w.gate("gate-a", "ca", &[]).await;
+    let (b, _) = w.gate("gate-b", "ca", &[a_addr]).await;
+    let relay = Relay::start(a_addr).await;
+    let (c, _) = w.gate("gate-c", "ca", &[relay.addr]).await;
+    eventually("A has both peers", || async {
+        a.peers().len() == 2 && b.peers().len() == 1 && c.peers().len() == 1
+    })
+    .await;
+
+    // C's link stalls (for less than the idle timeout: the connection stays up), while A
+    // admits more than the connection may have in flight and A's session for C may queue.
+    // A's scans and B's copy go on; C hears nothing.
+    // Four scanners at once: a commit holds at most four admissions (~2 KiB), so 1,200 are
+    // well past both bounds (256 KiB in flight, then 64 commits queued).
+    relay.pause(true);
+    let tids: Vec<TicketId> = (0..1200).map(|_| TicketId::generate()).collect();
+    let mut scans = tokio::task::JoinSet::new();
+    for chunk in tids.chunks(tids.len() / 4) {
+        let (a, codes) = (
+            a.clone(),
+            chunk.iter().map(|t| w.code(t)).collect::<Vec<_>>(),
+        );
+        scans.spawn(async move {
+            for code in codes {
+                let scanned = a.scan(&code, "a1", Direction::Entry).await.unwrap();
+                assert_eq!(scanned.verdict, Verdict::Admit);
+            }
+        });
+    }
+    scans.join_all().await;
+    eventually(
+        "B holds every admission while C's link is stalled",
+        || async { b.snapshot().await.unwrap().redemptions == tids.len() },
+    )
+    .await;
+    assert_eq!(c.snapshot().await.unwrap().redemptions, 0);
+    relay.pause(false);
+    eventually("C catches up once its link is back", || async {
+        c.snapshot().await.unwrap().redemptions == tids.len()
+    })
+    .await;
+    let last = tids.last().unwrap();
+    let dup = c.scan(&w.code(last), "c1", Direction::Entry).await.unwrap();
+    assert_eq!(dup.verdict, Verdict::Duplicate);
+    // A's session for C fell behind and caught up by a sync round; the one for B never did.
+    let fell_behind = |name: &str| {
+        let peers = a.peers();
+        peers.iter().find(|p| p.name == name).unwrap().fell_behind
+    };
+    assert!(fell_behind("gate-c") >= 1, "{:?}", a.peers());
+    assert_eq!(fell_behind("gate-b"), 0, "{:?}", a.peers());
+    relay.task.abort();
+    for n in [a, b, c] {
         n.shutdown().await;
     }
 }

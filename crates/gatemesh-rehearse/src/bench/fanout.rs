@@ -40,6 +40,10 @@ pub struct Args {
     /// Admissions measured at each point.
     #[arg(long, default_value_t = 200)]
     samples: usize,
+    /// Also measure, at each ledger size, a gate that joins late: how long a fresh gate
+    /// takes to hold the whole ledger from one peer, scanning meanwhile.
+    #[arg(long)]
+    catch_up: bool,
     /// Also write the report (JSON, as printed) to this file.
     #[arg(long)]
     pub(crate) report: Option<PathBuf>,
@@ -304,12 +308,17 @@ pub async fn run(args: &Args) -> Result<Value> {
     let dir = super::scratch_dir()?;
     let b = Bench::create(dir.clone(), "BENCH-FANOUT")?;
     let mut points = Vec::new();
+    let mut catch_ups = Vec::new();
     for &ledger in &args.ledgers {
         eprintln!("a seed ledger of {ledger} redemptions…");
         let seed = b.seed(ledger).await?;
         for &peers in &args.peers {
             eprintln!("{peers} peers around a gate holding {ledger} redemptions…");
             points.push(point(&b, &seed, ledger, peers, args.samples).await?);
+        }
+        if args.catch_up {
+            eprintln!("a fresh gate joins one holding {ledger} redemptions…");
+            catch_ups.push(catch_up(&b, &seed, ledger).await?);
         }
         std::fs::remove_dir_all(&seed).ok();
     }
@@ -320,5 +329,56 @@ pub async fn run(args: &Args) -> Result<Value> {
         "cpu": "kernel accounting of the measured gate's threads (schedstat), not wall time",
         "machine": { "cores": cores() },
         "points": points,
+        "catch_up": catch_ups,
     }))
+}
+
+/// A gate with an empty ledger (a laptop set up during the event) dials one that holds
+/// `ledger` redemptions, and scans fresh tickets one after another until it holds them all:
+/// how long that takes, and its scans' latencies meanwhile.
+async fn catch_up(b: &Bench, seed: &Path, ledger: usize) -> Result<Value> {
+    let run = b.dir.join(format!("catch-up-{ledger}"));
+    copy_seed(seed, &run.join(MEASURED))?;
+    let source = Node::start(b.config(MEASURED, &run.join(MEASURED))?)?;
+    let addr = source.start_mesh(b.mesh(MEASURED, vec![])?)?;
+    let late = Node::start(b.config("gate-late", &run.join("gate-late"))?)?;
+    let codes = b.codes(20_000)?;
+    let start = Instant::now();
+    late.start_mesh(b.mesh("gate-late", vec![addr])?)?;
+    let mut latencies = Vec::new();
+    let mut connected = None;
+    for (_, code) in &codes {
+        if connected.is_none() && !late.peers().is_empty() {
+            connected = Some(start.elapsed());
+        }
+        let t = Instant::now();
+        late.scan(code, "late", Direction::Entry).await?;
+        latencies.push(t.elapsed());
+        if late.snapshot().await?.redemptions >= ledger + latencies.len() {
+            break;
+        }
+    }
+    let caught_up = start.elapsed();
+    anyhow::ensure!(
+        late.snapshot().await?.redemptions >= ledger + latencies.len(),
+        "the late gate did not catch up within {} scans",
+        codes.len()
+    );
+    let wire: u64 = late
+        .peers()
+        .iter()
+        .map(|p| p.bytes_sent + p.bytes_received)
+        .sum();
+    let report = json!({
+        "ledger": ledger,
+        "connected_ms": connected.map(|d| round(d.as_secs_f64() * 1000.0)),
+        "caught_up_ms": round(caught_up.as_secs_f64() * 1000.0),
+        "scans_meanwhile": summary(latencies),
+        "wire_bytes": wire,
+    });
+    eprintln!("{report}");
+    late.shutdown().await;
+    source.shutdown().await;
+    std::fs::remove_dir_all(&run).ok();
+    Ok(report)
 }
