@@ -227,7 +227,7 @@ pub(super) fn build(i: Inputs<'_>) -> Result<Value> {
     let scans = snapshot(&shared.scans)?;
     let reached = snapshot(&shared.reached)?;
     let changed_at = snapshot(&shared.changed_at)?;
-    let findings = Findings::of(&scans, &reached, &i.agreement);
+    let findings = Findings::of(&scans, &reached, &i.agreement, i.plan);
     let push_ms: Vec<f64> = reached
         .iter()
         .filter_map(|((ticket, _), at)| changed_at.get(ticket).map(|c| (at - c) * 1000.0))
@@ -263,6 +263,8 @@ pub(super) fn build(i: Inputs<'_>) -> Result<Value> {
             "copies": copies.copies,
             "copies_caught_at_the_gate": copies.caught,
             "copies_admitted_then_flagged": copies.flagged,
+            "copies_where_the_first_gate_could_be_reached": copies.reachable,
+            "of_them_caught_at_the_gate": copies.reachable_caught,
             "double_fires": findings.double_fires,
             "void_or_transferred_presented": changed.refused + changed.before_reach + changed.after_reach.len(),
             "void_or_transferred_refused": changed.refused,
@@ -321,6 +323,10 @@ struct Copies {
     flagged: usize,
     /// Neither caught nor flagged.
     missed: Vec<String>,
+    /// Copies shown at a gate that the partition did not keep from the first admission's
+    /// gate at any time between the two (`Copies::reachable`), and of them those caught.
+    reachable: usize,
+    reachable_caught: usize,
 }
 
 /// Admissions scanners were told of, against the ones the server holds.
@@ -345,6 +351,7 @@ impl Findings {
         scans: &[ScanRecord],
         reached: &HashMap<(usize, usize), f64>,
         agreement: &Agreement,
+        plan: &Plan,
     ) -> Self {
         let double_fired: Vec<_> = scans.iter().filter(|s| s.second.is_some()).collect();
         let double_mismatch: Vec<String> = double_fired
@@ -358,7 +365,7 @@ impl Findings {
             })
             .collect();
         Self {
-            copies: Copies::of(scans, agreement),
+            copies: Copies::of(scans, agreement, plan),
             unanswered: scans
                 .iter()
                 .filter(|s| s.first.verdict == "unanswered")
@@ -435,7 +442,7 @@ impl Findings {
 impl Copies {
     /// Per ticket, its genuine presentations in the order they happened: the first must be
     /// admitted, each later one caught at the gate or admitted and then flagged everywhere.
-    fn of(scans: &[ScanRecord], agreement: &Agreement) -> Self {
+    fn of(scans: &[ScanRecord], agreement: &Agreement, plan: &Plan) -> Self {
         let flagged_everywhere = |tid: &str| {
             agreement.server.get(tid).is_some_and(|h| h.flagged)
                 && agreement.disagreements.is_empty()
@@ -454,6 +461,8 @@ impl Copies {
             caught: 0,
             flagged: 0,
             missed: Vec::new(),
+            reachable: 0,
+            reachable_caught: 0,
         };
         for (tid, presented) in &by_tid {
             let mut genuine = presented.iter().filter(|s| legit(s.who));
@@ -465,10 +474,16 @@ impl Copies {
                     first.who, first.gate, first.first.verdict, first.first.reason
                 ));
             }
+            let first = presented.iter().find(|s| legit(s.who));
             for copy in genuine {
                 out.copies += 1;
+                let reachable = first.is_some_and(|f| Self::reachable(plan, f, copy));
+                out.reachable += usize::from(reachable);
                 match copy.first.verdict.as_str() {
-                    "duplicate" => out.caught += 1,
+                    "duplicate" => {
+                        out.caught += 1;
+                        out.reachable_caught += usize::from(reachable);
+                    }
                     "admit" if flagged_everywhere(tid) => out.flagged += 1,
                     _ => out.missed.push(format!(
                         "{tid}: copy at gate {} got {} and the ticket is not flagged everywhere",
@@ -478,6 +493,18 @@ impl Copies {
             }
         }
         out
+    }
+}
+
+impl Copies {
+    /// Whether the gate a copy was shown at could hear of the first admission all along: the
+    /// two gates are on one side of the partition, or the partition did not stand at any
+    /// moment from the first admission to the copy. Copies across it are admitted by design
+    /// (and flagged once it heals), so they do not count against the gate-to-gate catch rate.
+    fn reachable(plan: &Plan, first: &ScanRecord, copy: &ScanRecord) -> bool {
+        let (p0, p1) = plan.faults.partition;
+        let side = |gate: usize| plan.faults.side_b.contains(&gate);
+        side(first.gate) == side(copy.gate) || first.event_s >= p1 || copy.event_s < p0
     }
 }
 
@@ -622,6 +649,11 @@ pub fn text(r: &Value) -> String {
         k["copies_caught_at_the_gate"],
         k["copies_admitted_then_flagged"],
         k["double_fires"]
+    );
+    let _ = writeln!(
+        s,
+        "  copies at a gate that could reach the first one {}: caught there {}",
+        k["copies_where_the_first_gate_could_be_reached"], k["of_them_caught_at_the_gate"],
     );
     let _ = writeln!(
         s,

@@ -42,13 +42,57 @@ fn server(entries: &[&str], flagged: bool) -> Agreement {
     }
 }
 
+/// Two gates; gate 1 is cut off from gate 0 from event second 10 to 20.
+fn plan() -> Plan {
+    Plan {
+        gates: 2,
+        attendees: 1,
+        duration_s: 100.0,
+        faults: crate::rehearse::plan::Faults {
+            uplink_gate: 0,
+            uplink_down: (50.0, 60.0),
+            partition: (10.0, 20.0),
+            side_b: vec![1],
+            killed_gate: 0,
+            kill_at: 70.0,
+        },
+        steps: Vec::new(),
+    }
+}
+
+#[test]
+fn a_copy_counts_as_reachable_unless_the_partition_stood_between_the_gates() {
+    let caught = |gate, at| scan(0, gate, Who::Friend, at, shot("duplicate", None));
+    let cases = [
+        // (first admission's time, copy's gate and time, reachable)
+        (1.0, (1, 5.0), true),    // before the partition
+        (1.0, (1, 15.0), false),  // the copy during it, on the other side
+        (12.0, (0, 15.0), true),  // during it, on the same side
+        (12.0, (1, 25.0), false), // admitted during it, the copy after the heal
+        (21.0, (1, 25.0), true),  // after it
+    ];
+    for (first, (gate, at), reachable) in cases {
+        let holder = scan(0, 0, Who::Holder, first, shot("admit", Some("r1")));
+        let c = Copies::of(
+            &[holder, caught(gate, at)],
+            &server(&["r1"], false),
+            &plan(),
+        );
+        assert_eq!(
+            (c.reachable, c.reachable_caught),
+            if reachable { (1, 1) } else { (0, 0) },
+            "first at {first}, copy at gate {gate} at {at}"
+        );
+    }
+}
+
 #[test]
 fn a_copy_is_caught_or_flagged_everywhere_or_it_is_missed() {
     let holder = scan(0, 0, Who::Holder, 1.0, shot("admit", Some("r1")));
     let caught = scan(0, 1, Who::Friend, 2.0, shot("duplicate", None));
     let admitted = scan(0, 1, Who::Friend, 2.0, shot("admit", Some("r2")));
 
-    let c = Copies::of(&[caught, holder.clone()], &server(&["r1"], false));
+    let c = Copies::of(&[caught, holder.clone()], &server(&["r1"], false), &plan());
     assert_eq!(
         (c.copies, c.caught, c.flagged, c.missed.len()),
         (1, 1, 0, 0)
@@ -57,6 +101,7 @@ fn a_copy_is_caught_or_flagged_everywhere_or_it_is_missed() {
     let c = Copies::of(
         &[holder.clone(), admitted.clone()],
         &server(&["r1", "r2"], true),
+        &plan(),
     );
     assert_eq!(
         (c.copies, c.caught, c.flagged, c.missed.len()),
@@ -66,22 +111,32 @@ fn a_copy_is_caught_or_flagged_everywhere_or_it_is_missed() {
     let c = Copies::of(
         &[holder.clone(), admitted.clone()],
         &server(&["r1", "r2"], false),
+        &plan(),
     );
     assert_eq!(c.missed.len(), 1, "admitted and not flagged");
 
     // Flagged at the server is not enough while a gate disagrees.
     let mut split = server(&["r1", "r2"], true);
     split.disagreements.push("gate 1 differs".into());
-    assert_eq!(Copies::of(&[holder, admitted], &split).missed.len(), 1);
+    assert_eq!(
+        Copies::of(&[holder, admitted], &split, &plan())
+            .missed
+            .len(),
+        1
+    );
 }
 
 #[test]
 fn the_first_genuine_presentation_must_be_admitted() {
     let refunded = scan(0, 0, Who::Refunded, 1.0, shot("reject", None));
     let holder = scan(0, 1, Who::Holder, 2.0, shot("reject", None));
-    let c = Copies::of(std::slice::from_ref(&refunded), &server(&[], false));
+    let c = Copies::of(
+        std::slice::from_ref(&refunded),
+        &server(&[], false),
+        &plan(),
+    );
     assert!(c.false_rejects.is_empty(), "a refunded code is not genuine");
-    let c = Copies::of(&[refunded, holder], &server(&[], false));
+    let c = Copies::of(&[refunded, holder], &server(&[], false), &plan());
     assert_eq!(c.false_rejects.len(), 1);
     assert_eq!(c.copies, 0);
 }
@@ -115,9 +170,19 @@ fn a_double_fire_gets_the_same_answer_twice() {
     yellow.second = Some(shot("duplicate", None));
     let agreement = server(&["r1"], false);
 
-    let f = Findings::of(std::slice::from_ref(&same), &HashMap::new(), &agreement);
+    let f = Findings::of(
+        std::slice::from_ref(&same),
+        &HashMap::new(),
+        &agreement,
+        &plan(),
+    );
     assert_eq!((f.double_fires, f.double_mismatch.len()), (1, 0));
-    let f = Findings::of(&[same, other_id, yellow], &HashMap::new(), &agreement);
+    let f = Findings::of(
+        &[same, other_id, yellow],
+        &HashMap::new(),
+        &agreement,
+        &plan(),
+    );
     assert_eq!((f.double_fires, f.double_mismatch.len()), (3, 2));
 }
 
