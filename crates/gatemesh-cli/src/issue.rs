@@ -241,6 +241,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             iat: Some(now),
             nbf,
             exp,
+            product: None,
         })
         .collect();
 

@@ -56,6 +56,7 @@ impl Issuer {
             iat: None,
             nbf,
             exp,
+            product: None,
         };
         self.key.sign(&claims, format).unwrap()
     }

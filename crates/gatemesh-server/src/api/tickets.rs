@@ -60,6 +60,7 @@ fn signed_ticket(
         iat: Some(iat),
         nbf: None,
         exp: None,
+        product: None,
     };
     let code = key
         .sign(&claims, format)
