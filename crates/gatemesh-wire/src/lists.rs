@@ -324,19 +324,19 @@ impl Lists {
             if !codes.insert(&p.code) {
                 return Err(ListsError::DuplicateProduct(p.code.clone()));
             }
-            if let Some(n) = p.number {
-                if !numbers.insert(n) {
-                    return Err(ListsError::DuplicateNumber(n));
-                }
+            if let Some(n) = p.number
+                && !numbers.insert(n)
+            {
+                return Err(ListsError::DuplicateNumber(n));
             }
         }
-        if let Some(code) = &file.default_product {
-            if !codes.contains(code) {
-                return Err(ListsError::UnknownProduct {
-                    list: None,
-                    code: code.clone(),
-                });
-            }
+        if let Some(code) = &file.default_product
+            && !codes.contains(code)
+        {
+            return Err(ListsError::UnknownProduct {
+                list: None,
+                code: code.clone(),
+            });
         }
         let mut ids = HashSet::new();
         for list in &file.lists {
@@ -344,8 +344,7 @@ impl Lists {
                 return Err(ListsError::DuplicateList(list.id.clone()));
             }
             let named: HashSet<_> = list.products.iter().collect();
-            if list.all_products == !list.products.is_empty() || named.len() != list.products.len()
-            {
+            if list.all_products != list.products.is_empty() || named.len() != list.products.len() {
                 return Err(ListsError::ListProducts(list.id.clone()));
             }
             if let Some(code) = list.products.iter().find(|c| !codes.contains(c)) {
@@ -363,10 +362,10 @@ impl Lists {
                 why,
             };
             for (i, w) in list.windows.iter().enumerate() {
-                if let (Some(f), Some(u)) = (w.from, w.until) {
-                    if f >= u {
-                        return Err(window(i, "until must be after from"));
-                    }
+                if let (Some(f), Some(u)) = (w.from, w.until)
+                    && f >= u
+                {
+                    return Err(window(i, "until must be after from"));
                 }
             }
             for (i, a) in list.windows.iter().enumerate() {
