@@ -3,7 +3,7 @@
 
 export type Verdict = "admit" | "duplicate" | "reject";
 
-export type Reason = "valid" | "unlisted" | "reentry" | "exit" | "already_admitted" | "unreadable" | "bad_signature" | "unknown_key" | "wrong_event" | "expired" | "not_yet_valid" | "void" | "transferred" | "unknown_ticket" | "denied" | "not_inside" | "exit_not_allowed" | "revoked_device";
+export type Reason = "valid" | "unlisted" | "reentry" | "exit" | "already_admitted" | "unreadable" | "bad_signature" | "unknown_key" | "wrong_event" | "expired" | "not_yet_valid" | "void" | "transferred" | "unknown_ticket" | "denied" | "not_inside" | "exit_not_allowed" | "revoked_device" | "not_on_list" | "not_valid_now";
 
 export type Action = "accept" | "deny" | "revert";
 
@@ -133,7 +133,7 @@ export type ErrorView = { code: ErrorCode,
 message: string, };
 
 /** Every reason a verdict can give (`gatemesh_wire::Reason::ALL`), in order. */
-export const REASON_CODES: readonly Reason[] = ["valid","unlisted","reentry","exit","already_admitted","unreadable","bad_signature","unknown_key","wrong_event","expired","not_yet_valid","void","transferred","unknown_ticket","denied","not_inside","exit_not_allowed","revoked_device"];
+export const REASON_CODES: readonly Reason[] = ["valid","unlisted","reentry","exit","already_admitted","unreadable","bad_signature","unknown_key","wrong_event","expired","not_yet_valid","void","transferred","unknown_ticket","denied","not_inside","exit_not_allowed","revoked_device","not_on_list","not_valid_now"];
 
 /** Every staff role, least allowed first (`StaffRole::ALL`: the order roles rank in). */
 export const STAFF_ROLES: readonly StaffRole[] = ["staff","supervisor","manager"];

@@ -6,7 +6,7 @@ use gatemesh_node::{Config, Manifest, Node};
 use gatemesh_ticket::EventId;
 use gatemesh_wire::{DeviceName, Role};
 
-use crate::verify::load_keyring;
+use crate::{exit::UsageExt, verify::load_keyring};
 
 /// Run a headless gate: offline decisions on a durable ledger, served on a local HTTP API.
 #[derive(Debug, clap::Args)]
@@ -38,6 +38,14 @@ pub struct Args {
     /// without one, every validly signed ticket of the event is admitted.
     #[arg(long)]
     manifest: Option<PathBuf>,
+    /// The event's check-in lists (a JSON lists file): the gate admits only the products its
+    /// lists take, when they take them; without it, every product at any time.
+    #[arg(long, value_name = "FILE.json")]
+    lists: Option<PathBuf>,
+    /// A list of the lists file this gate checks against (repeat for several: the VIP door
+    /// takes `--list vip --list backstage`); by default all of them.
+    #[arg(long = "list", value_name = "ID", requires = "lists")]
+    list: Vec<gatemesh_wire::ListId>,
     /// Address of the local HTTP API (port 0 picks a free one). Every call needs the token
     /// in DATA/api.token (`gatemesh token --data DATA`).
     #[arg(long, default_value = "127.0.0.1:7070")]
@@ -133,6 +141,11 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
     let mut config = Config::new(args.data.clone(), event, name.to_string());
     config.keyring = load_keyring(&args.issuers)?;
     config.manifest = args.manifest.as_deref().map(Manifest::load).transpose()?;
+    if let Some(path) = &args.lists {
+        let lists = crate::lists::load(path)?;
+        lists.check_event(&config.event).usage()?;
+        config.lists = Some(lists.for_gate(&args.list).usage()?);
+    }
     config.policy = Policy {
         entry: if args.entry == "reentry" {
             EntryPolicy::Reentry

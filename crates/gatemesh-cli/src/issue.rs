@@ -8,7 +8,7 @@ use std::{
 
 use anyhow::{Context, Result};
 use gatemesh_qr::{SheetWriter, Symbol, TicketLabel};
-use gatemesh_ticket::{Claims, EventId, Format, Seat, TicketId};
+use gatemesh_ticket::{Claims, EventId, Format, Product, Seat, TicketId};
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 
@@ -42,9 +42,19 @@ pub struct Args {
     /// Seat labels PREFIX1, PREFIX2, …
     #[arg(long, value_name = "P", conflicts_with = "seats")]
     seat_prefix: Option<String>,
-    /// A CSV file whose first column lists one seat label per ticket (header `seat` optional).
+    /// A CSV file whose first column lists one seat label per ticket, and whose optional
+    /// second column its product (header `seat,product` optional; an empty product is
+    /// --product's).
     #[arg(long, value_name = "FILE.csv")]
     seats: Option<PathBuf>,
+    /// The tickets' product: the organizer's code (`VIP`) or its number. GM1 carries numbers:
+    /// give --lists to map a code to its number.
+    #[arg(long, value_name = "CODE")]
+    product: Option<String>,
+    /// The event's lists file (JSON): its products check --product and the seats' products,
+    /// and give GM1 their numbers.
+    #[arg(long, value_name = "FILE.json")]
+    lists: Option<PathBuf>,
     /// The code format: gm1 (GM1: + base45, for small QR symbols; verify it with --event) or
     /// jwt (a compact JWS, ES256, that names its event).
     #[arg(long, default_value = "gm1")]
@@ -82,7 +92,8 @@ fn ticket_count(s: &str) -> Result<usize, String> {
     }
 }
 
-fn read_seats(path: &Path) -> Result<Vec<Seat>> {
+/// Each seat, and its product when the line names one.
+fn read_seats(path: &Path) -> Result<Vec<(Seat, Option<String>)>> {
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
@@ -98,12 +109,20 @@ fn read_seats(path: &Path) -> Result<Vec<Seat>> {
         let seat = Seat::new(label)
             .with_context(|| format!("{}: line {}", path.display(), i + 1))
             .usage()?;
-        seats.push(seat);
+        let product = record
+            .get(1)
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned);
+        seats.push((seat, product));
     }
     Ok(seats)
 }
 
-fn seat_list(args: &Args) -> Result<(usize, Vec<Option<Seat>>)> {
+/// Each ticket's seat and product (as written; [`crate::lists::ticket_product`] reads it).
+type SeatList = Vec<(Option<Seat>, Option<String>)>;
+
+fn seat_list(args: &Args) -> Result<(usize, SeatList)> {
     let (count, seats) = match (&args.seats, &args.seat_prefix) {
         (Some(path), _) => {
             let seats = read_seats(path)?;
@@ -120,12 +139,16 @@ fn seat_list(args: &Args) -> Result<(usize, Vec<Option<Seat>>)> {
                 path.display(),
                 seats.len()
             );
-            (count, seats.into_iter().map(Some).collect())
+            let seats = seats
+                .into_iter()
+                .map(|(seat, product)| (Some(seat), product.or_else(|| args.product.clone())))
+                .collect();
+            (count, seats)
         }
         (None, Some(prefix)) => {
             let count = args.count.unwrap_or(0);
             let seats = (1..=count)
-                .map(|i| Seat::new(format!("{prefix}{i}")).map(Some))
+                .map(|i| Seat::new(format!("{prefix}{i}")).map(|s| (Some(s), args.product.clone())))
                 .collect::<Result<_, _>>()
                 .context("--seat-prefix makes an invalid seat label")
                 .usage()?;
@@ -133,7 +156,7 @@ fn seat_list(args: &Args) -> Result<(usize, Vec<Option<Seat>>)> {
         }
         (None, None) => {
             let count = args.count.unwrap_or(0);
-            (count, vec![None; count])
+            (count, vec![(None, args.product.clone()); count])
         }
     };
     ensure_usage!(
@@ -204,6 +227,28 @@ fn progress(len: usize, what: &'static str) -> ProgressBar {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let (count, seats) = seat_list(&args)?;
+    let lists = args.lists.as_deref().map(crate::lists::load).transpose()?;
+    if let Some(lists) = &lists {
+        lists.check_event(&args.event).usage()?;
+    }
+    // Every product is checked before an id is reserved or a file written.
+    let seats: Vec<(Option<Seat>, Option<Product>)> = seats
+        .into_iter()
+        .enumerate()
+        .map(|(i, (seat, product))| {
+            let product = product
+                .map(|p| crate::lists::ticket_product(&p, args.format, lists.as_ref()))
+                .transpose()
+                .with_context(|| {
+                    format!(
+                        "ticket {} ({})",
+                        i + 1,
+                        seat.as_ref().map_or("no seat", Seat::as_str)
+                    )
+                })?;
+            Ok((seat, product))
+        })
+        .collect::<Result<_>>()?;
     let key = crate::keys::private(&args.key, "--key")?;
     let exp = args
         .valid_until
@@ -234,13 +279,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let claims: Vec<Claims> = ids
         .into_iter()
         .zip(seats)
-        .map(|(tid, seat)| Claims {
+        .map(|(tid, (seat, product))| Claims {
             tid,
             eid: args.event.clone(),
             seat,
             iat: Some(now),
             nbf,
             exp,
+            product,
         })
         .collect();
 
@@ -257,15 +303,23 @@ pub fn run(args: Args) -> Result<ExitCode> {
 
     write_atomic(&csv_path, |f| {
         let mut w = csv::Writer::from_writer(f);
-        w.write_record(["tid", "eid", "seat", "format", "code"])?;
+        w.write_record(["tid", "eid", "seat", "format", "code", "product"])?;
         for (c, code) in claims.iter().zip(&codes) {
             let seat = c.seat.as_ref().map_or("", Seat::as_str);
+            // The code where the lists file knows the number, so people read `VIP`, not `#2`.
+            let product = c.product.as_ref().map(|p| {
+                lists
+                    .as_ref()
+                    .and_then(|l| l.product(p))
+                    .map_or_else(|| p.to_string(), |d| d.code.to_string())
+            });
             w.write_record([
                 c.tid.as_str(),
                 c.eid.as_str(),
                 seat,
                 args.format.as_str(),
                 code,
+                product.as_deref().unwrap_or(""),
             ])?;
         }
         w.flush()?;

@@ -13,6 +13,7 @@ mod gate;
 mod issue;
 mod keygen;
 mod keys;
+mod lists;
 mod pair;
 mod rehearse;
 mod server;

@@ -58,15 +58,21 @@ pub fn run(args: Args) -> Result<ExitCode> {
             )
         }
         let answer = match verifier.verify(code, at) {
-            Ok(t) => json!({
-                "valid": true,
-                "format": t.format,
-                "tid": t.claims.tid,
-                "eid": t.claims.eid,
-                "seat": t.claims.seat,
-                "kid": t.kid,
-                "exp": t.claims.exp.map(timefmt::format),
-            }),
+            Ok(t) => {
+                let mut answer = json!({
+                    "valid": true,
+                    "format": t.format,
+                    "tid": t.claims.tid,
+                    "eid": t.claims.eid,
+                    "seat": t.claims.seat,
+                    "kid": t.kid,
+                    "exp": t.claims.exp.map(timefmt::format),
+                });
+                if let Some(product) = &t.claims.product {
+                    answer["product"] = json!(product);
+                }
+                answer
+            }
             Err(e) => json!({ "valid": false, "reason": e.reason(), "detail": e.to_string() }),
         };
         println!("{answer}");

@@ -69,6 +69,7 @@ pub fn set_up_demo(root: &Path) -> Result<()> {
             iat: Some(iat),
             nbf: None,
             exp: None,
+            product: None,
         };
         let code = key.sign(&claims, gatemesh_ticket::Format::Gm1)?;
         let symbol = gatemesh_qr::Symbol::encode(&code)?;

@@ -123,6 +123,7 @@ fn bench(c: &mut Criterion) {
             iat: None,
             nbf: None,
             exp: None,
+            product: None,
         },
     });
     let scan = Scan {

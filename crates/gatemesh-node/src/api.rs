@@ -190,6 +190,9 @@ struct TicketDto {
     tid: String,
     eid: String,
     seat: Option<String>,
+    /// The ticket's product as it carries it (`VIP`, or `#2` for a GM1 number).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    product: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -214,6 +217,9 @@ struct ScanResponse {
     /// For a code refused for itself: what was wrong, in words.
     #[serde(skip_serializing_if = "Option::is_none")]
     detail: Option<String>,
+    /// At a gate with check-in lists: the list the ticket was taken under.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    list: Option<gatemesh_wire::ListId>,
 }
 
 impl From<ScanResult> for ScanResponse {
@@ -225,6 +231,7 @@ impl From<ScanResult> for ScanResponse {
                 tid: c.tid.to_string(),
                 eid: c.eid.to_string(),
                 seat: c.seat.map(|s| s.to_string()),
+                product: c.product.map(|p| p.to_string()),
             }),
             first: r.first.map(|f| FirstDto {
                 ago_s: (r.at_ms - f.at_ms).max(0) / 1000,
@@ -238,6 +245,7 @@ impl From<ScanResult> for ScanResponse {
             transferred_to: r.transferred_to,
             at: format_ms(r.at_ms),
             detail: r.detail,
+            list: r.list,
         }
     }
 }

@@ -38,8 +38,10 @@ pub struct ScanResult {
     pub scanner: String,
     pub at_ms: i64,
     /// For a code refused for itself (unreadable, forged, another event's, out of its
-    /// validity): what was wrong, in words (instants in RFC 3339), as `verify` says it.
+    /// validity) or by the gate's lists: what was wrong, in words (instants in RFC 3339).
     pub detail: Option<String>,
+    /// The check-in list the ticket was taken under, at a gate with lists.
+    pub list: Option<gatemesh_wire::ListId>,
 }
 
 /// Counts by verdict since the node started.
@@ -77,6 +79,8 @@ type Reply<T> = oneshot::Sender<Result<T, NodeError>>;
 pub(crate) enum Command {
     Scan {
         verified: Box<Result<Verified, VerifyError>>,
+        /// The gate's lists' word on a verified ticket, when the gate has lists.
+        lists: Option<Result<gatemesh_wire::ListAdmission, gatemesh_wire::ListRefusal>>,
         scanner: String,
         direction: Direction,
         reply: Reply<ScanResult>,
@@ -504,11 +508,12 @@ impl Writer {
         match command {
             Command::Scan {
                 verified,
+                lists,
                 scanner,
                 direction,
                 reply,
             } => {
-                let result = self.scan(*verified, scanner, direction, changes, events);
+                let result = self.scan(*verified, lists, scanner, direction, changes, events);
                 defer(reply, result)
             }
             Command::Resolve {
@@ -758,6 +763,7 @@ impl Writer {
     fn scan(
         &mut self,
         verified: Result<Verified, VerifyError>,
+        lists: Option<Result<gatemesh_wire::ListAdmission, gatemesh_wire::ListRefusal>>,
         scanner: String,
         direction: Direction,
         changes: &mut Vec<StoredChange>,
@@ -776,7 +782,18 @@ impl Writer {
             direction,
             now_ms: now,
         };
-        let answer = match decide(&verified, state.as_ref(), listing, &self.policy, &scan) {
+        let refusal = lists.as_ref().and_then(|l| l.as_ref().err());
+        let outcome = match refusal {
+            Some(refused) => Outcome::Answer(Answer {
+                verdict: Verdict::Reject,
+                reason: refused.reason(),
+                first: None,
+                redemption_id: None,
+                transferred_to: None,
+            }),
+            None => decide(&verified, state.as_ref(), listing, &self.policy, &scan),
+        };
+        let answer = match outcome {
             Outcome::Answer(answer) => answer,
             Outcome::Record {
                 direction,
@@ -825,7 +842,14 @@ impl Writer {
             transferred_to: answer.transferred_to,
             scanner,
             at_ms: now,
-            detail: verified.as_ref().err().map(ToString::to_string),
+            detail: match refusal {
+                Some(refused) => Some(refused.to_string()),
+                None => verified.as_ref().err().map(ToString::to_string),
+            },
+            list: match lists {
+                Some(Ok(admitted)) if answer.verdict != Verdict::Reject => Some(admitted.list),
+                _ => None,
+            },
         };
         events.push(NodeEvent::Verdict(Box::new(result.clone())));
         Ok(result)

@@ -95,6 +95,9 @@ pub struct Config {
     /// signed them. Without one the gate works alone: its records stay unsigned, and it
     /// takes nothing from peers or files.
     pub identity: Option<gatemesh_mesh::pki::Identity>,
+    /// The check-in lists this gate admits under (`gatemesh gate --lists FILE --list ID`).
+    /// Without them every validly signed ticket of the event is taken, as before lists.
+    pub lists: Option<gatemesh_wire::GateLists>,
 }
 
 impl Config {
@@ -109,6 +112,7 @@ impl Config {
             durability: Durability::default(),
             leeway_s: 60,
             identity: None,
+            lists: None,
         }
     }
 }
@@ -140,6 +144,8 @@ struct Shared {
     uplink: std::sync::Mutex<Option<Arc<uplink::Uplink>>>,
     /// The certificates the mesh refuses, as the ledger's revocations say.
     revoked: gatemesh_mesh::revoked::Revoked,
+    /// The gate's check-in lists, if it has any.
+    lists: Option<gatemesh_wire::GateLists>,
     _lock: File,
 }
 
@@ -248,6 +254,9 @@ impl Node {
             "the gate's name must be 1-64 bytes of printable text, not {:?}",
             config.name
         );
+        if let Some(lists) = &config.lists {
+            lists.lists().check_event(&config.event)?;
+        }
         let lock = lock_data_dir(&config.data_dir)?;
         let keys = keys_of(config.identity.as_ref(), &config.event)?;
         let (store, ledger) =
@@ -312,6 +321,7 @@ impl Node {
                 data_dir: config.data_dir.clone(),
                 uplink: std::sync::Mutex::new(None),
                 revoked,
+                lists: config.lists,
                 _lock: lock,
             }),
         })
@@ -356,10 +366,17 @@ impl Node {
                 "scanner must be 1-64 bytes of printable text".into(),
             ));
         }
-        let now_s = gate::now_ms() / 1000;
-        let verified = Box::new(self.shared.verifier.verify(code, now_s));
+        let now_ms = gate::now_ms();
+        let verified = Box::new(self.shared.verifier.verify(code, now_ms / 1000));
+        // Like the signature, the gate's lists are checked before the ledger: a ticket no list
+        // of this gate admits now is refused whatever its history.
+        let lists = match (verified.as_ref(), &self.shared.lists) {
+            (Ok(v), Some(lists)) => Some(lists.check(v.claims.product.as_ref(), now_ms)),
+            _ => None,
+        };
         self.ask(|reply| gate::Command::Scan {
             verified,
+            lists,
             scanner: scanner.to_owned(),
             direction,
             reply,

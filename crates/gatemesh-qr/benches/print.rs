@@ -14,6 +14,7 @@ fn bench(c: &mut Criterion) {
         iat: Some(1_780_000_000),
         nbf: None,
         exp: Some(1_900_000_000),
+        product: None,
     };
     let label = TicketLabel {
         event: "BENCH-2026",

@@ -14,6 +14,7 @@ fn bench(c: &mut Criterion) {
         iat: None,
         nbf: None,
         exp: Some(1_900_000_000),
+        product: None,
     };
     // Three keys in the ring, as during a rotation; the ticket's key is the last one tried.
     let ring = Keyring::from_keys([

@@ -2,7 +2,7 @@ use std::{fmt, str::FromStr};
 
 use serde::{Deserialize, Serialize};
 
-use crate::TicketId;
+use crate::{Product, TicketId};
 
 /// What a ticket says about itself. Both formats carry exactly these fields.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,6 +23,9 @@ pub struct Claims {
     /// Not valid at or after, seconds since 1970.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exp: Option<i64>,
+    /// The ticket's product (claim `prod`); `None` is the event's default product.
+    #[serde(default, rename = "prod", skip_serializing_if = "Option::is_none")]
+    pub product: Option<Product>,
 }
 
 /// A field value that does not meet its rules.
@@ -44,6 +47,14 @@ pub enum InvalidField {
     /// A key id that is not 1-64 characters of `A-Z a-z 0-9 . _ -`.
     #[error("key id must be 1-64 characters of A-Z a-z 0-9 . _ -, got {0:?}")]
     KeyId(String),
+    /// A product code that is not 1-16 characters of `A-Z a-z 0-9 _ -`, or is all digits.
+    #[error(
+        "product code must be 1-16 characters of A-Z a-z 0-9 _ - and not all digits, got {0:?}"
+    )]
+    Product(String),
+    /// A product number outside 1-255.
+    #[error("product number must be 1-255, got {0}")]
+    ProductNumber(u64),
 }
 
 /// Event ids end up in file names, URLs and mDNS TXT records, so they are kept plain.

@@ -3,19 +3,21 @@
 //! Text form: `GM1:` followed by the RFC 9285 base45 encoding of the binary form below. Every
 //! character is in the QR alphanumeric set, so a QR encoder packs it at 5.5 bits a character:
 //! a ticket with expiry and a 12-character seat label is 145 characters and fits a version 6
-//! symbol at error-correction level M (154 characters). The last character of base45 text is
+//! symbol at error-correction level M (154 characters); a product number adds 2 characters,
+//! and a ticket with both times, a product and a 12-character seat is 153. The last character of base45 text is
 //! never a space, so trimming a scanner's whitespace is always safe.
 //!
 //! Binary form, version 1 (all integers big-endian):
 //!
 //! | bytes | field |
 //! |---|---|
-//! | 1 | flags: bit 0 `exp`, bit 1 `nbf`, bit 2 seat present, bit 3 seat packed 6 bits a character; other bits 0 |
+//! | 1 | flags: bit 0 `exp`, bit 1 `nbf`, bit 2 seat present, bit 3 seat packed 6 bits a character, bit 4 product; other bits 0 |
 //! | 3 | key tag: the first 3 bytes of SHA-256 of the key id |
 //! | 4 | event tag: the first 4 bytes of SHA-256 of `gatemesh/event\0` and the event id |
 //! | 8 | ticket id, the 64-bit value of a gatemesh ticket id |
 //! | 4 | `exp`, seconds since 1970, if flagged |
 //! | 4 | `nbf`, seconds since 1970, if flagged |
+//! | 1 | product number (1-255), if flagged |
 //! | 1 + n | seat, if flagged: character count, then 6-bit codes (alphabet `0-9 A-Z a-z`, space, `-`, zero-padded) or UTF-8 bytes |
 //! | 64 | ECDSA P-256 signature, `r ‖ s` |
 //!
@@ -27,8 +29,8 @@
 use sha2::{Digest, Sha256};
 
 use crate::{
-    Claims, EventId, IssuerKey, Keyring, Seat, SignError, TicketId, Verified, VerifyError,
-    verify::Format,
+    Claims, EventId, IssuerKey, Keyring, Product, ProductNumber, Seat, SignError, TicketId,
+    Verified, VerifyError, verify::Format,
 };
 
 /// The text prefix; also the format version.
@@ -38,7 +40,8 @@ const FLAG_EXP: u8 = 1;
 const FLAG_NBF: u8 = 1 << 1;
 const FLAG_SEAT: u8 = 1 << 2;
 const FLAG_SEAT_PACKED: u8 = 1 << 3;
-const KNOWN_FLAGS: u8 = FLAG_EXP | FLAG_NBF | FLAG_SEAT | FLAG_SEAT_PACKED;
+const FLAG_PRODUCT: u8 = 1 << 4;
+const KNOWN_FLAGS: u8 = FLAG_EXP | FLAG_NBF | FLAG_SEAT | FLAG_SEAT_PACKED | FLAG_PRODUCT;
 const SIG_LEN: usize = 64;
 const HEAD_LEN: usize = 1 + 3 + 4 + 8;
 
@@ -89,6 +92,18 @@ pub(crate) fn encode(key: &IssuerKey, claims: &Claims) -> Result<String, SignErr
     if let Some(nbf) = claims.nbf {
         flags |= FLAG_NBF;
         body.extend_from_slice(&time_u32("nbf", nbf)?);
+    }
+    match &claims.product {
+        None => {}
+        Some(Product::Number(n)) => {
+            flags |= FLAG_PRODUCT;
+            body.push(n.get());
+        }
+        Some(Product::Code(code)) => {
+            return Err(SignError::ProductNotNumbered {
+                code: code.to_string(),
+            });
+        }
     }
     if let Some(seat) = &claims.seat {
         flags |= FLAG_SEAT;
@@ -160,6 +175,12 @@ pub(crate) fn verify(
     let nbf = (flags & FLAG_NBF != 0)
         .then(|| r.array::<4>())
         .transpose()?;
+    let product = (flags & FLAG_PRODUCT != 0)
+        .then(|| r.array::<1>())
+        .transpose()?
+        .map(|[n]| ProductNumber::new(u64::from(n)).map_err(|_| unreadable("has product 0")))
+        .transpose()?
+        .map(Product::Number);
     let seat = if flags & FLAG_SEAT != 0 {
         let n = usize::from(r.array::<1>()?[0]);
         let text = if flags & FLAG_SEAT_PACKED != 0 {
@@ -200,6 +221,7 @@ pub(crate) fn verify(
         iat: None,
         nbf: nbf.map(|b| i64::from(u32::from_be_bytes(b))),
         exp: exp.map(|b| i64::from(u32::from_be_bytes(b))),
+        product,
     };
     Ok(Verified {
         format: Format::Gm1,
@@ -305,6 +327,37 @@ mod tests {
         assert_eq!(base45_decode("GGW"), None); // 65536
         assert_eq!(base45_decode("A"), None);
         assert_eq!(base45_decode("ab"), None);
+    }
+
+    /// A body signed properly whose product byte is 0: refused, not read as "no product".
+    #[test]
+    fn product_zero_is_unreadable_even_when_signed() {
+        let key = IssuerKey::generate(None);
+        let event = EventId::new("ROCK-2026").unwrap();
+        let mut body = vec![FLAG_PRODUCT];
+        body.extend_from_slice(&key.kid().tag());
+        body.extend_from_slice(&event_tag(&event));
+        body.extend_from_slice(&TicketId::generate().compact().unwrap().to_be_bytes());
+        body.push(0);
+        let sig = key.sign_raw(&signing_input(&event, &body));
+        body.extend_from_slice(&sig);
+        let mut code = PREFIX.to_owned();
+        base45_encode(&body, &mut code);
+        let ring = Keyring::from_keys([key.public()]).unwrap();
+        let err = verify(&code, &ring, &event).unwrap_err();
+        assert!(matches!(err, VerifyError::Unreadable(_)), "{err}");
+        // The same body with product 1 verifies.
+        body.truncate(body.len() - SIG_LEN);
+        *body.last_mut().unwrap() = 1;
+        let sig = key.sign_raw(&signing_input(&event, &body));
+        body.extend_from_slice(&sig);
+        let mut code = PREFIX.to_owned();
+        base45_encode(&body, &mut code);
+        let got = verify(&code, &ring, &event).unwrap();
+        assert_eq!(
+            got.claims.product,
+            Some(Product::Number(ProductNumber::new(1).unwrap()))
+        );
     }
 
     #[test]

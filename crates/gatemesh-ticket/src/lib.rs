@@ -13,7 +13,9 @@
 //! verification deterministic and easy to property-test.
 //!
 //! ```
-//! use gatemesh_ticket::{Claims, EventId, Format, IssuerKey, Keyring, TicketId, Verifier};
+//! use gatemesh_ticket::{
+//!     Claims, EventId, Format, IssuerKey, Keyring, Product, ProductNumber, TicketId, Verifier,
+//! };
 //!
 //! let key = IssuerKey::generate(None);
 //! let event = EventId::new("ROCK-2026").unwrap();
@@ -24,6 +26,7 @@
 //!     iat: None, // GM1 does not carry it
 //!     nbf: None,
 //!     exp: Some(1_893_456_000),
+//!     product: Some(Product::Number(ProductNumber::new(2).unwrap())),
 //! };
 //! let code = key.sign(&claims, Format::Gm1).unwrap();
 //!
@@ -42,12 +45,14 @@ mod id;
 mod jwk;
 pub mod jwt;
 mod keys;
+mod product;
 mod verify;
 
 pub use claims::{Claims, EventId, InvalidField, Seat};
 pub use id::TicketId;
 pub use jwk::{JwksError, jwks};
 pub use keys::{IssuerKey, KeyError, KeyId, Keyring, PublicKey};
+pub use product::{Product, ProductCode, ProductNumber};
 pub use verify::{Format, Reason, Verified, Verifier, VerifyError, detect};
 
 /// Longest code any parser here looks at. Both formats stay far below it (a JWT ticket is
@@ -65,6 +70,14 @@ pub enum SignError {
         field: &'static str,
         /// The refused value, seconds since 1970.
         value: i64,
+    },
+    /// GM1 carries a product's number, not its code: the lists file maps codes to numbers.
+    #[error(
+        "GM1 carries product numbers (1-255), not codes; {code:?} needs its number from the event's product table"
+    )]
+    ProductNotNumbered {
+        /// The code given.
+        code: String,
     },
     /// GM1 carries the 64-bit ticket ids that [`TicketId::generate`] makes, nothing else.
     #[error("GM1 carries only 13-character gatemesh ticket ids; {tid:?} is not one")]

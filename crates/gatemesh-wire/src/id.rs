@@ -135,6 +135,22 @@ checked_string!(
     "device name (1-63 characters of A-Z a-z 0-9 . _ -)"
 );
 
+/// A check-in list's id within its event (`main`, `vip`, `backstage`): 1-64 characters of
+/// `A-Z a-z 0-9 . _ -`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(type = "string"))]
+pub struct ListId(String);
+
+impl ListId {
+    /// The id, when it keeps the rule.
+    pub fn parse(s: &str) -> Option<Self> {
+        plain(s, 64).then(|| Self(s.to_owned()))
+    }
+}
+
+checked_string!(ListId, "list id (1-64 characters of A-Z a-z 0-9 . _ -)");
+
 /// A short name people gave something: a gate as it shows on screens ("North 1"), a
 /// scanner, a member of staff. 1-64 bytes, not only spaces, no control characters.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

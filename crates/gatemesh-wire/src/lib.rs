@@ -11,6 +11,8 @@
 //!   [`RedemptionAnswer`]), pairing ([`Paired`], and the [`PairingLink`] that carries the server's URL, the code and
 //!   its certificate's fingerprint), heartbeats ([`Heartbeat`]), the gates view
 //!   ([`Gates`]) and errors ([`ErrorBody`]).
+//! - Check-in lists ([`lists`]): an event's lists file, the lists a gate checks against and
+//!   the pure decision of whether one admits a ticket's product now.
 //! - [`Lenient`] lists: a reader that meets one item it cannot take skips and reports it,
 //!   and takes the rest.
 //!
@@ -36,6 +38,7 @@ mod error;
 mod id;
 mod lenient;
 mod link;
+pub mod lists;
 mod manifest;
 mod redeem;
 mod revoke;
@@ -47,11 +50,12 @@ pub use device::{
     PairRequest, Paired, PairingCode, PeerReport, UplinkStatus, VerdictCounts,
 };
 pub use error::{ErrorBody, ErrorDetail, WireError};
-pub use id::{DeviceName, Label, NodeId, Note, RedemptionId, ResolutionId};
+pub use id::{DeviceName, Label, ListId, NodeId, Note, RedemptionId, ResolutionId};
 pub use lenient::{Lenient, Skipped, split};
 pub use link::{
     CertFingerprint, LINK_PREFIX, LinkError, MAX_LINK_LEN, PairingLink, valid_server_url,
 };
+pub use lists::{GateLists, ListAdmission, ListRefusal, Lists, ListsError, Scope};
 pub use manifest::{Admission, Manifest, ManifestEntry, ResolveRequest, ServerResolution, change};
 pub use redeem::{
     Journal, JournalAnswers, MAX_JOURNAL, MAX_RECORD_BYTES, RedeemBody, Redeemed, RedemptionAnswer,

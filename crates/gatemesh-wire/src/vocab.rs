@@ -81,12 +81,17 @@ pub enum Reason {
     /// A record that a device wrote after it was revoked (a journal relays it): set aside,
     /// not counted.
     RevokedDevice,
+    // reject, from the gate's check-in lists
+    /// None of the gate's lists admits the ticket's product (a GA ticket at the VIP door).
+    NotOnList,
+    /// A list of the gate admits the product, but not now (a Friday ticket on Saturday).
+    NotValidNow,
 }
 
 impl Reason {
     /// Every reason, in the order above. A new reason goes here too: the app's plain words and
     /// the server's document are checked against this list.
-    pub const ALL: [Self; 18] = [
+    pub const ALL: [Self; 20] = [
         Self::Valid,
         Self::Unlisted,
         Self::Reentry,
@@ -105,6 +110,8 @@ impl Reason {
         Self::NotInside,
         Self::ExitNotAllowed,
         Self::RevokedDevice,
+        Self::NotOnList,
+        Self::NotValidNow,
     ];
 
     /// The wire name.
@@ -128,6 +135,8 @@ impl Reason {
             Self::NotInside => "not_inside",
             Self::ExitNotAllowed => "exit_not_allowed",
             Self::RevokedDevice => "revoked_device",
+            Self::NotOnList => "not_on_list",
+            Self::NotValidNow => "not_valid_now",
         }
     }
 }

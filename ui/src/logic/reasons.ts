@@ -30,6 +30,9 @@ export const REASONS = {
   exit_not_allowed: "Exits are not scanned at this event (single entry)",
   // reject, from the writer
   revoked_device: "Written by a device after it was revoked: not counted",
+  // reject, from the gate's check-in lists
+  not_on_list: "Not for this entrance: this ticket's product is not on this gate's lists",
+  not_valid_now: "Not valid at this time: this ticket is for another day or hour",
 } as const satisfies Record<Reason, string>;
 
 export function isReasonCode(code: string): code is Reason {

@@ -91,6 +91,7 @@ impl World {
             iat: None,
             nbf: None,
             exp: None,
+            product: None,
         };
         self.issuer.sign(&claims, Format::Gm1).unwrap()
     }

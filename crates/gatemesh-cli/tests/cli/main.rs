@@ -58,12 +58,13 @@ fn read_batch(dir: &Path) -> Vec<Row> {
     let mut reader = csv::Reader::from_path(dir.join("tickets.csv")).unwrap();
     assert_eq!(
         reader.headers().unwrap(),
-        vec!["tid", "eid", "seat", "format", "code"]
+        vec!["tid", "eid", "seat", "format", "code", "product"]
     );
     reader
         .records()
         .map(|r| {
             let r = r.unwrap();
+            assert_eq!(&r[5], "", "a batch without --product has none");
             Row {
                 tid: r[0].into(),
                 eid: r[1].into(),
@@ -472,12 +473,29 @@ fn bad_issue_input_is_refused_before_anything_is_written() {
     let s = setup();
     let bad_seats = s.root.join("bad.csv");
     std::fs::write(&bad_seats, "seat\nA-1\n\n").unwrap();
+    let bad_products = s.root.join("bad-products.csv");
+    std::fs::write(&bad_products, "seat,product\nA-1,2\nA-2,300\n").unwrap();
     for args in [
         vec!["--event", "bad event", "--count", "1"],
         vec!["--event", "E", "--count", "0"],
         vec!["--event", "E", "--count", "2", "--seats", p(&bad_seats)],
         vec!["--event", "E", "--count", "1", "--valid-until", "tomorrow"],
         vec!["--event", "E", "--count", "1", "--format", "pdf417"],
+        // Products: a code that breaks the rule, a number outside 1-255, a code GM1 cannot
+        // carry without the lists file's number.
+        vec![
+            "--event",
+            "E",
+            "--count",
+            "1",
+            "--format",
+            "jwt",
+            "--product",
+            "V I P",
+        ],
+        vec!["--event", "E", "--count", "1", "--product", "0"],
+        vec!["--event", "E", "--count", "1", "--product", "VIP"],
+        vec!["--event", "E", "--count", "2", "--seats", p(&bad_products)],
     ] {
         let out_dir = s.root.join("never");
         let mut all = vec!["issue", "--key", p(&s.key), "--out", p(&out_dir)];

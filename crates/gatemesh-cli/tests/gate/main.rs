@@ -429,3 +429,122 @@ async fn a_gate_takes_the_issuers_jwk_set() {
         );
     }
 }
+
+/// `gatemesh issue --product --lists` and the seats CSV's products, and a gate started with
+/// `--lists FILE --list vip --list backstage`: the VIP door takes VIP and crew, refuses GA
+/// `not_on_list`; a bad lists file or an unknown list stops the gate with what is wrong.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_vip_door_from_a_lists_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    let run = |args: &[&str]| {
+        let out = gatemesh().args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+    };
+    run(&["keygen", "--out", p(&keys)]);
+    let lists = dir.path().join("lists.json");
+    let file = json!({
+        "event": "FEST-2026", "time_zone": "Europe/Berlin",
+        "products": [{"code": "GA", "number": 1}, {"code": "VIP", "number": 2},
+                     {"code": "CREW", "number": 3}],
+        "default_product": "GA",
+        "lists": [
+            {"id": "main", "name": "Main", "products": ["GA"]},
+            {"id": "vip", "name": "VIP area", "products": ["VIP"]},
+            {"id": "backstage", "name": "Backstage", "products": ["CREW"]}
+        ]
+    });
+    std::fs::write(&lists, file.to_string()).unwrap();
+    let issue = |out: &str, extra: &[&str]| -> Vec<(String, String)> {
+        let batch = dir.path().join(out);
+        let key = keys.join("issuer.key.pem");
+        let mut args = vec!["issue", "--key", p(&key)];
+        args.extend(["--event", "FEST-2026", "--lists", p(&lists)]);
+        args.extend(["--no-png", "--no-pdf", "--out", p(&batch)]);
+        args.extend(extra);
+        run(&args);
+        let mut reader = csv::Reader::from_path(batch.join("tickets.csv")).unwrap();
+        assert_eq!(reader.headers().unwrap().get(5), Some("product"));
+        reader
+            .records()
+            .map(|r| {
+                let r = r.unwrap();
+                (r[4].to_owned(), r[5].to_owned())
+            })
+            .collect()
+    };
+    let vip = issue("vip", &["--count", "1", "--product", "VIP"]);
+    assert_eq!(vip[0].1, "VIP");
+    let seats = dir.path().join("seats.csv");
+    std::fs::write(&seats, "seat,product\nA-1,CREW\nA-2,GA\nA-3,\n").unwrap();
+    let mixed = issue("mixed", &["--seats", p(&seats), "--format", "jwt"]);
+    let products: Vec<&str> = mixed.iter().map(|(_, product)| product.as_str()).collect();
+    assert_eq!(products, ["CREW", "GA", ""]);
+    // A product the lists file does not declare is refused before anything is written.
+    let out = gatemesh()
+        .args(["issue", "--key", p(&keys.join("issuer.key.pem"))])
+        .args(["--event", "FEST-2026", "--lists", p(&lists), "--count", "1"])
+        .args(["--product", "VVIP", "--out", p(&dir.path().join("never"))])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("product VVIP is not among"));
+    assert!(!dir.path().join("never/tickets.csv").exists());
+
+    let gate = |data: &str, file: &Path, list: &[&str]| {
+        let mut cmd = gatemesh();
+        cmd.args(["gate", "--data", p(&dir.path().join(data))])
+            .args(["--event", "FEST-2026", "--name", "VIP-door"])
+            .args([
+                "--issuer",
+                p(&keys.join("issuer.pub.pem")),
+                "--lists",
+                p(file),
+            ])
+            .args(["--api", "127.0.0.1:0", "--durability", "process"]);
+        for l in list {
+            cmd.args(["--list", l]);
+        }
+        cmd
+    };
+    let (child, ready) = spawn_ready(gate("door", &lists, &["vip", "backstage"]));
+    let token = gatemesh_testkit::api_token(&ready);
+    let g = GateProcess {
+        child,
+        api: format!("http://{}", ready["api"].as_str().unwrap()),
+        client: gatemesh_testkit::api_client(&token, Duration::from_secs(10)),
+    };
+    for (code, expect) in [
+        (&vip[0].0, ("admit", "valid")),
+        (&mixed[0].0, ("admit", "valid")),
+        (&mixed[1].0, ("reject", "not_on_list")),
+        (&mixed[2].0, ("reject", "not_on_list")),
+    ] {
+        let answer = scan(&g, code, "s1").await;
+        assert_eq!(
+            (
+                answer["verdict"].as_str().unwrap(),
+                answer["reason"].as_str().unwrap()
+            ),
+            expect,
+            "{answer}"
+        );
+    }
+    stop(g);
+
+    let bad = dir.path().join("bad.json");
+    let mut wrong = file.clone();
+    wrong["lists"][1]["products"] = json!(["VIP", "GOLD"]);
+    for (text, list, says) in [
+        ("{".to_owned(), None, "not a lists file"),
+        (wrong.to_string(), None, "list vip names product GOLD"),
+        (file.to_string(), Some("vipp"), "there is no list vipp"),
+    ] {
+        std::fs::write(&bad, text).unwrap();
+        let out = gate("bad", &bad, list.as_slice()).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{says}: {err}");
+        assert!(!dir.path().join("bad/ledger.sqlite").exists());
+    }
+}

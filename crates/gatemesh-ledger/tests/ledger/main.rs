@@ -194,6 +194,7 @@ fn verified(tid: &TicketId) -> Verified {
             iat: None,
             nbf: None,
             exp: None,
+            product: None,
         },
     }
 }
@@ -555,6 +556,7 @@ fn every_ticket_refusal_maps_to_its_reason() {
         iat: None,
         nbf,
         exp,
+        product: None,
     };
     let now = T0 / 1000;
     let cases = [

@@ -6,6 +6,7 @@ mod abuse;
 mod browser;
 mod contract;
 mod edge;
+mod lists;
 
 use std::{
     path::{Path, PathBuf},
@@ -56,6 +57,7 @@ impl Issuer {
             iat: None,
             nbf,
             exp,
+            product: None,
         };
         self.key.sign(&claims, format).unwrap()
     }
@@ -117,11 +119,24 @@ impl Gate {
         manifest: Option<Manifest>,
         policy: Policy,
     ) -> Self {
+        Self::start_with(dir, name, issuer, |config| {
+            config.manifest = manifest;
+            config.policy = policy;
+        })
+        .await
+    }
+
+    /// A gate whose config `edit` finishes.
+    async fn start_with(
+        dir: &Path,
+        name: &str,
+        issuer: &Issuer,
+        edit: impl FnOnce(&mut Config),
+    ) -> Self {
         let mut config = Config::new(dir.to_owned(), EventId::new(EVENT).unwrap(), name.into());
         config.keyring = Keyring::from_keys([issuer.key.public()]).unwrap();
-        config.manifest = manifest;
-        config.policy = policy;
         config.identity = Some(identity(EVENT, dir, name));
+        edit(&mut config);
         let node = Node::start(config).unwrap();
         let api = gatemesh_node::api::ApiConfig::for_data_dir(dir).unwrap();
         let token = api.token.secret().to_owned();

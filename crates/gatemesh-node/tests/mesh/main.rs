@@ -35,6 +35,7 @@ impl World {
             iat: None,
             nbf: None,
             exp: None,
+            product: None,
         };
         self.issuer.sign(&claims, Format::Gm1).unwrap()
     }

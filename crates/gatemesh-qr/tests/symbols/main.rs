@@ -12,6 +12,7 @@ fn ticket(seat: &str, format: Format) -> String {
         iat: Some(1_780_000_000),
         nbf: None,
         exp: Some(1_790_000_000),
+        product: None,
     };
     key.sign(&claims, format).unwrap()
 }

@@ -98,6 +98,7 @@ pub async fn run(args: &Args, gatemesh: &Path) -> Result<serde_json::Value> {
                 iat: None,
                 nbf: None,
                 exp,
+                product: None,
             };
             key.sign(&claims, Format::Gm1).map(|code| (tid, code))
         })

@@ -64,6 +64,7 @@ impl LocalEvent {
                     iat: None,
                     nbf: None,
                     exp: None,
+                    product: None,
                 };
                 self.key.sign(&claims, Format::Gm1).map(|code| (tid, code))
             })

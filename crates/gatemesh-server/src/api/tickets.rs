@@ -7,7 +7,7 @@ use axum::{
     http::StatusCode,
     response::{IntoResponse, Response},
 };
-use gatemesh_ticket::{Claims, EventId, Format, Seat, TicketId};
+use gatemesh_ticket::{Claims, EventId, Format, Product, Seat, TicketId};
 use gatemesh_wire::{Admission, ServerResolution, TicketStatus};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -37,6 +37,10 @@ pub(crate) struct IssueRequest {
     /// One seat per ticket (not with `seat_prefix`).
     #[serde(default)]
     seats: Option<Vec<String>>,
+    /// The tickets' product: the organizer's code (`VIP`, JWT only) or its number 1-255 in
+    /// the event's product table (what GM1 carries). Without it, the event's default product.
+    #[serde(default)]
+    product: Option<String>,
 }
 
 fn default_format() -> Format {
@@ -44,10 +48,15 @@ fn default_format() -> Format {
 }
 
 /// A new active ticket with a fresh id, signed with the server's key.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "each is one claim or column of the ticket"
+)]
 fn signed_ticket(
     key: &gatemesh_ticket::IssuerKey,
     eid: &EventId,
     seat: Option<Seat>,
+    product: Option<Product>,
     format: Format,
     iat: i64,
     transferred_from: Option<TicketId>,
@@ -60,6 +69,7 @@ fn signed_ticket(
         iat: Some(iat),
         nbf: None,
         exp: None,
+        product,
     };
     let code = key
         .sign(&claims, format)
@@ -174,6 +184,18 @@ pub(crate) async fn issue(
             .map_err(|e| bad(e.to_string()))?,
         (None, None) => vec![None; req.count],
     };
+    let product = req
+        .product
+        .as_deref()
+        .map(Product::parse)
+        .transpose()
+        .map_err(|e| bad(e.to_string()))?;
+    if let (Format::Gm1, Some(Product::Code(code))) = (req.format, &product) {
+        return Err(bad(format!(
+            "a GM1 ticket carries its product's number (1-255), not the code {code}; \
+             give the number, or format jwt"
+        )));
+    }
     known_event(&s, &eid).await?;
     let key = s.key.clone();
     let format = req.format;
@@ -183,7 +205,10 @@ pub(crate) async fn issue(
         with_fresh_ids("unused ticket ids", || {
             let tickets: Vec<Ticket> = seats
                 .iter()
-                .map(|seat| signed_ticket(&key, &eid, seat.clone(), format, iat, None, None))
+                .map(|seat| {
+                    let product = product.clone();
+                    signed_ticket(&key, &eid, seat.clone(), product, format, iat, None, None)
+                })
                 .collect::<Result<_, StoreError>>()?;
             st.insert_tickets(&tickets).map(|()| tickets)
         })
@@ -353,6 +378,17 @@ pub(crate) async fn transfer(
     let key = s.key.clone();
     let (signers, data) = (s.signers.clone(), s.data.clone());
     let iat = time::OffsetDateTime::now_utc().unix_timestamp();
+    // The new ticket is of the old one's product, as its signed code says (the store keeps
+    // the code, not the product).
+    let product = gatemesh_ticket::Keyring::from_keys(s.issuer_public_keys())
+        .ok()
+        .and_then(|ring| {
+            gatemesh_ticket::Verifier::new(ring)
+                .for_event(eid.clone())
+                .verify(&current.code, iat)
+                .ok()
+        })
+        .and_then(|v| v.claims.product);
     let new = blocking(&s, move |st| {
         with_fresh_ids("an unused ticket id", || {
             let seat = current
@@ -365,6 +401,7 @@ pub(crate) async fn transfer(
                 &key,
                 &eid,
                 seat,
+                product.clone(),
                 current.format,
                 iat,
                 Some(old.clone()),

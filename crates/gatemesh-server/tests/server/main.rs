@@ -32,6 +32,7 @@ use revoke::{
 on_both_backends!(
     organizer_calls_need_the_admin_token,
     issued_tickets_verify_and_ids_never_repeat,
+    issued_tickets_carry_their_product_and_transfers_keep_it,
     redemption_is_idempotent_and_names_the_first_use,
     forty_gates_racing_on_one_ticket_get_exactly_one_admit,
     concurrent_redemptions_are_each_answered_as_if_alone,
@@ -454,6 +455,76 @@ async fn issued_tickets_verify_and_ids_never_repeat(backend: Backend) {
     assert_eq!(status, StatusCode::CONFLICT);
     let (_, events) = s.get("/v1/events").await;
     assert_eq!(events["events"].as_array().unwrap().len(), 1);
+    s.stop().await;
+}
+
+async fn issued_tickets_carry_their_product_and_transfers_keep_it(backend: Backend) {
+    let s = Running::start(backend).await;
+    s.event_with_tickets("FEST", 1).await;
+    let (_, keys) = s.get("/v1/keys").await;
+    let key = PublicKey::from_pem(keys["keys"][0]["pem"].as_str().unwrap()).unwrap();
+    let v =
+        Verifier::new(Keyring::from_keys([key]).unwrap()).for_event(EventId::new("FEST").unwrap());
+    let product = |t: &Value| {
+        v.verify(t["code"].as_str().unwrap(), 1_800_000_000)
+            .unwrap()
+            .claims
+            .product
+            .map(|p| p.to_string())
+    };
+    let path = "/v1/events/FEST/tickets";
+    let mut issued = Vec::new();
+    for (body, expect) in [
+        (
+            json!({ "count": 2, "format": "jwt", "product": "VIP" }),
+            Some("VIP"),
+        ),
+        (
+            json!({ "count": 1, "format": "gm1", "product": "3" }),
+            Some("#3"),
+        ),
+        (
+            json!({ "count": 1, "format": "jwt", "product": "3" }),
+            Some("#3"),
+        ),
+        (json!({ "count": 1 }), None),
+    ] {
+        let (status, answer) = s.post(path, body.clone()).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}: {answer}");
+        for t in answer["tickets"].as_array().unwrap() {
+            assert_eq!(product(t).as_deref(), expect, "{body}");
+            issued.push(t.clone());
+        }
+    }
+    // Bad products are typed 400s and issue nothing: a code GM1 cannot carry, a code that
+    // breaks the rule, a number outside 1-255.
+    for bad in [
+        json!({ "count": 1, "product": "VIP" }),
+        json!({ "count": 1, "format": "jwt", "product": "V I P" }),
+        json!({ "count": 1, "format": "jwt", "product": "0" }),
+        json!({ "count": 1, "format": "jwt", "product": "256" }),
+        json!({ "count": 1, "format": "jwt", "product": "" }),
+        json!({ "count": 1, "format": "jwt", "product": 3 }),
+    ] {
+        let (status, answer) = s.post(path, bad.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {answer}");
+        assert_eq!(answer["error"]["code"], "bad_request", "{bad}: {answer}");
+    }
+    let (_, manifest) = s.get("/v1/events/FEST/manifest").await;
+    assert_eq!(
+        manifest["tickets"].as_array().unwrap().len(),
+        1 + issued.len()
+    );
+    // A transfer's new ticket is of the old one's product.
+    let old = issued[0]["tid"].as_str().unwrap();
+    let (status, moved) = s
+        .post(
+            &format!("/v1/events/FEST/tickets/{old}/transfer"),
+            json!({ "holder": "Kim", "actor": "box office" }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{moved}");
+    assert_eq!(product(&moved).as_deref(), Some("VIP"), "{moved}");
     s.stop().await;
 }
 

@@ -31,6 +31,7 @@ fn jwt(key: &IssuerKey, eid: &str) -> String {
         iat: Some(1_780_000_000),
         nbf: None,
         exp: None,
+        product: None,
     };
     key.sign(&claims, Format::Jwt).unwrap()
 }

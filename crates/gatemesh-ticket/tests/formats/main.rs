@@ -8,7 +8,8 @@ use std::{
 };
 
 use gatemesh_ticket::{
-    Claims, EventId, Format, IssuerKey, KeyId, Keyring, PublicKey, Reason, Seat, TicketId, Verifier,
+    Claims, EventId, Format, IssuerKey, KeyId, Keyring, Product, ProductNumber, PublicKey, Reason,
+    Seat, SignError, TicketId, Verifier,
 };
 use proptest::prelude::*;
 use serde::Deserialize;
@@ -28,6 +29,7 @@ fn claims(seat: Option<&str>) -> Claims {
         iat: None,
         nbf: Some(NOW - DAY),
         exp: Some(NOW + DAY),
+        product: None,
     }
 }
 
@@ -208,6 +210,68 @@ fn gm1_is_small() {
 }
 
 #[test]
+fn products_travel_in_both_formats() {
+    let key = IssuerKey::generate(None);
+    let v = verifier(&[&key]);
+    let number = Product::Number(ProductNumber::new(3).unwrap());
+    let code = Product::parse("3DAY").unwrap();
+    for (format, product) in [
+        (Format::Jwt, code.clone()),
+        (Format::Jwt, number.clone()),
+        (Format::Gm1, number.clone()),
+    ] {
+        let c = Claims {
+            product: Some(product.clone()),
+            ..claims(Some("A-12"))
+        };
+        let got = v.verify(&key.sign(&c, format).unwrap(), NOW).unwrap();
+        assert_eq!(got.claims.product, Some(product), "{format}");
+    }
+    // A JWT names the code as the claim `prod`.
+    let jwt = key
+        .sign(
+            &Claims {
+                product: Some(code.clone()),
+                ..claims(None)
+            },
+            Format::Jwt,
+        )
+        .unwrap();
+    let payload = jwt.split('.').nth(1).unwrap();
+    let payload: serde_json::Value = serde_json::from_slice(
+        &base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, payload)
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(payload["prod"], "3DAY");
+    // GM1 has room for a number only: a code is a typed refusal, not a silent drop.
+    let err = key
+        .sign(
+            &Claims {
+                product: Some(code),
+                ..claims(None)
+            },
+            Format::Gm1,
+        )
+        .unwrap_err();
+    assert!(matches!(err, SignError::ProductNotNumbered { .. }), "{err}");
+}
+
+#[test]
+fn gm1_with_a_product_stays_within_version_6() {
+    let key = IssuerKey::generate(None);
+    // Both times, a product and a 12-character seat: the largest ticket we promise.
+    let c = Claims {
+        product: Some(Product::Number(ProductNumber::new(255).unwrap())),
+        ..claims(Some("Row 5 Seat 1"))
+    };
+    let code = key.sign(&c, Format::Gm1).unwrap();
+    assert!(code.len() <= 154, "{} characters: {code}", code.len());
+    let c = Claims { nbf: None, ..c };
+    assert_eq!(key.sign(&c, Format::Gm1).unwrap().len(), 147);
+}
+
+#[test]
 fn gm1_refuses_ids_and_times_it_cannot_carry() {
     let key = IssuerKey::generate(None);
     let c = Claims {
@@ -305,9 +369,10 @@ fn our_jwts_verify_in_jose() {
     );
     let key = IssuerKey::generate(None);
     let pem = key.public().to_pem();
-    for seat in [None, Some("A-12")] {
+    for (seat, product) in [(None, None), (Some("A-12"), Some("VIP"))] {
         let c = Claims {
             iat: Some(NOW),
+            product: product.map(|p| Product::parse(p).unwrap()),
             ..claims(seat)
         };
         let token = key.sign(&c, Format::Jwt).unwrap();
@@ -331,7 +396,60 @@ fn our_jwts_verify_in_jose() {
         assert!(out.status.success(), "jose refused our token: {answer}");
         assert_eq!(answer["payload"]["tid"], c.tid.as_str());
         assert_eq!(answer["payload"]["seat"], serde_json::json!(seat));
+        assert_eq!(answer["payload"]["prod"], serde_json::json!(product));
         assert_eq!(answer["header"]["kid"], key.kid().as_str());
+    }
+}
+
+/// A token jose's `SignJWT` makes with a `prod` claim (a code, or a number) verifies here and
+/// names its product; one with a `prod` that breaks the rule is unreadable.
+#[test]
+fn jose_made_tokens_carry_their_product() {
+    let script = repo_root().join("tools/jose/sign.mjs");
+    assert!(
+        repo_root().join("tools/jose/node_modules/jose").exists(),
+        "run `npm ci` in tools/jose first (the README test command does)"
+    );
+    let key = IssuerKey::generate(None);
+    let v = verifier(&[&key]);
+    let pem = key.to_pem().unwrap();
+    let pkcs8 = &pem[pem.find("-----BEGIN").unwrap()..];
+    for (prod, expect) in [
+        (
+            serde_json::json!("3DAY"),
+            Some(Product::parse("3DAY").unwrap()),
+        ),
+        (serde_json::json!(7), Some(Product::parse("7").unwrap())),
+        (serde_json::json!("not a code"), None),
+        (serde_json::json!(0), None),
+    ] {
+        let request = serde_json::json!({
+            "pkcs8_pem": pkcs8,
+            "claims": {"tid": "T-1", "eid": "ROCK-2026", "iat": NOW, "exp": NOW + DAY, "prod": prod},
+        });
+        let mut child = Command::new("node")
+            .arg(&script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("node runs");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(request.to_string().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let token = answer["token"].as_str().unwrap();
+        match expect {
+            Some(product) => {
+                let got = v.verify(token, NOW).unwrap();
+                assert_eq!(got.claims.product, Some(product));
+            }
+            None => assert_eq!(reason(&v, token, NOW), Reason::Unreadable, "{prod}"),
+        }
     }
 }
 
@@ -383,6 +501,7 @@ proptest! {
             iat: None,
             nbf: None,
             exp,
+            product: None,
         };
         let format = if jwt { Format::Jwt } else { Format::Gm1 };
         let code = key.sign(&c, format).unwrap();

@@ -1,0 +1,220 @@
+//! Check-in lists at the gate, through its HTTP API: a ticket whose product none of the
+//! gate's lists admits, or admits only at another time, is refused before the ledger; a gate
+//! without lists takes a ticket without a product exactly as before.
+
+use gatemesh_ticket::{Claims, EventId, Format, Product, Seat, TicketId};
+use gatemesh_wire::{ListId, Lists, lists::EventDays, time::format_ms};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use super::{EVENT, Gate, Issuer, now_s, verdict};
+
+const ZONE: &str = "Europe/Berlin";
+
+impl Issuer {
+    fn product_ticket(&self, product: Option<&str>, format: Format) -> (TicketId, String) {
+        let tid = TicketId::generate();
+        let claims = Claims {
+            tid: tid.clone(),
+            eid: EventId::new(EVENT).unwrap(),
+            seat: Some(Seat::new("A-12").unwrap()),
+            iat: None,
+            nbf: None,
+            exp: Some(now_s() + 3 * 86_400),
+            product: product.map(|p| Product::parse(p).unwrap()),
+        };
+        (tid, self.key.sign(&claims, format).unwrap())
+    }
+}
+
+/// A festival's lists: `friday` is the event day before today, `saturday` today (days start
+/// at 05:00 in Berlin), `vip` and `backstage` always; GA and 3DAY enter through `main`.
+fn festival() -> Value {
+    let days = EventDays::new(ZONE, "05:00").unwrap();
+    let today = days.day_of(now_s() * 1000).unwrap();
+    let start = |d| format_ms(days.start_ms(d).unwrap());
+    let (friday, saturday, sunday) = (today.yesterday().unwrap(), today, today.tomorrow().unwrap());
+    json!({
+        "event": EVENT, "time_zone": ZONE, "day_starts": "05:00", "default_product": "GA",
+        "products": [
+            {"code": "GA", "number": 1}, {"code": "VIP", "number": 2},
+            {"code": "3DAY", "number": 3}, {"code": "FRI", "number": 4},
+            {"code": "SAT", "number": 5}, {"code": "CREW", "number": 6}
+        ],
+        "lists": [
+            {"id": "main", "name": "Main entrance", "products": ["GA", "3DAY"], "once_per_day": true},
+            {"id": "friday", "name": "Friday", "products": ["FRI"],
+             "windows": [{"from": start(friday), "until": start(saturday)}]},
+            {"id": "saturday", "name": "Saturday", "products": ["SAT"],
+             "windows": [{"from": start(saturday), "until": start(sunday)}]},
+            {"id": "vip", "name": "VIP area", "products": ["VIP"]},
+            {"id": "backstage", "name": "Backstage", "products": ["CREW"]}
+        ]
+    })
+}
+
+fn gate_lists(ids: &[&str]) -> gatemesh_wire::GateLists {
+    let lists = Lists::from_json(festival().to_string().as_bytes()).unwrap();
+    let ids: Vec<ListId> = ids.iter().map(|i| ListId::parse(i).unwrap()).collect();
+    lists.for_gate(&ids).unwrap()
+}
+
+async fn redemptions(gate: &Gate, tid: &TicketId) -> usize {
+    let (status, t) = gate.get(&format!("/v1/tickets/{tid}")).await;
+    match status {
+        StatusCode::NOT_FOUND => 0,
+        StatusCode::OK => t["redemptions"].as_array().map_or(0, Vec::len),
+        other => panic!("{other}: {t}"),
+    }
+}
+
+#[tokio::test]
+async fn a_ga_ticket_at_the_vip_door_is_refused_not_on_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let issuer = Issuer::new();
+    let gate = Gate::start_with(dir.path(), "VIP door", &issuer, |c| {
+        c.lists = Some(gate_lists(&["vip", "backstage"]));
+    })
+    .await;
+
+    // VIP as a JWT (its code) and as GM1 (its number, 2), crew: in, under their lists.
+    for (product, format, list) in [
+        ("VIP", Format::Jwt, "vip"),
+        ("2", Format::Gm1, "vip"),
+        ("CREW", Format::Jwt, "backstage"),
+    ] {
+        let (_, code) = issuer.product_ticket(Some(product), format);
+        let r = gate.scan(&code, "s1").await;
+        assert_eq!(verdict(&r), ("admit", "valid"), "{product}: {r}");
+        assert_eq!(r["list"], list);
+    }
+
+    // GA, a ticket with no product (the default, GA), a product the file does not know, a
+    // GM1 number it does not know: red, and nothing written.
+    for (product, format) in [
+        (Some("GA"), Format::Jwt),
+        (Some("1"), Format::Gm1),
+        (None, Format::Gm1),
+        (Some("NOPE"), Format::Jwt),
+        (Some("77"), Format::Gm1),
+    ] {
+        let (tid, code) = issuer.product_ticket(product, format);
+        let r = gate.scan(&code, "s1").await;
+        assert_eq!(verdict(&r), ("reject", "not_on_list"), "{product:?}: {r}");
+        assert!(
+            r["detail"]
+                .as_str()
+                .unwrap()
+                .ends_with("is not on this gate's lists (vip, backstage)"),
+            "{r}"
+        );
+        assert!(r.get("list").is_none(), "{r}");
+        assert_eq!(redemptions(&gate, &tid).await, 0);
+    }
+    // A forged VIP ticket is still forged: the signature is checked first.
+    let forger = Issuer::new();
+    let (_, forged) = forger.product_ticket(Some("VIP"), Format::Jwt);
+    let r = gate.scan(&forged, "s1").await;
+    assert_eq!(verdict(&r).0, "reject");
+    assert_ne!(verdict(&r).1, "not_on_list", "{r}");
+
+    let (_, s) = gate.get("/v1/status").await;
+    assert_eq!(
+        s["counts"],
+        json!({ "admit": 3, "duplicate": 0, "reject": 6 })
+    );
+    gate.stop().await;
+}
+
+#[tokio::test]
+async fn a_friday_ticket_on_saturday_is_refused_not_valid_now() {
+    let dir = tempfile::tempdir().unwrap();
+    let issuer = Issuer::new();
+    let gate = Gate::start_with(dir.path(), "Main 1", &issuer, |c| {
+        c.lists = Some(gate_lists(&["main", "friday", "saturday"]));
+    })
+    .await;
+
+    // FRI is number 4 in GM1.
+    let (fri, code) = issuer.product_ticket(Some("4"), Format::Gm1);
+    let r = gate.scan(&code, "s1").await;
+    assert_eq!(verdict(&r), ("reject", "not_valid_now"), "{r}");
+    assert!(
+        r["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("list friday admits this ticket no longer"),
+        "{r}"
+    );
+    assert_eq!(redemptions(&gate, &fri).await, 0);
+
+    // Saturday's ticket is valid today, and a 3-day pass and an old ticket without a product
+    // (GA) enter through main.
+    for (product, format, list) in [
+        (Some("SAT"), Format::Jwt, "saturday"),
+        (Some("3"), Format::Gm1, "main"),
+        (None, Format::Gm1, "main"),
+    ] {
+        let (tid, code) = issuer.product_ticket(product, format);
+        let r = gate.scan(&code, "s1").await;
+        assert_eq!(verdict(&r), ("admit", "valid"), "{product:?}: {r}");
+        assert_eq!(r["list"], list);
+        assert_eq!(redemptions(&gate, &tid).await, 1);
+        // Still single entry: a second scanner's scan is yellow.
+        let again = gate.scan(&code, "s2").await;
+        assert_eq!(verdict(&again), ("duplicate", "already_admitted"));
+    }
+    gate.stop().await;
+}
+
+#[tokio::test]
+async fn without_lists_a_ticket_without_a_product_is_taken_as_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let issuer = Issuer::new();
+    let gate = Gate::start_with(dir.path(), "North 1", &issuer, |_| {}).await;
+    let tid = TicketId::generate();
+    let r = gate.scan(&issuer.ticket(&tid), "s1").await;
+    assert_eq!(verdict(&r), ("admit", "valid"));
+    // The same body as before lists existed: no list, no product.
+    let mut keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            "at",
+            "first",
+            "reason",
+            "redemption_id",
+            "ticket",
+            "transferred_to",
+            "verdict"
+        ]
+    );
+    assert_eq!(
+        r["ticket"],
+        json!({"tid": tid.as_str(), "eid": EVENT, "seat": "A-12"})
+    );
+    // A ticket with a product at a gate with no lists: every product is welcome.
+    let (_, code) = issuer.product_ticket(Some("VIP"), Format::Jwt);
+    let r = gate.scan(&code, "s1").await;
+    assert_eq!(verdict(&r), ("admit", "valid"));
+    assert_eq!(r["ticket"]["product"], "VIP");
+    gate.stop().await;
+}
+
+#[test]
+fn a_lists_file_for_another_event_stops_the_gate_from_starting() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut file = festival();
+    file["event"] = json!("OTHER-2026");
+    let lists = Lists::from_json(file.to_string().as_bytes()).unwrap();
+    let mut config = gatemesh_node::Config::new(
+        dir.path().to_owned(),
+        EventId::new(EVENT).unwrap(),
+        "North 1".into(),
+    );
+    config.lists = Some(lists.for_gate(&[]).unwrap());
+    let err = gatemesh_node::Node::start(config).unwrap_err();
+    assert!(err.to_string().contains("for event OTHER-2026"), "{err}");
+    assert!(!dir.path().join("ledger.sqlite").exists());
+}
