@@ -206,6 +206,9 @@ pub struct Ledger {
     /// How many redemptions each ticket has (all writers): lets the flood check skip
     /// reading a ticket's records when it is far from the bound.
     per_ticket: HashMap<TicketId, usize>,
+    /// The sum of `per_ticket`: every redemption the document holds, counted without reading
+    /// the redemptions map (its length is a walk of every key).
+    redemptions_held: usize,
     /// Standings this node was told locally (a manifest file): they hold where no status in
     /// the document says otherwise, and are never written into it — a standing in the
     /// ledger is the server's, as it signed it.
@@ -374,6 +377,7 @@ impl Ledger {
             trust: None,
             devices: HashMap::new(),
             per_ticket: HashMap::new(),
+            redemptions_held: 0,
             local: HashMap::new(),
             revoked: Default::default(),
             set_aside: HashMap::new(),
@@ -418,8 +422,9 @@ impl Ledger {
         for tid in tickets {
             let (state, set_aside) = self.ticket_parts(&tid);
             self.entries.set(&tid, &state.redemptions);
-            self.per_ticket
-                .insert(tid.clone(), state.redemptions.len() + set_aside.len());
+            let held = state.redemptions.len() + set_aside.len();
+            let before = self.per_ticket.insert(tid.clone(), held).unwrap_or(0);
+            self.redemptions_held = self.redemptions_held + held - before;
             if set_aside.is_empty() {
                 self.set_aside.remove(&tid);
             } else {
@@ -920,7 +925,11 @@ impl Ledger {
 
     /// Number of redemptions recorded, reverted ones included.
     pub fn redemption_count(&self) -> usize {
-        self.doc.length(&self.roots.redemptions)
+        debug_assert_eq!(
+            self.redemptions_held,
+            self.doc.length(&self.roots.redemptions)
+        );
+        self.redemptions_held
     }
 
     /// Every resolution that passes `keep`, in ticket order.
@@ -1209,7 +1218,7 @@ impl Ledger {
         if before == after {
             return Ok(Vec::new());
         }
-        self.applied(&incoming, touched)
+        self.applied(&before, touched)
     }
 
     /// Takes changes a peer pushed as it made them (change chunks, one after another),
@@ -1242,10 +1251,10 @@ impl Ledger {
         }
         // automerge 0.12 can panic on crafted changes; if it does, this replica's document
         // may be half-updated, so the caller must reload it from storage.
+        let before = self.doc.get_heads();
         let doc = &mut self.doc;
-        let applying = incoming.clone();
-        guarded(|| Ok(doc.apply_changes(applying)?))?;
-        self.applied(&incoming, touched)
+        guarded(|| Ok(doc.apply_changes(incoming)?))?;
+        self.applied(&before, touched)
     }
 
     /// With the changes `peer` sent before that wait for what they build on: splits
@@ -1289,11 +1298,14 @@ impl Ledger {
         Ok((incoming, touched))
     }
 
-    /// After checked changes reached the document: it must still be this event's; the
-    /// tickets they touched are derived again. Returns them, to store.
+    /// After checked changes reached the document (its heads were `before`): it must still
+    /// be this event's; the tickets they touched are derived again. Returns the changes as
+    /// the document now holds them (not as they came: a chunk can differ from what it
+    /// decodes to, say in its checksum), to store. Finding them costs what was added: the
+    /// document finds changes past heads by its per-actor sequence index.
     fn applied(
         &mut self,
-        changes: &[Change],
+        before: &[ChangeHash],
         touched: HashSet<TicketId>,
     ) -> Result<Vec<StoredChange>, LedgerError> {
         let found = event_of(&self.doc)?;
@@ -1305,7 +1317,12 @@ impl Ledger {
         }
         roots_of(&self.doc)?;
         self.refresh_touched(touched);
-        Ok(changes.iter().map(StoredChange::from).collect())
+        Ok(self
+            .doc
+            .get_changes(before)
+            .iter()
+            .map(StoredChange::from)
+            .collect())
     }
 }
 
