@@ -1100,6 +1100,17 @@ fn applicable(doc: &mut AutoCommit, changes: Vec<Change>) -> (Vec<Change>, Vec<C
     }
 }
 
+/// Refuses `what` from a peer when it is longer than [`MAX_SYNC_MESSAGE`], before parsing.
+fn bounded(bytes: &[u8], what: &str) -> Result<(), LedgerError> {
+    if bytes.len() > MAX_SYNC_MESSAGE {
+        return Err(LedgerError::BadMessage(format!(
+            "{what} of {} bytes",
+            bytes.len()
+        )));
+    }
+    Ok(())
+}
+
 /// Longest sync message accepted from a peer. A message carrying a whole 100,000-redemption
 /// ledger is about 1 MB; anything far beyond that is refused, not parsed.
 pub const MAX_SYNC_MESSAGE: usize = 64 * 1024 * 1024;
@@ -1169,12 +1180,7 @@ impl Ledger {
         now_ms: i64,
     ) -> Result<Vec<StoredChange>, LedgerError> {
         use automerge::sync::Message;
-        if bytes.len() > MAX_SYNC_MESSAGE {
-            return Err(LedgerError::BadMessage(format!(
-                "a sync message of {} bytes",
-                bytes.len()
-            )));
-        }
+        bounded(bytes, "a sync message")?;
         let mut message =
             Message::decode(bytes).map_err(|e| LedgerError::BadMessage(e.to_string()))?;
         check_message(&message)?;
@@ -1236,12 +1242,7 @@ impl Ledger {
         bytes: &[u8],
         now_ms: i64,
     ) -> Result<Vec<StoredChange>, LedgerError> {
-        if bytes.len() > MAX_SYNC_MESSAGE {
-            return Err(LedgerError::BadMessage(format!(
-                "pushed changes of {} bytes",
-                bytes.len()
-            )));
-        }
+        bounded(bytes, "pushed changes")?;
         crate::admit::Inflation::default().all(bytes)?;
         let doc = &mut self.doc;
         let incoming = guarded(|| crate::admit::new_changes(doc, bytes))?;

@@ -178,28 +178,32 @@ impl SyncPort {
     }
 
     async fn push(&self, peer: &str, bytes: Vec<u8>) -> Result<bool> {
-        let (reply, rx) = oneshot::channel();
-        self.requests
-            .send(SyncRequest::Push {
-                peer: peer.into(),
-                bytes,
-                reply,
-            })
-            .await
-            .map_err(|_| invalid!("the ledger stopped"))?;
-        rx.await
-            .map_err(|_| invalid!("the ledger stopped"))?
-            .map_err(crate::MeshError::Refused)
+        self.ask(|reply| SyncRequest::Push {
+            peer: peer.into(),
+            bytes,
+            reply,
+        })
+        .await
     }
 
     async fn receive(&self, peer: &str, bytes: Vec<u8>) -> Result<()> {
+        self.ask(|reply| SyncRequest::Receive {
+            peer: peer.into(),
+            bytes,
+            reply,
+        })
+        .await
+    }
+
+    /// Sends the request `make` builds and waits for its answer; a refusal is the peer's
+    /// fault ([`crate::MeshError::Refused`]).
+    async fn ask<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<std::result::Result<T, String>>) -> SyncRequest,
+    ) -> Result<T> {
         let (reply, rx) = oneshot::channel();
         self.requests
-            .send(SyncRequest::Receive {
-                peer: peer.into(),
-                bytes,
-                reply,
-            })
+            .send(make(reply))
             .await
             .map_err(|_| invalid!("the ledger stopped"))?;
         rx.await
