@@ -1158,11 +1158,12 @@ fn completion_scripts_parse_in_their_shell_and_complete_real_commands() {
             String::from_utf8_lossy(&parsed.stderr)
         );
     }
-    // Bash, loaded the way bash-completion loads it, completes a command and an option.
+    // Bash, calling the function the way `complete -F` does (command, word, previous word),
+    // completes a command and an option.
     let complete = |words: &str| -> String {
         let line = format!(
             "source {}; COMP_WORDS=({words}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); \
-             _gatemesh gatemesh; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+             _gatemesh gatemesh \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
             p(&dir.path().join("gatemesh.bash"))
         );
         let out = Command::new("bash").args(["-c", &line]).output().unwrap();
@@ -1211,7 +1212,8 @@ fn man_writes_a_page_per_command_that_man_can_format() {
     tool("groff", "groff-base");
     for page in &written {
         let out = Command::new("groff")
-            .args(["-man", "-Tutf8", "-ww", "-z"])
+            // -k: UTF-8 input through preconv, as man(1) does.
+            .args(["-k", "-man", "-Tutf8", "-ww", "-z"])
             .arg(pages.join(page))
             .output()
             .unwrap();
