@@ -87,7 +87,9 @@ files=$(
 EOF
 )
 overlay=$stage/tauri.overlay.json
-printf '{"bundle":{"linux":{"deb":{"depends":[%s],"files":%s},"rpm":{"files":%s}}}}\n' \
+# No beforeBuildCommand: the UI is already built into the binaries (rebuilding ui/dist would
+# only make cargo relink the app next time).
+printf '{"build":{"beforeBuildCommand":null},"bundle":{"linux":{"deb":{"depends":[%s],"files":%s},"rpm":{"files":%s}}}}\n' \
   "$depends_json" "$files" "$files" >"$overlay"
 
 # `tauri bundle` packages what is built and compiles nothing.
