@@ -14,8 +14,12 @@ export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 # second finds everything built (building the CLI alone resolves other features and compiles
 # dozens of crates again). The app embeds ui/dist, so the UI is built first; `custom-protocol`
 # is the app's production build (what `tauri build` turns on), which the packages ship.
+# Once per run: scripts/demo.sh hands over to demo-headless.sh with it done (building ui/dist
+# again would make cargo relink the app).
 build_release() {
+  [[ -z ${GATEMESH_RELEASE_BUILT:-} ]] || return 0
   (cd ui && npm run --silent build)
   cargo build --quiet --locked --release -p gatemesh-app -p gatemesh-cli \
     --features gatemesh-app/custom-protocol
+  export GATEMESH_RELEASE_BUILT=1
 }
