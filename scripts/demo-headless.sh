@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 source scripts/env.sh
 
-cargo build --quiet --locked --release -p gatemesh-cli
+build_release
 gatemesh="$CARGO_TARGET_DIR/release/gatemesh"
 demo=${GATEMESH_DEMO_DIR:-$PWD/demo}
 event=DEMO-2026

@@ -11,8 +11,7 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 source scripts/env.sh
 
-(cd ui && npm run --silent build)
-cargo build --quiet --locked --release -p gatemesh-app -p gatemesh-cli
+build_release
 app="$CARGO_TARGET_DIR/release/gatemesh-app"
 demo=${GATEMESH_DEMO_DIR:-$PWD/demo}/app
 mkdir -p "$demo"
@@ -39,8 +38,27 @@ api=$(sed -n 's/.*"api":"\([^"]*\)".*/\1/p' "$out")
 # Every call to the local API sends the gate's token (api.token in its data directory).
 token_file=$(sed -n 's/.*"api_token":"\([^"]*\)".*/\1/p' "$out")
 auth="authorization: Bearer $(cat "$token_file")"
-sleep 2
-DISPLAY=":$n" import -window root "$demo/screenshot.png" 2>/dev/null && echo "its window: $demo/screenshot.png"
+# A picture of its window with ImageMagick's import (scripts/install-deps.sh installs it),
+# taken once the UI has drawn its sign-in screen (over a thousand colours; the "Starting…"
+# placeholder has about 130), or after 30 seconds whatever it shows.
+shot=$demo/screenshot.png
+shot_ok=
+for _ in $(seq 60); do
+  if DISPLAY=":$n" import -window root "$shot"; then
+    shot_ok=1
+    colours=$(convert "$shot" -format '%k' info: 2>/dev/null || echo 0)
+    ((colours > 400)) && break
+  else
+    shot_ok=
+    break
+  fi
+  sleep 0.5
+done
+if [[ -n $shot_ok ]]; then
+  echo "A screenshot of its window: $shot"
+else
+  echo "No screenshot: ImageMagick's import failed (above)." >&2
+fi
 code=$(sed -n 2p "$demo/tickets/tickets.csv" | cut -d, -f5)
 echo "A ticket from $demo/tickets/tickets.pdf, scanned through the app's local API ($api):"
 curl -s -X POST "$api/v1/scan" -H "$auth" -H 'content-type: application/json' \

@@ -8,3 +8,18 @@ if [[ -z ${CARGO_TARGET_DIR:-} ]]; then
   fi
 fi
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+
+# The release build both demos run (scripts/demo.sh, scripts/demo-headless.sh): the app and
+# the CLI in one cargo call, so both scripts ask for the same packages and features and the
+# second finds everything built (building the CLI alone resolves other features and compiles
+# dozens of crates again). The app embeds ui/dist, so the UI is built first; `custom-protocol`
+# is the app's production build (what `tauri build` turns on), which the packages ship.
+# Once per run: scripts/demo.sh hands over to demo-headless.sh with it done (building ui/dist
+# again would make cargo relink the app).
+build_release() {
+  [[ -z ${GATEMESH_RELEASE_BUILT:-} ]] || return 0
+  (cd ui && npm run --silent build)
+  cargo build --quiet --locked --release -p gatemesh-app -p gatemesh-cli \
+    --features gatemesh-app/custom-protocol
+  export GATEMESH_RELEASE_BUILT=1
+}

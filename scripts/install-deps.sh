@@ -8,9 +8,11 @@ cd "$(dirname "$0")/.."
 # QR and PDF readers for the tests, Node.js for the UI and the jose interoperability checks.
 # PostgreSQL for the server's second storage backend (the tests start a throwaway cluster).
 # WebKitGTK's WebDriver and Xvfb run the desktop app's end-to-end tests. systemd brings
-# systemd-analyze, which checks the units in packaging/systemd.
+# systemd-analyze, which checks the units in packaging/systemd. The desktop package's test
+# runs lintian on the .deb, finds the app's window with xwininfo (x11-utils) and takes its
+# picture with ImageMagick (as the demo does); zsh and fish read the completion scripts.
 packages=(build-essential pkg-config curl libwebkit2gtk-4.1-dev zbar-tools poppler-utils
-  postgresql webkit2gtk-driver xvfb systemd)
+  postgresql webkit2gtk-driver xvfb systemd lintian x11-utils imagemagick zsh fish)
 command -v node >/dev/null || packages+=(nodejs)
 command -v npm >/dev/null || packages+=(npm)
 missing=()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test gatemesh has: formatting, lints, the Rust test suite (unit, integration,
 # property and doc tests; jose, zbar and poppler as outside referees), the UI type check and
-# build, and the jose fixtures re-checked by jose itself.
+# build, the jose fixtures re-checked by jose itself, and the desktop app's .deb (lintian, its
+# files, the app started from the unpacked package).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -29,3 +30,6 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
   cargo test --workspace --locked --no-fail-fast
 fi
+
+echo "== the desktop package: the test build's binaries as a .deb (scripts/test-package.sh)"
+scripts/test-package.sh

@@ -1,11 +1,10 @@
-//! Runs `tauri-build` against the repository-root `tauri.conf.json`, where the product keeps
-//! it; `capabilities/` stays in this crate.
+//! Runs `tauri-build` against `tauri.conf.json` beside this crate's `Cargo.toml`, where the
+//! Tauri CLI (the bundler, `scripts/package.sh`) looks for it too.
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let attributes = tauri_build::Attributes::new().config_path("../tauri.conf.json");
-    match tauri_build::try_build(attributes) {
+    match tauri_build::try_build(tauri_build::Attributes::new()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: gatemesh-app build script: {err:#}");

@@ -1,6 +1,6 @@
 import { defineConfig } from "vite";
 
-// Tauri loads the built files from ui/dist (see build.frontendDist in ../tauri.conf.json)
+// Tauri loads the built files from ui/dist (see build.frontendDist in ../src-tauri/tauri.conf.json)
 // and, under `tauri dev`, the dev server below (build.devUrl).
 export default defineConfig({
   // Relative asset URLs so the bundle works from Tauri's custom protocol.

@@ -8,7 +8,7 @@
 //! `$XDG_DATA_HOME/gatemesh`, or `…/gatemesh/demo` with `--demo`). With `--demo` it sets up a
 //! demo event on first start (keys, a printable batch of tickets, a second gate on loopback).
 //!
-//! The configuration lives at the repository root (`../tauri.conf.json` from this crate), and
+//! The configuration is `tauri.conf.json` beside this crate's `Cargo.toml`, and
 //! the built front end is embedded at compile time, so build `ui/` before this crate.
 
 // Release builds on Windows should not open a console window next to the app.
@@ -277,7 +277,7 @@ fn main() -> ExitCode {
             serde_json::json!({ "api": api, "api_token": info.api_token_file, "event": info.event })
         );
     }
-    let context = tauri::generate_context!("../tauri.conf.json");
+    let context = tauri::generate_context!();
     let built = tauri::Builder::default()
         .manage(AppState {
             root,

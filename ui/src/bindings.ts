@@ -114,7 +114,8 @@ mesh: boolean, discovery: boolean, peers: Array<string>, };
 
 export type FileSetup = { event: string, gate_name: string, 
 /**
- * The issuer's public key, PEM text.
+ * The issuer's public key: SPKI PEM text, or a JWK Set (`issuer.jwks.json`, which
+ * keeps a chosen key id; the set may hold several keys).
  */
 issuer_pem: string, 
 /**

@@ -4,10 +4,11 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, Parser, Subcommand};
 
 mod bench;
 mod decode;
+mod docs;
 mod exit;
 mod gate;
 mod issue;
@@ -84,6 +85,12 @@ enum Command {
         after_help = "Examples:\n  gatemesh rehearse\n  gatemesh rehearse --gates 8 --attendees 20000 --report rehearsal.json"
     )]
     Rehearse(gatemesh_rehearse::rehearse::Options),
+    #[command(
+        after_help = "Examples:\n  gatemesh completions bash > ~/.local/share/bash-completion/completions/gatemesh\n  gatemesh completions fish > ~/.config/fish/completions/gatemesh.fish"
+    )]
+    Completions(docs::CompletionsArgs),
+    #[command(after_help = "Examples:\n  gatemesh man man1 && man -l man1/gatemesh-issue.1")]
+    Man(docs::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -103,6 +110,8 @@ fn main() -> ExitCode {
         Command::Server(args) => server::run(args),
         Command::Pair(args) => pair::run(args),
         Command::Rehearse(args) => rehearse::run(args),
+        Command::Completions(args) => docs::completions(Cli::command(), args),
+        Command::Man(args) => docs::man(Cli::command(), args),
     };
     match result {
         Ok(code) => code,

@@ -219,7 +219,7 @@ impl Desk {
     }
 
     /// Sets up an event from files an organizer handed over: the issuer's public key (PEM
-    /// text) and, for the mesh, a device identity directory from `gatemesh enroll`. Discovery
+    /// text or a JWK Set) and, for the mesh, a device identity directory from `gatemesh enroll`. Discovery
     /// finds the event's other gates by mDNS.
     pub async fn from_files(
         root: &Path,
@@ -229,8 +229,16 @@ impl Desk {
         ready_for_set_up(root, &staff)?;
         let event = EventId::new(setup.event.trim())
             .map_err(|e| DeskError::BadInput(format!("the event id: {e}")))?;
-        PublicKey::from_pem(&setup.issuer_pem)
-            .map_err(|e| DeskError::BadInput(format!("the issuer key (a PEM public key): {e}")))?;
+        // A PEM or a JWK Set; kept as PEM with its `kid:` line, so a chosen id survives.
+        let issuer_pems: Vec<String> = PublicKey::from_file_text(&setup.issuer_pem)
+            .map_err(|e| {
+                DeskError::BadInput(format!(
+                    "the issuer key (a PEM public key or a JWK Set): {e}"
+                ))
+            })?
+            .iter()
+            .map(PublicKey::to_pem)
+            .collect();
         let identity_dir = match setup.identity_dir.as_deref().map(str::trim) {
             None | Some("") => None,
             Some(dir) => {
@@ -252,7 +260,7 @@ impl Desk {
         let config = DeskConfig {
             capacity: setup.capacity,
             identity_dir,
-            ..DeskConfig::new_event(event.to_string(), gate_name, vec![setup.issuer_pem], staff)
+            ..DeskConfig::new_event(event.to_string(), gate_name, issuer_pems, staff)
         };
         Self::install(root, config).await
     }

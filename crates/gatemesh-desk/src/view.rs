@@ -200,7 +200,8 @@ pub struct FlagsView {
 pub struct FileSetup {
     pub event: String,
     pub gate_name: String,
-    /// The issuer's public key, PEM text.
+    /// The issuer's public key: SPKI PEM text, or a JWK Set (`issuer.jwks.json`, which
+    /// keeps a chosen key id; the set may hold several keys).
     pub issuer_pem: String,
     /// A device identity directory (`gatemesh enroll`), for the mesh.
     pub identity_dir: Option<String>,

@@ -262,8 +262,8 @@ export function mockDesk(): DeskApi {
     },
     setupFiles(r) {
       if (pinProblem(r.managerPin) !== null) return refuse("bad_input", PIN_TEXT);
-      if (!r.setup.issuer_pem.includes("PUBLIC KEY"))
-        return refuse("bad_input", "the issuer key (a PEM public key)");
+      if (!r.setup.issuer_pem.includes("PUBLIC KEY") && !r.setup.issuer_pem.includes('"keys"'))
+        return refuse("bad_input", "the issuer key (a PEM public key or a JWK Set)");
       event = r.setup.event;
       running = {
         gate_name: r.setup.gate_name,

@@ -47,6 +47,17 @@ describe("checkFileSetupForm", () => {
     expect(r).toHaveProperty("ok.setup.capacity", null);
   });
 
+  it("takes a JWK Set as the issuer key, as the desk does", () => {
+    const set = '{"keys":[{"kty":"EC","crv":"P-256","x":"AA","y":"AA","kid":"box-office-2027"}]}';
+    expect(checkFileSetupForm({ ...good, pem: ` ${set}\n` })).toHaveProperty(
+      "ok.setup.issuer_pem",
+      `${set}\n`,
+    );
+    for (const bad of ['{"keys":[]}', '{"kty":"EC"}', "{not json", '{"keys":"x"}']) {
+      expect(checkFileSetupForm({ ...good, pem: bad })).toHaveProperty("error");
+    }
+  });
+
   it("refuses what the desk would refuse, with a reason", () => {
     expect(checkFileSetupForm({ ...good, event: "" })).toHaveProperty("error");
     expect(checkFileSetupForm({ ...good, event: "demo 2026" })).toHaveProperty("error");

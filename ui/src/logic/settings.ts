@@ -78,6 +78,19 @@ export function looksLikePem(text: string): boolean {
   return /-----BEGIN [A-Z ]*PUBLIC KEY-----[\s\S]+-----END [A-Z ]*PUBLIC KEY-----/.test(text);
 }
 
+/** Whether the text looks like a JWK Set with at least one key (`issuer.jwks.json`; the desk
+ * checks each key for real). */
+export function looksLikeJwks(text: string): boolean {
+  if (!text.startsWith("{")) return false;
+  try {
+    const set: unknown = JSON.parse(text);
+    if (typeof set !== "object" || set === null || !("keys" in set)) return false;
+    return Array.isArray(set.keys) && set.keys.length > 0;
+  } catch {
+    return false;
+  }
+}
+
 /** The request to send, or the first problem in words. */
 export function checkFileSetupForm(f: FileSetupForm): { ok: FileSetupRequest } | { error: string } {
   const event = f.event.trim();
@@ -90,9 +103,14 @@ export function checkFileSetupForm(f: FileSetupForm): { ok: FileSetupRequest } |
   const capacity = parseCapacity(f.capacity);
   if ("error" in capacity) return capacity;
   const pem = f.pem.trim();
-  if (pem.length === 0) return { error: "Paste the issuer's public key, or choose its .pem file" };
-  if (!looksLikePem(pem)) {
-    return { error: "The issuer key is a PEM public key (-----BEGIN PUBLIC KEY-----…)" };
+  if (pem.length === 0) {
+    return { error: "Paste the issuer's public key, or choose its .pem or .jwks.json file" };
+  }
+  if (!looksLikePem(pem) && !looksLikeJwks(pem)) {
+    return {
+      error:
+        'The issuer key is a PEM public key (-----BEGIN PUBLIC KEY-----…) or a JWK Set ({"keys": […]})',
+    };
   }
   const identity = f.identity.trim();
   const name = f.name.trim();

@@ -155,7 +155,7 @@ export function FilesForm(props: { desk: DeskApi; onSetUp: (info: AppInfo) => vo
       <h2>Set up from files</h2>
       <p class="muted">
         No server? The organizer hands over the event id and the ticket issuer's public key (a .pem
-        file), and for the mesh a device identity.
+        file, or issuer.jwks.json when the key has a chosen id), and for the mesh a device identity.
       </p>
       <form
         class="pair-form files-form"
@@ -193,7 +193,7 @@ export function FilesForm(props: { desk: DeskApi; onSetUp: (info: AppInfo) => vo
           value={capacity}
           onInput={(e) => setCapacity(e.currentTarget.value)}
         />
-        <label for="files-pem">Issuer public key (PEM)</label>
+        <label for="files-pem">Issuer public key (PEM or JWK Set)</label>
         <textarea
           id="files-pem"
           class="mono"
@@ -203,11 +203,11 @@ export function FilesForm(props: { desk: DeskApi; onSetUp: (info: AppInfo) => vo
           value={pem}
           onInput={(e) => setPem(e.currentTarget.value)}
         />
-        <label for="files-pem-file">…or read it from a .pem file</label>
+        <label for="files-pem-file">…or read it from a .pem or .jwks.json file</label>
         <input
           id="files-pem-file"
           type="file"
-          accept=".pem,application/x-pem-file,text/plain"
+          accept=".pem,.json,application/x-pem-file,application/json,text/plain"
           onChange={(e) => readPem(e.currentTarget.files?.[0])}
         />
         <label for="files-identity">Device identity directory (optional)</label>

@@ -1129,3 +1129,126 @@ fn keygen_and_issue_say_what_they_wrote_as_json_for_scripts() {
     );
     assert!(std::path::Path::new(issued["registry"].as_str().unwrap()).exists());
 }
+
+/// The commands `gatemesh --help` lists (without `help`).
+fn listed_commands() -> Vec<String> {
+    let help = ok(&["--help"]);
+    let commands = help
+        .split("Commands:\n")
+        .nth(1)
+        .expect("--help lists its commands");
+    let names: Vec<String> = commands
+        .lines()
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_owned)
+        .collect();
+    assert!(names.len() > 10, "{help}");
+    names
+}
+
+#[test]
+fn completion_scripts_parse_in_their_shell_and_complete_real_commands() {
+    let commands = listed_commands();
+    assert!(commands.iter().any(|c| c == "completions"), "{commands:?}");
+    let dir = tempfile::tempdir().unwrap();
+    for (shell, check) in [
+        ("bash", vec!["bash", "-n"]),
+        ("zsh", vec!["zsh", "-n"]),
+        ("fish", vec!["fish", "--no-execute"]),
+    ] {
+        tool(check[0], check[0]);
+        let script = ok(&["completions", shell]);
+        for name in &commands {
+            assert!(script.contains(name.as_str()), "{shell}: no {name}");
+        }
+        let file = dir.path().join(format!("gatemesh.{shell}"));
+        std::fs::write(&file, &script).unwrap();
+        let parsed = Command::new(check[0])
+            .args(&check[1..])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            parsed.status.success(),
+            "{shell} cannot read its script: {}",
+            String::from_utf8_lossy(&parsed.stderr)
+        );
+    }
+    // Bash, calling the function the way `complete -F` does (command, word, previous word),
+    // completes a command and an option.
+    let complete = |words: &str| -> String {
+        let line = format!(
+            "source {}; COMP_WORDS=({words}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); \
+             _gatemesh gatemesh \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            p(&dir.path().join("gatemesh.bash"))
+        );
+        let out = Command::new("bash").args(["-c", &line]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(complete("gatemesh is").trim(), "issue");
+    assert!(
+        complete("gatemesh issue --ev")
+            .lines()
+            .any(|l| l == "--event")
+    );
+}
+
+#[test]
+fn completions_for_an_unknown_shell_is_a_usage_error() {
+    let out = gatemesh(&["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bash"));
+}
+
+#[test]
+fn man_writes_a_page_per_command_that_man_can_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let pages = dir.path().join("man1");
+    ok(&["man", p(&pages)]);
+    let mut expected: Vec<String> = listed_commands()
+        .iter()
+        .map(|c| format!("gatemesh-{c}.1"))
+        .collect();
+    expected.push("gatemesh.1".into());
+    let written: HashSet<String> = std::fs::read_dir(&pages)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    for page in &expected {
+        assert!(written.contains(page), "no {page} in {written:?}");
+    }
+    // Subcommands' own commands get pages too (gatemesh bench gate).
+    assert!(written.contains("gatemesh-bench-gate.1"), "{written:?}");
+    tool("groff", "groff-base");
+    for page in &written {
+        let out = Command::new("groff")
+            // -k: UTF-8 input through preconv, as man(1) does.
+            .args(["-k", "-man", "-Tutf8", "-ww", "-z"])
+            .arg(pages.join(page))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success() && out.stderr.is_empty(),
+            "{page}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let issue = std::fs::read_to_string(pages.join("gatemesh-issue.1")).unwrap();
+    assert!(issue.contains("\\-\\-event"), "{issue}");
+
+    // Onto a file instead of a directory: a usage error, and the file is left alone.
+    let file = dir.path().join("notes.txt");
+    std::fs::write(&file, "mine").unwrap();
+    let out = gatemesh(&["man", p(&file)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a directory"));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
+}

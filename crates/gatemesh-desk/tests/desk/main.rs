@@ -453,3 +453,75 @@ async fn sign_in_is_slowed_then_locked_and_idle_sessions_end() {
     ));
     desk.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_sets_up_from_a_jwk_set_and_keeps_its_key_ids() {
+    use gatemesh_desk::{FileSetup, StaffEntry};
+    use gatemesh_ticket::{Claims, EventId, Format, IssuerKey, KeyId, TicketId, jwks};
+
+    let dir = tempfile::tempdir().unwrap();
+    let event = "JWKS-2026";
+    // A key with a chosen id (keygen --kid), which only the JWK Set carries, and a second one.
+    let chosen = IssuerKey::generate(Some(KeyId::new("box-office-2027").unwrap()));
+    let other = IssuerKey::generate(None);
+    let ticket = |key: &IssuerKey| {
+        let claims = Claims {
+            tid: TicketId::generate(),
+            eid: EventId::new(event).unwrap(),
+            seat: None,
+            iat: None,
+            nbf: None,
+            exp: None,
+        };
+        key.sign(&claims, Format::Gm1).unwrap()
+    };
+    let setup = |issuer: String| FileSetup {
+        event: event.into(),
+        gate_name: "Gate-J".into(),
+        issuer_pem: issuer,
+        identity_dir: None,
+        capacity: None,
+    };
+    let managers = || vec![StaffEntry::new("Ana", StaffRole::Manager, "9999").unwrap()];
+
+    // Refused alike, and nothing written: a set with a private key in it, an empty set.
+    let mut private = jwks([&chosen.public()]);
+    private["keys"][0]["d"] = "c2VjcmV0".into();
+    for bad in [private.to_string(), r#"{"keys":[]}"#.to_owned()] {
+        let root = dir.path().join("refused");
+        let refused = Desk::from_files(&root, setup(bad.clone()), managers()).await;
+        assert!(
+            matches!(&refused, Err(DeskError::BadInput(m)) if m.contains("JWK Set")),
+            "{bad}: {:?}",
+            refused.err()
+        );
+        assert!(
+            !root.join("app.json").exists(),
+            "{bad} left a set-up behind"
+        );
+    }
+
+    let set = jwks([&chosen.public(), &other.public()]).to_string();
+    let root = dir.path().join("gate");
+    let desk = Desk::from_files(&root, setup(set), managers())
+        .await
+        .unwrap();
+    desk.sign_in("Ana", "9999").await.unwrap();
+    for key in [&chosen, &other] {
+        assert_eq!(
+            desk.scan(&ticket(key), "Lane 1").await.unwrap().verdict,
+            Verdict::Admit,
+            "a ticket signed by {}",
+            key.kid()
+        );
+    }
+    desk.shutdown().await;
+    // The chosen id is kept across a restart, not re-derived from the key.
+    let desk = Desk::open(&root).await.unwrap().unwrap();
+    desk.sign_in("Ana", "9999").await.unwrap();
+    assert_eq!(
+        desk.scan(&ticket(&chosen), "Lane 2").await.unwrap().verdict,
+        Verdict::Admit
+    );
+    desk.shutdown().await;
+}
