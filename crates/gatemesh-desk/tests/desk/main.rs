@@ -472,6 +472,7 @@ async fn an_event_sets_up_from_a_jwk_set_and_keeps_its_key_ids() {
             iat: None,
             nbf: None,
             exp: None,
+            product: None,
         };
         key.sign(&claims, Format::Gm1).unwrap()
     };
