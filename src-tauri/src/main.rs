@@ -25,6 +25,9 @@ use tokio::sync::RwLock;
 
 struct AppState {
     root: PathBuf,
+    /// Where the demo event lives when the first-run screen opens it: apart from `root`, so
+    /// trying the demo never stands in the way of setting up the real event.
+    demo_root: PathBuf,
     desk: RwLock<Option<Arc<Desk>>>,
 }
 
@@ -92,15 +95,32 @@ where
     F: std::future::Future<Output = Answer<Desk>>,
 {
     let manager = StaffEntry::new(manager_name, StaffRole::Manager, manager_pin)?;
+    put_in_place(app, state, set_up(vec![manager])).await
+}
+
+/// Puts the desk `opening` makes in place, once, and forwards its events to the window.
+async fn put_in_place(
+    app: &tauri::AppHandle,
+    state: &State<'_, AppState>,
+    opening: impl std::future::Future<Output = Answer<Desk>>,
+) -> Answer<AppInfo> {
     let mut slot = state.desk.write().await;
     if slot.is_some() {
         return Err(DeskError::AlreadySetUp);
     }
-    let desk = Arc::new(set_up(vec![manager]).await?);
+    let desk = Arc::new(opening.await?);
     forward_events(app, &desk);
     let info = desk.info();
     *slot = Some(desk);
     Ok(info)
+}
+
+/// Opens the demo event from the first-run screen (set up on first use, as `--demo` does,
+/// in its own directory): staff sign in with the PINs it shows.
+#[tauri::command]
+async fn open_demo(app: tauri::AppHandle, state: State<'_, AppState>) -> Answer<AppInfo> {
+    let root = state.demo_root.clone();
+    put_in_place(&app, &state, async move { Desk::demo(&root).await }).await
 }
 
 /// Joins an event with a pairing link from the server.
@@ -252,6 +272,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let demo_root = match &args.data {
+        Some(data) if !args.demo => data.join("demo"),
+        _ => default_root(true),
+    };
     let root = args.data.unwrap_or_else(|| default_root(args.demo));
     let opened = tauri::async_runtime::block_on(async {
         if args.demo {
@@ -281,6 +305,7 @@ fn main() -> ExitCode {
     let built = tauri::Builder::default()
         .manage(AppState {
             root,
+            demo_root,
             desk: RwLock::new(desk.clone()),
         })
         // The scan screen's camera: allowed without a prompt (the app asks for nothing
@@ -305,6 +330,7 @@ fn main() -> ExitCode {
             resolve,
             pair,
             setup_files,
+            open_demo,
             settings,
             update_settings,
             put_staff,

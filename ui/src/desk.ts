@@ -33,6 +33,8 @@ export interface DeskApi {
   pair(request: PairRequest): Promise<AppInfo>;
   /** Sets up an event from the organizer's files (issuer key, optional identity). */
   setupFiles(request: FileSetupRequest): Promise<AppInfo>;
+  /** Opens the demo event (set up on first use, kept apart from the real one). */
+  openDemo(): Promise<AppInfo>;
   settings(): Promise<SettingsView>;
   /** Managers: saved now, used from the app's next start. */
   updateSettings(form: SettingsForm): Promise<SettingsView>;
@@ -58,6 +60,7 @@ export const tauriDesk: DeskApi = {
     invoke<null>("resolve", { tid, action, note }).then(() => undefined),
   pair: (r) => invoke<AppInfo>("pair", { ...r }),
   setupFiles: (r) => invoke<AppInfo>("setup_files", { ...r }),
+  openDemo: () => invoke<AppInfo>("open_demo"),
   settings: () => invoke<SettingsView>("settings"),
   updateSettings: (f) => invoke<SettingsView>("update_settings", { ...f }),
   putStaff: (name, role, pin) => invoke<SettingsView>("put_staff", { name, role, pin }),

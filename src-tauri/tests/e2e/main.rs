@@ -344,15 +344,20 @@ fn admitted_elsewhere(demo: &Path, event: &str, code: &str) -> Vec<u8> {
     std::fs::read(file).unwrap()
 }
 
-#[test]
-fn door_staff_scan_and_resolve_a_flag_in_the_real_app() {
-    let work = tempfile::tempdir().unwrap();
-    let demo = work.path().join("demo");
-    let shots = work.path().join("screens");
-    std::fs::create_dir_all(&shots).unwrap();
-    let (_x, display) = xvfb();
+/// Held while a test drives an app: two WebKitWebDriver sessions at once (nextest runs each
+/// test in a process of its own) get in each other's way, so the tests take turns.
+fn one_app_at_a_time() -> std::fs::File {
+    let lock = std::fs::File::create(std::env::temp_dir().join("gatemesh-app-e2e.lock")).unwrap();
+    lock.lock().unwrap();
+    lock
+}
+
+/// The app under Xvfb with `args`, behind tauri-driver, and a WebDriver session on it (the
+/// webview's storage in fresh XDG directories under `work`); when the session was asked for.
+fn start_app(work: &Path, args: &[&str]) -> (Guard, GroupGuard, Driver, Instant) {
+    let (x, display) = xvfb();
     let (port, native) = (free_port(), free_port());
-    let _driver = GroupGuard::spawn(
+    let driver = GroupGuard::spawn(
         Command::new(tauri_driver())
             .args([
                 "--port",
@@ -364,9 +369,9 @@ fn door_staff_scan_and_resolve_a_flag_in_the_real_app() {
             .env("DISPLAY", &display)
             // The webview keeps its storage (the scanner chosen last time…) under the XDG
             // data directory: a fresh one, so no run sees another's.
-            .env("XDG_DATA_HOME", work.path().join("xdg-data"))
-            .env("XDG_CONFIG_HOME", work.path().join("xdg-config"))
-            .env("XDG_CACHE_HOME", work.path().join("xdg-cache"))
+            .env("XDG_DATA_HOME", work.join("xdg-data"))
+            .env("XDG_CONFIG_HOME", work.join("xdg-config"))
+            .env("XDG_CACHE_HOME", work.join("xdg-cache"))
             .stdout(Stdio::null())
             .stderr(Stdio::null()),
     )
@@ -384,7 +389,7 @@ fn door_staff_scan_and_resolve_a_flag_in_the_real_app() {
                 "browserName": "wry",
                 "tauri:options": {
                     "application": app_binary(),
-                    "args": ["--demo", "--data", demo.to_str().unwrap()],
+                    "args": args,
                 },
             }}}))
             .send();
@@ -405,6 +410,18 @@ fn door_staff_scan_and_resolve_a_flag_in_the_real_app() {
         base,
         session,
     };
+    (x, driver, d, started)
+}
+
+#[test]
+fn door_staff_scan_and_resolve_a_flag_in_the_real_app() {
+    let _turn = one_app_at_a_time();
+    let work = tempfile::tempdir().unwrap();
+    let demo = work.path().join("demo");
+    let shots = work.path().join("screens");
+    std::fs::create_dir_all(&shots).unwrap();
+    let (_x, _driver, d, started) =
+        start_app(work.path(), &["--demo", "--data", demo.to_str().unwrap()]);
 
     // Sign in as the demo's supervisor.
     d.wait("#pin-input");
@@ -534,4 +551,25 @@ fn door_staff_scan_and_resolve_a_flag_in_the_real_app() {
 fn http_client() -> reqwest::blocking::ClientBuilder {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::blocking::Client::builder()
+}
+
+#[test]
+fn a_new_laptop_opens_the_demo_event_from_its_first_run_screen() {
+    let _turn = one_app_at_a_time();
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("gate");
+    let (_x, _driver, d, _) = start_app(work.path(), &["--data", data.to_str().unwrap()]);
+    // Nothing set up: the first-run screen, with its three ways.
+    d.wait_text("h1", |t| t.contains("Set up this gate"));
+    d.click("#open-demo");
+    // The demo's sign-in screen, with the PINs it shows.
+    d.wait("#pin-input");
+    d.wait_text(".demo-pins", |t| t.contains("1111"));
+    d.click("button[data-name=\"Kim\"]");
+    d.type_into("#pin-input", "2222");
+    d.click("#sign-in");
+    d.wait_text("#signed-in", |t| t.contains("Kim"));
+    // The demo lives apart from the gate's own directory, which is still not set up.
+    assert!(data.join("demo").join("app.json").exists());
+    assert!(!data.join("app.json").exists());
 }

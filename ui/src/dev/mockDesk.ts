@@ -278,6 +278,10 @@ export function mockDesk(): DeskApi {
       setUp = true;
       return later(info());
     },
+    openDemo() {
+      setUp = true;
+      return later(info());
+    },
     settings: () => later(settings()),
     updateSettings(f) {
       const refused = manager();

@@ -196,7 +196,9 @@ export function App({ desk }: { desk: DeskApi }) {
         onSetUp={(i, how) => {
           setInfo(i);
           setNotice(
-            `${how === "paired" ? "Paired" : "Set up"}: ${i.gate_name ?? "this gate"} at ${i.event ?? "the event"}. Sign in with your manager PIN.`,
+            how === "demo"
+              ? `The demo event: ${i.gate_name ?? "this gate"} at ${i.event ?? "the demo"}. Sign in with a PIN shown below.`
+              : `${how === "paired" ? "Paired" : "Set up"}: ${i.gate_name ?? "this gate"} at ${i.event ?? "the event"}. Sign in with your manager PIN.`,
           );
         }}
       />

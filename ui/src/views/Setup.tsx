@@ -91,20 +91,52 @@ export function PairForm(props: { desk: DeskApi; onPaired: (info: AppInfo) => vo
   );
 }
 
-/** Before anything else works: join an event by pairing link, or from files. */
+/** Before anything else works: join an event by pairing link, or from files; or try the demo. */
 export function FirstSetup(props: {
   desk: DeskApi;
-  onSetUp: (info: AppInfo, how: "paired" | "files") => void;
+  onSetUp: (info: AppInfo, how: "paired" | "files" | "demo") => void;
 }) {
   return (
     <main class="screen setup">
       <h1>Set up this gate</h1>
       <p class="muted">
-        Two ways: a pairing link from the event's server, or files from the organizer.
+        Two ways: a pairing link from the event's server, or files from the organizer. Or try the
+        demo event first.
       </p>
       <PairForm desk={props.desk} onPaired={(i) => props.onSetUp(i, "paired")} />
       <FilesForm desk={props.desk} onSetUp={(i) => props.onSetUp(i, "files")} />
+      <DemoForm desk={props.desk} onOpened={(i) => props.onSetUp(i, "demo")} />
     </main>
+  );
+}
+
+/** The demo event: printable tickets and a second gate, kept apart from the real event. */
+function DemoForm(props: { desk: DeskApi; onOpened: (info: AppInfo) => void }) {
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const open = async (): Promise<void> => {
+    setBusy(true);
+    setError(null);
+    try {
+      props.onOpened(await props.desk.openDemo());
+    } catch (e) {
+      setError(errorText(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <section class="card">
+      <h2>Try the demo event</h2>
+      <p class="muted">
+        A practice event on this laptop, with 200 printable tickets and a second gate. It is kept
+        apart: setting up the real event later is unchanged.
+      </p>
+      {error !== null && <p class="error">{error}</p>}
+      <button type="button" id="open-demo" disabled={busy} onClick={() => void open()}>
+        {busy ? "Opening…" : "Open the demo event"}
+      </button>
+    </section>
   );
 }
 
