@@ -1056,7 +1056,13 @@ impl Ledger {
 /// One peer's side of the Automerge sync protocol: what this node believes the peer has.
 /// Kept per connection; a fresh state after a reconnect costs one extra round trip.
 #[derive(Debug, Default)]
-pub struct PeerSync(automerge::sync::State, Pending);
+pub struct PeerSync(automerge::sync::State, Pending, Owed);
+
+/// Whether the peer's last sync message carried changes and this node has not sent a
+/// message since: it is owed our heads (changes it sent that this node already knew reach
+/// automerge as none, and without an answer the peer would believe this node lacks them).
+#[derive(Debug, Default)]
+struct Owed(bool);
 
 /// Changes a peer sent before the changes they build on (the sync protocol does that when a
 /// bloom filter wrongly says this node has a change): held here, unchecked and out of the
@@ -1123,6 +1129,16 @@ impl Ledger {
         Some(self.doc.get_changes(theirs).len())
     }
 
+    /// Whether this node and the peer agree, as far as this node knows: the peer last said
+    /// our heads are its heads, it was last told them, and none of its changes wait here. A
+    /// round of the sync protocol is due whenever they do not.
+    pub fn agrees_with(&mut self, peer: &PeerSync) -> bool {
+        let ours = self.doc.get_heads();
+        peer.0.their_heads.as_ref() == Some(&ours)
+            && peer.0.last_sent_heads == ours
+            && peer.1.changes.is_empty()
+    }
+
     /// The next message for a peer, if it lacks anything this node has.
     pub fn sync_message(&mut self, peer: &mut PeerSync) -> Option<Vec<u8>> {
         self.next_message(peer)
@@ -1134,10 +1150,15 @@ impl Ledger {
     /// peer's state stays as if it had not been made): under pushes both sides' heads move
     /// all the time, so answering every such message with another would keep the two
     /// talking for as long as anyone admits anyone. The next round's start says them.
+    ///
+    /// It is sent anyway when the peer's last message carried changes (the peer is owed our
+    /// heads), and when it starts over from nothing (a reset, or a first message).
     pub fn sync_followup(&mut self, peer: &mut PeerSync) -> Option<Vec<u8>> {
         let kept = peer.0.clone();
+        let owed = peer.2.0;
         let message = self.next_message(peer)?;
-        if message.changes.is_empty() && message.need.is_empty() {
+        let from_nothing = message.have.first().is_some_and(|h| h.last_sync.is_empty());
+        if message.changes.is_empty() && message.need.is_empty() && !owed && !from_nothing {
             peer.0 = kept;
             return None;
         }
@@ -1147,6 +1168,7 @@ impl Ledger {
     fn next_message(&mut self, peer: &mut PeerSync) -> Option<automerge::sync::Message> {
         use automerge::sync::SyncDoc;
         let mut message = self.doc.sync().generate_sync_message(&mut peer.0)?;
+        peer.2 = Owed(false);
         // Ask for what the changes held back build on, as automerge asks for what its own
         // queue lacks.
         if !peer.1.changes.is_empty() {
@@ -1212,6 +1234,7 @@ impl Ledger {
         // never say them, so the peer would go on believing this node lacks what it sent.
         // automerge, handed the known changes, answers with its heads; so do we.
         let answer_heads = carried_changes && message.changes.is_empty();
+        peer.2 = Owed(carried_changes);
         let last_sent = peer.0.last_sent_heads.clone();
         // automerge 0.12 can panic on crafted changes; if it does, this replica's document
         // may be half-updated, so the caller must reload it from storage.
@@ -1337,6 +1360,16 @@ impl PeerSync {
     pub fn start_round(&mut self) {
         self.0.their_have = None;
         self.0.their_need = None;
+        // Sent even if automerge believes the peer knows our heads: a round is asked for
+        // because this node believes otherwise.
+        self.0.have_responded = false;
+    }
+
+    /// The peer began a round: the answer goes out (our heads, what we have) even when
+    /// automerge believes the peer knows them, or the peer, not hearing them, would go on
+    /// believing this node lacks what it has.
+    pub fn answer_round(&mut self) {
+        self.0.have_responded = false;
     }
 
     /// Changes of this peer waiting for the changes they build on.

@@ -72,23 +72,19 @@ pub enum SyncRequest {
     },
 }
 
-/// The ledger side of the mesh: a request channel, the owner's own changes as it stores
-/// them, and a counter that moves whenever the ledger gained changes (local or from any
-/// peer).
+/// The ledger side of the mesh: a request channel, and the owner's own changes as it stores
+/// them.
 ///
 /// Propagation costs what changed, not the ledger: each commit's own changes go to every
 /// peer at once, as they are (a push frame; no sync state is consulted), and the sync
-/// protocol runs in rounds — on connect (catch-up), every [`SYNC_CHECK`] while the ledger
-/// changes (the check that nothing was missed, and how what this node learned from one peer
-/// reaches a peer that could not hear it), when a pushed change waits for one it builds on,
-/// and after a session missed pushes.
+/// protocol runs in rounds — on connect (catch-up), every [`SYNC_CHECK`] while the two sides
+/// do not agree on what they hold (the check that nothing was missed, and how what this
+/// node learned from one peer reaches a peer that could not hear it), when a pushed change
+/// waits for one it builds on, and after a session missed pushes.
 #[derive(Debug, Clone)]
 pub struct SyncPort {
     /// Where sessions send their requests; the ledger's owner answers each.
     pub requests: mpsc::Sender<SyncRequest>,
-    /// Bumped by the owner once new changes are stored; a session runs a sync round at its
-    /// next check when it moved.
-    pub changed: watch::Receiver<u64>,
     /// The owner's own changes, one item per commit, once stored: every session sends them
     /// to its peer at once. A session that falls [`PUSH_QUEUE`] commits behind (a slow
     /// link) misses some and catches up by a sync round instead, holding no one back.
@@ -158,7 +154,7 @@ pub const ROUND_FRAME: u8 = 0x02;
 /// Most bytes of changes one push frame carries: a backlog goes in several.
 const PUSH_FRAME_MOST: usize = 1024 * 1024;
 
-/// How often a session runs a sync round while the ledger changes. A round builds a bloom
+/// How often a session runs a sync round while the two sides do not agree. A round builds a bloom
 /// filter of what changed since the last one on both sides, so it is kept rare; pushes carry
 /// the steady traffic.
 pub const SYNC_CHECK: Duration = Duration::from_secs(2);
@@ -791,7 +787,6 @@ async fn session(
             }
         }
     });
-    let mut changed = ctx.port.changed.clone();
     let mut stop = ctx.stop.clone();
     // Subscribed before the first round: whatever is committed after it is pushed.
     let mut pushes = ctx.port.pushes.subscribe();
@@ -802,17 +797,14 @@ async fn session(
     let mut next = Some(Turn::Start);
     let result: Result<()> = async {
         loop {
-            if let Some(turn) = next.take() {
+            if let Some(turn) = next.take()
+                && let Some(mut message) = ctx.port.generate(peer, turn).await?
+            {
                 if turn == Turn::Start {
-                    changed.borrow_and_update();
+                    message.insert(0, ROUND_FRAME);
                 }
-                if let Some(mut message) = ctx.port.generate(peer, turn).await? {
-                    if turn == Turn::Start {
-                        message.insert(0, ROUND_FRAME);
-                    }
-                    write_frame(&mut send, &message).await?;
-                    update(ctx, peer, |s| s.bytes_sent += message.len() as u64 + 4);
-                }
+                write_frame(&mut send, &message).await?;
+                update(ctx, peer, |s| s.bytes_sent += message.len() as u64 + 4);
             }
             tokio::select! {
                 frame = frames.recv() => match frame {
@@ -857,9 +849,8 @@ async fn session(
                     }
                     Err(broadcast::error::RecvError::Closed) => return Ok(()),
                 },
-                _ = check.tick() => if changed.has_changed().unwrap_or(false) {
-                    next = Some(Turn::Start);
-                },
+                // The ledger's owner starts a round only if the two do not agree.
+                _ = check.tick() => next = Some(Turn::Start),
                 _ = stop.changed() => return Ok(()),
                 _ = conn.closed() => return Ok(()),
             }

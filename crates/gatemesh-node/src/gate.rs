@@ -682,11 +682,15 @@ impl Writer {
                 use gatemesh_mesh::session::Turn;
                 let state = self.peers.entry(peer).or_default();
                 let message = match turn {
+                    Turn::Start if self.ledger.agrees_with(state) => None,
                     Turn::Start => {
                         state.start_round();
                         self.ledger.sync_message(state)
                     }
-                    Turn::Answer => self.ledger.sync_message(state),
+                    Turn::Answer => {
+                        state.answer_round();
+                        self.ledger.sync_message(state)
+                    }
                     Turn::FollowUp => self.ledger.sync_followup(state),
                 };
                 // Sent only once this batch is on disk: a peer never holds a change that a

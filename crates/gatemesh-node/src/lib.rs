@@ -488,7 +488,6 @@ impl Node {
         let (requests, mut rx) = mpsc::channel(256);
         let port = gatemesh_mesh::session::SyncPort {
             requests,
-            changed: self.shared.changed.clone(),
             pushes: self.shared.pushes.clone(),
         };
         let mesh =
