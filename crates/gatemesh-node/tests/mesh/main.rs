@@ -679,8 +679,8 @@ async fn admissions_reach_a_peer_by_push_not_one_sync_round_each() {
     }
     // The admissions went to B in push frames (about one each, as each was waited for; one
     // that a round's answer carried first may share the next one's frame); the sync protocol
-    // only ran its rounds (on connect, and every couple of seconds while the ledger
-    // changed), where it used to run one round (a message each way) per admission.
+    // only ran its rounds (on connect, and every couple of seconds while the two did not
+    // agree), where it used to run one round (a message each way) per admission.
     let of_a = b.peers().into_iter().find(|p| p.name == "gate-a").unwrap();
     assert!(of_a.pushes >= admissions / 2, "{of_a:?}");
     assert!(of_a.messages < admissions / 2, "{of_a:?}");
