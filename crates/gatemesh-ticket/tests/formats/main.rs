@@ -379,19 +379,7 @@ fn our_jwts_verify_in_jose() {
         let request = serde_json::json!({
             "spki_pem": pem, "token": token, "event": "ROCK-2026", "at": "2026-05-28T20:00:00Z",
         });
-        let mut child = Command::new("node")
-            .arg(&script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("node runs");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(request.to_string().as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = node(&script, &request);
         let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert!(out.status.success(), "jose refused our token: {answer}");
         assert_eq!(answer["payload"]["tid"], c.tid.as_str());
@@ -427,19 +415,7 @@ fn jose_made_tokens_carry_their_product() {
             "pkcs8_pem": pkcs8,
             "claims": {"tid": "T-1", "eid": "ROCK-2026", "iat": NOW, "exp": NOW + DAY, "prod": prod},
         });
-        let mut child = Command::new("node")
-            .arg(&script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("node runs");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(request.to_string().as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = node(&script, &request);
         assert!(out.status.success(), "{out:?}");
         let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let token = answer["token"].as_str().unwrap();
@@ -507,4 +483,21 @@ proptest! {
         let code = key.sign(&c, format).unwrap();
         prop_assert_eq!(verifier(&[&key]).verify(&code, NOW).unwrap().claims, c);
     }
+}
+
+/// Runs the `jose` script `script` with `request` on its standard input; what it did.
+fn node(script: &std::path::Path, request: &serde_json::Value) -> std::process::Output {
+    let mut child = Command::new("node")
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("node runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(request.to_string().as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
 }
