@@ -3,9 +3,10 @@
 //! deleting other gates' redemptions, replacing a root map, rewriting `meta` — so each new
 //! change is decoded and its operations checked first:
 //!
-//! - only puts of text into the six record maps (`redemptions`, `resolutions`, `status`,
-//!   `audit`, `devices`, `revocations`), never into the root, `meta` or any other object; no deletes, increments,
-//!   marks, list inserts or new objects;
+//! - only puts of text into the record maps (`audit`, `devices`, `revocations`, and the
+//!   shards of `redemptions`, `resolutions` and `status`, a ticket's records in its own
+//!   shard: see `layout.rs`), never into the root, `meta`, a map of shards or any other
+//!   object; no deletes, increments, marks, list inserts or new objects;
 //! - each put writes a key not yet written, or the very value already there (two gates
 //!   that learned the same admission from the server write it alike), and overwrites
 //!   nothing (`pred` empty);
@@ -35,7 +36,7 @@ use serde::de::DeserializeOwned;
 
 use crate::{
     LedgerError,
-    doc::{Roots, audit_key, record_key, status_key},
+    layout::{Map, Roots, audit_key, record_key, shard_of, status_key, ticket_of_key},
     model::{AuditEntry, NodeId, Record, Redemption, Resolution, Status},
     sign::{Device, DeviceRecord, Trust},
 };
@@ -244,46 +245,6 @@ fn parse_change(chunk: &[u8]) -> Result<Change, LedgerError> {
     Change::try_from(chunk).map_err(|e| LedgerError::BadMessage(e.to_string()))
 }
 
-/// The record maps, as the operations of a decoded change name them.
-struct Maps {
-    redemptions: legacy::ObjectId,
-    resolutions: legacy::ObjectId,
-    status: legacy::ObjectId,
-    audit: legacy::ObjectId,
-    devices: legacy::ObjectId,
-    revocations: legacy::ObjectId,
-}
-
-fn legacy_id(id: &ObjId) -> legacy::ObjectId {
-    match id {
-        ObjId::Root => legacy::ObjectId::Root,
-        ObjId::Id(counter, actor, _) => legacy::ObjectId::Id(legacy::OpId(*counter, actor.clone())),
-    }
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-enum Map {
-    Redemptions,
-    Resolutions,
-    Status,
-    Audit,
-    Devices,
-    Revocations,
-}
-
-impl Map {
-    fn name(self) -> &'static str {
-        match self {
-            Self::Redemptions => "redemptions",
-            Self::Resolutions => "resolutions",
-            Self::Status => "status",
-            Self::Audit => "audit",
-            Self::Devices => "devices",
-            Self::Revocations => "revocations",
-        }
-    }
-}
-
 /// What the check knows of who may write: the event's CA and the devices already checked.
 pub(crate) struct Checker<'a> {
     pub event: &'a EventId,
@@ -300,6 +261,8 @@ pub(crate) struct Checker<'a> {
 struct Put {
     change: ChangeHash,
     map: Map,
+    /// The object it writes.
+    obj: ObjId,
     key: String,
     value: String,
 }
@@ -314,23 +277,16 @@ pub(crate) fn check(
     now_ms: i64,
     checker: &mut Checker<'_>,
 ) -> Result<HashSet<TicketId>, LedgerError> {
-    let maps = Maps {
-        redemptions: legacy_id(&roots.redemptions),
-        resolutions: legacy_id(&roots.resolutions),
-        status: legacy_id(&roots.status),
-        audit: legacy_id(&roots.audit),
-        devices: legacy_id(&roots.devices),
-        revocations: legacy_id(&roots.revocations),
-    };
     let mut puts = Vec::new();
     for change in changes {
         let hash = change.hash();
         let expanded = change.decode();
         for op in &expanded.operations {
-            let (map, key, value) = put_of(&maps, op).map_err(|why| in_change(&hash, why))?;
+            let (place, key, value) = put_of(roots, op).map_err(|why| in_change(&hash, why))?;
             puts.push(Put {
                 change: hash,
-                map,
+                map: place.map,
+                obj: place.obj.clone(),
                 key,
                 value: value.to_owned(),
             });
@@ -348,16 +304,8 @@ pub(crate) fn check(
     // Keys written by the changes checked so far, and the value each wrote.
     let mut written: HashMap<(Map, String), &str> = HashMap::new();
     for put in &puts {
-        let root = match put.map {
-            Map::Redemptions => &roots.redemptions,
-            Map::Resolutions => &roots.resolutions,
-            Map::Status => &roots.status,
-            Map::Audit => &roots.audit,
-            Map::Devices => &roots.devices,
-            Map::Revocations => &roots.revocations,
-        };
         let held = doc
-            .get_all(root, put.key.as_str())
+            .get_all(&put.obj, put.key.as_str())
             .map_err(LedgerError::from)?;
         if held
             .iter()
@@ -469,8 +417,8 @@ pub(crate) fn check(
     // find, at no cost of its own).
     Ok(puts
         .iter()
-        .filter(|p| matches!(p.map, Map::Redemptions | Map::Resolutions | Map::Status))
-        .filter_map(|p| TicketId::new(p.key.split(',').next().unwrap_or_default()).ok())
+        .filter(|p| p.map.sharded())
+        .filter_map(|p| ticket_of_key(&p.key))
         .collect())
 }
 
@@ -524,12 +472,15 @@ impl Flood {
         }
         // What the ledger already holds of this writer for this ticket, read once.
         let held = *self.held.entry(key).or_insert_with(|| {
-            doc.map_range(&roots.redemptions, crate::doc::ticket_prefix(&r.tid))
-                .filter(|item| {
-                    matches!(&item.value, automerge::ValueRef::Scalar(automerge::ScalarValueRef::Str(t))
+            doc.map_range(
+                roots.redemptions.of(&r.tid),
+                crate::layout::ticket_prefix(&r.tid),
+            )
+            .filter(|item| {
+                matches!(&item.value, automerge::ValueRef::Scalar(automerge::ScalarValueRef::Str(t))
                         if serde_json::from_str::<Redemption>(t).is_ok_and(|h| h.node == r.node))
-                })
-                .count()
+            })
+            .count()
         });
         if held + mine > MAX_PER_TICKET {
             return Err(format!(
@@ -558,30 +509,40 @@ fn device_of(trust: &Trust, key: &str, text: &str) -> Result<Device, String> {
     record.device(trust)
 }
 
-/// The map, key and text of an operation that puts a record; anything else is refused.
-fn put_of<'a>(maps: &Maps, op: &'a legacy::Op) -> Result<(Map, String, &'a str), String> {
-    let map = if op.obj == maps.redemptions {
-        Map::Redemptions
-    } else if op.obj == maps.resolutions {
-        Map::Resolutions
-    } else if op.obj == maps.status {
-        Map::Status
-    } else if op.obj == maps.audit {
-        Map::Audit
-    } else if op.obj == maps.devices {
-        Map::Devices
-    } else if op.obj == maps.revocations {
-        Map::Revocations
-    } else if op.obj == legacy::ObjectId::Root {
-        return Err(
-            "writes the document's root (the record maps are made once, at genesis)".into(),
-        );
-    } else {
-        return Err(format!("writes object {}, which is no record map", op.obj));
+/// The place, key and text of an operation that puts a record; anything else is refused.
+/// A ticket's record goes in its ticket's shard only (`layout.rs`).
+fn put_of<'a, 'r>(
+    roots: &'r Roots,
+    op: &'a legacy::Op,
+) -> Result<(&'r crate::layout::Place, String, &'a str), String> {
+    let Some(place) = roots.place(&op.obj) else {
+        return Err(if op.obj == legacy::ObjectId::Root {
+            "writes the document's root (the record maps are made once, at genesis)".into()
+        } else if let Some(map) = roots.parent(&op.obj) {
+            format!(
+                "writes the {} map itself (its records sit in its shards, made at genesis)",
+                map.name()
+            )
+        } else {
+            format!("writes object {}, which is no record map", op.obj)
+        });
     };
+    let map = place.map;
     let legacy::Key::Map(key) = &op.key else {
         return Err(format!("a list operation in {}", map.name()));
     };
+    if let Some(shard) = place.shard {
+        let Some(tid) = ticket_of_key(key) else {
+            return Err(format!("a {} key {key:?} that names no ticket", map.name()));
+        };
+        let own = shard_of(&tid);
+        if own != shard {
+            return Err(format!(
+                "a {} record of ticket {tid} in shard {shard:02x}, not its own ({own:02x})",
+                map.name()
+            ));
+        }
+    }
     if op.insert {
         return Err(format!("a list insert in {}", map.name()));
     }
@@ -589,7 +550,7 @@ fn put_of<'a>(maps: &Maps, op: &'a legacy::Op) -> Result<(Map, String, &'a str),
         return Err(format!("overwrites or deletes {}/{key}", map.name()));
     }
     match &op.action {
-        legacy::OpType::Put(ScalarValue::Str(text)) => Ok((map, key.to_string(), text.as_str())),
+        legacy::OpType::Put(ScalarValue::Str(text)) => Ok((place, key.to_string(), text.as_str())),
         legacy::OpType::Put(_) => Err(format!("puts a value that is no record in {}", map.name())),
         legacy::OpType::Delete => Err(format!("deletes {}/{key}", map.name())),
         legacy::OpType::Make(_) => Err(format!("makes an object in {}", map.name())),

@@ -1,25 +1,9 @@
-//! The event's ledger as one Automerge document.
-//!
-//! Layout (format 4): the genesis change (fixed actor, time 0, so every node of an event
-//! builds the same bytes and the root maps are never created twice) makes six root maps —
-//! `redemptions`, `resolutions`, `status`, `audit`, `devices`, `revocations` — and a `meta`
-//! map naming the event and the format. Each record is one JSON string under a flat key derived from the
-//! record itself, written once and never overwritten: `"<tid>,<id>"` for redemptions and
-//! resolutions, `"<tid>,<hlc>,<node>"` for statuses (`,` never occurs in a ticket id, so a
-//! range scan over `"<tid>,"` reads exactly one ticket), `"<hlc>,<node>"` for audit lines,
-//! `"<node>"` for a device's certificate, `"<node>,<at>"` for a revocation of a device
-//! (signed by the event's CA; see `revoke.rs`). A status is the latest of its ticket's status
-//! records by HLC. Every record is signed by the device that wrote it (`sign.rs`). (Format 1
-//! kept one status per ticket and overwrote it; format 2 had no signatures; format 3 no
-//! revocations.)
+//! The event's ledger as one Automerge document: where its records sit is `layout.rs`;
+//! every record is signed by the device that wrote it (`sign.rs`). A status is the latest of
+//! its ticket's status records by HLC.
 //!
 //! Changes from outside (a peer, an imported file) are checked before they reach the
 //! document: see `admit.rs`.
-//!
-//! Why flat keys: two nodes that concurrently create the same nested map each make their own,
-//! and one of them disappears from view. Why one scalar per record: a nested map of six
-//! fields costs seven operations and made 100,000 inserts 8 times slower (measured with
-//! automerge 0.12: 15 s against 2 s).
 
 use std::{
     collections::{BTreeSet, HashMap, HashSet},
@@ -35,23 +19,15 @@ use gatemesh_ticket::{EventId, TicketId};
 use serde::de::DeserializeOwned;
 
 use crate::{
+    layout::{
+        FORMAT, Roots, Sharded, audit_key, check_roots, record_key, roots_of, status_key,
+        ticket_of_key, ticket_prefix,
+    },
     model::{AuditEntry, HlcClock, NodeId, Record, Redemption, RedemptionId, Resolution, Status},
     sign::{Device, DeviceRecord, Signer, Trust},
     state::TicketState,
     tally::EntryTally,
 };
-
-const GENESIS_ACTOR: &[u8; 16] = b"gatemesh-genesis";
-/// Layout version, in the genesis `meta` map.
-const FORMAT: i64 = 4;
-const ROOTS: [&str; 6] = [
-    "redemptions",
-    "resolutions",
-    "status",
-    "audit",
-    "devices",
-    "revocations",
-];
 
 /// Anything that stops a ledger from loading or taking outside data. None of them changes
 /// the ledger.
@@ -110,27 +86,6 @@ pub enum LedgerError {
     },
 }
 
-/// The genesis document of `event`: the same bytes on every machine.
-pub fn genesis(event: &EventId) -> Vec<u8> {
-    let mut doc = AutoCommit::new().with_actor(ActorId::from(&GENESIS_ACTOR[..]));
-    // Writing fresh keys into a fresh document cannot fail.
-    let _ = (|| -> Result<(), automerge::AutomergeError> {
-        let meta = doc.put_object(ROOT, "meta", ObjType::Map)?;
-        doc.put(&meta, "event", event.as_str())?;
-        doc.put(&meta, "format", FORMAT)?;
-        for root in ROOTS {
-            doc.put_object(ROOT, root, ObjType::Map)?;
-        }
-        Ok(())
-    })();
-    doc.commit_with(
-        CommitOptions::default()
-            .with_time(0)
-            .with_message("genesis"),
-    );
-    doc.save()
-}
-
 /// A change made or learned by this node, in the form storage keeps.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredChange {
@@ -147,36 +102,6 @@ impl From<&Change> for StoredChange {
             bytes: c.raw_bytes().to_vec(),
         }
     }
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct Roots {
-    pub(crate) redemptions: ObjId,
-    pub(crate) resolutions: ObjId,
-    pub(crate) status: ObjId,
-    pub(crate) audit: ObjId,
-    pub(crate) devices: ObjId,
-    pub(crate) revocations: ObjId,
-}
-
-/// The key of a redemption or resolution: its ticket and its id.
-pub(crate) fn record_key(tid: &TicketId, id: &str) -> String {
-    format!("{tid},{id}")
-}
-
-/// The sortable form of an HLC reading in keys.
-fn hlc_key(hlc: &crate::model::Hlc) -> String {
-    format!("{:016x}.{:08x},{}", hlc.wall_ms, hlc.counter, hlc.node)
-}
-
-/// The key of a status record: its ticket and its HLC reading (which names its writer).
-pub(crate) fn status_key(s: &Status) -> String {
-    format!("{},{}", s.tid, hlc_key(&s.hlc))
-}
-
-/// The key of an audit line: its HLC reading.
-pub(crate) fn audit_key(hlc: &crate::model::Hlc) -> String {
-    hlc_key(hlc)
 }
 
 /// One node's replica of the event ledger.
@@ -233,21 +158,6 @@ fn guarded<T>(f: impl FnOnce() -> Result<T, LedgerError>) -> Result<T, LedgerErr
     })
 }
 
-fn roots_of(doc: &AutoCommit) -> Result<Roots, LedgerError> {
-    let find = |name: &str| match doc.get(ROOT, name)? {
-        Some((automerge::Value::Object(ObjType::Map), id)) => Ok(id),
-        _ => Err(LedgerError::Corrupt(format!("no {name} map"))),
-    };
-    Ok(Roots {
-        redemptions: find("redemptions")?,
-        resolutions: find("resolutions")?,
-        status: find("status")?,
-        audit: find("audit")?,
-        devices: find("devices")?,
-        revocations: find("revocations")?,
-    })
-}
-
 fn meta_of(doc: &AutoCommit, field: &str) -> Result<automerge::Value<'static>, LedgerError> {
     let meta = match doc.get(ROOT, "meta")? {
         Some((automerge::Value::Object(ObjType::Map), id)) => id,
@@ -284,11 +194,6 @@ fn check_format(doc: &AutoCommit) -> Result<(), LedgerError> {
             found,
         })
     }
-}
-
-pub(crate) fn ticket_prefix(tid: &TicketId) -> std::ops::Range<String> {
-    // ',' is 0x2c and never part of a ticket id; '-' (0x2d) bounds the range.
-    format!("{tid},")..format!("{tid}-")
 }
 
 fn text<'a>(value: &'a ValueRef<'_>) -> Option<&'a str> {
@@ -401,17 +306,13 @@ impl Ledger {
     /// Every ticket with at least one record.
     fn all_tickets(&self) -> HashSet<TicketId> {
         let mut out = HashSet::new();
-        for obj in [
-            &self.roots.redemptions,
-            &self.roots.resolutions,
-            &self.roots.status,
-        ] {
-            for key in self.doc.keys(obj) {
-                let tid = key.split(',').next().unwrap_or_default();
-                if let Ok(tid) = TicketId::new(tid) {
-                    out.insert(tid);
-                }
-            }
+        let roots = &self.roots;
+        let shards = roots.redemptions.all();
+        for obj in shards
+            .chain(roots.resolutions.all())
+            .chain(roots.status.all())
+        {
+            out.extend(self.doc.keys(obj).filter_map(|key| ticket_of_key(&key)));
         }
         out
     }
@@ -449,9 +350,9 @@ impl Ledger {
         }
     }
 
-    fn records<T: DeserializeOwned>(&self, obj: &ObjId, tid: &TicketId) -> Vec<T> {
+    fn records<T: DeserializeOwned>(&self, map: &Sharded, tid: &TicketId) -> Vec<T> {
         self.doc
-            .map_range(obj, ticket_prefix(tid))
+            .map_range(map.of(tid), ticket_prefix(tid))
             .filter_map(|item| text(&item.value).and_then(parse))
             .collect()
     }
@@ -789,7 +690,7 @@ impl Ledger {
         r: &Redemption,
     ) -> Result<Option<StoredChange>, LedgerError> {
         self.put_record(
-            self.roots.redemptions.clone(),
+            self.roots.redemptions.of(&r.tid).clone(),
             record_key(&r.tid, r.id.as_str()),
             r,
         )?;
@@ -817,7 +718,7 @@ impl Ledger {
         if self.per_ticket.get(&r.tid).copied().unwrap_or(0) >= crate::MAX_PER_TICKET {
             let writers = self
                 .doc
-                .map_range(&self.roots.redemptions, ticket_prefix(&r.tid))
+                .map_range(self.roots.redemptions.of(&r.tid), ticket_prefix(&r.tid))
                 .filter_map(|item| text(&item.value).and_then(parse::<Redemption>))
                 .filter(|held| held.node == r.node)
                 .count();
@@ -839,7 +740,7 @@ impl Ledger {
         r: &Resolution,
     ) -> Result<Option<StoredChange>, LedgerError> {
         self.put_record(
-            self.roots.resolutions.clone(),
+            self.roots.resolutions.of(&r.tid).clone(),
             record_key(&r.tid, r.id.as_str()),
             r,
         )?;
@@ -885,7 +786,7 @@ impl Ledger {
         s: &Status,
         detail: &str,
     ) -> Result<Option<StoredChange>, LedgerError> {
-        self.put_record(self.roots.status.clone(), status_key(s), s)?;
+        self.put_record(self.roots.status.of(&s.tid).clone(), status_key(s), s)?;
         let action = match &s.standing {
             crate::model::Standing::Active => "status:active",
             crate::model::Standing::Void { .. } => "status:void",
@@ -927,15 +828,22 @@ impl Ledger {
     pub fn redemption_count(&self) -> usize {
         debug_assert_eq!(
             self.redemptions_held,
-            self.doc.length(&self.roots.redemptions)
+            self.roots
+                .redemptions
+                .all()
+                .map(|shard| self.doc.length(shard))
+                .sum::<usize>()
         );
         self.redemptions_held
     }
 
-    /// Every resolution that passes `keep`, in ticket order.
+    /// Every resolution that passes `keep`, ticket by ticket (in the same order on every
+    /// replica that holds the same records).
     pub fn resolutions_where(&self, mut keep: impl FnMut(&Resolution) -> bool) -> Vec<Resolution> {
-        self.doc
-            .map_range(&self.roots.resolutions, ..)
+        self.roots
+            .resolutions
+            .all()
+            .flat_map(|shard| self.doc.map_range(shard, ..))
             .filter_map(|item| text(&item.value).and_then(parse::<Resolution>))
             .filter(|r| keep(r))
             .collect()
@@ -958,7 +866,7 @@ impl Ledger {
     pub fn redemption(&self, tid: &TicketId, id: &RedemptionId) -> Option<Redemption> {
         match self
             .doc
-            .get(&self.roots.redemptions, record_key(tid, id.as_str()))
+            .get(self.roots.redemptions.of(tid), record_key(tid, id.as_str()))
         {
             Ok(Some((value, _))) => value.as_str().and_then(parse),
             _ => None,
@@ -968,16 +876,19 @@ impl Ledger {
     /// Whether a redemption with this id is recorded for `tid`.
     pub fn has_redemption(&self, tid: &TicketId, id: &RedemptionId) -> bool {
         self.doc
-            .get(&self.roots.redemptions, record_key(tid, id.as_str()))
+            .get(self.roots.redemptions.of(tid), record_key(tid, id.as_str()))
             .ok()
             .flatten()
             .is_some()
     }
 
-    /// Every redemption, in ticket order.
+    /// Every redemption, ticket by ticket (in the same order on every replica that holds
+    /// the same records).
     pub fn redemptions(&self) -> Vec<Redemption> {
-        self.doc
-            .map_range(&self.roots.redemptions, ..)
+        self.roots
+            .redemptions
+            .all()
+            .flat_map(|shard| self.doc.map_range(shard, ..))
             .filter_map(|item| text(&item.value).and_then(parse))
             .collect()
     }
@@ -1036,7 +947,7 @@ impl Ledger {
         let before = self.doc.get_heads();
         guarded(|| {
             trial.merge(&mut other)?;
-            roots_of(&trial).map(|_| ())
+            check_roots(&trial)
         })?;
         trial.set_actor(ActorId::from(self.node.as_str().as_bytes()));
         let new: Vec<StoredChange> = trial
@@ -1339,7 +1250,7 @@ impl Ledger {
                 found,
             });
         }
-        roots_of(&self.doc)?;
+        check_roots(&self.doc)?;
         self.refresh_touched(touched);
         Ok(self
             .doc
@@ -1558,9 +1469,8 @@ fn touched_tickets(
     after: &[ChangeHash],
 ) -> HashSet<TicketId> {
     let mut out = HashSet::new();
-    let ticket_maps = [&roots.redemptions, &roots.resolutions, &roots.status];
     for patch in doc.diff(before, after) {
-        if !ticket_maps.contains(&&patch.obj) {
+        if !roots.is_ticket_shard(&patch.obj) {
             continue;
         }
         let key = match &patch.action {
@@ -1570,9 +1480,7 @@ fn touched_tickets(
                 _ => continue,
             },
         };
-        if let Ok(tid) = TicketId::new(key.split(',').next().unwrap_or_default()) {
-            out.insert(tid);
-        }
+        out.extend(ticket_of_key(&key));
     }
     out
 }

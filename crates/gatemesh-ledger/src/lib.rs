@@ -2,7 +2,8 @@
 //!
 //! - [`Ledger`]: one Automerge document per event, started from a genesis that every node
 //!   builds identically, written by each node under its own stable actor id. Redemptions,
-//!   staff resolutions, ticket standings and the audit trail are flat-keyed JSON records.
+//!   staff resolutions, ticket standings and the audit trail are flat-keyed JSON records;
+//!   a ticket's records sit in one of [`SHARDS`] maps of their kind (see `layout.rs`).
 //! - [`decide`]: the scan decision, a pure function of the signature check, the ticket's
 //!   history, the manifest listing and the event's policy.
 //! - [`Store`]: SQLite (WAL) storage of the document's changes; a redemption is committed
@@ -26,6 +27,7 @@
 mod admit;
 mod decide;
 mod doc;
+mod layout;
 mod model;
 mod revoke;
 mod sign;
@@ -40,7 +42,8 @@ pub use decide::{
     Answer, EntryPolicy, FirstUse, Listing, Outcome, Policy, Reason, Scan, UnlistedPolicy, Verdict,
     decide,
 };
-pub use doc::{Ledger, LedgerError, MAX_SYNC_MESSAGE, PeerSync, StoredChange, genesis};
+pub use doc::{Ledger, LedgerError, MAX_SYNC_MESSAGE, PeerSync, StoredChange};
+pub use layout::{SHARDS, genesis, shard_of, ticket_map, ticket_maps};
 pub use model::{
     Action, AuditEntry, Direction, Hlc, NodeId, Redemption, RedemptionId, Resolution, ResolutionId,
     Role, Standing, Status,

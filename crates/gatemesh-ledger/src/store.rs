@@ -121,7 +121,7 @@ impl Store {
         match get("event")? {
             None => {
                 let node = NodeId::random();
-                let genesis = crate::doc::genesis(event);
+                let genesis = crate::layout::genesis(event);
                 let mut put = tx.prepare("INSERT INTO meta (key, value) VALUES (?1, ?2)")?;
                 put.execute(params!["event", event.as_str().as_bytes()])?;
                 put.execute(params!["node", node.as_str().as_bytes()])?;

@@ -21,7 +21,7 @@ use gatemesh_ledger::{
 use gatemesh_mesh::{identity::Role, pki, session::MeshConfig};
 use gatemesh_node::{Config, Node, api};
 use gatemesh_ticket::{Claims, EventId, Format, IssuerKey, Keyring, TicketId};
-use peer::{Attacker, Records, map, records_of, writer_of};
+use peer::{Attacker, Records, map, record_map, records_of, writer_of};
 use serde_json::Value;
 
 const EVENT: &str = "EDGE-2026";
@@ -248,7 +248,7 @@ struct Scene {
 }
 
 fn put(doc: &mut AutoCommit, name: &str, key: &str, json: &str) {
-    let m = map(doc, name);
+    let m = record_map(doc, name, key);
     doc.put(&m, key, json).unwrap();
 }
 
@@ -350,7 +350,7 @@ fn gate_attacks() -> Vec<Attack> {
         Attack {
             name: "delete another gate's redemption",
             craft: Box::new(|doc, _, s| {
-                let m = map(doc, "redemptions");
+                let m = record_map(doc, "redemptions", &s.a_record.0);
                 doc.delete(&m, s.a_record.0.as_str()).unwrap();
             }),
             reason: "overwrites or deletes redemptions/",

@@ -206,8 +206,29 @@ pub fn map(doc: &AutoCommit, name: &str) -> ObjId {
     doc.get(ROOT, name).unwrap().unwrap().1
 }
 
+/// The map a record sits in: for a ticket's record (`key` starts with its ticket), the
+/// ticket's shard of `name`.
+pub fn record_map(doc: &AutoCommit, name: &str, key: &str) -> ObjId {
+    let tid = key.split(',').next().unwrap();
+    match gatemesh_ticket::TicketId::new(tid) {
+        Ok(tid) if SHARDED.contains(&name) => gatemesh_ledger::ticket_map(doc, name, &tid).unwrap(),
+        _ => map(doc, name),
+    }
+}
+
+const SHARDED: [&str; 3] = ["redemptions", "resolutions", "status"];
+
+/// The objects that hold `name`'s records: its shards, or the map itself.
+fn holders(doc: &AutoCommit, name: &str) -> Vec<ObjId> {
+    if SHARDED.contains(&name) {
+        gatemesh_ledger::ticket_maps(doc, name)
+    } else {
+        vec![map(doc, name)]
+    }
+}
+
 fn length(doc: &AutoCommit, name: &str) -> usize {
-    doc.length(map(doc, name))
+    holders(doc, name).iter().map(|m| doc.length(m)).sum()
 }
 
 /// Every record of a saved ledger, by map and key: what is compared record by record.
@@ -217,8 +238,10 @@ pub fn records_of(saved: &[u8]) -> Records {
     let doc = AutoCommit::load(saved).unwrap();
     let mut out = Records::new();
     for name in ["redemptions", "resolutions", "status", "audit", "devices"] {
-        let m = map(&doc, name);
-        for item in doc.map_range(&m, ..) {
+        for item in holders(&doc, name)
+            .iter()
+            .flat_map(|m| doc.map_range(m, ..))
+        {
             let automerge::ValueRef::Scalar(automerge::ScalarValueRef::Str(text)) = &item.value
             else {
                 panic!("a record that is no text")

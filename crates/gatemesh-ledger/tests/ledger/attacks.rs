@@ -67,8 +67,16 @@ fn map(doc: &AutoCommit, name: &str) -> ObjId {
     doc.get(ROOT, name).unwrap().unwrap().1
 }
 
-fn first_key(doc: &AutoCommit, name: &str) -> String {
-    doc.keys(map(doc, name)).next().unwrap()
+/// The first record of a map of ticket records: its shard and its key.
+fn first_record(doc: &AutoCommit, name: &str) -> (ObjId, String) {
+    let parent = map(doc, name);
+    doc.keys(&parent)
+        .find_map(|shard| {
+            let shard = doc.get(&parent, shard.as_str()).unwrap().unwrap().1;
+            let key = doc.keys(&shard).next()?;
+            Some((shard, key))
+        })
+        .unwrap()
 }
 
 /// Plays the sync protocol between the attacker's document and the victim until one side
@@ -150,8 +158,7 @@ fn deleting_another_gates_redemption_is_refused() {
     refused(
         scene(),
         |a| {
-            let m = map(a, "redemptions");
-            let key = first_key(a, "redemptions");
+            let (m, key) = first_record(a, "redemptions");
             a.delete(&m, key.as_str()).unwrap();
         },
         "overwrites or deletes redemptions/",
@@ -186,8 +193,7 @@ fn overwriting_another_gates_record_is_refused() {
     refused(
         scene(),
         |a| {
-            let m = map(a, "redemptions");
-            let key = first_key(a, "redemptions");
+            let (m, key) = first_record(a, "redemptions");
             a.put(&m, key.as_str(), "{}").unwrap();
         },
         "overwrites or deletes redemptions/",
@@ -199,8 +205,7 @@ fn a_status_hidden_under_a_new_one_is_refused() {
     refused(
         scene(),
         |a| {
-            let m = map(a, "status");
-            let key = first_key(a, "status");
+            let (m, key) = first_record(a, "status");
             a.put(&m, key.as_str(), "{}").unwrap();
         },
         "overwrites or deletes status/",
@@ -229,9 +234,56 @@ fn forged(tid: &TicketId, at_ms: i64) -> Redemption {
     }
 }
 
+/// Puts `r` under `key` in the shard of the ticket `key` names, where an honest gate would.
 fn put_record(a: &mut AutoCommit, key: &str, r: &Redemption) {
-    let m = map(a, "redemptions");
+    let tid = TicketId::new(key.split(',').next().unwrap()).unwrap();
+    let m = gatemesh_ledger::ticket_map(a, "redemptions", &tid).unwrap();
     a.put(&m, key, serde_json::to_string(r).unwrap()).unwrap();
+}
+
+#[test]
+fn a_record_in_another_tickets_shard_is_refused() {
+    let s = scene();
+    let tid = s.tickets[0].clone();
+    refused(
+        s,
+        |a| {
+            // Signed and well-formed, but where no reader of its ticket looks: a gate would
+            // not see the admission, and the next scan of the ticket would be green.
+            let r = forged(&tid, T0);
+            let own = gatemesh_ledger::shard_of(&tid);
+            let other = (0..gatemesh_ledger::SHARDS).find(|i| *i != own).unwrap();
+            let parent = map(a, "redemptions");
+            let m = a.get(&parent, format!("{other:02x}")).unwrap().unwrap().1;
+            a.put(
+                &m,
+                format!("{},{}", r.tid, r.id),
+                serde_json::to_string(&r).unwrap(),
+            )
+            .unwrap();
+        },
+        "not its own",
+    );
+}
+
+#[test]
+fn writing_a_map_of_shards_itself_is_refused() {
+    let s = scene();
+    let tid = s.tickets[0].clone();
+    refused(
+        s,
+        |a| {
+            let r = forged(&tid, T0);
+            let parent = map(a, "redemptions");
+            a.put(
+                &parent,
+                format!("{},{}", r.tid, r.id),
+                serde_json::to_string(&r).unwrap(),
+            )
+            .unwrap();
+        },
+        "writes the redemptions map itself",
+    );
 }
 
 #[test]
@@ -268,7 +320,8 @@ fn something_that_is_no_record_is_refused() {
     refused(
         scene(),
         |a| {
-            let m = map(a, "resolutions");
+            let x = TicketId::new("x").unwrap();
+            let m = gatemesh_ledger::ticket_map(a, "resolutions", &x).unwrap();
             a.put(&m, "x,y", "not json").unwrap();
         },
         "does not read",
@@ -438,7 +491,7 @@ fn a_ledger_of_the_old_format_is_refused_with_a_message_saying_so() {
             e,
             LedgerError::Format {
                 found: 2,
-                expected: 4
+                expected: 5
             }
         ),
         "{e:?}"
@@ -455,12 +508,35 @@ fn a_ledger_of_the_old_format_is_refused_with_a_message_saying_so() {
             e,
             LedgerError::Format {
                 found: 3,
-                expected: 4
+                expected: 5
             }
         ),
         "{e:?}"
     );
     assert!(e.to_string().contains("format 3"), "{e}");
+    // Format 4 kept each kind of ticket record in one map.
+    let four = old_genesis(
+        4,
+        &[
+            "redemptions",
+            "resolutions",
+            "status",
+            "audit",
+            "devices",
+            "revocations",
+        ],
+    );
+    let e = Ledger::open(&super::event(), NodeId::random(), &four, None, []).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            LedgerError::Format {
+                found: 4,
+                expected: 5
+            }
+        ),
+        "{e:?}"
+    );
     let mut g = Gate::new("North");
     let merged = g.ledger.merge_saved(&old, now());
     assert!(

@@ -37,12 +37,13 @@ async fn foreign_ledger(issuer: &Issuer, code: &str) -> Vec<u8> {
 
 /// A wiped ledger: the gate's own, every redemption deleted.
 async fn wiped_ledger(gate: &Gate) -> Vec<u8> {
-    use automerge::{ROOT, ReadDoc, transaction::Transactable};
+    use automerge::{ReadDoc, transaction::Transactable};
     let mut doc = automerge::AutoCommit::load(&gate.node.export_ledger().await.unwrap()).unwrap();
     doc.set_actor(automerge::ActorId::random());
-    let m = doc.get(ROOT, "redemptions").unwrap().unwrap().1;
-    for key in doc.keys(&m).collect::<Vec<_>>() {
-        doc.delete(&m, key.as_str()).unwrap();
+    for m in gatemesh_ledger::ticket_maps(&doc, "redemptions") {
+        for key in doc.keys(&m).collect::<Vec<_>>() {
+            doc.delete(&m, key.as_str()).unwrap();
+        }
     }
     doc.commit();
     let mut file = format!("gatemesh-ledger 1 {EVENT}\n").into_bytes();

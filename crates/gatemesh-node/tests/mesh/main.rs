@@ -273,8 +273,9 @@ async fn dishonest_peer(
     doc.set_actor(automerge::ActorId::random());
     let mut state = automerge::sync::State::new();
     let holds = |doc: &automerge::AutoCommit| {
-        let m = doc.get(automerge::ROOT, "redemptions").unwrap().unwrap().1;
-        doc.length(&m) > 0
+        gatemesh_ledger::ticket_maps(doc, "redemptions")
+            .iter()
+            .any(|m| doc.length(m) > 0)
     };
     let mut craft = Some(craft);
     loop {
@@ -341,7 +342,7 @@ async fn a_dishonest_peer_cannot_delete_or_replace_what_gates_hold() {
     // Delete A's redemption (the ticket would admit again), then replace the whole map.
     let broken = w.broken_identity();
     let deleted = dishonest_peer(&broken, a_addr, |doc| {
-        let m = doc.get(ROOT, "redemptions").unwrap().unwrap().1;
+        let m = gatemesh_ledger::ticket_map(doc, "redemptions", &tid).unwrap();
         let key = doc.keys(&m).next().unwrap();
         doc.delete(&m, key.as_str()).unwrap();
     })
@@ -354,7 +355,7 @@ async fn a_dishonest_peer_cannot_delete_or_replace_what_gates_hold() {
     // signature that is not A's.
     let b_node = a.info().node_id.clone();
     let forged = dishonest_peer(&broken, a_addr, |doc| {
-        let m = doc.get(ROOT, "resolutions").unwrap().unwrap().1;
+        let m = gatemesh_ledger::ticket_map(doc, "resolutions", &tid).unwrap();
         let at = gatemesh_wire::time::now_ms();
         let r = gatemesh_ledger::Resolution {
             id: gatemesh_ledger::ResolutionId::random(),
