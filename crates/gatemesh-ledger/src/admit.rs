@@ -367,50 +367,27 @@ pub(crate) fn check(
             .check(doc, roots, checker.per_ticket, &r)
             .map_err(why)?;
     }
-    for put in puts.iter().filter(|p| p.map != Map::Devices) {
+    // Every rule but the signature, record by record; then the signatures, on every core
+    // when there are many (a gate catching up checks 100,000).
+    let mut signed = Vec::new();
+    for (i, put) in puts.iter().enumerate() {
         let why = |why| in_change(&put.change, why);
-        let (key, value, event) = (&put.key, &put.value, checker.event);
-        match put.map {
-            Map::Redemptions => {
-                let r = read::<Redemption>(put.map, value).map_err(why)?;
-                taken(
-                    &r,
-                    key,
-                    |r| record_key(&r.tid, r.id.as_str()),
-                    now_ms,
-                    event,
-                    &mut lookup,
-                )
+        let (key, value) = (&put.key, &put.value);
+        let record = match put.map {
+            Map::Redemptions => Signed::Redemption(read(put.map, value).map_err(why)?),
+            Map::Resolutions => Signed::Resolution(read(put.map, value).map_err(why)?),
+            Map::Status => Signed::Status(read(put.map, value).map_err(why)?),
+            Map::Audit => Signed::Audit(read(put.map, value).map_err(why)?),
+            Map::Revocations => {
+                revocation_taken(trust, key, value, now_ms).map_err(why)?;
+                continue;
             }
-            Map::Resolutions => taken(
-                &read::<Resolution>(put.map, value).map_err(why)?,
-                key,
-                |r| record_key(&r.tid, r.id.as_str()),
-                now_ms,
-                event,
-                &mut lookup,
-            ),
-            Map::Status => taken(
-                &read::<Status>(put.map, value).map_err(why)?,
-                key,
-                status_key,
-                now_ms,
-                event,
-                &mut lookup,
-            ),
-            Map::Audit => taken(
-                &read::<AuditEntry>(put.map, value).map_err(why)?,
-                key,
-                |a| audit_key(&a.hlc),
-                now_ms,
-                event,
-                &mut lookup,
-            ),
-            Map::Revocations => revocation_taken(trust, key, value, now_ms),
-            Map::Devices => Ok(()),
-        }
-        .map_err(why)?;
+            Map::Devices => continue,
+        };
+        let device = record.taken(key, now_ms, &mut lookup).map_err(why)?;
+        signed.push((i, record, device));
     }
+    signatures(&signed, checker.event).map_err(|(i, why)| in_change(&puts[i].change, why))?;
     checker.devices.extend(brought);
     // The tickets these changes write records of: what the ledger recomputes once they are
     // in (only puts of new keys get this far, so this is what a diff of the document would
@@ -586,16 +563,103 @@ fn revocation_taken(trust: &Trust, key: &str, text: &str, now_ms: i64) -> Result
     trust.check_revocation(&r)
 }
 
+/// A record of a batch from outside, read, its signature not checked yet.
+enum Signed {
+    Redemption(Redemption),
+    Resolution(Resolution),
+    Status(Status),
+    Audit(AuditEntry),
+}
+
+impl Signed {
+    /// Every rule of [`taken`] but the signature; the writer's device, to check it with.
+    fn taken(
+        &self,
+        key: &str,
+        now_ms: i64,
+        lookup: &mut impl FnMut(&NodeId) -> Option<Arc<Device>>,
+    ) -> Result<Arc<Device>, String> {
+        match self {
+            Self::Redemption(r) => taken(
+                r,
+                key,
+                |r| record_key(&r.tid, r.id.as_str()),
+                now_ms,
+                lookup,
+            ),
+            Self::Resolution(r) => taken(
+                r,
+                key,
+                |r| record_key(&r.tid, r.id.as_str()),
+                now_ms,
+                lookup,
+            ),
+            Self::Status(s) => taken(s, key, status_key, now_ms, lookup),
+            Self::Audit(a) => taken(a, key, |a| audit_key(&a.hlc), now_ms, lookup),
+        }
+    }
+
+    fn signed_by(&self, device: &Device, event: &EventId) -> Result<(), String> {
+        match self {
+            Self::Redemption(r) => signed_by(r, device, event),
+            Self::Resolution(r) => signed_by(r, device, event),
+            Self::Status(s) => signed_by(s, device, event),
+            Self::Audit(a) => signed_by(a, device, event),
+        }
+    }
+}
+
+/// Below this many records a batch's signatures are checked on the calling thread: starting
+/// threads costs more than a few dozen checks (each ~50 µs).
+const PARALLEL_FROM: usize = 64;
+
+/// Checks every record's signature (`signed_by`), on every core for a large batch. The
+/// error is the first in the batch's order, with its index, whichever thread found it.
+fn signatures(
+    items: &[(usize, Signed, Arc<Device>)],
+    event: &EventId,
+) -> Result<(), (usize, String)> {
+    let check = |items: &[(usize, Signed, Arc<Device>)]| {
+        items
+            .iter()
+            .try_for_each(|(i, r, device)| r.signed_by(device, event).map_err(|why| (*i, why)))
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    if items.len() < PARALLEL_FROM || threads < 2 {
+        return check(items);
+    }
+    let chunk = items.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let running: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || check(part)))
+            .collect();
+        // Chunks are in order and each stops at its first error: the first error of the
+        // first chunk that has one is the batch's first.
+        let mut first = None;
+        for thread in running {
+            match thread.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    first.get_or_insert(e);
+                }
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        first.map_or(Ok(()), Err)
+    })
+}
+
 /// A record is taken when it sits under its own key, is not dated ahead of `now_ms`, and
-/// its writer — a device whose certificate the ledger holds — signed it and may write it.
+/// its writer — a device whose certificate the ledger holds — signed it (checked apart, by
+/// `signatures`) and may write it. Returns the writer's device.
 fn taken<R: Record>(
     r: &R,
     key: &str,
     derive: impl Fn(&R) -> String,
     now_ms: i64,
-    event: &EventId,
     lookup: &mut impl FnMut(&NodeId) -> Option<Arc<Device>>,
-) -> Result<(), String> {
+) -> Result<Arc<Device>, String> {
     let derived = derive(r);
     if derived != key {
         return Err(format!(
@@ -618,7 +682,7 @@ fn taken<R: Record>(
             R::MAP
         )
     })?;
-    signed_by(r, &device, event)
+    Ok(device)
 }
 
 /// Whether `device` wrote `r`: its signature, its role's rights, its HLC in its own name.

@@ -43,7 +43,7 @@ use watch::{Shared, Watch};
 #[derive(Debug, Clone, clap::Args)]
 pub struct Options {
     /// Gates (entrances), each a `gatemesh gate` process paired with the server.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(2..=16))]
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(2..=32))]
     pub gates: u16,
     /// Tickets issued; nearly every holder comes.
     #[arg(long, default_value_t = 3000, value_parser = clap::value_parser!(u32).range(100..=200_000))]

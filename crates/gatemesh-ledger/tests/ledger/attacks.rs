@@ -618,6 +618,44 @@ fn a_signed_record_altered_in_one_field_is_refused() {
 }
 
 #[test]
+fn a_forged_signature_deep_in_a_large_batch_is_refused_whole() {
+    // A large batch's signatures are checked on several threads: a forgery behind 150
+    // honest records of an enrolled gate refuses the whole batch all the same.
+    let mut thief = super::signed_ledger(&super::event(), gatemesh_ledger::Role::Gate, "Thief");
+    let mut tid = TicketId::generate();
+    for i in 0..150 {
+        tid = TicketId::generate();
+        let at = T0 + i;
+        let r = Redemption {
+            sig: None,
+            id: RedemptionId::random(),
+            tid: tid.clone(),
+            direction: gatemesh_ledger::Direction::Entry,
+            node: thief.node().clone(),
+            gate: "Thief".into(),
+            scanner: "t".into(),
+            at_ms: at,
+            hlc: thief.tick(at),
+            seen: Vec::new(),
+            unlisted: false,
+        };
+        thief.record_redemption(&r).unwrap();
+    }
+    let mut honest = AutoCommit::load(&thief.save()).unwrap();
+    let mut r = thief.ticket(&tid).redemptions[0].clone();
+    r.id = RedemptionId::random();
+    r.gate = "Elsewhere".into();
+    refused(
+        scene(),
+        |a| {
+            a.merge(&mut honest).unwrap();
+            put_record(a, &format!("{},{}", r.tid, r.id), &r);
+        },
+        "whose signature is not",
+    );
+}
+
+#[test]
 fn a_record_of_a_node_whose_certificate_nobody_holds_is_refused() {
     let s = scene();
     let r = forged(&TicketId::generate(), T0);
