@@ -747,10 +747,14 @@ pub fn text(r: &Value) -> String {
         let (c, p) = (&g["cpu"], &g["push_queue"]);
         let _ = writeln!(
             s,
-            "  {:<14} CPU {:>7} s ({} lives)  {:>7} ms/admission  {:>7} ms/redemption held ({} held)  push backlog max {:>4}  fell behind {} in {} sessions",
+            "  {:<14} CPU {:>7} s ({})  {:>7} ms/admission  {:>7} ms/redemption held ({} held)  push backlog max {:>4}  fell behind {} in {} sessions",
             g["gate"].as_str().unwrap_or_default(),
             c["s"],
-            c["lives"],
+            if c["lives"] == 1 {
+                "1 life".to_owned()
+            } else {
+                format!("{} lives", c["lives"])
+            },
             c["ms_per_admission"],
             c["ms_per_redemption_held"],
             c["redemptions_held"],
