@@ -7,6 +7,8 @@
 //!   makes partitions and lost uplinks; `fleet` starts them and talks to them;
 //! - this module sets the venue up and plays the plan in scaled time, `watch` acts out each
 //!   step and watches what happens;
+//! - `load` samples what the event costs: each gate's CPU time, the machine's load, the
+//!   gates' push queues to their peers;
 //! - `report` checks the invariants and writes the report, `plot` the chart.
 //!
 //! [`Rehearsal::prepare`] checks the options and picks the network and the directory;
@@ -24,6 +26,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
 mod fleet;
+mod load;
 mod net;
 mod plan;
 mod plot;
@@ -185,6 +188,8 @@ impl Rehearsal {
         let setup_s = setup.elapsed().as_secs_f64();
 
         let shared = Arc::new(Shared::new(codes, args.speed, attendees));
+        fleet.count_cpu_from_now()?;
+        let mut sampler = AbortOnDrop(tokio::spawn(load::sample(shared.clone(), at_gate.clone())));
         let watch = Watch {
             shared: shared.clone(),
             gates: at_gate.clone(),
@@ -200,6 +205,10 @@ impl Rehearsal {
         let converged_s = converge.elapsed().as_secs_f64();
         let resolution = resolve_flags(&org, &at_gate, &eid, &shared).await?;
         shared.done.store(true, std::sync::atomic::Ordering::SeqCst);
+        let seen = (&mut sampler.0).await?;
+        let cpu = (0..gates)
+            .map(|i| fleet.cpu(i))
+            .collect::<Result<Vec<_>>>()?;
 
         let stats = org.get(&format!("/v1/events/{eid}/stats")).await?;
         let report = report::build(report::Inputs {
@@ -217,6 +226,8 @@ impl Rehearsal {
             played_s,
             converged_s,
             resolution,
+            seen,
+            cpu,
         })?;
         drop(fleet);
         drop(server_proc);
@@ -516,6 +527,15 @@ async fn resolve_flags(
         agreement,
         converged_s,
     })
+}
+
+/// A task stopped when the rehearsal stops, however it stops.
+struct AbortOnDrop<T>(JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 pub(crate) fn str_of(v: &Value) -> String {

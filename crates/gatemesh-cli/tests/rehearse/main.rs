@@ -80,6 +80,69 @@ fn assert_full_rehearsal(code: i32, r: &Value, text: &str) {
     }
     // As many admitted as the server counts, less the ones staff reverted.
     assert!(n(r, "/counts/admitted") >= 400, "{text}");
+    assert_cost_reported(r, text);
+}
+
+/// What the event cost: every gate's CPU time per admission and per redemption it holds,
+/// its push queues to its peers, and the machine's load average.
+fn assert_cost_reported(r: &Value, text: &str) {
+    let gates = r["config"]["gates"].as_u64().unwrap() as usize;
+    let per_gate = r["per_gate"].as_array().unwrap();
+    assert_eq!(per_gate.len(), gates);
+    for g in per_gate {
+        let (cpu, queue) = (&g["cpu"], &g["push_queue"]);
+        assert!(cpu["s"].as_f64().is_some_and(|s| s > 0.0), "{g}");
+        if g["admitted"].as_u64().unwrap() > 0 {
+            assert!(
+                cpu["ms_per_admission"].as_f64().is_some_and(|ms| ms > 0.0),
+                "{g}"
+            );
+        }
+        // Every gate holds its own admissions and its peers'.
+        assert!(
+            cpu["redemptions_held"].as_u64().unwrap() >= g["admitted"].as_u64().unwrap(),
+            "{g}"
+        );
+        assert!(
+            cpu["ms_per_redemption_held"]
+                .as_f64()
+                .is_some_and(|ms| ms > 0.0),
+            "{g}"
+        );
+        // A gate sees every other gate (and the server, when it is a peer).
+        assert!(
+            queue["peer_links"].as_u64().unwrap() as usize >= gates - 1,
+            "{g}"
+        );
+        assert!(queue["sessions"].as_u64().unwrap() >= queue["peer_links"].as_u64().unwrap());
+        for k in ["backlog_max", "sessions_fell_behind", "fell_behind"] {
+            assert!(queue[k].is_u64(), "{k}: {g}");
+        }
+        // Every admission went out to the peers: some commit was queued for one.
+        assert!(queue["backlog_max"].as_u64().unwrap() >= 1, "{g}");
+        assert!(
+            text.contains(&format!("{:<14} CPU", g["gate"].as_str().unwrap())),
+            "{text}"
+        );
+    }
+    // The gate SIGKILLed lived twice, and both lives count.
+    let killed = r["plan"]["faults"]["killed_gate"].as_u64().unwrap() as usize;
+    assert_eq!(per_gate[killed]["cpu"]["lives"], 2, "{}", per_gate[killed]);
+    let load = &r["machine"]["load_average_1m"];
+    assert!(n(r, "/machine/load_average_1m/samples") >= 1, "{load}");
+    let (mean, max) = (
+        load["mean"].as_f64().unwrap(),
+        load["max"].as_f64().unwrap(),
+    );
+    assert!(mean >= 0.0 && max >= mean, "{load}");
+    let q = &r["push_queues"];
+    assert!(
+        n(r, "/push_queues/peer_links") >= (gates * (gates - 1)) as u64,
+        "{q}"
+    );
+    assert!(n(r, "/push_queues/backlog_max") >= n(r, "/push_queues/backlog_max_p99"));
+    assert!(text.contains("load average (1 min)"), "{text}");
+    assert!(text.contains("push queues to peers"), "{text}");
 }
 
 /// A short event: 3 gates, 500 attendees, 10 minutes at 20x (30 s), plus `extra`.

@@ -14,7 +14,10 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde_json::Value;
 use tokio::runtime::Handle;
 
-use super::net::{Lan, Place};
+use super::{
+    load::{Cpu, cpu_time, cpu_time_of_killed},
+    net::{Lan, Place},
+};
 
 /// An HTTP client acting from one place (each namespace needs its own connection pool:
 /// `127.0.0.1:7070` is a different gate in each).
@@ -113,13 +116,26 @@ pub(super) fn spawn_ready(
 }
 
 /// The gates' processes: how to start each (`gatemesh gate …` in its place, on its data),
-/// and the ones running now.
+/// the ones running now, and the CPU time each gate has spent over its lives.
 pub(super) struct Gates {
     lan: Arc<Lan>,
     bin: PathBuf,
     dir: PathBuf,
     commands: Vec<Vec<String>>,
     children: Mutex<Children>,
+    lives: Mutex<Vec<Lives>>,
+}
+
+/// One gate's CPU time: lives that ended, and where the current one's count starts.
+#[derive(Debug, Default, Clone)]
+struct Lives {
+    /// CPU time of the lives that ended (counted from the doors opening).
+    spent: Duration,
+    /// The current process's CPU time when counting began (0 for one started since).
+    base: Duration,
+    lives: u32,
+    /// A life whose CPU time could not be read.
+    unread: bool,
 }
 
 impl Gates {
@@ -133,9 +149,56 @@ impl Gates {
             lan,
             bin,
             dir,
+            lives: Mutex::new(vec![Lives::default(); commands.len()]),
             commands,
             children: Mutex::new(Children::default()),
         }
+    }
+
+    /// The process id of gate `i`, when it runs.
+    fn pid(&self, i: usize) -> Result<Option<u32>> {
+        let children = self.children.lock().map_err(|_| anyhow!("poisoned"))?;
+        Ok(children
+            .0
+            .get(&format!("gate-{i}"))
+            .map(std::process::Child::id))
+    }
+
+    /// The doors open: every gate's CPU time counts from now (its start-up is not the
+    /// event's).
+    pub(super) fn count_cpu_from_now(&self) -> Result<()> {
+        for i in 0..self.commands.len() {
+            let base = match self.pid(i)? {
+                Some(pid) => cpu_time(pid).ok(),
+                None => None,
+            };
+            let mut lives = self.lives.lock().map_err(|_| anyhow!("poisoned"))?;
+            lives[i] = Lives {
+                spent: Duration::ZERO,
+                base: base.unwrap_or_default(),
+                lives: 1,
+                unread: base.is_none(),
+            };
+        }
+        Ok(())
+    }
+
+    /// Gate `i`'s CPU time since the doors opened, over every life; `None` if a life's
+    /// could not be read.
+    pub(super) fn cpu(&self, i: usize) -> Result<Option<Cpu>> {
+        let now = match self.pid(i)? {
+            Some(pid) => cpu_time(pid).ok(),
+            None => Some(Duration::ZERO),
+        };
+        let lives = self.lives.lock().map_err(|_| anyhow!("poisoned"))?;
+        let l = &lives[i];
+        Ok(match now {
+            Some(now) if !l.unread => Some(Cpu {
+                spent: l.spent + now.saturating_sub(l.base),
+                lives: l.lives,
+            }),
+            _ => None,
+        })
     }
 
     /// Starts gate `i` and waits for its ready line (blocking).
@@ -143,6 +206,12 @@ impl Gates {
         let mut cmd = self.lan.command(Place::Gate(i), &self.bin);
         cmd.args(&self.commands[i]);
         let (child, _) = spawn_ready(cmd, &self.dir.join(format!("gate-{i}.log")))?;
+        // A new process: all of its CPU time is this life's (before the doors open,
+        // `count_cpu_from_now` starts the count again).
+        if let Ok(mut lives) = self.lives.lock() {
+            lives[i].base = Duration::ZERO;
+            lives[i].lives += 1;
+        }
         self.children
             .lock()
             .map_err(|_| anyhow!("poisoned"))?
@@ -151,12 +220,23 @@ impl Gates {
         Ok(())
     }
 
-    /// SIGKILL for gate `i`, as a crash or a power cut would (blocking).
+    /// SIGKILL for gate `i`, as a crash or a power cut would (blocking). The CPU time of
+    /// the life it ends is kept.
     pub(super) fn kill(&self, i: usize) -> Result<()> {
         let mut children = self.children.lock().map_err(|_| anyhow!("poisoned"))?;
         if let Some(mut c) = children.0.remove(&format!("gate-{i}")) {
+            let before = cpu_time(c.id()).ok();
             c.kill()?;
+            // Killed and not yet reaped, it still reports its whole life.
+            let last = cpu_time_of_killed(c.id()).ok().or(before);
             c.wait()?;
+            let mut lives = self.lives.lock().map_err(|_| anyhow!("poisoned"))?;
+            let l = &mut lives[i];
+            match last {
+                Some(t) => l.spent += t.saturating_sub(l.base),
+                None => l.unread = true,
+            }
+            l.base = Duration::ZERO;
         }
         Ok(())
     }

@@ -1,5 +1,6 @@
 //! The rehearsal's chart as SVG: admissions per minute per gate, and gate-to-gate
-//! propagation latency over the event, with the faults' windows marked.
+//! propagation latency over the event, with the faults' windows marked; below them, a table
+//! of what each gate's work cost (CPU per admission, push queues to its peers).
 //!
 //! Written out directly: two line/point series need no plotting library, and the ones that
 //! lay out text (plotters) want system fonts this must not depend on.
@@ -14,6 +15,8 @@ const LEFT: f64 = 70.0;
 const RIGHT: f64 = 150.0;
 const TOP: f64 = 62.0;
 const GAP: f64 = 70.0;
+/// A row of the table under the panels.
+const ROW_H: f64 = 17.0;
 const COLORS: [&str; 8] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
 ];
@@ -28,7 +31,9 @@ fn esc(s: &str) -> String {
 pub fn svg(r: &Value) -> String {
     let mut s = String::new();
     let minutes = r["plan"]["duration_s"].as_f64().unwrap_or(60.0) / 60.0;
-    let h = TOP + 2.0 * PANEL_H + GAP + 50.0;
+    let gates = r["per_gate"].as_array().map_or(0, Vec::len);
+    let table_top = TOP + 2.0 * PANEL_H + GAP + 50.0 + 20.0;
+    let h = table_top + ROW_H * (gates as f64 + 1.0) + 30.0;
     let plot_w = W - LEFT - RIGHT;
     let x = |m: f64| LEFT + m / minutes * plot_w;
     let _ = writeln!(
@@ -183,8 +188,68 @@ pub fn svg(r: &Value) -> String {
         W - RIGHT + 26.0,
         top + 32.0
     );
+    table(&mut s, r, table_top);
     let _ = writeln!(s, "</svg>");
     s
+}
+
+/// Each gate's CPU time per admission and per redemption it holds, and its push queues.
+fn table(s: &mut String, r: &Value, top: f64) {
+    let m = &r["machine"]["load_average_1m"];
+    let _ = writeln!(
+        s,
+        r#"<text x="{LEFT}" y="{:.1}" font-weight="bold">CPU and push queues per gate (machine: {} cores, load average mean {}, max {})</text>"#,
+        top - 8.0,
+        r["machine"]["cores"],
+        m["mean"],
+        m["max"]
+    );
+    let columns = [
+        (0.0, "gate"),
+        (150.0, "admitted"),
+        (230.0, "CPU s"),
+        (310.0, "ms / admission"),
+        (430.0, "ms / redemption held"),
+        (590.0, "push backlog max"),
+        (720.0, "sessions fell behind"),
+    ];
+    let cell = |s: &mut String, y: f64, col: usize, text: &str, bold: bool| {
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{y:.1}"{}>{}</text>"#,
+            LEFT + columns[col].0,
+            if bold { r#" font-weight="bold""# } else { "" },
+            esc(text)
+        );
+    };
+    let y0 = top + ROW_H;
+    for (col, (_, name)) in columns.iter().enumerate() {
+        cell(s, y0 - 4.0, col, name, true);
+    }
+    let num = |v: &Value| match v {
+        Value::Null => "–".to_owned(),
+        v => v.to_string(),
+    };
+    for (g, gate) in r["per_gate"].as_array().into_iter().flatten().enumerate() {
+        let y = y0 + ROW_H * (g as f64 + 1.0) - 4.0;
+        let (c, q) = (&gate["cpu"], &gate["push_queue"]);
+        let row = [
+            gate["gate"].as_str().unwrap_or_default().to_owned(),
+            num(&gate["admitted"]),
+            num(&c["s"]),
+            num(&c["ms_per_admission"]),
+            num(&c["ms_per_redemption_held"]),
+            num(&q["backlog_max"]),
+            format!(
+                "{} of {}",
+                num(&q["sessions_fell_behind"]),
+                num(&q["sessions"])
+            ),
+        ];
+        for (col, text) in row.iter().enumerate() {
+            cell(s, y, col, text, false);
+        }
+    }
 }
 
 fn axes(s: &mut String, top: f64, minutes: f64, label: &str, ticks: &dyn Fn(&mut String)) {
@@ -245,7 +310,13 @@ mod tests {
                 "uplink_gate": 1, "uplink_down": [60.0, 120.0], "partition": [100.0, 200.0],
                 "killed_gate": 1, "kill_at": 300.0 } },
             "admissions_per_minute": [[1, 5, 3], [0, 2, 7]],
-            "per_gate": [{ "gate": "Main-Entrance" }, { "gate": "North<Gate>" }],
+            "per_gate": [
+                { "gate": "Main-Entrance", "admitted": 6,
+                  "cpu": { "s": 0.12, "ms_per_admission": 20.0, "ms_per_redemption_held": 8.0 },
+                  "push_queue": { "backlog_max": 3, "sessions": 2, "sessions_fell_behind": 1 } },
+                { "gate": "North<Gate>", "admitted": 0, "cpu": { "s": null } },
+            ],
+            "machine": { "cores": 2, "load_average_1m": { "mean": 1.5, "max": 2.25 } },
             "propagation": { "points": [[30.0, 4.2, false], [150.0, 2500.0, true]] },
         });
         let svg = super::svg(&r);
@@ -254,5 +325,9 @@ mod tests {
         assert_eq!(svg.matches("<circle").count(), 2 + 2);
         assert!(svg.contains("North&lt;Gate&gt;"));
         assert!(!svg.contains("NaN"));
+        // The table: a row per gate; a number the report lacks is a dash, not "null".
+        assert!(svg.contains(">ms / admission<") && svg.contains(">20.0<"));
+        assert!(svg.contains(">1 of 2<") && svg.contains("load average mean 1.5, max 2.25"));
+        assert!(!svg.contains("null"), "{svg}");
     }
 }

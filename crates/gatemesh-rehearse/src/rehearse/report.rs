@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::{
     At,
+    load::{Cpu, Seen},
     plan::{Plan, Who},
     round, str_of,
     watch::{Propagation, ScanRecord, Shared},
@@ -219,6 +220,10 @@ pub(super) struct Inputs<'a> {
     pub played_s: f64,
     pub converged_s: f64,
     pub resolution: Resolution,
+    /// What the sampler saw while the event played: load, push queues, redemptions held.
+    pub seen: Seen,
+    /// Each gate's CPU time from the doors opening to the end (`None`: not readable).
+    pub cpu: Vec<Option<Cpu>>,
 }
 
 /// The report: the invariants, then the numbers.
@@ -239,7 +244,17 @@ pub(super) fn build(i: Inputs<'_>) -> Result<Value> {
         .filter(|s| s.first.verdict != "unanswered")
         .collect();
     let latency = percentiles(answered.iter().map(|s| s.first.latency_ms).collect());
-    let (per_gate, series) = per_gate(&answered, i.plan);
+    let (mut per_gate, series) = per_gate(&answered, i.plan);
+    let admitted: Vec<usize> = per_gate
+        .iter()
+        .map(|g| g["admitted"].as_u64().unwrap_or(0) as usize)
+        .collect();
+    let (cost_per_gate, cost) = super::load::report(&i.seen, &i.cpu, &admitted);
+    for (g, c) in per_gate.iter_mut().zip(cost_per_gate) {
+        if let (Some(g), Value::Object(c)) = (g.as_object_mut(), c) {
+            g.extend(c);
+        }
+    }
     let propagation = snapshot(&shared.propagation)?;
 
     let invariants = findings.invariants(&i.agreement, &i.resolution);
@@ -283,6 +298,9 @@ pub(super) fn build(i: Inputs<'_>) -> Result<Value> {
             "played_s": round(i.played_s),
             "converged_after_s": round(i.converged_s),
         },
+        "machine": cost["machine"],
+        "gate_cpu": cost["gate_cpu"],
+        "push_queues": cost["push_queues"],
         "agreement": i.agreement.to_json(),
         "staff_resolution": {
             "flagged": i.resolution.flagged,
@@ -702,6 +720,47 @@ pub fn text(r: &Value) -> String {
             g["reject"],
             g["peak_per_minute"],
             g["per_scanner_per_hour"]
+        );
+    }
+    let m = &r["machine"];
+    let q = &r["push_queues"];
+    let _ = writeln!(
+        s,
+        "  machine: {} cores, load average (1 min) mean {}, max {} ({} samples); gates' CPU {} ms per admission",
+        m["cores"],
+        m["load_average_1m"]["mean"],
+        m["load_average_1m"]["max"],
+        m["load_average_1m"]["samples"],
+        r["gate_cpu"]["ms_per_admission"]
+    );
+    let _ = writeln!(
+        s,
+        "  push queues to peers: backlog max {} commits, p99 {} over {} peer links; {} of {} sessions fell behind ({} times)",
+        q["backlog_max"],
+        q["backlog_max_p99"],
+        q["peer_links"],
+        q["sessions_fell_behind"],
+        q["sessions"],
+        q["fell_behind"]
+    );
+    for g in r["per_gate"].as_array().into_iter().flatten() {
+        let (c, p) = (&g["cpu"], &g["push_queue"]);
+        let _ = writeln!(
+            s,
+            "  {:<14} CPU {:>7} s ({})  {:>7} ms/admission  {:>7} ms/redemption held ({} held)  push backlog max {:>4}  fell behind {} in {} sessions",
+            g["gate"].as_str().unwrap_or_default(),
+            c["s"],
+            if c["lives"] == 1 {
+                "1 life".to_owned()
+            } else {
+                format!("{} lives", c["lives"])
+            },
+            c["ms_per_admission"],
+            c["ms_per_redemption_held"],
+            c["redemptions_held"],
+            p["backlog_max"],
+            p["fell_behind"],
+            p["sessions_fell_behind"]
         );
     }
     let z = &r["staff_resolution"];

@@ -1,0 +1,407 @@
+//! What the event cost the machine: each gate process's CPU time (`/proc/PID/stat`), the
+//! machine's load average (`/proc/loadavg`), and the gates' push queues to their peers (each
+//! gate's `/v1/status`), sampled every second while the event plays.
+
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, atomic::Ordering},
+    time::Duration,
+};
+
+use anyhow::{Context, Result, anyhow};
+use serde_json::{Value, json};
+
+use super::{fleet::At, round, str_of, watch::Shared};
+
+/// How often the sampler reads the load average and every gate's status.
+const EVERY: Duration = Duration::from_secs(1);
+
+/// Clock ticks per second of `/proc/PID/stat`'s times.
+fn ticks_per_s() -> f64 {
+    match nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK) {
+        Ok(Some(t)) if t > 0 => t as f64,
+        _ => 100.0,
+    }
+}
+
+/// CPU time (user and system, every thread, living or exited) of process `pid` so far; a
+/// killed process not yet reaped still reports its whole life.
+pub(super) fn cpu_time(pid: u32) -> Result<Duration> {
+    Ok(stat(pid)?.0)
+}
+
+/// The CPU time of `pid`, a child just sent SIGKILL and not yet reaped, once it has died (a
+/// zombie: its whole life), or as last read if it takes longer than a second.
+pub(super) fn cpu_time_of_killed(pid: u32) -> Result<Duration> {
+    let mut last = stat(pid)?;
+    for _ in 0..200 {
+        if matches!(last.1, 'Z' | 'X') {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+        last = stat(pid)?;
+    }
+    Ok(last.0)
+}
+
+fn stat(pid: u32) -> Result<(Duration, char)> {
+    let path = format!("/proc/{pid}/stat");
+    let stat = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    cpu_of_stat(&stat).with_context(|| format!("{path}: {stat:?}"))
+}
+
+/// utime + stime, and the state, of a `/proc/PID/stat` line. Its second field, the command
+/// name in parentheses, may hold spaces and parentheses itself: the fields are counted after
+/// the last `)`.
+fn cpu_of_stat(stat: &str) -> Result<(Duration, char)> {
+    let rest = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .ok_or_else(|| anyhow!("no command name"))?;
+    // After the name: state (field 3) … utime (14), stime (15).
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| -> Result<u64> {
+        fields
+            .get(i)
+            .ok_or_else(|| anyhow!("field {} missing", i + 3))?
+            .parse::<u64>()
+            .with_context(|| format!("field {}", i + 3))
+    };
+    let total = ticks(11)? + ticks(12)?;
+    let state = fields.first().and_then(|f| f.chars().next()).unwrap_or('?');
+    Ok((Duration::from_secs_f64(total as f64 / ticks_per_s()), state))
+}
+
+/// The machine's 1-minute load average now.
+fn load_1m() -> Result<f64> {
+    let s = std::fs::read_to_string("/proc/loadavg").context("reading /proc/loadavg")?;
+    s.split_whitespace()
+        .next()
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| anyhow!("/proc/loadavg: {s:?}"))
+}
+
+/// One gate's push queue to one peer, over every session between them seen (a session's
+/// counters start at zero with each connection, and with each life of the gate).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(super) struct Link {
+    /// The most commits queued for the peer at once, in any session.
+    pub backlog_max: u64,
+    /// Sessions seen.
+    pub sessions: u64,
+    /// Sessions that fell behind at least once, and times they did.
+    pub sessions_fell_behind: u64,
+    pub fell_behind: u64,
+    /// Pushes received from the peer.
+    pub pushes: u64,
+    /// The current session's counters as last seen: messages, pushes, fell behind.
+    current: (u64, u64, u64),
+}
+
+impl Link {
+    /// Takes in a peer entry of the gate's `/v1/status`.
+    pub(super) fn observe(&mut self, peer: &Value) {
+        let n = |k: &str| peer[k].as_u64().unwrap_or(0);
+        let now = (n("messages"), n("pushes"), n("fell_behind"));
+        let (messages, pushes, fell) = self.current;
+        // Counters only grow within a session: one that went down is a new session.
+        let new_session = self.sessions == 0 || now.0 < messages || now.1 < pushes || now.2 < fell;
+        if new_session {
+            self.sessions += 1;
+            if now.2 > 0 {
+                self.sessions_fell_behind += 1;
+            }
+            self.pushes += now.1;
+            self.fell_behind += now.2;
+        } else {
+            if fell == 0 && now.2 > 0 {
+                self.sessions_fell_behind += 1;
+            }
+            self.pushes += now.1 - pushes;
+            self.fell_behind += now.2 - fell;
+        }
+        self.current = now;
+        self.backlog_max = self.backlog_max.max(n("push_backlog_max"));
+    }
+}
+
+/// What the sampler saw.
+#[derive(Debug, Default)]
+pub(super) struct Seen {
+    /// 1-minute load averages, one a second.
+    pub load: Vec<f64>,
+    /// Per gate, its links by peer name.
+    pub links: Vec<BTreeMap<String, Link>>,
+    /// Per gate, the redemptions it held (its own and its peers') when last read.
+    pub held: Vec<Option<u64>>,
+}
+
+impl Seen {
+    fn take_status(&mut self, gate: usize, status: &Value) {
+        if let Some(h) = status["redemptions"].as_u64() {
+            self.held[gate] = Some(h);
+        }
+        for p in status["peers"].as_array().into_iter().flatten() {
+            let name = str_of(&p["name"]);
+            self.links[gate].entry(name).or_default().observe(p);
+        }
+    }
+}
+
+/// Reads the load average and every gate's status each second until the rehearsal is done,
+/// then every gate's status once more; returns what it saw.
+pub(super) async fn sample(shared: Arc<Shared>, gates: Vec<At>) -> Seen {
+    let mut seen = Seen {
+        load: Vec::new(),
+        links: vec![BTreeMap::new(); gates.len()],
+        held: vec![None; gates.len()],
+    };
+    let read_all = |seen: &mut Seen, statuses: Vec<Result<Value>>| {
+        for (g, s) in statuses.into_iter().enumerate() {
+            // A gate that is down (killed, restarting) is read next time.
+            if let Ok(s) = s {
+                seen.take_status(g, &s);
+            }
+        }
+    };
+    loop {
+        let done = shared.done.load(Ordering::SeqCst);
+        if !done && let Ok(l) = load_1m() {
+            seen.load.push(l);
+        }
+        let statuses =
+            futures_util::future::join_all(gates.iter().map(|g| g.get("/v1/status"))).await;
+        read_all(&mut seen, statuses);
+        if done {
+            return seen;
+        }
+        tokio::time::sleep(EVERY).await;
+    }
+}
+
+/// Each gate's CPU time through the event, over all its lives.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Cpu {
+    pub spent: Duration,
+    pub lives: u32,
+}
+
+/// What the event cost, for the report: `(per gate, summary)`; each gate's entry goes into
+/// its `per_gate` numbers.
+pub(super) fn report(seen: &Seen, cpu: &[Option<Cpu>], admitted: &[usize]) -> (Vec<Value>, Value) {
+    let mut per_gate = Vec::new();
+    let mut backlogs: Vec<u64> = Vec::new();
+    let (mut fell, mut sessions_fell, mut sessions) = (0, 0, 0);
+    let mut cpu_total = Duration::ZERO;
+    for (g, links) in seen.links.iter().enumerate() {
+        let admitted = admitted.get(g).copied().unwrap_or(0);
+        let held = seen.held.get(g).copied().flatten();
+        let c = cpu.get(g).copied().flatten();
+        let per = |n: u64| -> Value {
+            match c {
+                Some(c) if n > 0 => json!(round(c.spent.as_secs_f64() * 1000.0 / n as f64)),
+                _ => Value::Null,
+            }
+        };
+        if let Some(c) = c {
+            cpu_total += c.spent;
+        }
+        let link_fell: u64 = links.values().map(|l| l.fell_behind).sum();
+        let link_sessions_fell: u64 = links.values().map(|l| l.sessions_fell_behind).sum();
+        let link_sessions: u64 = links.values().map(|l| l.sessions).sum();
+        backlogs.extend(links.values().map(|l| l.backlog_max));
+        fell += link_fell;
+        sessions_fell += link_sessions_fell;
+        sessions += link_sessions;
+        per_gate.push(json!({
+            "cpu": {
+                "s": c.map(|c| round(c.spent.as_secs_f64())),
+                "lives": c.map(|c| c.lives),
+                "ms_per_admission": per(admitted as u64),
+                "redemptions_held": held,
+                "ms_per_redemption_held": held.map_or(Value::Null, per),
+            },
+            "push_queue": {
+                "peer_links": links.len(),
+                "backlog_max": links.values().map(|l| l.backlog_max).max().unwrap_or(0),
+                "sessions": link_sessions,
+                "sessions_fell_behind": link_sessions_fell,
+                "fell_behind": link_fell,
+                "per_peer": links.iter().map(|(peer, l)| (peer.clone(), json!({
+                    "push_backlog_max": l.backlog_max,
+                    "pushes": l.pushes,
+                    "sessions": l.sessions,
+                    "sessions_fell_behind": l.sessions_fell_behind,
+                    "fell_behind": l.fell_behind,
+                }))).collect::<serde_json::Map<_, _>>(),
+            },
+        }));
+    }
+    backlogs.sort_unstable();
+    let rank = |p: f64| -> u64 {
+        if backlogs.is_empty() {
+            return 0;
+        }
+        backlogs[((backlogs.len() as f64 - 1.0) * p).round() as usize]
+    };
+    let admitted_all: usize = admitted.iter().sum();
+    let load = &seen.load;
+    let summary = json!({
+        "machine": {
+            "cores": crate::stats::cores(),
+            "load_average_1m": {
+                "samples": load.len(),
+                "mean": (!load.is_empty()).then(|| round(load.iter().sum::<f64>() / load.len() as f64)),
+                "max": load.iter().copied().reduce(f64::max).map(round),
+            },
+        },
+        "gate_cpu": {
+            "s": round(cpu_total.as_secs_f64()),
+            "ms_per_admission": (admitted_all > 0)
+                .then(|| round(cpu_total.as_secs_f64() * 1000.0 / admitted_all as f64)),
+        },
+        "push_queues": {
+            "peer_links": backlogs.len(),
+            "backlog_max": rank(1.0),
+            "backlog_max_p99": rank(0.99),
+            "backlog_max_p50": rank(0.5),
+            "sessions": sessions,
+            "sessions_fell_behind": sessions_fell,
+            "fell_behind": fell,
+        },
+    });
+    (per_gate, summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_time_is_read_after_the_last_parenthesis() {
+        let tck = ticks_per_s();
+        // A command name with spaces and parentheses, as `(sd-pam)` or a renamed thread.
+        let stat = "1234 (a ) b (c)) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 3 0";
+        let (t, state) = cpu_of_stat(stat).unwrap();
+        assert!((t.as_secs_f64() - 300.0 / tck).abs() < 1e-9, "{t:?}");
+        assert_eq!(state, 'S');
+        assert!(cpu_of_stat("1234 (gatemesh) S 1 2").is_err(), "too short");
+        assert!(cpu_of_stat("garbage").is_err(), "no name");
+        assert!(
+            cpu_of_stat("1 (x) S 1 1 1 0 -1 0 0 0 0 0 x 5 0").is_err(),
+            "not a number"
+        );
+    }
+
+    #[test]
+    fn a_process_cpu_time_grows_as_it_works_and_a_gone_one_is_an_error() {
+        let me = std::process::id();
+        let before = cpu_time(me).unwrap();
+        let start = std::time::Instant::now();
+        let mut x = 0u64;
+        while start.elapsed() < Duration::from_millis(300) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        assert!(cpu_time(me).unwrap() > before);
+        // Pids are at most 2^22 on Linux.
+        assert!(cpu_time(u32::MAX).is_err());
+        assert!(load_1m().unwrap() >= 0.0);
+    }
+
+    #[test]
+    fn a_killed_process_reports_its_whole_life_until_it_is_reaped() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(400));
+        let pid = child.id();
+        let alive = cpu_time(pid).unwrap();
+        child.kill().unwrap();
+        let whole = cpu_time_of_killed(pid).unwrap();
+        assert!(
+            whole >= alive && whole > Duration::ZERO,
+            "{alive:?} {whole:?}"
+        );
+        assert_eq!(stat(pid).unwrap().1, 'Z');
+        child.wait().unwrap();
+        assert!(cpu_time_of_killed(pid).is_err(), "reaped: nothing to read");
+    }
+
+    fn peer(messages: u64, pushes: u64, backlog: u64, fell: u64) -> Value {
+        json!({ "name": "b", "messages": messages, "pushes": pushes,
+                "push_backlog_max": backlog, "fell_behind": fell })
+    }
+
+    #[test]
+    fn a_link_sums_its_sessions_and_keeps_the_largest_backlog() {
+        let mut l = Link::default();
+        l.observe(&peer(10, 5, 3, 0));
+        l.observe(&peer(20, 9, 7, 1));
+        l.observe(&peer(30, 12, 7, 2));
+        assert_eq!(
+            (
+                l.sessions,
+                l.pushes,
+                l.backlog_max,
+                l.fell_behind,
+                l.sessions_fell_behind
+            ),
+            (1, 12, 7, 2, 1)
+        );
+        // The gate restarted (or the connection was redialled): counters from zero.
+        l.observe(&peer(4, 2, 2, 0));
+        l.observe(&peer(8, 6, 4, 1));
+        assert_eq!(
+            (
+                l.sessions,
+                l.pushes,
+                l.backlog_max,
+                l.fell_behind,
+                l.sessions_fell_behind
+            ),
+            (2, 18, 7, 3, 2)
+        );
+        // A peer entry without numbers counts as nothing, not as a failure.
+        l.observe(&json!({ "name": "b" }));
+        assert_eq!((l.sessions, l.pushes, l.backlog_max), (3, 18, 7));
+    }
+
+    #[test]
+    fn the_report_divides_cpu_by_what_each_gate_did() {
+        let mut seen = Seen {
+            load: vec![1.0, 3.0],
+            links: vec![BTreeMap::new(), BTreeMap::new()],
+            held: vec![Some(400), None],
+        };
+        seen.links[0]
+            .entry("b".into())
+            .or_default()
+            .observe(&peer(1, 1, 5, 1));
+        seen.links[1]
+            .entry("a".into())
+            .or_default()
+            .observe(&peer(1, 1, 2, 0));
+        let cpu = [
+            Some(Cpu {
+                spent: Duration::from_secs(2),
+                lives: 2,
+            }),
+            None,
+        ];
+        let (per_gate, summary) = report(&seen, &cpu, &[100, 0]);
+        assert_eq!(per_gate[0]["cpu"]["ms_per_admission"], 20.0);
+        assert_eq!(per_gate[0]["cpu"]["ms_per_redemption_held"], 5.0);
+        assert_eq!(per_gate[0]["cpu"]["lives"], 2);
+        assert_eq!(per_gate[0]["push_queue"]["backlog_max"], 5);
+        assert_eq!(per_gate[0]["push_queue"]["sessions_fell_behind"], 1);
+        // Nothing to divide by, or nothing read: no number rather than a made-up one.
+        assert_eq!(per_gate[1]["cpu"]["ms_per_admission"], Value::Null);
+        assert_eq!(per_gate[1]["cpu"]["s"], Value::Null);
+        assert_eq!(summary["machine"]["load_average_1m"]["mean"], 2.0);
+        assert_eq!(summary["machine"]["load_average_1m"]["max"], 3.0);
+        assert_eq!(summary["push_queues"]["backlog_max"], 5);
+        assert_eq!(summary["push_queues"]["peer_links"], 2);
+        assert_eq!(summary["gate_cpu"]["ms_per_admission"], 20.0);
+    }
+}
