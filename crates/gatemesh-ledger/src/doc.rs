@@ -1158,7 +1158,7 @@ impl Ledger {
         if before == after {
             return Ok(Vec::new());
         }
-        self.applied(&before, touched)
+        self.applied(&incoming, touched)
     }
 
     /// Takes changes a peer pushed as it made them (change chunks, one after another),
@@ -1186,10 +1186,10 @@ impl Ledger {
         }
         // automerge 0.12 can panic on crafted changes; if it does, this replica's document
         // may be half-updated, so the caller must reload it from storage.
-        let before = self.doc.get_heads();
         let doc = &mut self.doc;
-        guarded(|| Ok(doc.apply_changes(incoming)?))?;
-        self.applied(&before, touched)
+        let applying = incoming.clone();
+        guarded(|| Ok(doc.apply_changes(applying)?))?;
+        self.applied(&incoming, touched)
     }
 
     /// With the changes `peer` sent before that wait for what they build on: splits
@@ -1233,14 +1233,14 @@ impl Ledger {
         Ok((incoming, touched))
     }
 
-    /// After checked changes reached the document (its heads were `before`): it must still
-    /// be this event's; the tickets they touched are derived again. Returns the changes as
-    /// the document now holds them (not as they came: a chunk can differ from what it
-    /// decodes to, say in its checksum), to store. Finding them costs what was added: the
-    /// document finds changes past heads by its per-actor sequence index.
+    /// After checked changes (`applied`, every one new here) reached the document: it must
+    /// still be this event's; the tickets they touched are derived again. Returns the
+    /// changes the document took, to store as they came. Costs what was added (automerge
+    /// 0.12 rebuilds a change it is asked for from its operations, at a cost that grows
+    /// with the ledger).
     fn applied(
         &mut self,
-        before: &[ChangeHash],
+        applied: &[Change],
         touched: HashSet<TicketId>,
     ) -> Result<Vec<StoredChange>, LedgerError> {
         let found = event_of(&self.doc)?;
@@ -1252,10 +1252,13 @@ impl Ledger {
         }
         check_roots(&self.doc)?;
         self.refresh_touched(touched);
-        Ok(self
-            .doc
-            .get_changes(before)
+        // Not every change checked is in: of two changes of one writer and sequence number
+        // (one damaged in a field no rule reads, a copy of the real one), the document takes
+        // one and drops the other.
+        let doc = self.doc.document();
+        Ok(applied
             .iter()
+            .filter(|c| doc.get_change_meta_by_hash(&c.hash()).is_some())
             .map(StoredChange::from)
             .collect())
     }
