@@ -144,6 +144,13 @@ pub struct Ledger {
     set_aside: HashMap<TicketId, Vec<Redemption>>,
 }
 
+/// From this many tickets on, [`Ledger::refresh`] reads whole shards rather than seeking
+/// each ticket's records: a seek costs about what reading a few hundred records does.
+const BULK_REFRESH: usize = 2048;
+
+/// One ticket's redemptions and resolutions as read from its shard.
+type TicketRecords = (Vec<Redemption>, Vec<Resolution>);
+
 /// Every ledger value gets its own epoch, so a position kept from one (a reloaded ledger
 /// learns its records in another order) is never used with another.
 static EPOCHS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -320,33 +327,87 @@ impl Ledger {
     /// Re-derives the flag set and the entry tally for `tickets` and moves the clock past
     /// their records.
     fn refresh(&mut self, tickets: impl IntoIterator<Item = TicketId>) {
-        for tid in tickets {
-            let (state, set_aside) = self.ticket_parts(&tid);
-            self.entries.set(&tid, &state.redemptions);
-            let held = state.redemptions.len() + set_aside.len();
-            let before = self.per_ticket.insert(tid.clone(), held).unwrap_or(0);
-            self.redemptions_held = self.redemptions_held + held - before;
-            if set_aside.is_empty() {
-                self.set_aside.remove(&tid);
-            } else {
-                self.set_aside.insert(tid.clone(), set_aside);
+        let tickets: HashSet<TicketId> = tickets.into_iter().collect();
+        if tickets.len() < BULK_REFRESH {
+            for tid in tickets {
+                let (state, set_aside) = self.ticket_parts(&tid);
+                self.derived(tid, state, set_aside);
             }
-            for r in &state.redemptions {
-                if self.arrived.insert(r.id.clone()) {
-                    self.arrivals.push((tid.clone(), r.id.clone()));
+            return;
+        }
+        // Many tickets (a catch-up, a reload): each shard read once, front to back, instead
+        // of a seek per ticket and map.
+        let mut by_shard: Vec<Vec<TicketId>> = vec![Vec::new(); crate::layout::SHARDS];
+        for tid in tickets {
+            by_shard[crate::layout::shard_of(&tid)].push(tid);
+        }
+        for (shard, tickets) in by_shard.into_iter().enumerate() {
+            if tickets.is_empty() {
+                continue;
+            }
+            let mut read = self.shard_records(shard);
+            for tid in tickets {
+                let (redemptions, resolutions) = read.remove(&tid).unwrap_or_default();
+                let (state, set_aside) = self.parts_of(&tid, redemptions, resolutions, Vec::new());
+                self.derived(tid, state, set_aside);
+            }
+        }
+    }
+
+    /// The redemptions and resolutions of one shard, by ticket: what a ticket's flags,
+    /// counts and tally derive from (its standing is read when it is scanned).
+    fn shard_records(&self, shard: usize) -> HashMap<TicketId, TicketRecords> {
+        fn read<T: DeserializeOwned>(
+            doc: &AutoCommit,
+            obj: &ObjId,
+            mut put: impl FnMut(TicketId, T),
+        ) {
+            for item in doc.map_range(obj, ..) {
+                if let (Some(tid), Some(record)) = (
+                    ticket_of_key(&item.key),
+                    text(&item.value).and_then(parse::<T>),
+                ) {
+                    put(tid, record);
                 }
             }
-            for r in &state.redemptions {
-                self.clock.observe(&r.hlc);
+        }
+        let mut out: HashMap<TicketId, TicketRecords> = HashMap::new();
+        let roots = &self.roots;
+        read(&self.doc, roots.redemptions.shard(shard), |tid, r| {
+            out.entry(tid).or_default().0.push(r)
+        });
+        read(&self.doc, roots.resolutions.shard(shard), |tid, r| {
+            out.entry(tid).or_default().1.push(r)
+        });
+        out
+    }
+
+    /// Keeps what was derived of one ticket: its entries, counts, arrivals, clock and flag.
+    fn derived(&mut self, tid: TicketId, state: TicketState, set_aside: Vec<Redemption>) {
+        self.entries.set(&tid, &state.redemptions);
+        let held = state.redemptions.len() + set_aside.len();
+        let before = self.per_ticket.insert(tid.clone(), held).unwrap_or(0);
+        self.redemptions_held = self.redemptions_held + held - before;
+        if set_aside.is_empty() {
+            self.set_aside.remove(&tid);
+        } else {
+            self.set_aside.insert(tid.clone(), set_aside);
+        }
+        for r in &state.redemptions {
+            if self.arrived.insert(r.id.clone()) {
+                self.arrivals.push((tid.clone(), r.id.clone()));
             }
-            for r in &state.resolutions {
-                self.clock.observe(&r.hlc);
-            }
-            if state.flagged().is_empty() {
-                self.flagged.remove(&tid);
-            } else {
-                self.flagged.insert(tid);
-            }
+        }
+        for r in &state.redemptions {
+            self.clock.observe(&r.hlc);
+        }
+        for r in &state.resolutions {
+            self.clock.observe(&r.hlc);
+        }
+        if state.flagged().is_empty() {
+            self.flagged.remove(&tid);
+        } else {
+            self.flagged.insert(tid);
         }
     }
 
@@ -365,20 +426,33 @@ impl Ledger {
 
     /// The ticket's records that count, and its redemptions set aside.
     fn ticket_parts(&self, tid: &TicketId) -> (TicketState, Vec<Redemption>) {
+        self.parts_of(
+            tid,
+            self.records(&self.roots.redemptions, tid),
+            self.records(&self.roots.resolutions, tid),
+            self.records(&self.roots.status, tid),
+        )
+    }
+
+    /// [`Ledger::ticket_parts`] from the records under the ticket's keys.
+    fn parts_of(
+        &self,
+        tid: &TicketId,
+        mut redemptions: Vec<Redemption>,
+        mut resolutions: Vec<Resolution>,
+        statuses: Vec<Status>,
+    ) -> (TicketState, Vec<Redemption>) {
         let revoked = &self.revoked;
-        let mut redemptions: Vec<Redemption> = self.records(&self.roots.redemptions, tid);
         redemptions.retain(|r| &r.tid == tid);
         redemptions.sort_by(|a, b| a.hlc.cmp(&b.hlc));
         let (set_aside, redemptions): (Vec<Redemption>, Vec<Redemption>) = redemptions
             .into_iter()
             .partition(|r| revoked.sets_aside(&r.node, &r.hlc));
-        let mut resolutions: Vec<Resolution> = self.records(&self.roots.resolutions, tid);
         resolutions.retain(|r| &r.tid == tid && !revoked.sets_aside(&r.node, &r.hlc));
         resolutions.sort_by(|a, b| a.hlc.cmp(&b.hlc));
         // Every status ever written stays; the latest by HLC wins; a local standing holds
         // where none was written.
-        let status = self
-            .records::<Status>(&self.roots.status, tid)
+        let status = statuses
             .into_iter()
             .filter(|s| &s.tid == tid && !revoked.sets_aside(&s.hlc.node, &s.hlc))
             .max_by(|a, b| a.hlc.cmp(&b.hlc))

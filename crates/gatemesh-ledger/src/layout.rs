@@ -125,6 +125,11 @@ impl Sharded {
         &self.0[shard_of(tid)]
     }
 
+    /// Shard `i` (of [`SHARDS`]).
+    pub(crate) fn shard(&self, i: usize) -> &ObjId {
+        &self.0[i]
+    }
+
     pub(crate) fn all(&self) -> impl Iterator<Item = &ObjId> {
         self.0.iter()
     }

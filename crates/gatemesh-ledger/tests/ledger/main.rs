@@ -1008,3 +1008,39 @@ fn a_peer_that_sends_what_this_node_already_learned_is_told_it_has_caught_up() {
     );
     assert_eq!(b.ledger.sync_message(&mut b_of_c), None);
 }
+
+#[test]
+fn a_ledger_of_thousands_of_tickets_derives_on_open_what_it_derived_as_it_went() {
+    // Opening (or taking a large batch) derives thousands of tickets at once, reading each
+    // shard front to back; as the ledger went, it derived them one seek at a time. Both
+    // must agree: flags (with staff's resolutions), counts, tallies, arrivals.
+    let t0 = 1_795_000_000_000;
+    let (mut a, mut b) = (Gate::new("North"), Gate::new("East"));
+    let tickets: Vec<TicketId> = (0..2600).map(|_| TicketId::generate()).collect();
+    for (i, tid) in tickets.iter().enumerate() {
+        let at = t0 + i as i64 * 10;
+        a.scan(tid, "n1", at);
+        if i % 50 == 0 {
+            // Admitted on the other side of a partition too: flagged once they meet.
+            b.scan(tid, "e1", at + 1);
+        }
+        if i % 97 == 0 {
+            a.scan_dir(tid, "n1", at + 5, Direction::Exit);
+        }
+    }
+    sync_pair(&mut a.ledger, &mut b.ledger);
+    let flagged = flagged(&a);
+    assert_eq!(
+        flagged.len(),
+        52,
+        "every copy across the partition is flagged"
+    );
+    a.resolve(&flagged[0], Action::Accept, t0 + MINUTE);
+    let reopened = reopened(&mut a.ledger);
+    let live: Vec<TicketId> = a.ledger.flagged().cloned().collect();
+    assert_eq!(reopened.flagged().cloned().collect::<Vec<_>>(), live);
+    assert_eq!(live.len(), 51, "the accepted one is no longer flagged");
+    assert_eq!(reopened.redemption_count(), a.ledger.redemption_count());
+    assert_eq!(reopened.entry_tally(), a.ledger.entry_tally());
+    assert_eq!(reopened.arrivals(0).len(), a.ledger.redemption_count());
+}
