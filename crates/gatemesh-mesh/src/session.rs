@@ -65,6 +65,15 @@ pub enum SyncRequest {
         /// its connection.
         reply: oneshot::Sender<Result<bool, String>>,
     },
+    /// These changes were pushed to `peer` (written to its stream): the sync protocol
+    /// counts them as sent, so a round that starts while they are on their way does not
+    /// send them again (automerge would rebuild each from its document to do so). No reply.
+    Pushed {
+        /// The peer's device name.
+        peer: String,
+        /// The hashes of the changes pushed.
+        hashes: Vec<[u8; 32]>,
+    },
     /// The connection to `peer` ended: forget what it was believed to have.
     Forget {
         /// The peer's device name.
@@ -133,8 +142,17 @@ impl<'a> Frame<'a> {
     }
 }
 
-/// The change chunks of one commit, one after another.
-pub type Pushed = Arc<Vec<u8>>;
+/// One commit's changes, as pushed.
+#[derive(Debug)]
+pub struct Commit {
+    /// The change chunks, one after another.
+    pub bytes: Vec<u8>,
+    /// Their hashes.
+    pub hashes: Vec<[u8; 32]>,
+}
+
+/// One commit's changes, shared by every session.
+pub type Pushed = Arc<Commit>;
 
 /// Commits a session may fall behind on its pushes before it catches up by a sync round
 /// instead (the capacity of [`SyncPort::pushes`]).
@@ -875,9 +893,10 @@ async fn push_frames(
     update(ctx, peer, |s| {
         s.push_backlog_max = s.push_backlog_max.max(backlog);
     });
-    let mut frame = Vec::with_capacity(1 + first.len());
+    let mut frame = Vec::with_capacity(1 + first.bytes.len());
     frame.push(PUSH_FRAME);
-    frame.extend_from_slice(&first);
+    frame.extend_from_slice(&first.bytes);
+    let mut hashes = first.hashes.clone();
     let mut missed = false;
     loop {
         let next = if frame.len() < PUSH_FRAME_MOST {
@@ -893,17 +912,24 @@ async fn push_frames(
             None
         };
         match next {
-            Some(more) if frame.len() + more.len() <= PUSH_FRAME_MOST => {
-                frame.extend_from_slice(&more);
+            Some(more) if frame.len() + more.bytes.len() <= PUSH_FRAME_MOST => {
+                frame.extend_from_slice(&more.bytes);
+                hashes.extend_from_slice(&more.hashes);
             }
             more => {
                 write_frame(send, &frame).await?;
                 update(ctx, peer, |s| s.bytes_sent += frame.len() as u64 + 4);
+                // Best effort: a mark that does not get through costs a change sent twice.
+                let _ = ctx.port.requests.try_send(SyncRequest::Pushed {
+                    peer: peer.to_owned(),
+                    hashes: std::mem::take(&mut hashes),
+                });
                 let Some(more) = more else {
                     return Ok(missed);
                 };
                 frame.truncate(1);
-                frame.extend_from_slice(&more);
+                frame.extend_from_slice(&more.bytes);
+                hashes.extend_from_slice(&more.hashes);
             }
         }
     }

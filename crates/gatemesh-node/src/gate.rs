@@ -450,7 +450,13 @@ impl Writer {
         for c in own {
             bytes.extend_from_slice(&c.bytes);
         }
-        let _ = self.pushes.send(std::sync::Arc::new(bytes));
+        let hashes = own.iter().map(|c| c.hash).collect();
+        let _ = self
+            .pushes
+            .send(std::sync::Arc::new(gatemesh_mesh::session::Commit {
+                bytes,
+                hashes,
+            }));
     }
 
     fn compact(&mut self) {
@@ -716,6 +722,12 @@ impl Writer {
                         None => taken,
                     });
                 })
+            }
+            SyncRequest::Pushed { peer, hashes } => {
+                if let Some(state) = self.peers.get_mut(&peer) {
+                    state.pushed(hashes);
+                }
+                Box::new(|_| {})
             }
             SyncRequest::Forget { peer } => {
                 self.peers.remove(&peer);
