@@ -1111,6 +1111,9 @@ impl Ledger {
     /// `None` before the peer has said what it has.
     pub fn peer_lag(&mut self, peer: &PeerSync) -> Option<usize> {
         let theirs = peer.0.their_heads.as_ref()?;
+        if *theirs == self.doc.get_heads() {
+            return Some(0);
+        }
         // Counted from the change graph: the changes themselves would be rebuilt from the
         // document's operations (a quarter of a busy gate's time, polled each second).
         Some(self.doc.get_changes_meta(theirs).len())

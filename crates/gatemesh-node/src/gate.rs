@@ -262,6 +262,12 @@ pub(crate) struct Writer {
     pub uncompacted: i64,
     /// What each connected peer is believed to have.
     pub peers: std::collections::HashMap<String, gatemesh_ledger::PeerSync>,
+    /// How many changes each peer lacked when last counted, and when: counted at most every
+    /// [`LAG_EVERY`] (a count walks the change graph; status pages poll it each second).
+    pub lag: Option<(
+        std::time::Instant,
+        std::collections::HashMap<String, Option<usize>>,
+    )>,
     /// Moves on every commit that added changes (sessions run a sync round at their next
     /// check).
     pub changed: tokio::sync::watch::Sender<u64>,
@@ -277,6 +283,9 @@ pub(crate) struct Writer {
     /// The certificates the mesh refuses, kept equal to the ledger's revocations.
     pub revoked: gatemesh_mesh::revoked::Revoked,
 }
+
+/// How long a count of what each peer lacks stands (see [`Writer::lag`]).
+pub(crate) const LAG_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -620,11 +629,20 @@ impl Writer {
                 defer(reply, Ok(report))
             }
             Command::PeerLag { reply } => {
-                let lag = self
-                    .peers
-                    .iter()
-                    .map(|(name, state)| (name.clone(), self.ledger.peer_lag(state)))
-                    .collect();
+                let fresh = self
+                    .lag
+                    .as_ref()
+                    .filter(|(at, _)| at.elapsed() < LAG_EVERY)
+                    .map(|(_, lag)| lag.clone());
+                let lag = fresh.unwrap_or_else(|| {
+                    let lag: std::collections::HashMap<String, Option<usize>> = self
+                        .peers
+                        .iter()
+                        .map(|(name, state)| (name.clone(), self.ledger.peer_lag(state)))
+                        .collect();
+                    self.lag = Some((std::time::Instant::now(), lag.clone()));
+                    lag
+                });
                 defer(reply, Ok(lag))
             }
             Command::Shutdown => Box::new(|_| {}),

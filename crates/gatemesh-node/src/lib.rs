@@ -285,6 +285,7 @@ impl Node {
             events: events.clone(),
             uncompacted,
             peers: Default::default(),
+            lag: None,
             changed,
             pushes: pushes.clone(),
             reload_after_commit: false,
