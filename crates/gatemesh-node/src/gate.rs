@@ -83,6 +83,10 @@ pub(crate) enum Command {
         lists: Option<Result<gatemesh_wire::ListAdmission, gatemesh_wire::ListRefusal>>,
         scanner: String,
         direction: Direction,
+        /// When the code was presented (this node's clock as the request came in): the scan
+        /// is judged at that moment, however long it waited for the writer. A double fire
+        /// decided seconds after it was presented is still within the repeat window.
+        presented_ms: i64,
         reply: Reply<ScanResult>,
     },
     Resolve {
@@ -526,9 +530,11 @@ impl Writer {
                 lists,
                 scanner,
                 direction,
+                presented_ms,
                 reply,
             } => {
-                let result = self.scan(*verified, lists, scanner, direction, changes, events);
+                let at = (scanner, direction, presented_ms);
+                let result = self.scan(*verified, lists, at, changes, events);
                 defer(reply, result)
             }
             Command::Resolve {
@@ -798,12 +804,11 @@ impl Writer {
         &mut self,
         verified: Result<Verified, VerifyError>,
         lists: Option<Result<gatemesh_wire::ListAdmission, gatemesh_wire::ListRefusal>>,
-        scanner: String,
-        direction: Direction,
+        (scanner, direction, presented_ms): (String, Direction, i64),
         changes: &mut Vec<StoredChange>,
         events: &mut Vec<NodeEvent>,
     ) -> Result<ScanResult, NodeError> {
-        let now = now_ms();
+        let now = presented_ms;
         let claims = verified.as_ref().ok().map(|v| v.claims.clone());
         let state = claims.as_ref().map(|c| self.ledger.ticket(&c.tid));
         let listing = claims

@@ -380,6 +380,7 @@ impl Node {
             lists,
             scanner: scanner.to_owned(),
             direction,
+            presented_ms: now_ms,
             reply,
         })
         .await
