@@ -234,6 +234,16 @@ fn forged(tid: &TicketId, at_ms: i64) -> Redemption {
     }
 }
 
+/// Puts `r` under its own key into the object `m`, wherever that is.
+fn put_in(a: &mut AutoCommit, m: &ObjId, r: &Redemption) {
+    a.put(
+        m,
+        format!("{},{}", r.tid, r.id),
+        serde_json::to_string(r).unwrap(),
+    )
+    .unwrap();
+}
+
 /// Puts `r` under `key` in the shard of the ticket `key` names, where an honest gate would.
 fn put_record(a: &mut AutoCommit, key: &str, r: &Redemption) {
     let tid = TicketId::new(key.split(',').next().unwrap()).unwrap();
@@ -255,12 +265,7 @@ fn a_record_in_another_tickets_shard_is_refused() {
             let other = (0..gatemesh_ledger::SHARDS).find(|i| *i != own).unwrap();
             let parent = map(a, "redemptions");
             let m = a.get(&parent, format!("{other:02x}")).unwrap().unwrap().1;
-            a.put(
-                &m,
-                format!("{},{}", r.tid, r.id),
-                serde_json::to_string(&r).unwrap(),
-            )
-            .unwrap();
+            put_in(a, &m, &r);
         },
         "not its own",
     );
@@ -274,13 +279,7 @@ fn writing_a_map_of_shards_itself_is_refused() {
         s,
         |a| {
             let r = forged(&tid, T0);
-            let parent = map(a, "redemptions");
-            a.put(
-                &parent,
-                format!("{},{}", r.tid, r.id),
-                serde_json::to_string(&r).unwrap(),
-            )
-            .unwrap();
+            put_in(a, &map(a, "redemptions"), &r);
         },
         "writes the redemptions map itself",
     );
