@@ -616,6 +616,24 @@ fn a_signed_record_altered_in_one_field_is_refused() {
     );
 }
 
+/// `thief` (an enrolled gate's ledger) admits `tid` at `at`, signed, as an honest gate would.
+fn admit_at(thief: &mut Ledger, tid: &TicketId, at: i64) {
+    let r = Redemption {
+        sig: None,
+        id: RedemptionId::random(),
+        tid: tid.clone(),
+        direction: gatemesh_ledger::Direction::Entry,
+        node: thief.node().clone(),
+        gate: "Thief".into(),
+        scanner: "t".into(),
+        at_ms: at,
+        hlc: thief.tick(at),
+        seen: Vec::new(),
+        unlisted: false,
+    };
+    thief.record_redemption(&r).unwrap();
+}
+
 #[test]
 fn a_forged_signature_deep_in_a_large_batch_is_refused_whole() {
     // A large batch's signatures are checked on several threads: a forgery behind 150
@@ -625,20 +643,7 @@ fn a_forged_signature_deep_in_a_large_batch_is_refused_whole() {
     for i in 0..150 {
         tid = TicketId::generate();
         let at = T0 + i;
-        let r = Redemption {
-            sig: None,
-            id: RedemptionId::random(),
-            tid: tid.clone(),
-            direction: gatemesh_ledger::Direction::Entry,
-            node: thief.node().clone(),
-            gate: "Thief".into(),
-            scanner: "t".into(),
-            at_ms: at,
-            hlc: thief.tick(at),
-            seen: Vec::new(),
-            unlisted: false,
-        };
-        thief.record_redemption(&r).unwrap();
+        admit_at(&mut thief, &tid, at);
     }
     let mut honest = AutoCommit::load(&thief.save()).unwrap();
     let mut r = thief.ticket(&tid).redemptions[0].clone();
@@ -798,20 +803,7 @@ fn a_device_flooding_one_ticket_is_refused_and_the_victim_keeps_deciding() {
     let mut thief = super::signed_ledger(&super::event(), gatemesh_ledger::Role::Gate, "Thief");
     for i in 0..=gatemesh_ledger::MAX_PER_TICKET {
         let at = T0 + i as i64;
-        let r = Redemption {
-            sig: None,
-            id: RedemptionId::random(),
-            tid: tid.clone(),
-            direction: gatemesh_ledger::Direction::Entry,
-            node: thief.node().clone(),
-            gate: "Thief".into(),
-            scanner: "t".into(),
-            at_ms: at,
-            hlc: thief.tick(at),
-            seen: Vec::new(),
-            unlisted: false,
-        };
-        thief.record_redemption(&r).unwrap();
+        admit_at(&mut thief, &tid, at);
     }
     let why = refusal(&mut thief, &mut victim.ledger);
     assert!(
