@@ -212,6 +212,26 @@ fn deflated_columns(body: &[u8]) -> Option<Vec<&[u8]>> {
 /// history `doc` lacks); its compressed data must have passed [`Inflation`] already.
 /// Automerge can panic on crafted input; the caller guards this.
 pub(crate) fn new_changes(doc: &mut AutoCommit, bytes: &[u8]) -> Result<Vec<Change>, LedgerError> {
+    let mut out = parsed(bytes, |other| missing_from(doc, other))?;
+    out.retain(|c| !holds(doc, &c.hash()));
+    Ok(out)
+}
+
+/// Every change `bytes` carries (of a document, its whole history), with no document to
+/// compare with: for parsing off the thread that owns the ledger. Its compressed data must
+/// have passed [`Inflation`] already. Automerge can panic on crafted input; the caller
+/// guards this.
+pub(crate) fn all_changes(bytes: &[u8]) -> Result<Vec<Change>, LedgerError> {
+    parsed(bytes, |other| {
+        automerge::Automerge::new().get_changes_added(other)
+    })
+}
+
+/// The changes of `bytes`' chunks, a document's as `of_document` finds them.
+fn parsed(
+    bytes: &[u8],
+    mut of_document: impl FnMut(&automerge::Automerge) -> Vec<Change>,
+) -> Result<Vec<Change>, LedgerError> {
     let mut out = Vec::new();
     for (kind, chunk) in chunks(bytes)? {
         match kind {
@@ -219,12 +239,11 @@ pub(crate) fn new_changes(doc: &mut AutoCommit, bytes: &[u8]) -> Result<Vec<Chan
             DOCUMENT => {
                 let other = automerge::Automerge::load(chunk)
                     .map_err(|e| LedgerError::BadMessage(e.to_string()))?;
-                out.extend(missing_from(doc, &other));
+                out.extend(of_document(&other));
             }
             other => return Err(refused(format!("a chunk of type {other}"))),
         }
     }
-    out.retain(|c| !holds(doc, &c.hash()));
     Ok(out)
 }
 

@@ -1038,6 +1038,63 @@ impl Ledger {
     }
 }
 
+/// A peer's sync message being taken in parts ([`SyncInParts::parse`]).
+#[derive(Debug)]
+pub struct SyncInParts {
+    /// The message without its changes: what it says of the peer.
+    message: automerge::sync::Message,
+    /// Its changes not yet taken, in the order they came.
+    changes: std::collections::VecDeque<Change>,
+    /// Whether it carried changes at all.
+    carried: bool,
+}
+
+impl SyncInParts {
+    /// A peer's sync message, to take in parts ([`Ledger::take_sync_part`], then
+    /// [`Ledger::finish_sync`]) so that the owner of the ledger can do other work between
+    /// them: a gate catching up 100,000 redemptions in one message goes on deciding scans.
+    /// Bounded, decoded and checked as [`Ledger::receive_sync`] says, and every change it
+    /// carries parsed (a document's whole history), with no ledger at hand: a large message
+    /// is parsed off the thread that decides scans (a 100,000-redemption document takes a
+    /// second). Nothing reaches a document or a peer's state.
+    ///
+    /// Parts are checked one by one, each with the peer's changes that wait for what they
+    /// build on: a change is checked once everything it builds on is held or in its part,
+    /// so a record is never checked before the change that brought its writer's
+    /// certificate (an ancestor of every record its writer or a relay wrote).
+    pub fn parse(bytes: &[u8]) -> Result<Self, LedgerError> {
+        use automerge::sync::Message;
+        bounded(bytes, "a sync message")?;
+        let mut message =
+            Message::decode(bytes).map_err(|e| LedgerError::BadMessage(e.to_string()))?;
+        check_message(&message)?;
+        // What the message would inflate to is bounded before automerge parses any of it.
+        let mut inflation = crate::admit::Inflation::default();
+        for chunk in message.changes.iter() {
+            inflation.all(chunk)?;
+        }
+        let carried = !message.changes.is_empty();
+        let changes = guarded(|| {
+            let mut all = Vec::new();
+            for chunk in message.changes.iter() {
+                all.extend(crate::admit::all_changes(chunk)?);
+            }
+            Ok(all)
+        })?;
+        message.changes = Vec::<Vec<u8>>::new().into();
+        Ok(Self {
+            message,
+            changes: changes.into(),
+            carried,
+        })
+    }
+
+    /// Changes still to take (some may turn out to be held already).
+    pub fn left(&self) -> usize {
+        self.changes.len()
+    }
+}
+
 /// One peer's side of the Automerge sync protocol: what this node believes the peer has.
 /// Kept per connection; a fresh state after a reconnect costs one extra round trip.
 #[derive(Debug, Default)]
@@ -1191,53 +1248,52 @@ impl Ledger {
         bytes: &[u8],
         now_ms: i64,
     ) -> Result<Vec<StoredChange>, LedgerError> {
-        use automerge::sync::Message;
-        bounded(bytes, "a sync message")?;
-        let mut message =
-            Message::decode(bytes).map_err(|e| LedgerError::BadMessage(e.to_string()))?;
-        check_message(&message)?;
-        let carried_changes = !message.changes.is_empty();
-        // What the message would inflate to is bounded before automerge parses any of it.
-        let mut inflation = crate::admit::Inflation::default();
-        for chunk in message.changes.iter() {
-            inflation.all(chunk)?;
-        }
-        // Every change the message carries is checked before any reaches the document.
-        let doc = &mut self.doc;
-        let incoming = guarded(|| {
-            let mut all = Vec::new();
-            for chunk in message.changes.iter() {
-                all.extend(crate::admit::new_changes(doc, chunk)?);
-            }
-            Ok(all)
-        })?;
-        let (incoming, touched) = self.checked(peer, incoming, now_ms)?;
-        message.changes = incoming
-            .iter()
-            .map(|c| c.raw_bytes().to_vec())
-            .collect::<Vec<_>>()
-            .into();
-        let before = self.doc.get_heads();
-        // A message whose changes all turned out to be known here (this node learned them
-        // from another peer first) reaches automerge with none. Taking its heads, automerge
-        // would then assume the peer already knows ours ("no changes and the same heads") and
-        // never say them, so the peer would go on believing this node lacks what it sent.
-        // automerge, handed the known changes, answers with its heads; so do we.
-        let answer_heads = carried_changes && message.changes.is_empty();
-        peer.2 = Owed(carried_changes);
+        let mut parts = SyncInParts::parse(bytes)?;
+        let new = self.take_sync_part(peer, &mut parts, usize::MAX, now_ms)?;
+        self.finish_sync(peer, parts)?;
+        Ok(new)
+    }
+
+    /// Takes the next part of a message (at most `most` of its changes): checked before any
+    /// reaches the document, as a push is ([`Ledger::receive_changes`]). Returns the changes
+    /// that were new here, to store before anything else is sent. Errors mean what they
+    /// mean for [`Ledger::receive_sync`]; after one, the rest of the message is dropped.
+    pub fn take_sync_part(
+        &mut self,
+        peer: &mut PeerSync,
+        parts: &mut SyncInParts,
+        most: usize,
+        now_ms: i64,
+    ) -> Result<Vec<StoredChange>, LedgerError> {
+        let n = most.min(parts.changes.len());
+        let part: Vec<Change> = parts.changes.drain(..n).collect();
+        self.take_changes(peer, part, now_ms)
+    }
+
+    /// After its last part: what the message says of the peer (its heads, what it has and
+    /// needs) reaches the peer's sync state, as automerge's `receive_sync_message` would
+    /// take it. Changes of the message still untaken are dropped (the next round sends
+    /// them again).
+    pub fn finish_sync(
+        &mut self,
+        peer: &mut PeerSync,
+        parts: SyncInParts,
+    ) -> Result<(), LedgerError> {
+        // Its changes reach automerge as none: taken part by part, or all known here (this
+        // node learned them from another peer first). Taking the message's heads, automerge
+        // would then assume the peer already knows ours ("no changes and the same heads")
+        // and never say them, so the peer would go on believing this node lacks what it
+        // sent. automerge, handed the changes, answers with its heads; so do we.
+        peer.2 = Owed(parts.carried);
         let last_sent = peer.0.last_sent_heads.clone();
-        // automerge 0.12 can panic on crafted changes; if it does, this replica's document
-        // may be half-updated, so the caller must reload it from storage.
+        // automerge 0.12 can panic on crafted input; if it does, this replica's state may be
+        // half-updated, so the caller must reload it from storage.
         let doc = &mut self.doc;
-        guarded(|| take_message(doc, &mut peer.0, message))?;
-        if answer_heads {
+        guarded(|| take_message(doc, &mut peer.0, parts.message))?;
+        if parts.carried {
             peer.0.last_sent_heads = last_sent;
         }
-        let after = self.doc.get_heads();
-        if before == after {
-            return Ok(Vec::new());
-        }
-        self.applied(&incoming, touched)
+        Ok(())
     }
 
     /// Takes changes a peer pushed as it made them (change chunks, one after another),
@@ -1259,6 +1315,17 @@ impl Ledger {
         crate::admit::Inflation::default().all(bytes)?;
         let doc = &mut self.doc;
         let incoming = guarded(|| crate::admit::new_changes(doc, bytes))?;
+        self.take_changes(peer, incoming, now_ms)
+    }
+
+    /// Checks `incoming` (none held here) with what `peer` holds back, and applies what
+    /// passes and builds on what is here.
+    fn take_changes(
+        &mut self,
+        peer: &mut PeerSync,
+        incoming: Vec<Change>,
+        now_ms: i64,
+    ) -> Result<Vec<StoredChange>, LedgerError> {
         let (incoming, touched) = self.checked(peer, incoming, now_ms)?;
         if incoming.is_empty() {
             return Ok(Vec::new());

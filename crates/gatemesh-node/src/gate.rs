@@ -129,6 +129,16 @@ pub(crate) enum Command {
     },
     /// A mesh session's request.
     Sync(gatemesh_mesh::session::SyncRequest),
+    /// A peer's sync message, parsed off the writer (a large one: a catch-up), to take in
+    /// parts. Otherwise as [`gatemesh_mesh::session::SyncRequest::Receive`].
+    SyncParsed {
+        peer: String,
+        parts: Result<gatemesh_ledger::SyncInParts, gatemesh_ledger::LedgerError>,
+        reply: tokio::sync::oneshot::Sender<Result<(), String>>,
+    },
+    /// The next part of a peer's sync message being taken in parts ([`Writer::taking`]);
+    /// the writer adds it to a batch itself, never sent.
+    TakePart,
     /// How many changes each peer lacks, by device name.
     PeerLag {
         reply: Reply<std::collections::HashMap<String, Option<usize>>>,
@@ -241,6 +251,19 @@ pub(crate) struct Unsent {
 /// A reply held back until the batch's changes are on disk.
 type Deferred = Box<dyn FnOnce(Option<&NodeError>) + Send>;
 
+/// A mesh session's answer, sent once the batch is stored (or with why it was not).
+fn answer_after_store(
+    reply: tokio::sync::oneshot::Sender<Result<(), String>>,
+    taken: Result<(), String>,
+) -> Deferred {
+    Box::new(move |failed| {
+        let _ = reply.send(match failed {
+            Some(e) => Err(e.to_string()),
+            None => taken,
+        });
+    })
+}
+
 fn defer<T: Send + 'static>(reply: Reply<T>, result: Result<T, NodeError>) -> Deferred {
     Box::new(move |failed| {
         let _ = reply.send(match failed {
@@ -278,6 +301,10 @@ pub(crate) struct Writer {
     /// This node's own changes, one item per commit once it is stored: every mesh session
     /// pushes them to its peer.
     pub pushes: broadcast::Sender<gatemesh_mesh::session::Pushed>,
+    /// Peers' sync messages being taken a part at a time, one part per batch, so scans are
+    /// decided between them (a gate catching up a stadium's ledger in one message would
+    /// otherwise answer no one for seconds).
+    pub taking: std::collections::VecDeque<Taking>,
     /// A peer's message was refused after it may have reached the document.
     pub reload_after_commit: bool,
     /// The ledger in memory may hold changes that are not on disk and reopening it failed
@@ -287,6 +314,19 @@ pub(crate) struct Writer {
     /// The certificates the mesh refuses, kept equal to the ledger's revocations.
     pub revoked: gatemesh_mesh::revoked::Revoked,
 }
+
+/// A peer's sync message being taken a part at a time ([`Writer::taking`]).
+pub(crate) struct Taking {
+    peer: String,
+    parts: gatemesh_ledger::SyncInParts,
+    /// Answered once the last part is stored: the session sends nothing to this peer
+    /// until then.
+    reply: tokio::sync::oneshot::Sender<Result<(), String>>,
+}
+
+/// Most changes of a peer's sync message taken in one batch: ~1,000 signatures, tens of
+/// milliseconds on a laptop's cores, between which scans are decided.
+const PART: usize = 1024;
 
 /// How long a count of what each peer lacks stands (see [`Writer::lag`]).
 pub(crate) const LAG_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
@@ -356,12 +396,40 @@ impl Writer {
 
     pub fn run(mut self, mut rx: mpsc::Receiver<Command>) {
         let mut stopping = false;
-        while let Some(first) = rx.blocking_recv() {
-            let mut batch = vec![first];
-            while batch.len() < MAX_BATCH {
+        // While a peer's message is being taken in parts, batches of what was asked and
+        // parts take turns: a scan's answer waits for its batch to be stored, so it must not
+        // share a batch with a part.
+        let mut part_turn = false;
+        loop {
+            // Otherwise the writer sleeps until asked.
+            let mut batch = Vec::new();
+            if self.taking.is_empty() {
+                part_turn = false;
+                match rx.blocking_recv() {
+                    Some(first) => batch.push(first),
+                    None => break,
+                }
+            }
+            while batch.len() < MAX_BATCH && !part_turn {
                 match rx.try_recv() {
                     Ok(c) => batch.push(c),
-                    Err(_) => break,
+                    Err(mpsc::error::TryRecvError::Empty) => break,
+                    Err(mpsc::error::TryRecvError::Disconnected) => {
+                        // Every sender is gone: the node is shutting down.
+                        self.taking.clear();
+                        break;
+                    }
+                }
+            }
+            if batch.is_empty() && self.taking.is_empty() {
+                break;
+            }
+            if !self.taking.is_empty() {
+                if part_turn || batch.is_empty() {
+                    batch.push(Command::TakePart);
+                    part_turn = false;
+                } else {
+                    part_turn = true;
                 }
             }
             let mut changes = Vec::new();
@@ -389,7 +457,10 @@ impl Writer {
                     stopping = true;
                     continue;
                 }
-                let from_peer = matches!(command, Command::Sync(_));
+                let from_peer = matches!(
+                    command,
+                    Command::Sync(_) | Command::SyncParsed { .. } | Command::TakePart
+                );
                 let made = changes.len();
                 replies.push(self.handle(command, &mut changes, &mut events));
                 if !from_peer {
@@ -439,7 +510,8 @@ impl Writer {
             if failed.is_none() {
                 self.uncompacted += changes.len() as i64;
             }
-            let idle = rx.is_empty();
+            // Not between the parts of a message: they would each save the document again.
+            let idle = rx.is_empty() && self.taking.is_empty();
             if (self.uncompacted > COMPACT_AFTER && idle) || self.uncompacted > COMPACT_ANYWAY {
                 self.compact();
             }
@@ -501,6 +573,8 @@ impl Writer {
                 self.ledger = ledger;
                 // Peers may have been told of changes that are gone: start their sync over.
                 self.peers.clear();
+                // What they began to take is gone with it: their sessions end and start over.
+                self.taking.clear();
                 self.reload_pending = false;
             }
             Err(e) => {
@@ -610,6 +684,14 @@ impl Writer {
                 defer(reply, result)
             }
             Command::Sync(request) => self.sync(request, changes, events),
+            Command::SyncParsed { peer, parts, reply } => {
+                // Its session ended while it was parsed: its state is forgotten already.
+                if reply.is_closed() {
+                    return Box::new(|_| {});
+                }
+                self.receive(peer, parts, reply, changes, events)
+            }
+            Command::TakePart => self.take_part(changes, events),
             Command::Unsent {
                 sent,
                 from,
@@ -730,16 +812,13 @@ impl Writer {
                 })
             }
             SyncRequest::Receive { peer, bytes, reply } => {
-                let taken = self.take_from(&peer, &bytes, false, changes, events);
-                Box::new(move |failed| {
-                    let _ = reply.send(match failed {
-                        Some(e) => Err(e.to_string()),
-                        None => taken.map(|_| ()),
-                    });
-                })
+                let parts = gatemesh_ledger::SyncInParts::parse(&bytes);
+                self.receive(peer, parts, reply, changes, events)
             }
             SyncRequest::Push { peer, bytes, reply } => {
-                let taken = self.take_from(&peer, &bytes, true, changes, events);
+                let taken = self.taking_in(&peer, changes, events, |ledger, state| {
+                    ledger.receive_changes(state, &bytes, now_ms())
+                });
                 Box::new(move |failed| {
                     let _ = reply.send(match failed {
                         Some(e) => Err(e.to_string()),
@@ -755,29 +834,89 @@ impl Writer {
             }
             SyncRequest::Forget { peer } => {
                 self.peers.remove(&peer);
+                self.taking.retain(|t| t.peer != peer);
                 Box::new(|_| {})
             }
         }
     }
 
-    /// Takes a peer's sync message, or (`pushed`) the changes it pushed. `Ok(true)` when some
-    /// of them wait for changes they build on.
-    fn take_from(
+    /// A peer's sync message: taken at once when it is one part, otherwise queued to be
+    /// taken a part per batch ([`Writer::take_part`]).
+    fn receive(
         &mut self,
-        peer: &str,
-        bytes: &[u8],
-        pushed: bool,
+        peer: String,
+        parts: Result<gatemesh_ledger::SyncInParts, gatemesh_ledger::LedgerError>,
+        reply: tokio::sync::oneshot::Sender<Result<(), String>>,
         changes: &mut Vec<StoredChange>,
         events: &mut Vec<NodeEvent>,
+    ) -> Deferred {
+        let taken = match parts {
+            Ok(parts) if parts.left() > PART => {
+                self.taking.push_back(Taking { peer, parts, reply });
+                return Box::new(|_| {});
+            }
+            Ok(mut parts) => self
+                .taking_in(&peer, changes, events, |ledger, state| {
+                    let new = ledger.take_sync_part(state, &mut parts, PART, now_ms())?;
+                    ledger.finish_sync(state, parts)?;
+                    Ok(new)
+                })
+                .map(|_| ()),
+            Err(e) => Err(self.refused(&peer, e)),
+        };
+        answer_after_store(reply, taken)
+    }
+
+    /// The next part of the first message being taken in parts; once its last part is
+    /// taken, what the message says of the peer is taken too and the session is answered
+    /// (after the batch is stored).
+    fn take_part(
+        &mut self,
+        changes: &mut Vec<StoredChange>,
+        events: &mut Vec<NodeEvent>,
+    ) -> Deferred {
+        let Some(Taking {
+            peer,
+            mut parts,
+            reply,
+        }) = self.taking.pop_front()
+        else {
+            return Box::new(|_| {});
+        };
+        let taken = self.taking_in(&peer, changes, events, |ledger, state| {
+            ledger.take_sync_part(state, &mut parts, PART, now_ms())
+        });
+        let taken = match taken {
+            Ok(_) if parts.left() > 0 => {
+                self.taking.push_back(Taking { peer, parts, reply });
+                return Box::new(|_| {});
+            }
+            Ok(_) => self.taking_in(&peer, changes, events, |ledger, state| {
+                ledger.finish_sync(state, parts)?;
+                Ok(Vec::new())
+            }),
+            Err(e) => Err(e),
+        };
+        answer_after_store(reply, taken.map(|_| ()))
+    }
+
+    /// Takes what `take` takes from a peer into the ledger (a push, a sync message or a
+    /// part of one), with the peer's sync state: the new changes join the batch's, newly
+    /// flagged tickets its events. `Ok(true)` when some of the peer's changes wait for
+    /// changes they build on.
+    fn taking_in(
+        &mut self,
+        peer: &str,
+        changes: &mut Vec<StoredChange>,
+        events: &mut Vec<NodeEvent>,
+        take: impl FnOnce(
+            &mut gatemesh_ledger::Ledger,
+            &mut gatemesh_ledger::PeerSync,
+        ) -> Result<Vec<StoredChange>, gatemesh_ledger::LedgerError>,
     ) -> Result<bool, String> {
         let before: std::collections::BTreeSet<TicketId> = self.ledger.flagged().cloned().collect();
         let state = self.peers.entry(peer.to_owned()).or_default();
-        let taken = if pushed {
-            self.ledger.receive_changes(state, bytes, now_ms())
-        } else {
-            self.ledger.receive_sync(state, bytes, now_ms())
-        };
-        match taken {
+        match take(&mut self.ledger, state) {
             Ok(new) => {
                 changes.extend(new);
                 for tid in self.ledger.flagged().filter(|t| !before.contains(*t)) {
@@ -785,19 +924,22 @@ impl Writer {
                 }
                 Ok(state.waiting() > 0)
             }
-            Err(e) => {
-                tracing::warn!("refused a message from {peer}: {e}");
-                // Only a message that reached the document can have left traces: one that
-                // did not decode or broke the rules was refused before it did.
-                self.reload_after_commit |= !matches!(
-                    e,
-                    gatemesh_ledger::LedgerError::BadMessage(_)
-                        | gatemesh_ledger::LedgerError::Refused(_)
-                        | gatemesh_ledger::LedgerError::TooLarge { .. }
-                );
-                Err(e.to_string())
-            }
+            Err(e) => Err(self.refused(peer, e)),
         }
+    }
+
+    /// A peer's message was refused: why, for the session (the peer loses its connection).
+    fn refused(&mut self, peer: &str, e: gatemesh_ledger::LedgerError) -> String {
+        tracing::warn!("refused a message from {peer}: {e}");
+        // Only a message that reached the document can have left traces: one that did not
+        // decode or broke the rules was refused before it did.
+        self.reload_after_commit |= !matches!(
+            e,
+            gatemesh_ledger::LedgerError::BadMessage(_)
+                | gatemesh_ledger::LedgerError::Refused(_)
+                | gatemesh_ledger::LedgerError::TooLarge { .. }
+        );
+        e.to_string()
     }
 
     fn scan(

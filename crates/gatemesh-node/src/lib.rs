@@ -45,6 +45,10 @@ pub use manifest::Manifest;
 use tokio::sync::{broadcast, mpsc, oneshot};
 pub use uplink::{UplinkConfig, UplinkStatus};
 
+/// Sync messages at least this long are parsed off the writer thread (a 100,000-redemption
+/// catch-up is ~14 MB and takes a second to parse; a push is a few KB).
+const PARSE_APART: usize = 256 * 1024;
+
 /// Errors a caller of the node can see. Cloneable: one failed commit answers many requests.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
@@ -288,6 +292,7 @@ impl Node {
             lag: None,
             changed,
             pushes: pushes.clone(),
+            taking: Default::default(),
             reload_after_commit: false,
             reload_pending: false,
             revoked: revoked.clone(),
@@ -499,7 +504,28 @@ impl Node {
         let commands = self.shared.commands.clone();
         tokio::spawn(async move {
             while let Some(request) = rx.recv().await {
-                if commands.send(gate::Command::Sync(request)).await.is_err() {
+                use gatemesh_mesh::session::SyncRequest;
+                let command = match request {
+                    // A large message (a catch-up: a whole ledger) is parsed off the writer,
+                    // which decides scans meanwhile. Its session waits for the answer, so
+                    // nothing else of that peer's overtakes it.
+                    SyncRequest::Receive { peer, bytes, reply } if bytes.len() >= PARSE_APART => {
+                        let commands = commands.clone();
+                        tokio::spawn(async move {
+                            let parts = tokio::task::spawn_blocking(move || {
+                                gatemesh_ledger::SyncInParts::parse(&bytes)
+                            })
+                            .await;
+                            if let Ok(parts) = parts {
+                                let parsed = gate::Command::SyncParsed { peer, parts, reply };
+                                let _ = commands.send(parsed).await;
+                            }
+                        });
+                        continue;
+                    }
+                    request => gate::Command::Sync(request),
+                };
+                if commands.send(command).await.is_err() {
                     return;
                 }
             }

@@ -1044,3 +1044,162 @@ fn a_ledger_of_thousands_of_tickets_derives_on_open_what_it_derived_as_it_went()
     assert_eq!(reopened.entry_tally(), a.ledger.entry_tally());
     assert_eq!(reopened.arrivals(0).len(), a.ledger.redemption_count());
 }
+
+/// Runs the sync protocol between `a` and `b` until neither has anything to send, `b`
+/// taking each of `a`'s messages in parts of at most `part` changes and calling
+/// `between(b)` after every part but the last (the gate deciding scans meanwhile). Returns
+/// how many parts `b` took and how many changes it learned.
+fn sync_taking_parts(
+    a: &mut Ledger,
+    b: &mut Gate,
+    part: usize,
+    mut between: impl FnMut(&mut Gate),
+) -> (usize, usize) {
+    use gatemesh_ledger::{PeerSync, SyncInParts};
+    let (mut sa, mut sb) = (PeerSync::default(), PeerSync::default());
+    let (mut parts_taken, mut learned) = (0, 0);
+    for _ in 0..20 {
+        let mut progressed = false;
+        if let Some(m) = a.sync_message(&mut sa) {
+            let mut parts = SyncInParts::parse(&m).unwrap();
+            loop {
+                learned += b
+                    .ledger
+                    .take_sync_part(&mut sb, &mut parts, part, now())
+                    .unwrap()
+                    .len();
+                parts_taken += 1;
+                if parts.left() == 0 {
+                    break;
+                }
+                between(b);
+            }
+            b.ledger.finish_sync(&mut sb, parts).unwrap();
+            progressed = true;
+        }
+        if let Some(m) = b.ledger.sync_message(&mut sb) {
+            a.receive_sync(&mut sa, &m, now()).unwrap();
+            progressed = true;
+        }
+        if !progressed {
+            return (parts_taken, learned);
+        }
+    }
+    panic!("sync did not converge");
+}
+
+#[test]
+fn a_message_taken_in_parts_with_scans_between_ends_where_one_taken_whole_does() {
+    // North holds 400 admissions (some with exits); East and West were apart from it and
+    // admitted some of the same tickets. East takes North's history in one message, West in
+    // parts of 7 changes, admitting new tickets (and one of North's) between parts.
+    let (mut north, mut east, mut west) =
+        (Gate::new("North"), Gate::new("East"), Gate::new("West"));
+    let tickets: Vec<TicketId> = (0..400).map(|_| TicketId::generate()).collect();
+    for (i, tid) in tickets.iter().enumerate() {
+        let at = T0 + i as i64 * 10;
+        north.scan(tid, "n1", at);
+        if i % 40 == 0 {
+            east.scan(tid, "e1", at + 1);
+            west.scan(tid, "w1", at + 1);
+        }
+        if i % 9 == 0 {
+            north.scan_dir(tid, "n1", at + 5, Direction::Exit);
+        }
+    }
+    sync_pair(&mut north.ledger, &mut east.ledger);
+    let mut north_of_west = checking(reopened(&mut north.ledger));
+    let mut own = Vec::new();
+    let (parts, _) = sync_taking_parts(&mut north_of_west, &mut west, 7, |west| {
+        let tid = TicketId::generate();
+        assert_eq!(west.scan(&tid, "w1", T0 + MINUTE).verdict, Verdict::Admit);
+        own.push(tid);
+    });
+    assert!(parts > 60, "{parts} parts");
+    // What West holds of North's is what East holds; its own admissions reached North.
+    let of_north = |l: &Ledger| {
+        let mut ids: Vec<_> = l
+            .redemptions()
+            .into_iter()
+            .filter(|r| r.gate == "North")
+            .map(|r| r.id)
+            .collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(of_north(&west.ledger), of_north(&east.ledger));
+    assert_eq!(
+        flagged(&west).len(),
+        10,
+        "every copy across the partition is flagged"
+    );
+    assert_eq!(flagged(&west), flagged(&east));
+    for tid in &own {
+        assert_eq!(north_of_west.ticket(tid).redemptions.len(), 1);
+    }
+    let (mut hw, mut hn) = (west.ledger.heads(), north_of_west.heads());
+    hw.sort();
+    hn.sort();
+    assert_eq!(hw, hn, "both replicas hold the same history");
+    // And the two agree: nothing more to say either way.
+    let (_, learned) = sync_taking_parts(&mut north_of_west, &mut west, 7, |_| panic!("a part"));
+    assert_eq!(learned, 0);
+    // A ticket North admitted is a duplicate at West, as at East.
+    assert_eq!(
+        west.scan(&tickets[399], "w1", T0 + MINUTE).verdict,
+        Verdict::Duplicate
+    );
+}
+
+#[test]
+fn a_forged_record_in_a_later_part_refuses_that_part_and_keeps_what_came_before() {
+    use automerge::transaction::Transactable;
+    // Parts are checked one at a time, as pushes are: what came before the forgery is
+    // honest and stays; the forged part and all after it never reach the document.
+    let (mut north, mut west) = (Gate::new("North"), Gate::new("West"));
+    for i in 0..30 {
+        north.scan(&TicketId::generate(), "n1", T0 + i);
+    }
+    let mut doc = automerge::AutoCommit::load(&north.ledger.save()).unwrap();
+    let forged_tid = TicketId::generate();
+    let mut r = redemption(&mut north.ledger, &forged_tid, T0 + 100);
+    r.gate = "Forged".into();
+    let map = gatemesh_ledger::ticket_map(&doc, "redemptions", &forged_tid).unwrap();
+    let key = format!("{},{}", r.tid, r.id);
+    doc.put(&map, key, serde_json::to_string(&r).unwrap())
+        .unwrap();
+    doc.commit();
+    let all = doc.get_changes(&[]);
+    let message = automerge::sync::Message {
+        heads: doc.get_heads(),
+        need: Vec::new(),
+        have: Vec::new(),
+        changes: all
+            .iter()
+            .map(|c| c.raw_bytes().to_vec())
+            .collect::<Vec<_>>()
+            .into(),
+        flags: None,
+        version: automerge::sync::MessageVersion::V1,
+    }
+    .encode();
+    let mut peer = gatemesh_ledger::PeerSync::default();
+    let mut parts = gatemesh_ledger::SyncInParts::parse(&message).unwrap();
+    let mut taken = 0;
+    let refused = loop {
+        match west.ledger.take_sync_part(&mut peer, &mut parts, 4, now()) {
+            Ok(new) => taken += new.len(),
+            Err(e) => break e.to_string(),
+        }
+        assert!(parts.left() > 0, "the forged part was taken");
+    };
+    assert!(
+        refused.contains("an unsigned redemptions record"),
+        "{refused}"
+    );
+    // North's 30 admissions are one chain, the forged change last: of them, only the ones
+    // that shared its part of 4 are lost.
+    assert!(taken >= 30 - 3, "the honest parts before it stay ({taken})");
+    assert_eq!(west.ledger.redemption_count(), taken);
+    assert!(west.ledger.ticket(&forged_tid).redemptions.is_empty());
+}

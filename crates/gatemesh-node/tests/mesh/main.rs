@@ -796,3 +796,64 @@ async fn a_peer_whose_link_stalls_catches_up_and_holds_no_one_back() {
         n.shutdown().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gate_that_joins_late_decides_scans_while_it_catches_up() {
+    // A holds three times the changes a gate takes in one part; B joins late, its staff
+    // scanning all along. Taken whole, B's holding of A's admissions would jump from none to
+    // all at once; taken in parts, B answers between them: its scans go on counting while
+    // it holds some of A's and not all.
+    let w = World::new();
+    let (a, a_addr) = w.gate("gate-a", "ca", &[]).await;
+    let held: Vec<TicketId> = (0..3300).map(|_| TicketId::generate()).collect();
+    for tid in &held {
+        let scanned = a.scan(&w.code(tid), "a1", Direction::Entry).await.unwrap();
+        assert_eq!(scanned.verdict, Verdict::Admit);
+    }
+    let codes: Vec<String> = (0..3000).map(|_| w.code(&TicketId::generate())).collect();
+    let (b, _) = w.gate("gate-b", "ca", &[a_addr]).await;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let staff = {
+        let (b, stop) = (b.clone(), stop.clone());
+        tokio::spawn(async move {
+            for code in codes {
+                if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    break;
+                }
+                let scanned = b.scan(&code, "b1", Direction::Entry).await.unwrap();
+                assert_eq!(scanned.verdict, Verdict::Admit);
+            }
+        })
+    };
+    // B's own admissions against what it holds of A's, read together.
+    let mut meanwhile = Vec::new();
+    let own = loop {
+        let s = b.snapshot().await.unwrap();
+        let of_a = s.redemptions - s.counts.admit as usize;
+        if of_a == held.len() {
+            break s.counts.admit;
+        }
+        if of_a > 0 {
+            meanwhile.push(s.counts.admit);
+        }
+        assert!(!staff.is_finished(), "B never caught up");
+    };
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    staff.await.unwrap();
+    let (first, last) = (meanwhile.first(), meanwhile.last());
+    assert!(
+        matches!((first, last), (Some(f), Some(l)) if l > f),
+        "B decided no scan while it held part of A's ledger: {meanwhile:?}"
+    );
+    // Caught up: A's admissions are duplicates at B, and A holds B's.
+    let dup = b.scan(&w.code(&held[0]), "b1", Direction::Entry).await.unwrap();
+    assert_eq!(dup.verdict, Verdict::Duplicate);
+    let own = b.snapshot().await.unwrap().counts.admit.max(own) as usize;
+    eventually("A holds B's admissions", || async {
+        a.snapshot().await.unwrap().redemptions == held.len() + own
+    })
+    .await;
+    for n in [a, b] {
+        n.shutdown().await;
+    }
+}
