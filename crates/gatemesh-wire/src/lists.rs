@@ -463,8 +463,11 @@ pub enum WindowKey {
     Day(String),
 }
 
-/// What a redemption counts against: a ticket is single-use per list per window.
+/// What a redemption counts against: a ticket is single-use per list per window. Written
+/// in records as its plain key (`vip`, `vip/w0`, `vip/2026-07-03`; see [`Scope::parse`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(type = "string"))]
 pub struct Scope {
     /// The list.
     pub list: ListId,
@@ -480,6 +483,50 @@ impl fmt::Display for Scope {
             WindowKey::Window(i) => write!(f, "{}/w{i}", self.list),
             WindowKey::Day(d) => write!(f, "{}/{d}", self.list),
         }
+    }
+}
+
+impl Scope {
+    /// A scope from its plain key: a list id, alone or with `/w` and a window's place
+    /// (below [`MAX_WINDOWS`]) or `/` and an event day (`YYYY-MM-DD`). Nothing else reads.
+    pub fn parse(s: &str) -> Option<Self> {
+        let (list, window) = match s.split_once('/') {
+            None => (s, WindowKey::Always),
+            Some((list, rest)) => {
+                let window = if let Some(place) = rest.strip_prefix('w') {
+                    let ok = !place.is_empty()
+                        && place.len() <= 4
+                        && place.bytes().all(|b| b.is_ascii_digit())
+                        && !(place.len() > 1 && place.starts_with('0'));
+                    let place: usize = place.parse().ok().filter(|_| ok)?;
+                    (place < MAX_WINDOWS).then_some(WindowKey::Window(place))?
+                } else {
+                    let day: civil::Date = rest.parse().ok()?;
+                    // Only the canonical spelling: one scope, one key.
+                    (day.to_string() == rest).then(|| WindowKey::Day(rest.to_owned()))?
+                };
+                (list, window)
+            }
+        };
+        Some(Self {
+            list: ListId::parse(list)?,
+            window,
+        })
+    }
+}
+
+impl TryFrom<String> for Scope {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        Self::parse(&s).ok_or_else(|| {
+            format!("{s:?} is not a check-in scope (a list id, with /wN or /YYYY-MM-DD)")
+        })
+    }
+}
+
+impl From<Scope> for String {
+    fn from(s: Scope) -> Self {
+        s.to_string()
     }
 }
 

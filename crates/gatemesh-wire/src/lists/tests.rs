@@ -114,6 +114,31 @@ fn a_friday_ticket_is_valid_on_friday_only() {
 }
 
 #[test]
+fn scopes_that_do_not_read() {
+    for bad in [
+        "",
+        "/",
+        "vip/",
+        "vip/w",
+        "vip/w01",
+        "vip/w1000",
+        "vip/wx",
+        "vip/2026-7-03",
+        "vip/2026-02-30",
+        "vip/2026-07-03/x",
+        "v ip",
+        "vip/W0",
+        "vip//w0",
+    ] {
+        assert_eq!(Scope::parse(bad), None, "{bad:?}");
+    }
+    assert_eq!(
+        Scope::parse("vip/w999").unwrap().window,
+        WindowKey::Window(999)
+    );
+}
+
+#[test]
 fn a_three_day_pass_counts_once_per_event_day() {
     let main = gate(&["main"]);
     let pass = product("3DAY");
@@ -391,6 +416,29 @@ proptest! {
             let d = days.day_of(from + i * 60_000).unwrap();
             prop_assert!(d == last || Some(d) == last.tomorrow().ok(), "{last} then {d}");
             last = d;
+        }
+    }
+
+    /// A scope reads back from its key, and only a scope's key reads: one scope, one key.
+    #[test]
+    fn a_scope_is_its_key_and_nothing_else_reads(
+        list in "[A-Za-z0-9._-]{1,64}",
+        window in prop_oneof![
+            Just(WindowKey::Always),
+            (0..MAX_WINDOWS).prop_map(WindowKey::Window),
+            (1900i16..2200, 1i8..13, 1i8..29).prop_map(|(y, m, d)| {
+                WindowKey::Day(civil::date(y, m, d).to_string())
+            }),
+        ],
+        other in "\\PC{0,80}",
+    ) {
+        let scope = Scope { list: ListId::parse(&list).unwrap(), window };
+        let key = scope.to_string();
+        prop_assert_eq!(Scope::parse(&key), Some(scope.clone()));
+        let json = serde_json::to_string(&scope).unwrap();
+        prop_assert_eq!(serde_json::from_str::<Scope>(&json).unwrap(), scope);
+        if let Some(read) = Scope::parse(&other) {
+            prop_assert_eq!(read.to_string(), other);
         }
     }
 
