@@ -71,6 +71,7 @@ fn ticket(tid: &TicketId, n: usize, chain: bool) -> TicketState {
                 },
                 seen: if chain { ids[..i].to_vec() } else { Vec::new() },
                 unlisted: false,
+                scope: None,
             }
         })
         .collect();

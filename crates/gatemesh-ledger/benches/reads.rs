@@ -30,6 +30,7 @@ fn bench(c: &mut Criterion) {
             hlc: ledger.tick(at_ms),
             seen: vec![],
             unlisted: false,
+            scope: None,
         };
         ledger.record_redemption(&r).unwrap();
     }

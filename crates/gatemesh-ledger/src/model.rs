@@ -87,6 +87,11 @@ pub struct Redemption {
     /// Admitted although the loaded manifest does not list the ticket.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unlisted: bool,
+    /// The check-in list and window it counts against, at a gate with lists: a ticket is
+    /// single-use per scope (a three-day pass once per event day, the VIP area apart from
+    /// the main entrance). `None` at a gate without lists: the event's one scope.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<gatemesh_wire::Scope>,
     /// The writer's signature of the record (see `sign.rs`); absent only on a gate with no
     /// mesh identity, whose records no other device takes.
     #[serde(default, skip_serializing_if = "Option::is_none")]

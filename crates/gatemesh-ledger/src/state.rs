@@ -1,7 +1,9 @@
 //! One ticket's history as the ledger knows it, and what follows from it: who is inside,
 //! whether the ticket is flagged, whether staff denied it.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
+
+use gatemesh_wire::Scope;
 
 use crate::model::{Action, Direction, Redemption, RedemptionId, Resolution, Standing, Status};
 
@@ -62,6 +64,10 @@ impl TicketState {
     /// id; the pair is open while at least one of them is covered by no resolution. The result
     /// is every entry in an open concurrent pair, one per id, sorted by HLC. Counted without
     /// comparing pairs (see `state/flags.rs`): O((n + Σ|seen|) log n) for n entries.
+    ///
+    /// Entries count against their scope ([`Redemption::scope`]): two entries of one ticket
+    /// on different lists, or on different days of a once-per-day list, are no copies of
+    /// each other however concurrent.
     pub fn flagged(&self) -> Vec<&Redemption> {
         let resolved: HashSet<&RedemptionId> =
             self.resolutions.iter().flat_map(|r| &r.covers).collect();
@@ -69,7 +75,37 @@ impl TicketState {
             .effective()
             .filter(|r| r.direction == Direction::Entry)
             .collect();
-        flags::flagged(&entries, &resolved)
+        // The everyday case: one scope (a gate without lists, or a ticket used on one list).
+        let first_scope = entries.first().map(|r| &r.scope);
+        if entries.iter().all(|r| Some(&r.scope) == first_scope) {
+            return flags::flagged(&entries, &resolved);
+        }
+        let mut scopes: BTreeMap<&Option<Scope>, Vec<&Redemption>> = BTreeMap::new();
+        for r in entries {
+            scopes.entry(&r.scope).or_default().push(r);
+        }
+        let mut flagged: Vec<&Redemption> = scopes
+            .values()
+            .flat_map(|entries| flags::flagged(entries, &resolved))
+            .collect();
+        flagged.sort_by(|a, b| a.hlc.cmp(&b.hlc));
+        flagged
+    }
+
+    /// The ticket's history as one scope sees it: its redemptions in `scope` only (with
+    /// every resolution and the standing, which concern the ticket whatever the list). What
+    /// a gate decides a scan under a list and window with.
+    pub fn scoped(&self, scope: Option<&Scope>) -> TicketState {
+        TicketState {
+            redemptions: self
+                .redemptions
+                .iter()
+                .filter(|r| r.scope.as_ref() == scope)
+                .cloned()
+                .collect(),
+            resolutions: self.resolutions.clone(),
+            status: self.status.clone(),
+        }
     }
 
     /// Whether staff's latest word on this ticket was `deny`.

@@ -952,7 +952,25 @@ impl Writer {
     ) -> Result<ScanResult, NodeError> {
         let now = presented_ms;
         let claims = verified.as_ref().ok().map(|v| v.claims.clone());
-        let state = claims.as_ref().map(|c| self.ledger.ticket(&c.tid));
+        let known = claims.as_ref().map(|c| self.ledger.ticket(&c.tid));
+        // Under a list, the ticket is single-use per list and window, with the list's entry
+        // policy: decided on its redemptions in that scope only.
+        let admitted = lists.as_ref().and_then(|l| l.as_ref().ok());
+        let scope = admitted.map(gatemesh_wire::ListAdmission::scope);
+        let state = match &scope {
+            Some(scope) => known.as_ref().map(|k| k.scoped(Some(scope))),
+            None => known.clone(),
+        };
+        let policy = match admitted {
+            Some(a) => Policy {
+                entry: match a.entry {
+                    gatemesh_wire::Entry::Single => gatemesh_ledger::EntryPolicy::Single,
+                    gatemesh_wire::Entry::Reentry => gatemesh_ledger::EntryPolicy::Reentry,
+                },
+                ..self.policy
+            },
+            None => self.policy,
+        };
         let listing = claims
             .as_ref()
             .map_or(Listing::NoManifest, |c| self.listing(&c.tid));
@@ -972,7 +990,7 @@ impl Writer {
                 redemption_id: None,
                 transferred_to: None,
             }),
-            None => decide(&verified, state.as_ref(), listing, &self.policy, &scan),
+            None => decide(&verified, state.as_ref(), listing, &policy, &scan),
         };
         let answer = match outcome {
             Outcome::Answer(answer) => answer,
@@ -981,7 +999,7 @@ impl Writer {
                 reason,
                 unlisted,
             } => {
-                let (Some(c), Some(state)) = (&claims, &state) else {
+                let (Some(c), Some(known)) = (&claims, &known) else {
                     return Err(NodeError::Internal(
                         "a redemption without a verified ticket".into(),
                     ));
@@ -996,8 +1014,10 @@ impl Writer {
                     scanner: scanner.clone(),
                     at_ms: now,
                     hlc: self.ledger.tick(now),
-                    seen: state.redemption_ids(),
+                    // Every redemption of the ticket this gate knows of, whatever its scope.
+                    seen: known.redemption_ids(),
                     unlisted,
+                    scope,
                 };
                 changes.extend(self.ledger.record_redemption(&redemption)?);
                 Answer {

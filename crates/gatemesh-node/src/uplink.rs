@@ -560,6 +560,7 @@ fn learned(tid: &TicketId, first: Admission) -> Result<(Redemption, Option<Vec<u
             },
             seen: Vec::new(),
             unlisted: false,
+            scope: None,
         },
         None,
     ))

@@ -246,6 +246,7 @@ pub(crate) fn relayed(
             },
             seen: Vec::new(),
             unlisted: false,
+            scope: None,
             sig: None,
         };
         signer

@@ -55,7 +55,9 @@ pub use lenient::{Lenient, Skipped, split};
 pub use link::{
     CertFingerprint, LINK_PREFIX, LinkError, MAX_LINK_LEN, PairingLink, valid_server_url,
 };
-pub use lists::{GateLists, ListAdmission, ListRefusal, Lists, ListsError, Scope};
+pub use lists::{
+    Entry, GateLists, ListAdmission, ListRefusal, Lists, ListsError, Scope, WindowKey,
+};
 pub use manifest::{Admission, Manifest, ManifestEntry, ResolveRequest, ServerResolution, change};
 pub use redeem::{
     Journal, JournalAnswers, MAX_JOURNAL, MAX_RECORD_BYTES, RedeemBody, Redeemed, RedemptionAnswer,

@@ -280,6 +280,7 @@ fn redemption(attacker: &Attacker, tid: &TicketId, at_ms: i64, counter: u32) -> 
         },
         seen: Vec::new(),
         unlisted: false,
+        scope: None,
     };
     (
         format!("{},{}", r.tid, r.id),

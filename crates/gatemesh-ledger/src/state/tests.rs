@@ -10,8 +10,9 @@ use crate::model::{
 };
 
 /// The flag rule as it was written before it was made linear: every pair of effective
-/// entries, deduplicated by id in the order the pairs were met, stable-sorted by HLC. The
-/// model the fast version must agree with, result for result, element for element.
+/// entries in one scope, deduplicated by id in the order the pairs were met, stable-sorted
+/// by HLC (and scope, among equal HLCs of different scopes). The model the fast version must
+/// agree with, result for result, element for element.
 fn pairwise(state: &TicketState) -> Vec<&Redemption> {
     fn concurrent(a: &Redemption, b: &Redemption) -> bool {
         !a.seen.contains(&b.id) && !b.seen.contains(&a.id)
@@ -26,7 +27,7 @@ fn pairwise(state: &TicketState) -> Vec<&Redemption> {
     for (i, a) in entries.iter().enumerate() {
         for b in &entries[i + 1..] {
             let open = !resolved.contains(&a.id) || !resolved.contains(&b.id);
-            if open && concurrent(a, b) {
+            if open && concurrent(a, b) && a.scope == b.scope {
                 for r in [*a, *b] {
                     if !involved.iter().any(|x| x.id == r.id) {
                         involved.push(r);
@@ -35,7 +36,7 @@ fn pairwise(state: &TicketState) -> Vec<&Redemption> {
             }
         }
     }
-    involved.sort_by(|a, b| a.hlc.cmp(&b.hlc));
+    involved.sort_by(|a, b| a.hlc.cmp(&b.hlc).then_with(|| a.scope.cmp(&b.scope)));
     involved
 }
 
@@ -73,6 +74,7 @@ fn entry(id: RedemptionId, at_ms: i64, seen: Vec<RedemptionId>) -> Redemption {
         hlc: hlc(at_ms, 0, 0),
         seen,
         unlisted: false,
+        scope: None,
     }
 }
 
@@ -108,6 +110,16 @@ fn any_redemption() -> impl Strategy<Value = Redemption> {
                 Direction::Entry
             },
             hlc: hlc(wall, counter, n),
+            // One id, one record, one scope (as in a ledger, where a second record under a
+            // key is refused): ids spread over three scopes and none.
+            scope: [
+                None,
+                Some("main/2026-07-03"),
+                None,
+                Some("main/2026-07-04"),
+                Some("vip"),
+            ][id % 5]
+                .map(|s| gatemesh_wire::Scope::parse(s).unwrap()),
             ..entry(rid(id), wall, seen.into_iter().map(rid).collect())
         })
 }
@@ -246,4 +258,37 @@ fn entries_that_each_saw_every_earlier_one_are_not_flagged() {
         ..TicketState::default()
     };
     assert!(state.flagged().is_empty());
+}
+
+#[test]
+fn a_ticket_is_single_use_per_scope() {
+    // A three-day pass: entries on two days of the main list, concurrent (two gates apart)
+    // on the second day, and one in the VIP area. Only the second day's pair is a copy.
+    let scope = |s: &str| Some(gatemesh_wire::Scope::parse(s).unwrap());
+    let mut state = concurrent_entries(4);
+    for (r, s) in state.redemptions.iter_mut().zip([
+        "main/2026-07-03",
+        "main/2026-07-04",
+        "main/2026-07-04",
+        "vip",
+    ]) {
+        r.scope = scope(s);
+    }
+    let flagged: Vec<&RedemptionId> = state.flagged().iter().map(|r| &r.id).collect();
+    assert_eq!(
+        flagged,
+        [&state.redemptions[1].id, &state.redemptions[2].id]
+    );
+    // What a gate decides a scan on the second day with: that day's entries, every
+    // resolution; the first day's entry is no use of that day.
+    let day_two = state.scoped(scope("main/2026-07-04").as_ref());
+    assert_eq!(day_two.redemptions.len(), 2);
+    assert_eq!(day_two.first_entry().unwrap().id, state.redemptions[1].id);
+    assert!(
+        state
+            .scoped(scope("main/2026-07-05").as_ref())
+            .first_entry()
+            .is_none()
+    );
+    assert!(state.scoped(None).redemptions.is_empty());
 }

@@ -231,6 +231,7 @@ fn forged(tid: &TicketId, at_ms: i64) -> Redemption {
         },
         seen: Vec::new(),
         unlisted: false,
+        scope: None,
     }
 }
 
@@ -630,6 +631,7 @@ fn admit_at(thief: &mut Ledger, tid: &TicketId, at: i64) {
         hlc: thief.tick(at),
         seen: Vec::new(),
         unlisted: false,
+        scope: None,
     };
     thief.record_redemption(&r).unwrap();
 }
@@ -736,6 +738,7 @@ fn an_observer_may_resolve_but_neither_admit_nor_set_a_standing() {
         hlc: observer.tick(at),
         seen: Vec::new(),
         unlisted: false,
+        scope: None,
     };
     observer.record_redemption(&r).unwrap();
     let why = refusal(&mut observer, &mut victim.ledger);

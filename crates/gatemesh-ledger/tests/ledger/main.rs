@@ -141,6 +141,7 @@ impl Gate {
                     hlc: self.ledger.tick(now_ms),
                     seen: state.redemption_ids(),
                     unlisted,
+                    scope: None,
                 };
                 self.ledger.record_redemption(&r).unwrap();
                 Answer {
@@ -310,6 +311,7 @@ fn the_repeat_window_takes_a_record_a_second_old_and_not_one_a_second_ahead() {
             },
             seen: vec![],
             unlisted: false,
+            scope: None,
         }],
         ..Default::default()
     };
@@ -632,6 +634,7 @@ fn redemption(ledger: &mut Ledger, tid: &TicketId, at_ms: i64) -> Redemption {
         hlc: ledger.tick(at_ms),
         seen: vec![],
         unlisted: false,
+        scope: None,
     }
 }
 

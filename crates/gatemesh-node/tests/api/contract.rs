@@ -153,6 +153,7 @@ fn record(tid: &str, gate: &str) -> Redemption {
         },
         seen: Vec::new(),
         unlisted: false,
+        scope: None,
     }
 }
 

@@ -218,3 +218,125 @@ fn a_lists_file_for_another_event_stops_the_gate_from_starting() {
     assert!(err.to_string().contains("for event OTHER-2026"), "{err}");
     assert!(!dir.path().join("ledger.sqlite").exists());
 }
+
+/// Waits until the wall clock has passed `at_ms`.
+async fn until(at_ms: i64) {
+    loop {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        if now > at_ms {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(
+            (at_ms - now).clamp(1, 500) as u64,
+        ))
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn a_three_day_pass_is_admitted_once_per_event_day() {
+    // The event's days start at the next minute (UTC): the first scans fall on one event day,
+    // those after that minute on the next. The gate's own clock decides, as at a festival.
+    let now_ms = now_s() * 1000 + 1000;
+    let minute = 60_000;
+    let mut boundary = (now_ms / minute + 1) * minute;
+    if boundary - now_ms < 5_000 {
+        boundary += minute;
+    }
+    let hhmm = |ms: i64| format!("{:02}:{:02}", (ms / 3_600_000) % 24, (ms / minute) % 60);
+    let file = json!({
+        "event": EVENT, "time_zone": "UTC", "day_starts": hhmm(boundary),
+        "default_product": "GA",
+        "products": [{"code": "GA", "number": 1}, {"code": "3DAY", "number": 3}],
+        "lists": [
+            {"id": "main", "name": "Main entrance", "products": ["3DAY"], "once_per_day": true}
+        ]
+    });
+    let lists = Lists::from_json(file.to_string().as_bytes()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let issuer = Issuer::new();
+    let gate = Gate::start_with(dir.path(), "Main 1", &issuer, |c| {
+        c.lists = Some(lists.for_gate(&[]).unwrap());
+    })
+    .await;
+    let (tid, code) = issuer.product_ticket(Some("3"), Format::Gm1);
+    let first = gate.scan(&code, "s1").await;
+    assert_eq!(verdict(&first), ("admit", "valid"), "{first}");
+    // The same day, at another lane: yellow, naming the first admission.
+    let again = gate.scan(&code, "s2").await;
+    assert_eq!(
+        verdict(&again),
+        ("duplicate", "already_admitted"),
+        "{again}"
+    );
+    assert_eq!(again["first"]["redemption_id"], first["redemption_id"]);
+    assert_eq!(again["first"]["gate"], "Main 1");
+
+    // The next event day: green again, once.
+    until(boundary).await;
+    let next_day = gate.scan(&code, "s2").await;
+    assert_eq!(verdict(&next_day), ("admit", "valid"), "{next_day}");
+    assert_ne!(next_day["redemption_id"], first["redemption_id"]);
+    let again = gate.scan(&code, "s1").await;
+    assert_eq!(
+        verdict(&again),
+        ("duplicate", "already_admitted"),
+        "{again}"
+    );
+    assert_eq!(again["first"]["redemption_id"], next_day["redemption_id"]);
+    assert_eq!(redemptions(&gate, &tid).await, 2);
+    // Both entries are in the ticket's history, neither flagged: they are no copies.
+    let (_, t) = gate.get(&format!("/v1/tickets/{tid}")).await;
+    assert_eq!(t["flagged"], json!(false), "{t}");
+    gate.stop().await;
+}
+
+#[tokio::test]
+async fn a_ticket_counts_once_on_each_list_that_admits_it() {
+    // A VIP ticket enters the grounds through main (all products, once) and the VIP area
+    // through its own door (once): each list counts its own entry.
+    let mut file = festival();
+    file["lists"][0] = json!({"id": "main", "name": "Main entrance", "all_products": true});
+    let lists = Lists::from_json(file.to_string().as_bytes()).unwrap();
+    let (dir_main, dir_vip) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let issuer = Issuer::new();
+    let main = Gate::start_with(dir_main.path(), "Main 1", &issuer, |c| {
+        c.lists = Some(lists.for_gate(&[ListId::parse("main").unwrap()]).unwrap());
+    })
+    .await;
+    let vip = Gate::start_with(dir_vip.path(), "VIP door", &issuer, |c| {
+        c.lists = Some(lists.for_gate(&[ListId::parse("vip").unwrap()]).unwrap());
+    })
+    .await;
+    let (_, code) = issuer.product_ticket(Some("VIP"), Format::Jwt);
+    let at_main = main.scan(&code, "m1").await;
+    assert_eq!(verdict(&at_main), ("admit", "valid"), "{at_main}");
+    assert_eq!(at_main["list"], "main");
+    // The main gate's ledger reaches the VIP door (as the mesh would carry it).
+    let mut file = format!("gatemesh-ledger 1 {EVENT}\n").into_bytes();
+    file.extend(main.node.export_ledger().await.unwrap());
+    let r = vip
+        .client
+        .post(format!("{}/v1/import", vip.base))
+        .header("content-type", "application/octet-stream")
+        .body(file)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let at_vip = vip.scan(&code, "v1").await;
+    assert_eq!(verdict(&at_vip), ("admit", "valid"), "{at_vip}");
+    assert_eq!(at_vip["list"], "vip");
+    let again = vip.scan(&code, "v2").await;
+    assert_eq!(
+        verdict(&again),
+        ("duplicate", "already_admitted"),
+        "{again}"
+    );
+    assert_eq!(again["first"]["gate"], "VIP door");
+    main.stop().await;
+    vip.stop().await;
+}

@@ -66,6 +66,17 @@ impl World {
         role: Role,
         peers: &[SocketAddr],
     ) -> (Node, SocketAddr) {
+        self.device_with(name, ca, role, peers, |_| {}).await
+    }
+
+    async fn device_with(
+        &self,
+        name: &str,
+        ca: &str,
+        role: Role,
+        peers: &[SocketAddr],
+        configure: impl FnOnce(&mut Config),
+    ) -> (Node, SocketAddr) {
         let root = self.dir.path();
         let id_dir = root.join(format!("id-{name}"));
         pki::enroll_into(&root.join(ca), &id_dir, role, name, 30).unwrap();
@@ -76,6 +87,7 @@ impl World {
         );
         config.keyring = Keyring::from_keys([self.issuer.public()]).unwrap();
         config.identity = Some(pki::Identity::load(&id_dir).unwrap());
+        configure(&mut config);
         let node = Node::start(config).unwrap();
         let mesh = MeshConfig {
             identity: pki::Identity::load(&id_dir).unwrap(),
@@ -173,6 +185,102 @@ async fn admits_made_apart_are_flagged_everywhere_once_connected() {
         .await;
     }
     for n in [e, f, g] {
+        n.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copies_apart_on_one_list_are_flagged_and_entries_on_two_lists_are_not() {
+    // Main entrances take every product once a day; the VIP door takes VIP tickets once. A
+    // VIP ticket admitted at both main gates while apart is a copy; admitted at a main gate
+    // and at the VIP door, it is two uses on two lists.
+    let w = World::new();
+    let lists = gatemesh_wire::Lists::from_json(
+        serde_json::json!({
+            "event": EVENT, "time_zone": "UTC", "default_product": "GA",
+            "products": [{"code": "GA", "number": 1}, {"code": "VIP", "number": 2}],
+            "lists": [
+                {"id": "main", "name": "Main entrance", "all_products": true, "once_per_day": true},
+                {"id": "vip", "name": "VIP area", "products": ["VIP"]}
+            ]
+        })
+        .to_string()
+        .as_bytes(),
+    )
+    .unwrap();
+    let on = |list: &str| {
+        let gate = lists
+            .for_gate(&[gatemesh_wire::ListId::parse(list).unwrap()])
+            .unwrap();
+        move |c: &mut Config| c.lists = Some(gate)
+    };
+    let (m1, m1_addr) = w
+        .device_with("main-1", "ca", Role::Gate, &[], on("main"))
+        .await;
+    let (m2, m2_addr) = w
+        .device_with("main-2", "ca", Role::Gate, &[], on("main"))
+        .await;
+    let (vip, vip_addr) = w
+        .device_with("vip-door", "ca", Role::Gate, &[], on("vip"))
+        .await;
+    let vip_ticket = |tid: &TicketId| {
+        let claims = Claims {
+            product: Some(gatemesh_ticket::Product::parse("2").unwrap()),
+            ..Claims {
+                tid: tid.clone(),
+                eid: EventId::new(EVENT).unwrap(),
+                seat: None,
+                iat: None,
+                nbf: None,
+                exp: None,
+                product: None,
+            }
+        };
+        w.issuer.sign(&claims, Format::Gm1).unwrap()
+    };
+    let (copied, two_lists) = (TicketId::generate(), TicketId::generate());
+    for (gate, tid, lane) in [
+        (&m1, &copied, "m1"),
+        (&m2, &copied, "m2"),
+        (&m1, &two_lists, "m1"),
+        (&vip, &two_lists, "v1"),
+    ] {
+        let scanned = gate
+            .scan(&vip_ticket(tid), lane, Direction::Entry)
+            .await
+            .unwrap();
+        assert_eq!(scanned.verdict, Verdict::Admit, "{tid} at {lane}");
+    }
+    // The network heals: a fourth gate (no lists) joins all three.
+    let (hub, _) = w.gate("hub", "ca", &[m1_addr, m2_addr, vip_addr]).await;
+    for node in [&m1, &m2, &vip, &hub] {
+        eventually("every gate holds all four entries", || async {
+            node.snapshot().await.unwrap().redemptions == 4
+        })
+        .await;
+        let flagged: Vec<TicketId> = node
+            .flags()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|(t, _)| t)
+            .collect();
+        assert_eq!(flagged, std::slice::from_ref(&copied));
+    }
+    // At the VIP door, the ticket used there once is yellow; at a main gate, both are.
+    let again = vip
+        .scan(&vip_ticket(&two_lists), "v2", Direction::Entry)
+        .await
+        .unwrap();
+    assert_eq!(again.verdict, Verdict::Duplicate);
+    assert_eq!(again.first.unwrap().gate, "vip-door");
+    let again = m2
+        .scan(&vip_ticket(&two_lists), "m2", Direction::Entry)
+        .await
+        .unwrap();
+    assert_eq!(again.verdict, Verdict::Duplicate);
+    assert_eq!(again.first.unwrap().gate, "main-1");
+    for n in [m1, m2, vip, hub] {
         n.shutdown().await;
     }
 }
@@ -846,7 +954,10 @@ async fn a_gate_that_joins_late_decides_scans_while_it_catches_up() {
         "B decided no scan while it held part of A's ledger: {meanwhile:?}"
     );
     // Caught up: A's admissions are duplicates at B, and A holds B's.
-    let dup = b.scan(&w.code(&held[0]), "b1", Direction::Entry).await.unwrap();
+    let dup = b
+        .scan(&w.code(&held[0]), "b1", Direction::Entry)
+        .await
+        .unwrap();
     assert_eq!(dup.verdict, Verdict::Duplicate);
     let own = b.snapshot().await.unwrap().counts.admit.max(own) as usize;
     eventually("A holds B's admissions", || async {

@@ -364,6 +364,7 @@ fn merge(event: &EventId, n: usize) -> Result<f64> {
                 hlc: ledger.tick(at),
                 seen: Vec::new(),
                 unlisted: false,
+                scope: None,
             };
             ledger.record_redemption(&r)?;
         }

@@ -2320,6 +2320,7 @@ fn signed_item_at(
         },
         seen: Vec::new(),
         unlisted: false,
+        scope: None,
         sig: None,
     };
     signer
