@@ -83,6 +83,8 @@ DECLARE
     v_reason TEXT;
     v_first JSON;
     v_seq BIGINT;
+    -- The check-in scope a gate's record counts against (see `rules::scope_of`).
+    v_scope TEXT := CASE WHEN p_journal THEN p_record::json ->> 'scope' END;
 BEGIN
     -- An online request for a ticket already entered on is a duplicate whatever happens
     -- meanwhile, so the first pass takes no lock: the scans of a widely shared copy do not
@@ -106,6 +108,7 @@ BEGIN
               INTO v_first
               FROM redemptions
              WHERE eid = p_eid AND tid = p_tid AND verdict = 'admit' AND NOT reverted
+               AND (v_scope IS NULL OR (record::json ->> 'scope') = v_scope)
              ORDER BY n LIMIT 1;
         END IF;
         EXIT WHEN p_journal OR v_first IS NOT NULL;

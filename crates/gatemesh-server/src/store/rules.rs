@@ -310,6 +310,16 @@ pub(crate) fn answer(status: Option<TicketStatus>, first: Option<Admission>) -> 
     }
 }
 
+/// The check-in scope a gate's journal item counts against (its record's `scope`, as the
+/// gate wrote and signed it): its first admission is the first in that scope. `None` for
+/// an online request or a gate without lists, which count every admission of the ticket.
+pub(crate) fn scope_of(origin: Origin, record: Option<&serde_json::Value>) -> Option<&str> {
+    record
+        .filter(|_| origin == Origin::Journal)
+        .and_then(|r| r.get("scope"))
+        .and_then(serde_json::Value::as_str)
+}
+
 /// What a gate's journal item says beyond the ticket: an exit scan (re-entry events), or
 /// the redemptions its gate already knew of when it admitted (its record's `seen`).
 pub(crate) struct JournalFacts {

@@ -754,6 +754,10 @@ fn redeem_in(
         return Ok((from_json(&answer)?, false));
     }
     let status = status_of(tx, eid, &req.tid)?;
+    // A gate's record names the check-in list and window it counts against: the first
+    // admission is looked for in that scope only. An online request, or a gate without
+    // lists, counts every admission (as a gate without lists does).
+    let scope = rules::scope_of(origin, req.record.as_ref());
     let first = if status == Some(TicketStatus::Active) {
         // The first admission's ledger record goes only to a gate's journal (the gate takes
         // it into its ledger); an online scanner needs none.
@@ -767,9 +771,10 @@ fn redeem_in(
             &format!(
                 "SELECT redemption_id, gate, scanner, at, {record} FROM redemptions
              WHERE eid = ?1 AND tid = ?2 AND verdict = 'admit' AND reverted = 0
+               AND (?3 IS NULL OR json_extract(record, '$.scope') = ?3)
              ORDER BY rowid LIMIT 1"
             ),
-            [eid.as_str(), req.tid.as_str()],
+            params![eid.as_str(), req.tid.as_str(), scope],
             |r| rows::admission(r),
         )?
     } else {

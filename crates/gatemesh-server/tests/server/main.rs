@@ -42,6 +42,7 @@ on_both_backends!(
     the_change_stream_resumes_and_carries_voids_and_reverts,
     journal_records_come_back_as_the_first_use,
     exits_and_reentries_a_gate_allowed_are_not_copies,
+    journal_entries_count_once_per_check_in_scope,
     staff_accept_deny_or_revert_a_flag,
     devices_pair_once_and_reach_only_their_own_event,
     devices_resolve_only_flags_of_their_event_and_sign_as_themselves,
@@ -2135,6 +2136,74 @@ async fn exits_and_reentries_a_gate_allowed_are_not_copies(backend: Backend) {
     assert_eq!(b["answers"][0]["verdict"], "duplicate");
     let (_, stats) = s.get("/v1/events/BACK/stats").await;
     assert_eq!(stats["flagged"], 1);
+    s.stop().await;
+}
+
+async fn journal_entries_count_once_per_check_in_scope(backend: Backend) {
+    // A three-day pass: gates that never heard of each other's entries upload them. Each
+    // event day of the main list, and the VIP area, counts its own first entry; only a
+    // second entry of one scope made without knowing of the first is a copy.
+    let s = Running::start(backend).await;
+    let tickets = s.event_with_tickets("DAYS", 1).await;
+    let tid = tickets[0]["tid"].as_str().unwrap();
+    let item = |id: &str, gate: &str, scope: Option<&str>| {
+        let mut r = redemption(id, &json!(tid), gate);
+        r["record"] = json!({
+            "id": id, "tid": tid, "direction": "entry", "node": gate, "gate": gate,
+            "scanner": "s1", "at_ms": 1_800_000_000_000_i64,
+            "hlc": { "wall_ms": 1_800_000_000_000_i64, "counter": 0, "node": gate }, "seen": []
+        });
+        if let Some(scope) = scope {
+            r["record"]["scope"] = json!(scope);
+        }
+        r
+    };
+    let upload = |item: Value| {
+        let s = &s;
+        async move {
+            let (status, a) = s
+                .post(
+                    "/v1/events/DAYS/redemptions",
+                    json!({ "redemptions": [item] }),
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{a}");
+            let (_, stats) = s.get("/v1/events/DAYS/stats").await;
+            (a["answers"][0].clone(), stats["flagged"].clone())
+        }
+    };
+    let (a, flagged) = upload(item("fri", "North", Some("main/2026-07-03"))).await;
+    assert_eq!(
+        (a["verdict"].as_str(), flagged),
+        (Some("admit"), json!(0)),
+        "{a}"
+    );
+    let (a, flagged) = upload(item("sat", "South", Some("main/2026-07-04"))).await;
+    assert_eq!(
+        (a["verdict"].as_str(), flagged),
+        (Some("admit"), json!(0)),
+        "{a}"
+    );
+    let (a, flagged) = upload(item("vip", "VipDoor", Some("vip"))).await;
+    assert_eq!(
+        (a["verdict"].as_str(), flagged),
+        (Some("admit"), json!(0)),
+        "{a}"
+    );
+    // Saturday again, at a gate that did not know of South's: a copy, naming South's.
+    let (a, flagged) = upload(item("sat-2", "East", Some("main/2026-07-04"))).await;
+    assert_eq!(a["verdict"], "duplicate", "{a}");
+    assert_eq!(a["first"]["redemption_id"], "sat");
+    assert_eq!(flagged, 1);
+    // An online scanner (no list) counts every admission: the ticket was used.
+    let (_, online) = s
+        .post(
+            "/v1/events/DAYS/redemptions",
+            redemption("online", &json!(tid), "Box office"),
+        )
+        .await;
+    assert_eq!(online["verdict"], "duplicate", "{online}");
+    assert_eq!(online["first"]["redemption_id"], "fri");
     s.stop().await;
 }
 
