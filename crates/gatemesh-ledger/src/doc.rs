@@ -116,6 +116,8 @@ pub struct Ledger {
     flagged: BTreeSet<TicketId>,
     /// Entry scans per gate, kept with the flags (see [`Ledger::entry_tally`]).
     entries: EntryTally,
+    /// Who is inside now, per check-in scope.
+    occupancy: crate::tally::Occupancy,
     /// Every redemption this ledger holds, in the order it learned of them (see
     /// [`Ledger::arrivals`]), and their ids.
     arrivals: Vec<(TicketId, RedemptionId)>,
@@ -282,6 +284,7 @@ impl Ledger {
             node,
             flagged: BTreeSet::new(),
             entries: EntryTally::default(),
+            occupancy: Default::default(),
             arrivals: Vec::new(),
             arrived: HashSet::new(),
             epoch: EPOCHS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
@@ -385,6 +388,7 @@ impl Ledger {
     /// Keeps what was derived of one ticket: its entries, counts, arrivals, clock and flag.
     fn derived(&mut self, tid: TicketId, state: TicketState, set_aside: Vec<Redemption>) {
         self.entries.set(&tid, &state.redemptions);
+        self.occupancy.set(&tid, &state);
         let held = state.redemptions.len() + set_aside.len();
         let before = self.per_ticket.insert(tid.clone(), held).unwrap_or(0);
         self.redemptions_held = self.redemptions_held + held - before;
@@ -564,6 +568,11 @@ impl Ledger {
             .get_last_local_change()
             .as_ref()
             .map(StoredChange::from))
+    }
+
+    /// Who is inside now, per check-in scope, across every gate whose records are here.
+    pub fn occupancy(&self) -> &crate::tally::Occupancy {
+        &self.occupancy
     }
 
     /// Entry scans per gate, as every record this ledger holds says (kept current as

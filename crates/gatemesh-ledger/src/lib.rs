@@ -52,4 +52,4 @@ pub use revoke::{Revocation, cuts as revocation_cuts};
 pub use sign::{CaSigner, Device, DeviceRecord, Signer, Trust, check_redemption, node_of_key};
 pub use state::TicketState;
 pub use store::{Durability, Store, StoreError, Stored};
-pub use tally::{Activity, EntryTally, GateActivity};
+pub use tally::{Activity, EntryTally, GateActivity, Occupancy};

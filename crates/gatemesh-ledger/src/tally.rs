@@ -5,8 +5,12 @@
 use std::collections::{BTreeMap, HashMap};
 
 use gatemesh_ticket::TicketId;
+use gatemesh_wire::Scope;
 
-use crate::model::{Direction, Redemption};
+use crate::{
+    model::{Direction, Redemption},
+    state::TicketState,
+};
 
 /// The entry scans of one gate.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -110,5 +114,58 @@ impl EntryTally {
             gates,
             tickets_entered: self.by_ticket.len(),
         }
+    }
+}
+
+/// Who is inside now, per check-in scope: the tickets whose latest redemption that still
+/// counts (none reverted) in the scope is an entry. Every gate's records count, so each gate
+/// knows the whole venue's figure as far as the mesh has carried it. Kept current as records
+/// arrive, like [`EntryTally`]; redemptions of no scope (gates without lists) count nowhere.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Occupancy {
+    inside: HashMap<Scope, u64>,
+    /// The scopes each ticket is inside, to take it back when its records change.
+    by_ticket: HashMap<TicketId, Vec<Scope>>,
+}
+
+impl Occupancy {
+    /// Takes `state` (the ticket's whole history) as the ticket's word, replacing what it
+    /// said before.
+    pub(crate) fn set(&mut self, tid: &TicketId, state: &TicketState) {
+        if let Some(old) = self.by_ticket.remove(tid) {
+            for scope in old {
+                if let Some(n) = self.inside.get_mut(&scope) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.inside.remove(&scope);
+                    }
+                }
+            }
+        }
+        // The latest effective redemption in each scope, in HLC order.
+        let mut latest: HashMap<&Scope, Direction> = HashMap::new();
+        for r in state.effective() {
+            if let Some(scope) = &r.scope {
+                latest.insert(scope, r.direction);
+            }
+        }
+        let mut inside: Vec<Scope> = latest
+            .into_iter()
+            .filter(|(_, d)| *d == Direction::Entry)
+            .map(|(s, _)| s.clone())
+            .collect();
+        inside.sort();
+        if inside.is_empty() {
+            return;
+        }
+        for scope in &inside {
+            *self.inside.entry(scope.clone()).or_default() += 1;
+        }
+        self.by_ticket.insert(tid.clone(), inside);
+    }
+
+    /// Holders inside `scope` now.
+    pub fn inside(&self, scope: &Scope) -> u64 {
+        self.inside.get(scope).copied().unwrap_or(0)
     }
 }

@@ -220,6 +220,9 @@ struct ScanResponse {
     /// At a gate with check-in lists: the list the ticket was taken under.
     #[serde(skip_serializing_if = "Option::is_none")]
     list: Option<gatemesh_wire::ListId>,
+    /// And who is inside it now, against its capacity.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    occupancy: Option<gatemesh_wire::ListOccupancy>,
 }
 
 impl From<ScanResult> for ScanResponse {
@@ -246,6 +249,7 @@ impl From<ScanResult> for ScanResponse {
             at: format_ms(r.at_ms),
             detail: r.detail,
             list: r.list,
+            occupancy: r.occupancy,
         }
     }
 }
@@ -297,6 +301,7 @@ async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
         })
         .collect();
     let revocations = s.node.revocations().await?;
+    let lists = s.node.occupancy().await?;
     Ok(Json(json!({
         "node_id": info.node_id,
         "name": info.name,
@@ -307,6 +312,7 @@ async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
         "flagged": snap.flagged,
         "manifest_tickets": snap.manifest_tickets,
         "peers": peers,
+        "lists": lists,
         "refused_peers": s.node.refusals(),
         "revoked": revocations.revoked,
         "revocations": revocations.revocations,

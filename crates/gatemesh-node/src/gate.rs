@@ -42,6 +42,8 @@ pub struct ScanResult {
     pub detail: Option<String>,
     /// The check-in list the ticket was taken under, at a gate with lists.
     pub list: Option<gatemesh_wire::ListId>,
+    /// Who is inside that list now (this admission counted), with its capacity's warning.
+    pub occupancy: Option<gatemesh_wire::ListOccupancy>,
 }
 
 /// Counts by verdict since the node started.
@@ -139,6 +141,11 @@ pub(crate) enum Command {
     /// The next part of a peer's sync message being taken in parts ([`Writer::taking`]);
     /// the writer adds it to a batch itself, never sent.
     TakePart,
+    /// Holders inside each scope, as the ledger counts them.
+    Inside {
+        scopes: Vec<gatemesh_wire::Scope>,
+        reply: Reply<Vec<u64>>,
+    },
     /// How many changes each peer lacks, by device name.
     PeerLag {
         reply: Reply<std::collections::HashMap<String, Option<usize>>>,
@@ -716,6 +723,13 @@ impl Writer {
                 };
                 defer(reply, Ok(report))
             }
+            Command::Inside { scopes, reply } => {
+                let occupancy = self.ledger.occupancy();
+                defer(
+                    reply,
+                    Ok(scopes.iter().map(|s| occupancy.inside(s)).collect()),
+                )
+            }
             Command::PeerLag { reply } => {
                 let fresh = self
                     .lag
@@ -1017,7 +1031,7 @@ impl Writer {
                     // Every redemption of the ticket this gate knows of, whatever its scope.
                     seen: known.redemption_ids(),
                     unlisted,
-                    scope,
+                    scope: scope.clone(),
                 };
                 changes.extend(self.ledger.record_redemption(&redemption)?);
                 Answer {
@@ -1046,6 +1060,20 @@ impl Writer {
             detail: match refusal {
                 Some(refused) => Some(refused.to_string()),
                 None => verified.as_ref().err().map(ToString::to_string),
+            },
+            occupancy: match (&lists, &scope) {
+                (Some(Ok(admitted)), Some(scope)) if answer.verdict != Verdict::Reject => {
+                    let inside = self.ledger.occupancy().inside(scope);
+                    Some(gatemesh_wire::ListOccupancy {
+                        list: admitted.list.clone(),
+                        name: admitted.name.clone(),
+                        scope: Some(scope.clone()),
+                        inside,
+                        capacity: admitted.capacity,
+                        level: gatemesh_wire::CapacityLevel::of(inside, admitted.capacity),
+                    })
+                }
+                _ => None,
             },
             list: match lists {
                 Some(Ok(admitted)) if answer.verdict != Verdict::Reject => Some(admitted.list),

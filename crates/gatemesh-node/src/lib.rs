@@ -536,6 +536,39 @@ impl Node {
         Ok(addr)
     }
 
+    /// Who is inside each of the gate's check-in lists now (the scope a holder entering now
+    /// counts against), across every gate whose records this one holds; empty at a gate
+    /// without lists.
+    pub async fn occupancy(&self) -> Result<Vec<gatemesh_wire::ListOccupancy>, NodeError> {
+        let Some(lists) = &self.shared.lists else {
+            return Ok(Vec::new());
+        };
+        let now = lists.scopes_at(gate::now_ms());
+        let scopes = now.iter().filter_map(|(_, s)| s.clone()).collect();
+        let counts = self
+            .ask(|reply| gate::Command::Inside { scopes, reply })
+            .await?;
+        let mut counts = counts.into_iter();
+        Ok(now
+            .into_iter()
+            .map(|(list, scope)| {
+                let inside = if scope.is_some() {
+                    counts.next().unwrap_or(0)
+                } else {
+                    0
+                };
+                gatemesh_wire::ListOccupancy {
+                    list: list.id.clone(),
+                    name: list.name.clone(),
+                    scope,
+                    inside,
+                    capacity: list.capacity,
+                    level: gatemesh_wire::CapacityLevel::of(inside, list.capacity),
+                }
+            })
+            .collect())
+    }
+
     /// Peers, each with how many changes it lacks as far as it last told us.
     pub async fn peer_report(
         &self,

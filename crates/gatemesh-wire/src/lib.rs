@@ -56,7 +56,8 @@ pub use link::{
     CertFingerprint, LINK_PREFIX, LinkError, MAX_LINK_LEN, PairingLink, valid_server_url,
 };
 pub use lists::{
-    Entry, GateLists, ListAdmission, ListRefusal, Lists, ListsError, Scope, WindowKey,
+    CapacityLevel, Entry, GateLists, ListAdmission, ListOccupancy, ListRefusal, Lists, ListsError,
+    Scope, WindowKey,
 };
 pub use manifest::{Admission, Manifest, ManifestEntry, ResolveRequest, ServerResolution, change};
 pub use redeem::{

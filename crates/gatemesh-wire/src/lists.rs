@@ -558,6 +558,49 @@ impl ListAdmission {
     }
 }
 
+/// How full a list is, for the warnings on the Scan and Gates screens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub enum CapacityLevel {
+    /// Below 90 % of its capacity, or no capacity set.
+    Ok,
+    /// At 90 % of its capacity or more.
+    Near,
+    /// At its capacity or past it (holders already inside are not sent out).
+    Full,
+}
+
+impl CapacityLevel {
+    /// The level of `inside` holders against `capacity`.
+    pub fn of(inside: u64, capacity: Option<u32>) -> Self {
+        match capacity.map(u64::from) {
+            Some(c) if inside >= c => Self::Full,
+            Some(c) if inside * 10 >= c * 9 => Self::Near,
+            _ => Self::Ok,
+        }
+    }
+}
+
+/// Who is inside one list now, as a gate knows it from every gate's records.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct ListOccupancy {
+    /// The list.
+    pub list: ListId,
+    /// Its name.
+    pub name: Label,
+    /// The scope counted: the list's window (or event day) now; `None` outside its windows.
+    pub scope: Option<Scope>,
+    /// Holders inside: entries minus exits in the scope, across every gate.
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub inside: u64,
+    /// The list's capacity.
+    pub capacity: Option<u32>,
+    /// Against the capacity.
+    pub level: CapacityLevel,
+}
+
 /// Why none of the gate's lists admits a ticket now.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -661,6 +704,20 @@ impl GateLists {
             next_ms,
             ended_ms: next_ms.is_none().then_some(ended_ms).flatten(),
         })
+    }
+
+    /// Each of the gate's lists with the scope a holder entering at `at_ms` counts against
+    /// (`None` outside its windows).
+    pub fn scopes_at(&self, at_ms: i64) -> Vec<(&CheckinList, Option<Scope>)> {
+        self.chosen()
+            .map(|list| {
+                let scope = self.window_at(list, at_ms).map(|window| Scope {
+                    list: list.id.clone(),
+                    window,
+                });
+                (list, scope)
+            })
+            .collect()
     }
 
     fn window_at(&self, list: &CheckinList, at_ms: i64) -> Option<WindowKey> {

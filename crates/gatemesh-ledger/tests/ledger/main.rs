@@ -1206,3 +1206,100 @@ fn a_forged_record_in_a_later_part_refuses_that_part_and_keeps_what_came_before(
     assert_eq!(west.ledger.redemption_count(), taken);
     assert!(west.ledger.ticket(&forged_tid).redemptions.is_empty());
 }
+
+/// Who is inside each scope, counted by reading every redemption: per ticket and scope, the
+/// latest in HLC order that no revert undid.
+fn inside_by_reading(l: &Ledger, scope: &gatemesh_wire::Scope) -> u64 {
+    let mut latest: std::collections::HashMap<TicketId, (gatemesh_ledger::Hlc, Direction)> =
+        Default::default();
+    for r in l.redemptions() {
+        if r.scope.as_ref() != Some(scope) {
+            continue;
+        }
+        let state = l.ticket(&r.tid);
+        if !state.effective().any(|e| e.id == r.id) {
+            continue;
+        }
+        let e = latest
+            .entry(r.tid.clone())
+            .or_insert((r.hlc.clone(), r.direction));
+        if r.hlc >= e.0 {
+            *e = (r.hlc.clone(), r.direction);
+        }
+    }
+    latest
+        .values()
+        .filter(|(_, d)| *d == Direction::Entry)
+        .count() as u64
+}
+
+#[test]
+fn who_is_inside_each_scope_is_what_reading_every_redemption_counts() {
+    let t0 = 1_795_000_000_000;
+    let scope = |s: &str| gatemesh_wire::Scope::parse(s).unwrap();
+    let (friday, saturday, vip) = (
+        scope("main/2026-07-03"),
+        scope("main/2026-07-04"),
+        scope("vip"),
+    );
+    let (mut a, mut b) = (ledger(), ledger());
+    let record = |l: &mut Ledger, tid: &TicketId, s: &gatemesh_wire::Scope, direction, at_ms| {
+        let mut r = redemption(l, tid, at_ms);
+        r.scope = Some(s.clone());
+        r.direction = direction;
+        r.seen = l.ticket(tid).redemption_ids();
+        l.record_redemption(&r).unwrap();
+    };
+    let tickets: Vec<TicketId> = (0..90).map(|_| TicketId::generate()).collect();
+    for (i, tid) in tickets.iter().enumerate() {
+        let at = t0 + i as i64 * 1000;
+        record(&mut a, tid, &friday, Direction::Entry, at);
+        if i % 2 == 0 {
+            record(&mut a, tid, &friday, Direction::Exit, at + 100);
+        }
+        if i % 3 == 0 {
+            record(&mut b, tid, &saturday, Direction::Entry, at + 86_400_000);
+        }
+        if i % 5 == 0 {
+            record(&mut b, tid, &vip, Direction::Entry, at + 200);
+            if i % 10 == 0 {
+                record(&mut b, tid, &vip, Direction::Exit, at + 300);
+            }
+        }
+    }
+    let figures = |l: &Ledger| {
+        [&friday, &saturday, &vip].map(|s| (l.occupancy().inside(s), inside_by_reading(l, s)))
+    };
+    sync_pair(&mut a, &mut b);
+    for l in [&a, &b] {
+        let f = figures(l);
+        assert!(f.iter().all(|(kept, read)| kept == read), "{f:?}");
+        assert_eq!(f.map(|(kept, _)| kept), [45, 30, 9]);
+    }
+    // Staff revert one Friday entry of a holder still inside: one fewer inside on Friday.
+    let undone = &tickets[1];
+    let state = a.ticket(undone);
+    let entry = state
+        .redemptions
+        .iter()
+        .find(|r| r.scope.as_ref() == Some(&friday))
+        .unwrap();
+    let resolution = gatemesh_ledger::Resolution {
+        sig: None,
+        id: gatemesh_ledger::ResolutionId::random(),
+        tid: undone.clone(),
+        action: Action::Revert,
+        staff: "sam".into(),
+        note: "scanned by mistake".into(),
+        node: a.node().clone(),
+        at_ms: t0 + MINUTE,
+        hlc: a.tick(t0 + MINUTE),
+        covers: vec![entry.id.clone()],
+        from_server: false,
+    };
+    a.record_resolution(&resolution).unwrap();
+    assert_eq!(a.occupancy().inside(&friday), 44);
+    assert_eq!(figures(&a)[0], (44, 44));
+    let reopened = reopened(&mut a);
+    assert_eq!(reopened.occupancy(), a.occupancy());
+}

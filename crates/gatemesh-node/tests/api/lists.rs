@@ -340,3 +340,58 @@ async fn a_ticket_counts_once_on_each_list_that_admits_it() {
     main.stop().await;
     vip.stop().await;
 }
+
+#[tokio::test]
+async fn who_is_inside_counts_entries_minus_exits_and_warns_near_capacity() {
+    let mut file = festival();
+    file["lists"][3] = json!({
+        "id": "vip", "name": "VIP area", "products": ["VIP"], "entry": "reentry", "capacity": 10
+    });
+    let lists = Lists::from_json(file.to_string().as_bytes()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let issuer = Issuer::new();
+    let gate = Gate::start_with(dir.path(), "VIP door", &issuer, |c| {
+        c.lists = Some(lists.for_gate(&[ListId::parse("vip").unwrap()]).unwrap());
+    })
+    .await;
+    let codes: Vec<String> = (0..10)
+        .map(|_| issuer.product_ticket(Some("VIP"), Format::Jwt).1)
+        .collect();
+    for (i, code) in codes.iter().enumerate() {
+        let r = gate.scan(code, "v1").await;
+        assert_eq!(verdict(&r), ("admit", "valid"), "{r}");
+        let inside = i + 1;
+        let level = match inside {
+            10 => "full",
+            9 => "near",
+            _ => "ok",
+        };
+        assert_eq!(
+            (
+                r["occupancy"]["inside"].as_u64(),
+                r["occupancy"]["level"].as_str()
+            ),
+            (Some(inside as u64), Some(level)),
+            "{r}"
+        );
+        assert_eq!(r["occupancy"]["capacity"], 10);
+    }
+    // Full is a warning, not a refusal: staff decide. One holder leaves, one comes back.
+    let out = gate.scan_dir(&codes[0], "v1", "exit").await;
+    assert_eq!(verdict(&out), ("admit", "exit"), "{out}");
+    assert_eq!(out["occupancy"]["inside"], 9);
+    let (_, status) = gate.get("/v1/status").await;
+    assert_eq!(
+        status["lists"],
+        json!([{"list": "vip", "name": "VIP area", "scope": "vip", "inside": 9,
+                "capacity": 10, "level": "near"}])
+    );
+    let back = gate.scan(&codes[0], "v2").await;
+    assert_eq!(verdict(&back), ("admit", "reentry"), "{back}");
+    assert_eq!(back["occupancy"]["level"], "full");
+    // A duplicate changes nothing inside.
+    let again = gate.scan(&codes[1], "v2").await;
+    assert_eq!(verdict(&again), ("duplicate", "already_admitted"));
+    assert_eq!(again["occupancy"]["inside"], 10);
+    gate.stop().await;
+}

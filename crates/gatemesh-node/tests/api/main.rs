@@ -200,8 +200,15 @@ impl Gate {
     }
 
     async fn scan(&self, code: &str, scanner: &str) -> Value {
+        self.scan_dir(code, scanner, "entry").await
+    }
+
+    async fn scan_dir(&self, code: &str, scanner: &str, direction: &str) -> Value {
         let (status, body) = self
-            .post("/v1/scan", json!({ "code": code, "scanner": scanner }))
+            .post(
+                "/v1/scan",
+                json!({ "code": code, "scanner": scanner, "direction": direction }),
+            )
             .await;
         assert_eq!(status, StatusCode::OK, "{body}");
         body

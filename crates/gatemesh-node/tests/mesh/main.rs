@@ -267,6 +267,12 @@ async fn copies_apart_on_one_list_are_flagged_and_entries_on_two_lists_are_not()
             .collect();
         assert_eq!(flagged, std::slice::from_ref(&copied));
     }
+    // Who is inside, as every gate's records say: both tickets on main (one of them entered
+    // twice, still one holder), one in the VIP area.
+    for (node, list, inside) in [(&m1, "main", 2), (&m2, "main", 2), (&vip, "vip", 1)] {
+        let lists = node.occupancy().await.unwrap();
+        assert_eq!((lists[0].list.as_str(), lists[0].inside), (list, inside));
+    }
     // At the VIP door, the ticket used there once is yellow; at a main gate, both are.
     let again = vip
         .scan(&vip_ticket(&two_lists), "v2", Direction::Entry)
