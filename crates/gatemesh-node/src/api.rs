@@ -308,6 +308,7 @@ async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
         "event": info.event,
         "role": if s.node.is_observer() { Role::Observer } else { Role::Gate },
         "counts": snap.counts,
+        "refusals": snap.refusals,
         "redemptions": snap.redemptions,
         "flagged": snap.flagged,
         "manifest_tickets": snap.manifest_tickets,

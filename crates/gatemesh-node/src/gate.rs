@@ -53,6 +53,8 @@ pub use gatemesh_wire::VerdictCounts as Counts;
 #[derive(Debug, Clone, Serialize)]
 pub struct Snapshot {
     pub counts: Counts,
+    /// Scans refused since the node started, by reason.
+    pub refusals: std::collections::BTreeMap<Reason, u64>,
     pub redemptions: usize,
     pub flagged: usize,
     pub manifest_tickets: Option<usize>,
@@ -291,6 +293,8 @@ pub(crate) struct Writer {
     pub policy: Policy,
     pub manifest: Option<HashSet<TicketId>>,
     pub counts: Counts,
+    /// Scans refused since the node started, by reason.
+    pub refusals: std::collections::BTreeMap<Reason, u64>,
     pub events: broadcast::Sender<NodeEvent>,
     /// Change rows stored since the last compaction.
     pub uncompacted: i64,
@@ -647,6 +651,7 @@ impl Writer {
             Command::Snapshot { reply } => {
                 let snapshot = Snapshot {
                     counts: self.counts,
+                    refusals: self.refusals.clone(),
                     redemptions: self.ledger.redemption_count(),
                     flagged: self.ledger.flagged().count(),
                     manifest_tickets: self.manifest.as_ref().map(HashSet::len),
@@ -1046,7 +1051,10 @@ impl Writer {
         match answer.verdict {
             Verdict::Admit => self.counts.admit += 1,
             Verdict::Duplicate => self.counts.duplicate += 1,
-            Verdict::Reject => self.counts.reject += 1,
+            Verdict::Reject => {
+                self.counts.reject += 1;
+                *self.refusals.entry(answer.reason).or_default() += 1;
+            }
         }
         let result = ScanResult {
             verdict: answer.verdict,

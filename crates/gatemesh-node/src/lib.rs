@@ -286,6 +286,7 @@ impl Node {
             policy: config.policy,
             manifest: None,
             counts: Counts::default(),
+            refusals: Default::default(),
             events: events.clone(),
             uncompacted,
             peers: Default::default(),

@@ -211,6 +211,7 @@ impl Node {
             }),
             version: Some(env!("CARGO_PKG_VERSION").to_owned()),
             counts: snap.counts,
+            refusals: snap.refusals,
             redemptions: count(snap.redemptions),
             flagged: count(snap.flagged),
             manifest_tickets: snap.manifest_tickets.map(count),

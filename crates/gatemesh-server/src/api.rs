@@ -130,6 +130,11 @@ pub(crate) async fn metrics(State(s): State<Server>) -> Result<Response, ApiErro
         let mut out = Vec::new();
         for e in st.events()? {
             for g in st.gates(&e.id)? {
+                let refusals = g
+                    .heartbeat
+                    .as_ref()
+                    .map(|h| h.refusals.clone())
+                    .unwrap_or_default();
                 let uplink = g.heartbeat.and_then(|h| h.uplink);
                 out.push(crate::metrics::GateReport {
                     event: e.id.to_string(),
@@ -137,6 +142,7 @@ pub(crate) async fn metrics(State(s): State<Server>) -> Result<Response, ApiErro
                     backlog: uplink.as_ref().map(|u| u.backlog),
                     skipped: uplink.as_ref().map(|u| u.skipped),
                     last_seen_ms: g.last_seen_ms,
+                    refusals,
                 });
             }
         }

@@ -1,7 +1,7 @@
 //! `GET /metrics`: Prometheus text. Scans by verdict and gate and the redemption latency are
-//! counted by this process (sum them across instances); the upload backlog and the items a
-//! gate skipped are each gate's own figures from its last heartbeat, read from the database
-//! at scrape time.
+//! counted by this process (sum them across instances); the upload backlog, the items a
+//! gate skipped and the scans it refused (by reason) are each gate's own figures from its
+//! last heartbeat, read from the database at scrape time.
 
 use prometheus_client::{
     encoding::EncodeLabelSet,
@@ -27,6 +27,13 @@ struct GateLabels {
     gate: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RefusalLabels {
+    event: String,
+    gate: String,
+    reason: String,
+}
+
 pub(crate) struct Metrics {
     registry: Registry,
     scans: Family<ScanLabels, Counter>,
@@ -34,6 +41,7 @@ pub(crate) struct Metrics {
     backlog: Family<GateLabels, Gauge>,
     skipped: Family<GateLabels, Gauge>,
     last_seen: Family<GateLabels, Gauge>,
+    refused: Family<RefusalLabels, Gauge>,
 }
 
 /// One gate's figures from its last heartbeat.
@@ -44,6 +52,8 @@ pub(crate) struct GateReport {
     pub backlog: Option<usize>,
     pub skipped: Option<u64>,
     pub last_seen_ms: Option<i64>,
+    /// Scans it refused since it started, by reason.
+    pub refusals: std::collections::BTreeMap<gatemesh_wire::Reason, u64>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -87,6 +97,13 @@ impl Metrics {
             "When a gate last reported, seconds since 1970",
             last_seen.clone(),
         );
+        let refused = Family::<RefusalLabels, Gauge>::default();
+        registry.register(
+            "gate_refused_scans",
+            "Scans a gate refused since it started, by reason: forged, void, not on its lists, \
+             out of their validity… (its last heartbeat)",
+            refused.clone(),
+        );
         Self {
             registry,
             scans,
@@ -94,6 +111,7 @@ impl Metrics {
             backlog,
             skipped,
             last_seen,
+            refused,
         }
     }
 
@@ -113,6 +131,7 @@ impl Metrics {
         self.backlog.clear();
         self.skipped.clear();
         self.last_seen.clear();
+        self.refused.clear();
         for g in gates {
             let labels = GateLabels {
                 event: g.event.clone(),
@@ -127,6 +146,14 @@ impl Metrics {
             }
             if let Some(ms) = g.last_seen_ms {
                 self.last_seen.get_or_create(&labels).set(ms / 1000);
+            }
+            for (reason, n) in &g.refusals {
+                let labels = RefusalLabels {
+                    event: g.event.clone(),
+                    gate: g.gate.clone(),
+                    reason: reason.as_str().to_owned(),
+                };
+                self.refused.get_or_create(&labels).set(gauge(*n));
             }
         }
         let mut out = String::new();

@@ -211,6 +211,11 @@ pub struct Heartbeat {
     pub version: Option<String>,
     /// Verdicts since it started.
     pub counts: VerdictCounts,
+    /// Scans it refused since it started, by reason (forged, void, not on its lists, out of
+    /// their validity…): where bad tickets are being tried.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub refusals: std::collections::BTreeMap<crate::Reason, u64>,
     /// Redemptions in its ledger.
     pub redemptions: u64,
     /// Tickets flagged in its ledger.

@@ -395,3 +395,33 @@ async fn who_is_inside_counts_entries_minus_exits_and_warns_near_capacity() {
     assert_eq!(again["occupancy"]["inside"], 10);
     gate.stop().await;
 }
+
+#[tokio::test]
+async fn refused_scans_are_counted_by_reason() {
+    // What a manager reads from each gate (its status, and its heartbeat to the server):
+    // which refusals it answered, so forged or wrong tickets being tried show where.
+    let dir = tempfile::tempdir().unwrap();
+    let issuer = Issuer::new();
+    let gate = Gate::start_with(dir.path(), "VIP door", &issuer, |c| {
+        c.lists = Some(gate_lists(&["vip"]));
+    })
+    .await;
+    for _ in 0..2 {
+        let (_, ga) = issuer.product_ticket(Some("GA"), Format::Jwt);
+        assert_eq!(
+            verdict(&gate.scan(&ga, "v1").await),
+            ("reject", "not_on_list")
+        );
+    }
+    let unreadable = gate.scan("not a ticket", "v1").await;
+    assert_eq!(verdict(&unreadable).0, "reject");
+    let (_, vip) = issuer.product_ticket(Some("VIP"), Format::Jwt);
+    assert_eq!(verdict(&gate.scan(&vip, "v1").await).0, "admit");
+    let (_, status) = gate.get("/v1/status").await;
+    let mut expected = serde_json::Map::new();
+    expected.insert("not_on_list".into(), json!(2));
+    expected.insert(unreadable["reason"].as_str().unwrap().into(), json!(1));
+    assert_eq!(status["refusals"], Value::Object(expected), "{status}");
+    assert_eq!(status["counts"]["reject"], 3);
+    gate.stop().await;
+}

@@ -1466,7 +1466,10 @@ async fn metrics_count_redemptions_by_gate_and_verdict(backend: Backend) {
     }
     s.post(
         "/v1/events/MET/heartbeat",
-        json!({ "name": "North", "uplink": { "backlog": 12 } }),
+        json!({
+            "name": "North", "uplink": { "backlog": 12 },
+            "refusals": { "not_on_list": 2, "void": 1 }
+        }),
     )
     .await;
     let r = s
@@ -1482,6 +1485,8 @@ async fn metrics_count_redemptions_by_gate_and_verdict(backend: Backend) {
         r#"gatemesh_redemptions_total{event="MET",gate="North",verdict="admit"} 2"#,
         r#"gatemesh_redemptions_total{event="MET",gate="South",verdict="duplicate"} 1"#,
         r#"gatemesh_gate_upload_backlog{event="MET",gate="North"} 12"#,
+        r#"gatemesh_gate_refused_scans{event="MET",gate="North",reason="not_on_list"} 2"#,
+        r#"gatemesh_gate_refused_scans{event="MET",gate="North",reason="void"} 1"#,
         "gatemesh_redemption_seconds_count 3",
     ] {
         assert!(text.lines().any(|l| l == line), "{line} not in:\n{text}");
