@@ -291,6 +291,9 @@ pub(crate) struct Writer {
     pub identity: Option<gatemesh_mesh::pki::Identity>,
     pub gate_name: String,
     pub policy: Policy,
+    /// The gate's check-in lists (checked before the writer; here for exits, which count
+    /// where the holder came in).
+    pub lists: Option<gatemesh_wire::GateLists>,
     pub manifest: Option<HashSet<TicketId>>,
     pub counts: Counts,
     /// Scans refused since the node started, by reason.
@@ -972,6 +975,22 @@ impl Writer {
         let now = presented_ms;
         let claims = verified.as_ref().ok().map(|v| v.claims.clone());
         let known = claims.as_ref().map(|c| self.ledger.ticket(&c.tid));
+        // A holder leaving counts where they came in (their latest entry on one of the
+        // gate's lists), whatever window or event day it is now.
+        let lists = match (direction, &self.lists, &known) {
+            (Direction::Exit, Some(gate_lists), Some(known)) => {
+                let entries: Vec<&gatemesh_wire::Scope> = known
+                    .effective()
+                    .filter(|r| r.direction == Direction::Entry)
+                    .filter_map(|r| r.scope.as_ref())
+                    .collect();
+                match gate_lists.exit_under(&entries) {
+                    Some(under) => Some(Ok(under)),
+                    None => lists,
+                }
+            }
+            _ => lists,
+        };
         // Under a list, the ticket is single-use per list and window, with the list's entry
         // policy: decided on its redemptions in that scope only.
         let admitted = lists.as_ref().and_then(|l| l.as_ref().ok());

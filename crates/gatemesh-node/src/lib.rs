@@ -284,6 +284,7 @@ impl Node {
             identity: config.identity.clone(),
             gate_name: config.name.clone(),
             policy: config.policy,
+            lists: config.lists.clone(),
             manifest: None,
             counts: Counts::default(),
             refusals: Default::default(),

@@ -706,6 +706,26 @@ impl GateLists {
         })
     }
 
+    /// Where a holder leaving counts: the scope of their latest entry that still counts on
+    /// one of the gate's lists (`entries`: the ticket's entries' scopes, oldest first), so
+    /// that someone who came in on Friday's window or before the day's boundary can leave
+    /// after it. `None` when they entered on none of them.
+    pub fn exit_under(&self, entries: &[&Scope]) -> Option<ListAdmission> {
+        let scope = entries
+            .iter()
+            .rev()
+            .find(|s| self.chosen().any(|l| l.id == s.list))?;
+        let list = self.chosen().find(|l| l.id == scope.list)?;
+        Some(ListAdmission {
+            list: list.id.clone(),
+            name: list.name.clone(),
+            window: scope.window.clone(),
+            product: None,
+            entry: list.entry,
+            capacity: list.capacity,
+        })
+    }
+
     /// Each of the gate's lists with the scope a holder entering at `at_ms` counts against
     /// (`None` outside its windows).
     pub fn scopes_at(&self, at_ms: i64) -> Vec<(&CheckinList, Option<Scope>)> {

@@ -250,9 +250,13 @@ async fn a_three_day_pass_is_admitted_once_per_event_day() {
     let file = json!({
         "event": EVENT, "time_zone": "UTC", "day_starts": hhmm(boundary),
         "default_product": "GA",
-        "products": [{"code": "GA", "number": 1}, {"code": "3DAY", "number": 3}],
+        "products": [
+            {"code": "GA", "number": 1}, {"code": "3DAY", "number": 3}, {"code": "CAMP", "number": 7}
+        ],
         "lists": [
-            {"id": "main", "name": "Main entrance", "products": ["3DAY"], "once_per_day": true}
+            {"id": "main", "name": "Main entrance", "products": ["3DAY"], "once_per_day": true},
+            {"id": "camp", "name": "Campsite", "products": ["CAMP"], "once_per_day": true,
+             "entry": "reentry"}
         ]
     });
     let lists = Lists::from_json(file.to_string().as_bytes()).unwrap();
@@ -274,9 +278,19 @@ async fn a_three_day_pass_is_admitted_once_per_event_day() {
     );
     assert_eq!(again["first"]["redemption_id"], first["redemption_id"]);
     assert_eq!(again["first"]["gate"], "Main 1");
+    // A camper comes in before the day's boundary.
+    let (_, camper) = issuer.product_ticket(Some("7"), Format::Gm1);
+    let came = gate.scan(&camper, "s1").await;
+    assert_eq!(verdict(&came), ("admit", "valid"), "{came}");
+    let day_one = came["occupancy"]["scope"].clone();
 
     // The next event day: green again, once.
     until(boundary).await;
+    // The camper leaves after the boundary: the exit counts on the day they came in.
+    let left = gate.scan_dir(&camper, "s1", "exit").await;
+    assert_eq!(verdict(&left), ("admit", "exit"), "{left}");
+    assert_eq!(left["occupancy"]["scope"], day_one);
+    assert_eq!(left["occupancy"]["inside"], 0);
     let next_day = gate.scan(&code, "s2").await;
     assert_eq!(verdict(&next_day), ("admit", "valid"), "{next_day}");
     assert_ne!(next_day["redemption_id"], first["redemption_id"]);
