@@ -38,7 +38,31 @@ tickets_pdf: string | null, };
 
 export type FirstUseView = { gate: string, scanner: string, at_ms: number, };
 
-export type ScanView = { verdict: Verdict, reason: Reason, tid: string | null, seat: string | null, scanner: string, first: FirstUseView | null, transferred_to: string | null, at_ms: number, };
+export type CapacityLevel = "ok" | "near" | "full";
+
+export type ListView = { 
+/**
+ * The list's name ("VIP area").
+ */
+name: string, 
+/**
+ * Holders inside now, across every gate.
+ */
+inside: number, capacity: number | null, 
+/**
+ * `near` from 90 % of the capacity, `full` from 100 %.
+ */
+level: CapacityLevel, };
+
+export type ScanView = { verdict: Verdict, reason: Reason, tid: string | null, seat: string | null, scanner: string, first: FirstUseView | null, transferred_to: string | null, at_ms: number, 
+/**
+ * At a gate with check-in lists: the list it was taken under, and who is inside it.
+ */
+list: ListView | null, 
+/**
+ * For a refusal by the ticket itself or by the gate's lists: what was wrong, in words.
+ */
+detail: string | null, };
 
 export type UplinkState = "connected" | "offline" | "none";
 

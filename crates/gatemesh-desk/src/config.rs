@@ -229,6 +229,13 @@ pub struct DeskConfig {
     pub reentry: bool,
     #[serde(default)]
     pub reject_unlisted: bool,
+    /// The event's check-in lists (a lists file, as `gatemesh gate --lists` reads it); none:
+    /// every product at any time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_in: Option<gatemesh_wire::lists::ListsFile>,
+    /// The lists of `check_in` this gate checks against (none: all of them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lists: Vec<gatemesh_wire::ListId>,
     pub staff: Vec<StaffEntry>,
     /// Minutes without a command of the signed-in person before the app signs them out.
     #[serde(default = "idle_default")]
@@ -287,6 +294,8 @@ impl DeskConfig {
             api_public: false,
             reentry: false,
             reject_unlisted: false,
+            check_in: None,
+            lists: Vec::new(),
             staff,
             idle_sign_out_min: IDLE_SIGN_OUT_DEFAULT_MIN,
             demo: false,

@@ -74,6 +74,16 @@ fn node_config(data: PathBuf, config: &DeskConfig) -> Result<Config> {
         },
         ..Policy::default()
     };
+    if let Some(file) = &config.check_in {
+        let lists =
+            gatemesh_wire::Lists::new(file.clone()).context("the check-in lists in app.json")?;
+        lists.check_event(&c.event)?;
+        c.lists = Some(
+            lists
+                .for_gate(&config.lists)
+                .context("the gate's check-in lists")?,
+        );
+    }
     Ok(c)
 }
 

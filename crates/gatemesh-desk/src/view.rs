@@ -73,6 +73,19 @@ pub struct FirstUseView {
     pub at_ms: i64,
 }
 
+/// The check-in list a scan was taken under, and who is inside it now.
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct ListView {
+    /// The list's name ("VIP area").
+    pub name: String,
+    /// Holders inside now, across every gate.
+    #[ts(type = "number")]
+    pub inside: u64,
+    pub capacity: Option<u32>,
+    /// `near` from 90 % of the capacity, `full` from 100 %.
+    pub level: gatemesh_wire::CapacityLevel,
+}
+
 /// One scan's answer, for the verdict screen.
 #[derive(Debug, Clone, Serialize, TS)]
 pub struct ScanView {
@@ -85,6 +98,10 @@ pub struct ScanView {
     pub transferred_to: Option<String>,
     #[ts(type = "number")]
     pub at_ms: i64,
+    /// At a gate with check-in lists: the list it was taken under, and who is inside it.
+    pub list: Option<ListView>,
+    /// For a refusal by the ticket itself or by the gate's lists: what was wrong, in words.
+    pub detail: Option<String>,
 }
 
 impl From<ScanResult> for ScanView {
@@ -105,6 +122,13 @@ impl From<ScanResult> for ScanView {
             }),
             transferred_to: r.transferred_to.map(|t| t.to_string()),
             at_ms: r.at_ms,
+            list: r.occupancy.map(|o| ListView {
+                name: o.name.to_string(),
+                inside: o.inside,
+                capacity: o.capacity,
+                level: o.level,
+            }),
+            detail: r.detail,
         }
     }
 }
@@ -236,7 +260,7 @@ pub struct SettingsView {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum DeskEvent {
     /// A scan decided by this gate (from any scanner, the local API included).
-    Verdict { scan: ScanView },
+    Verdict { scan: Box<ScanView> },
     /// The flags changed (a new flag, a resolution, an import, news from a peer).
     Flags,
 }
@@ -245,7 +269,7 @@ pub enum DeskEvent {
 pub fn desk_event(e: &gatemesh_node::NodeEvent) -> DeskEvent {
     match e {
         gatemesh_node::NodeEvent::Verdict(r) => DeskEvent::Verdict {
-            scan: (**r).clone().into(),
+            scan: Box::new((**r).clone().into()),
         },
         _ => DeskEvent::Flags,
     }

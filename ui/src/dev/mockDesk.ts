@@ -151,7 +151,16 @@ export function mockDesk(): DeskApi {
     scan(code, scanner) {
       if (who === null) return refuse("signed_out", "sign in first");
       const at_ms = Date.now();
-      const base = { tid: null, seat: null, scanner, first: null, transferred_to: null, at_ms };
+      const base = {
+        tid: null,
+        seat: null,
+        scanner,
+        first: null,
+        transferred_to: null,
+        at_ms,
+        list: null,
+        detail: null,
+      };
       let v: ScanView;
       if (code.startsWith("GM1:")) {
         const tid = code.slice(4, 12) || "T-0000";

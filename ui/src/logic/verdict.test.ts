@@ -14,6 +14,8 @@ const scan = (over: Partial<ScanView>): ScanView => ({
   first: null,
   transferred_to: null,
   at_ms: NOW,
+  list: null,
+  detail: null,
   ...over,
 });
 
@@ -108,5 +110,34 @@ describe("SeenScans", () => {
 
   it("keys on what tells scans apart", () => {
     expect(scanKey(scan({}))).not.toBe(scanKey(scan({ reason: "unlisted" })));
+  });
+});
+
+describe("the check-in list line", () => {
+  it("names the list and who is inside, warning from 90 % of the capacity", () => {
+    const at = (inside: number, level: "ok" | "near" | "full") =>
+      verdictModel(scan({ list: { name: "VIP area", inside, capacity: 10, level } }), NOW).list;
+    expect(at(5, "ok")).toEqual({ text: "VIP area · 5 / 10 inside", level: "ok", warning: null });
+    expect(at(9, "near")?.warning).toBe("Nearly full");
+    expect(at(10, "full")?.warning).toBe("Full: tell your supervisor");
+    const open = verdictModel(
+      scan({ list: { name: "Main entrance", inside: 1200, capacity: null, level: "ok" } }),
+      NOW,
+    ).list;
+    expect(open?.text).toBe("Main entrance · 1200 inside");
+    expect(verdictModel(scan({}), NOW).list).toBeNull();
+    expect(idleModel().list).toBeNull();
+  });
+
+  it("says what a list refused, in words", () => {
+    const m = verdictModel(
+      scan({
+        verdict: "reject",
+        reason: "not_valid_now",
+        detail: "list friday admits this ticket no longer",
+      }),
+      NOW,
+    );
+    expect(m.lines).toContain("list friday admits this ticket no longer");
   });
 });

@@ -1,6 +1,6 @@
 /** What the verdict panel shows for a scan: colour, icon, title and the lines under it. */
 
-import type { ScanView, Verdict } from "../bindings";
+import type { CapacityLevel, ScanView, Verdict } from "../bindings";
 import { reasonText } from "./reasons";
 import { formatClock, timeAgo } from "./time";
 
@@ -19,8 +19,35 @@ export interface VerdictModel {
   reason: string;
   /** The seat, large, when the ticket has one. */
   seat: string | null;
-  /** Smaller lines: first use, transfer, ticket id, scanner. */
+  /** Smaller lines: first use, what was wrong, transfer, ticket id, scanner. */
   lines: string[];
+  /** At a gate with check-in lists: the list the ticket was taken under and who is inside. */
+  list: ListLine | null;
+}
+
+/** The list line under a verdict, and its capacity warning. */
+export interface ListLine {
+  /** "VIP area · 9 / 10 inside". */
+  text: string;
+  level: CapacityLevel;
+  /** "Nearly full" or "Full" for staff to act on; null below 90 %. */
+  warning: string | null;
+}
+
+const WARNING: Record<CapacityLevel, string | null> = {
+  ok: null,
+  near: "Nearly full",
+  full: "Full: tell your supervisor",
+};
+
+/** The list line for a scan taken under a list. */
+export function listLine(list: NonNullable<ScanView["list"]>): ListLine {
+  const of = list.capacity === null ? "" : ` / ${list.capacity}`;
+  return {
+    text: `${list.name} · ${list.inside}${of} inside`,
+    level: list.level,
+    warning: WARNING[list.level],
+  };
 }
 
 const LOOK: Record<VerdictKind, { icon: VerdictIcon; title: string }> = {
@@ -40,6 +67,7 @@ export function idleModel(observer = false): VerdictModel {
       : "Scan a ticket",
     seat: null,
     lines: [],
+    list: null,
   };
 }
 
@@ -55,6 +83,7 @@ export function verdictModel(scan: ScanView, nowMs: number): VerdictModel {
   } else if (kind === "duplicate") {
     lines.push("Where it was first used is not known here");
   }
+  if (scan.detail !== null && kind === "reject") lines.push(scan.detail);
   if (scan.transferred_to !== null) lines.push(`New ticket: ${scan.transferred_to}`);
   if (scan.tid !== null) lines.push(`Ticket ${scan.tid}`);
   lines.push(`${scan.scanner} · ${formatClock(scan.at_ms)}`);
@@ -65,6 +94,7 @@ export function verdictModel(scan: ScanView, nowMs: number): VerdictModel {
     reason: reasonText(scan.reason),
     seat: scan.seat,
     lines,
+    list: scan.list === null ? null : listLine(scan.list),
   };
 }
 

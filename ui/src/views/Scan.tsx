@@ -78,6 +78,17 @@ export function Scan(props: ScanProps) {
           <div class="verdict-title">{model.title}</div>
           {model.seat !== null && <div class="verdict-seat">Seat {model.seat}</div>}
           <div class="verdict-reason">{model.reason}</div>
+          {model.list !== null && (
+            <div id="verdict-list" class={`verdict-list capacity-${model.list.level}`}>
+              {model.list.text}
+              {model.list.warning !== null && (
+                <strong class="capacity-warning" role="status">
+                  {" "}
+                  {model.list.warning}
+                </strong>
+              )}
+            </div>
+          )}
           {model.lines.length > 0 && (
             <ul class="verdict-lines">
               {model.lines.map((l) => (

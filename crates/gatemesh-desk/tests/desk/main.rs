@@ -293,6 +293,35 @@ async fn managers_change_staff_and_settings_and_an_event_sets_up_from_files() {
         Verdict::Admit
     );
     desk.shutdown().await;
+
+    // The organizer adds check-in lists to its set-up (the lists file, in app.json): the
+    // Scan screen names the list and warns as it fills.
+    let path = fresh.join("app.json");
+    let mut app: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    app["check_in"] = serde_json::json!({
+        "event": event, "time_zone": "UTC", "default_product": "GA",
+        "products": [{"code": "GA", "number": 1}],
+        "lists": [{"id": "main", "name": "Main entrance", "all_products": true, "capacity": 3}]
+    });
+    app["lists"] = serde_json::json!(["main"]);
+    std::fs::write(&path, app.to_string()).unwrap();
+    let desk = Desk::open(&fresh).await.unwrap().unwrap();
+    desk.sign_in("Ana", "9999").await.unwrap();
+    let shown = |v: &gatemesh_desk::ScanView| {
+        let l = v.list.as_ref().unwrap();
+        (l.name.clone(), l.inside, l.capacity, l.level)
+    };
+    use gatemesh_wire::CapacityLevel::{Full, Ok as Fine};
+    let second = desk.scan(&list[6].1, "Lane 1").await.unwrap();
+    assert_eq!(second.verdict, Verdict::Admit);
+    // Ticket 5 was admitted before the lists: under no list, it counts on none.
+    assert_eq!(shown(&second), ("Main entrance".into(), 1, Some(3), Fine));
+    let third = desk.scan(&list[7].1, "Lane 1").await.unwrap();
+    assert_eq!(shown(&third).3, Fine, "2 of 3 is below 90 %");
+    let fourth = desk.scan(&list[8].1, "Lane 1").await.unwrap();
+    assert_eq!((fourth.verdict, shown(&fourth).3), (Verdict::Admit, Full));
+    desk.shutdown().await;
 }
 
 fn desk_event_id(demo: &std::path::Path) -> String {
