@@ -28,6 +28,11 @@ impl World {
     }
 
     fn code(&self, tid: &TicketId) -> String {
+        self.code_of(tid, None)
+    }
+
+    /// A GM1 code of `tid`, of `product` (its number) when given.
+    fn code_of(&self, tid: &TicketId, product: Option<&str>) -> String {
         let claims = Claims {
             tid: tid.clone(),
             eid: EventId::new(EVENT).unwrap(),
@@ -35,7 +40,7 @@ impl World {
             iat: None,
             nbf: None,
             exp: None,
-            product: None,
+            product: product.map(|p| gatemesh_ticket::Product::parse(p).unwrap()),
         };
         self.issuer.sign(&claims, Format::Gm1).unwrap()
     }
@@ -223,21 +228,8 @@ async fn copies_apart_on_one_list_are_flagged_and_entries_on_two_lists_are_not()
     let (vip, vip_addr) = w
         .device_with("vip-door", "ca", Role::Gate, &[], on("vip"))
         .await;
-    let vip_ticket = |tid: &TicketId| {
-        let claims = Claims {
-            product: Some(gatemesh_ticket::Product::parse("2").unwrap()),
-            ..Claims {
-                tid: tid.clone(),
-                eid: EventId::new(EVENT).unwrap(),
-                seat: None,
-                iat: None,
-                nbf: None,
-                exp: None,
-                product: None,
-            }
-        };
-        w.issuer.sign(&claims, Format::Gm1).unwrap()
-    };
+    // VIP is product 2.
+    let vip_ticket = |tid: &TicketId| w.code_of(tid, Some("2"));
     let (copied, two_lists) = (TicketId::generate(), TicketId::generate());
     for (gate, tid, lane) in [
         (&m1, &copied, "m1"),
