@@ -38,7 +38,7 @@ use crate::{
     LedgerError,
     layout::{Map, Roots, audit_key, record_key, shard_of, status_key, ticket_of_key},
     model::{AuditEntry, NodeId, Record, Redemption, Resolution, Status},
-    sign::{Device, DeviceRecord, Trust},
+    sign::{Checked, Device, DeviceRecord, Trust},
 };
 
 /// How far ahead of this node's clock a record's times may be. Venue laptops run without
@@ -274,6 +274,99 @@ pub(crate) struct Checker<'a> {
     pub devices: &'a mut HashMap<NodeId, Arc<Device>>,
     /// Redemptions per ticket the ledger holds, all writers.
     pub per_ticket: &'a HashMap<gatemesh_ticket::TicketId, usize>,
+    /// Signatures found good already ([`precheck`]).
+    pub checked: &'a Checked,
+}
+
+/// Every put of `changes`, read (a put anywhere the layout does not allow refuses them).
+fn puts_of(roots: &Roots, changes: &[Change]) -> Result<Vec<Put>, LedgerError> {
+    let mut puts = Vec::new();
+    for change in changes {
+        let hash = change.hash();
+        let expanded = change.decode();
+        for op in &expanded.operations {
+            let (place, key, value) = put_of(roots, op).map_err(|why| in_change(&hash, why))?;
+            puts.push(Put {
+                change: hash,
+                map: place.map,
+                obj: place.obj.clone(),
+                key,
+                value: value.to_owned(),
+            });
+        }
+    }
+    Ok(puts)
+}
+
+/// The device certificates `puts` bring, each checked against the event's CA.
+fn brought_by(trust: &Trust, puts: &[Put]) -> Result<HashMap<NodeId, Arc<Device>>, LedgerError> {
+    let mut brought = HashMap::new();
+    for put in puts.iter().filter(|p| p.map == Map::Devices) {
+        let device =
+            device_of(trust, &put.key, &put.value).map_err(|why| in_change(&put.change, why))?;
+        brought.insert(device.node.clone(), Arc::new(device));
+    }
+    Ok(brought)
+}
+
+/// Checks, on every core, the signatures of the records in `changes` whose writers'
+/// certificates `changes` bring (a catch-up carries a whole ledger, certificates and all),
+/// and keeps those found good. Nothing else is decided here: the changes are checked in full
+/// when they are taken ([`check`]), and a check that finds its signature kept skips only the
+/// ECDSA verification. What does not read is left to that check to refuse.
+pub(crate) fn precheck(
+    roots: &Roots,
+    trust: &Trust,
+    event: &EventId,
+    changes: &[Change],
+) -> Checked {
+    // Change by change: a document's history starts with genesis, which makes the maps
+    // (no puts of records), and what does not read is the full check's to refuse.
+    let puts: Vec<Put> = changes
+        .iter()
+        .filter_map(|c| puts_of(roots, std::slice::from_ref(c)).ok())
+        .flatten()
+        .collect();
+    let devices: HashMap<NodeId, Arc<Device>> = puts
+        .iter()
+        .filter(|p| p.map == Map::Devices)
+        .filter_map(|p| device_of(trust, &p.key, &p.value).ok())
+        .map(|d| (d.node.clone(), Arc::new(d)))
+        .collect();
+    let signed: Vec<(Signed, Arc<Device>)> = puts
+        .iter()
+        .filter_map(|p| Signed::read(p)?.ok())
+        .filter_map(|r| {
+            let device = devices.get(r.writer())?.clone();
+            Some((r, device))
+        })
+        .collect();
+    let check = |items: &[(Signed, Arc<Device>)]| {
+        let mut checked = Checked::default();
+        for (r, device) in items {
+            if let Some((message, sig)) = r.message(event) {
+                checked.verify(device, &message, sig);
+            }
+        }
+        checked
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    if signed.len() < PARALLEL_FROM || threads < 2 {
+        return check(&signed);
+    }
+    std::thread::scope(|scope| {
+        let running: Vec<_> = signed
+            .chunks(signed.len().div_ceil(threads))
+            .map(|part| scope.spawn(move || check(part)))
+            .collect();
+        let mut all = Checked::default();
+        for thread in running {
+            if let Ok(part) = thread.join() {
+                all.extend(part);
+            }
+        }
+        all
+    })
 }
 
 /// One put of a change, as `put_of` read it.
@@ -296,21 +389,7 @@ pub(crate) fn check(
     now_ms: i64,
     checker: &mut Checker<'_>,
 ) -> Result<HashSet<TicketId>, LedgerError> {
-    let mut puts = Vec::new();
-    for change in changes {
-        let hash = change.hash();
-        let expanded = change.decode();
-        for op in &expanded.operations {
-            let (place, key, value) = put_of(roots, op).map_err(|why| in_change(&hash, why))?;
-            puts.push(Put {
-                change: hash,
-                map: place.map,
-                obj: place.obj.clone(),
-                key,
-                value: value.to_owned(),
-            });
-        }
-    }
+    let puts = puts_of(roots, changes)?;
     if puts.is_empty() {
         return Ok(HashSet::new());
     }
@@ -357,12 +436,7 @@ pub(crate) fn check(
         }
     }
     // Devices first: a batch may bring a certificate after records it signed.
-    let mut brought: HashMap<NodeId, Arc<Device>> = HashMap::new();
-    for put in puts.iter().filter(|p| p.map == Map::Devices) {
-        let device =
-            device_of(trust, &put.key, &put.value).map_err(|why| in_change(&put.change, why))?;
-        brought.insert(device.node.clone(), Arc::new(device));
-    }
+    let brought = brought_by(trust, &puts)?;
     let mut lookup = |node: &NodeId| -> Option<Arc<Device>> {
         if let Some(d) = brought.get(node).or_else(|| checker.devices.get(node)) {
             return Some(d.clone());
@@ -392,21 +466,19 @@ pub(crate) fn check(
     for (i, put) in puts.iter().enumerate() {
         let why = |why| in_change(&put.change, why);
         let (key, value) = (&put.key, &put.value);
-        let record = match put.map {
-            Map::Redemptions => Signed::Redemption(read(put.map, value).map_err(why)?),
-            Map::Resolutions => Signed::Resolution(read(put.map, value).map_err(why)?),
-            Map::Status => Signed::Status(read(put.map, value).map_err(why)?),
-            Map::Audit => Signed::Audit(read(put.map, value).map_err(why)?),
-            Map::Revocations => {
+        let record = match Signed::read(put) {
+            Some(read) => read.map_err(why)?,
+            None if put.map == Map::Revocations => {
                 revocation_taken(trust, key, value, now_ms).map_err(why)?;
                 continue;
             }
-            Map::Devices => continue,
+            None => continue,
         };
         let device = record.taken(key, now_ms, &mut lookup).map_err(why)?;
         signed.push((i, record, device));
     }
-    signatures(&signed, checker.event).map_err(|(i, why)| in_change(&puts[i].change, why))?;
+    signatures(&signed, checker.event, checker.checked)
+        .map_err(|(i, why)| in_change(&puts[i].change, why))?;
     checker.devices.extend(brought);
     // The tickets these changes write records of: what the ledger recomputes once they are
     // in (only puts of new keys get this far, so this is what a diff of the document would
@@ -618,12 +690,47 @@ impl Signed {
         }
     }
 
-    fn signed_by(&self, device: &Device, event: &EventId) -> Result<(), String> {
+    fn signed_by(&self, device: &Device, event: &EventId, checked: &Checked) -> Result<(), String> {
         match self {
-            Self::Redemption(r) => signed_by(r, device, event),
-            Self::Resolution(r) => signed_by(r, device, event),
-            Self::Status(s) => signed_by(s, device, event),
-            Self::Audit(a) => signed_by(a, device, event),
+            Self::Redemption(r) => signed_by_checked(r, device, event, checked),
+            Self::Resolution(r) => signed_by_checked(r, device, event, checked),
+            Self::Status(s) => signed_by_checked(s, device, event, checked),
+            Self::Audit(a) => signed_by_checked(a, device, event, checked),
+        }
+    }
+
+    /// The record a put of a signed map holds (`None` for a device or a revocation).
+    fn read(put: &Put) -> Option<Result<Self, String>> {
+        let value = &put.value;
+        Some(match put.map {
+            Map::Redemptions => read(put.map, value).map(Self::Redemption),
+            Map::Resolutions => read(put.map, value).map(Self::Resolution),
+            Map::Status => read(put.map, value).map(Self::Status),
+            Map::Audit => read(put.map, value).map(Self::Audit),
+            Map::Revocations | Map::Devices => return None,
+        })
+    }
+
+    fn writer(&self) -> &NodeId {
+        match self {
+            Self::Redemption(r) => r.writer(),
+            Self::Resolution(r) => r.writer(),
+            Self::Status(s) => s.writer(),
+            Self::Audit(a) => a.writer(),
+        }
+    }
+
+    /// What its signature signs, and the signature.
+    fn message(&self, event: &EventId) -> Option<(Vec<u8>, &str)> {
+        fn of<'r, R: Record>(r: &'r R, event: &EventId) -> Option<(Vec<u8>, &'r str)> {
+            let unsigned = r.unsigned_json().ok()?;
+            Some((crate::sign::message(event, R::MAP, &unsigned), r.sig()?))
+        }
+        match self {
+            Self::Redemption(r) => of(r, event),
+            Self::Resolution(r) => of(r, event),
+            Self::Status(s) => of(s, event),
+            Self::Audit(a) => of(a, event),
         }
     }
 }
@@ -637,14 +744,16 @@ const PARALLEL_FROM: usize = 64;
 fn signatures(
     items: &[(usize, Signed, Arc<Device>)],
     event: &EventId,
+    checked: &Checked,
 ) -> Result<(), (usize, String)> {
     let check = |items: &[(usize, Signed, Arc<Device>)]| {
-        items
-            .iter()
-            .try_for_each(|(i, r, device)| r.signed_by(device, event).map_err(|why| (*i, why)))
+        items.iter().try_for_each(|(i, r, device)| {
+            r.signed_by(device, event, checked).map_err(|why| (*i, why))
+        })
     };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-    if items.len() < PARALLEL_FROM || threads < 2 {
+    // Found good already, they cost a digest each: no threads for those.
+    if items.len() < PARALLEL_FROM || threads < 2 || checked.len() >= items.len() {
         return check(items);
     }
     let chunk = items.len().div_ceil(threads);
@@ -709,6 +818,16 @@ fn taken<R: Record>(
 /// that would prove nothing, and records must stay checkable after the event. An expired
 /// or revoked device is kept out at the handshake.)
 pub(crate) fn signed_by<R: Record>(r: &R, device: &Device, event: &EventId) -> Result<(), String> {
+    signed_by_checked(r, device, event, &Checked::default())
+}
+
+/// [`signed_by`], a signature in `checked` counting as verified.
+fn signed_by_checked<R: Record>(
+    r: &R,
+    device: &Device,
+    event: &EventId,
+    checked: &Checked,
+) -> Result<(), String> {
     let what = R::MAP;
     if r.writer() != &device.node || r.hlc().node != device.node {
         return Err(format!(
@@ -728,7 +847,7 @@ pub(crate) fn signed_by<R: Record>(r: &R, device: &Device, event: &EventId) -> R
         return Err(format!("an unsigned {what} record of node {}", device.node));
     };
     let unsigned = r.unsigned_json().map_err(|e| e.to_string())?;
-    if !device.verifies(&crate::sign::message(event, what, &unsigned), sig) {
+    if !device.verifies_with(&crate::sign::message(event, what, &unsigned), sig, checked) {
         return Err(format!(
             "a {what} record whose signature is not {:?}'s",
             device.peer.name

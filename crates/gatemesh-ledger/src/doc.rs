@@ -1022,6 +1022,7 @@ impl Ledger {
             trust: self.trust.as_ref(),
             devices: &mut self.devices,
             per_ticket: &self.per_ticket,
+            checked: &crate::sign::Checked::default(),
         };
         guarded(|| crate::admit::check(&self.doc, &self.roots, &incoming, now_ms, &mut checker))?;
         // Merge into a copy first: a change that the engine rejects half-way must not leave
@@ -1056,6 +1057,8 @@ pub struct SyncInParts {
     changes: std::collections::VecDeque<Change>,
     /// Whether it carried changes at all.
     carried: bool,
+    /// Its signatures found good already ([`SyncInParts::precheck`]).
+    checked: crate::sign::Checked,
 }
 
 impl SyncInParts {
@@ -1095,7 +1098,28 @@ impl SyncInParts {
             message,
             changes: changes.into(),
             carried,
+            checked: Default::default(),
         })
+    }
+
+    /// Checks, on every core, the signatures of the records whose writers' certificates
+    /// the message brings (a catch-up's whole ledger), off the thread that decides scans:
+    /// each part then costs a digest per record where it cost an ECDSA verification (61 µs).
+    /// Nothing is decided here; every part is checked in full as it is taken.
+    pub fn precheck(&mut self, event: &EventId, trust: &Trust) {
+        let Ok(genesis) = AutoCommit::load(&crate::layout::genesis(event)) else {
+            return;
+        };
+        let Ok(roots) = roots_of(&genesis) else {
+            return;
+        };
+        let changes: Vec<Change> = self.changes.iter().cloned().collect();
+        self.checked = crate::admit::precheck(&roots, trust, event, &changes);
+    }
+
+    /// Signatures found good by [`SyncInParts::precheck`].
+    pub fn prechecked(&self) -> usize {
+        self.checked.len()
     }
 
     /// Changes still to take (some may turn out to be held already).
@@ -1276,7 +1300,7 @@ impl Ledger {
     ) -> Result<Vec<StoredChange>, LedgerError> {
         let n = most.min(parts.changes.len());
         let part: Vec<Change> = parts.changes.drain(..n).collect();
-        self.take_changes(peer, part, now_ms)
+        self.take_changes(peer, part, now_ms, &parts.checked)
     }
 
     /// After its last part: what the message says of the peer (its heads, what it has and
@@ -1324,7 +1348,7 @@ impl Ledger {
         crate::admit::Inflation::default().all(bytes)?;
         let doc = &mut self.doc;
         let incoming = guarded(|| crate::admit::new_changes(doc, bytes))?;
-        self.take_changes(peer, incoming, now_ms)
+        self.take_changes(peer, incoming, now_ms, &crate::sign::Checked::default())
     }
 
     /// Checks `incoming` (none held here) with what `peer` holds back, and applies what
@@ -1334,8 +1358,9 @@ impl Ledger {
         peer: &mut PeerSync,
         incoming: Vec<Change>,
         now_ms: i64,
+        checked: &crate::sign::Checked,
     ) -> Result<Vec<StoredChange>, LedgerError> {
-        let (incoming, touched) = self.checked(peer, incoming, now_ms)?;
+        let (incoming, touched) = self.checked(peer, incoming, now_ms, checked)?;
         if incoming.is_empty() {
             return Ok(Vec::new());
         }
@@ -1355,6 +1380,7 @@ impl Ledger {
         peer: &mut PeerSync,
         incoming: Vec<Change>,
         now_ms: i64,
+        checked: &crate::sign::Checked,
     ) -> Result<(Vec<Change>, HashSet<TicketId>), LedgerError> {
         let mut seen: HashSet<ChangeHash> = HashSet::new();
         let all: Vec<Change> = peer
@@ -1380,6 +1406,7 @@ impl Ledger {
             trust: self.trust.as_ref(),
             devices: &mut self.devices,
             per_ticket: &self.per_ticket,
+            checked,
         };
         let touched = guarded(|| {
             crate::admit::check(&self.doc, &self.roots, &incoming, now_ms, &mut checker)

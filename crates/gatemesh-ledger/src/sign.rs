@@ -79,7 +79,46 @@ pub struct Device {
     pub cert_der: Vec<u8>,
 }
 
+/// Signatures found good already (off the thread that decides scans, for a catch-up), each
+/// as one digest of the device's certificate, the message and the signature: a check that
+/// finds its digest here is as good as the ECDSA check it stands for.
+#[derive(Debug, Default)]
+pub(crate) struct Checked(std::collections::HashSet<[u8; 32]>);
+
+impl Checked {
+    fn fact(device: &Device, message: &[u8], sig: &str) -> [u8; 32] {
+        let mut h = Sha256::new();
+        for part in [&device.cert_der[..], message, sig.as_bytes()] {
+            h.update((part.len() as u64).to_be_bytes());
+            h.update(part);
+        }
+        h.finalize().into()
+    }
+
+    /// Keeps that `sig` is `device`'s good signature of `message`, when it is.
+    pub(crate) fn verify(&mut self, device: &Device, message: &[u8], sig: &str) {
+        if device.verifies(message, sig) {
+            self.0.insert(Self::fact(device, message, sig));
+        }
+    }
+
+    pub(crate) fn extend(&mut self, other: Checked) {
+        self.0.extend(other.0);
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
 impl Device {
+    /// Whether `sig` (base64url) is this device's signature of `message`, found good in
+    /// `checked` or checked now.
+    pub(crate) fn verifies_with(&self, message: &[u8], sig: &str, checked: &Checked) -> bool {
+        (!checked.0.is_empty() && checked.0.contains(&Checked::fact(self, message, sig)))
+            || self.verifies(message, sig)
+    }
+
     /// Whether `sig` (base64url) is this device's signature of `message`.
     pub(crate) fn verifies(&self, message: &[u8], sig: &str) -> bool {
         let Ok(sig) = B64.decode(sig) else {

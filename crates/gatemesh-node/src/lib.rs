@@ -504,6 +504,10 @@ impl Node {
                 .context("starting the mesh")?;
         let addr = mesh.local_addr()?;
         let commands = self.shared.commands.clone();
+        // A catch-up's signatures are checked as it is parsed, with the event's CA.
+        let event = self.info().event.clone();
+        let trust = keys_of(self.shared.identity.as_ref(), &event)?.map(|(_, trust)| trust);
+        let trust = std::sync::Arc::new(trust.map(|t| (event, t)));
         tokio::spawn(async move {
             while let Some(request) = rx.recv().await {
                 use gatemesh_mesh::session::SyncRequest;
@@ -512,10 +516,14 @@ impl Node {
                     // which decides scans meanwhile. Its session waits for the answer, so
                     // nothing else of that peer's overtakes it.
                     SyncRequest::Receive { peer, bytes, reply } if bytes.len() >= PARSE_APART => {
-                        let commands = commands.clone();
+                        let (commands, trust) = (commands.clone(), trust.clone());
                         tokio::spawn(async move {
                             let parts = tokio::task::spawn_blocking(move || {
-                                gatemesh_ledger::SyncInParts::parse(&bytes)
+                                let mut parts = gatemesh_ledger::SyncInParts::parse(&bytes)?;
+                                if let Some((event, trust)) = trust.as_ref() {
+                                    parts.precheck(event, trust);
+                                }
+                                Ok(parts)
                             })
                             .await;
                             if let Ok(parts) = parts {

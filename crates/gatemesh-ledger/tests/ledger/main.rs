@@ -1049,13 +1049,14 @@ fn a_ledger_of_thousands_of_tickets_derives_on_open_what_it_derived_as_it_went()
 }
 
 /// Runs the sync protocol between `a` and `b` until neither has anything to send, `b`
-/// taking each of `a`'s messages in parts of at most `part` changes and calling
-/// `between(b)` after every part but the last (the gate deciding scans meanwhile). Returns
-/// how many parts `b` took and how many changes it learned.
+/// taking each of `a`'s messages in parts of at most `part` changes (their signatures
+/// checked first when `precheck`) and calling `between(b)` after every part but the last
+/// (the gate deciding scans meanwhile). Returns how many parts `b` took and how many
+/// changes it learned.
 fn sync_taking_parts(
     a: &mut Ledger,
     b: &mut Gate,
-    part: usize,
+    (part, precheck): (usize, bool),
     mut between: impl FnMut(&mut Gate),
 ) -> (usize, usize) {
     use gatemesh_ledger::{PeerSync, SyncInParts};
@@ -1065,6 +1066,16 @@ fn sync_taking_parts(
         let mut progressed = false;
         if let Some(m) = a.sync_message(&mut sa) {
             let mut parts = SyncInParts::parse(&m).unwrap();
+            if precheck {
+                parts.precheck(&event(), &trust_of(&event()));
+                // North's history, certificate and all: nearly every record's signature.
+                assert!(
+                    parts.left() < 100 || parts.prechecked() * 10 > parts.left() * 9,
+                    "{} of {}",
+                    parts.prechecked(),
+                    parts.left()
+                );
+            }
             loop {
                 learned += b
                     .ledger
@@ -1093,6 +1104,13 @@ fn sync_taking_parts(
 
 #[test]
 fn a_message_taken_in_parts_with_scans_between_ends_where_one_taken_whole_does() {
+    for precheck in [false, true] {
+        taken_in_parts_ends_where_taken_whole(precheck);
+    }
+}
+
+/// West takes in parts (its signatures checked first when `precheck`) what East takes whole.
+fn taken_in_parts_ends_where_taken_whole(precheck: bool) {
     // North holds 400 admissions (some with exits); East and West were apart from it and
     // admitted some of the same tickets. East takes North's history in one message, West in
     // parts of 7 changes, admitting new tickets (and one of North's) between parts.
@@ -1113,7 +1131,7 @@ fn a_message_taken_in_parts_with_scans_between_ends_where_one_taken_whole_does()
     sync_pair(&mut north.ledger, &mut east.ledger);
     let mut north_of_west = checking(reopened(&mut north.ledger));
     let mut own = Vec::new();
-    let (parts, _) = sync_taking_parts(&mut north_of_west, &mut west, 7, |west| {
+    let (parts, _) = sync_taking_parts(&mut north_of_west, &mut west, (7, precheck), |west| {
         let tid = TicketId::generate();
         assert_eq!(west.scan(&tid, "w1", T0 + MINUTE).verdict, Verdict::Admit);
         own.push(tid);
@@ -1145,7 +1163,9 @@ fn a_message_taken_in_parts_with_scans_between_ends_where_one_taken_whole_does()
     hn.sort();
     assert_eq!(hw, hn, "both replicas hold the same history");
     // And the two agree: nothing more to say either way.
-    let (_, learned) = sync_taking_parts(&mut north_of_west, &mut west, 7, |_| panic!("a part"));
+    let (_, learned) = sync_taking_parts(&mut north_of_west, &mut west, (7, precheck), |_| {
+        panic!("a part")
+    });
     assert_eq!(learned, 0);
     // A ticket North admitted is a duplicate at West, as at East.
     assert_eq!(
@@ -1188,6 +1208,8 @@ fn a_forged_record_in_a_later_part_refuses_that_part_and_keeps_what_came_before(
     .encode();
     let mut peer = gatemesh_ledger::PeerSync::default();
     let mut parts = gatemesh_ledger::SyncInParts::parse(&message).unwrap();
+    // Signatures checked ahead keep only good ones: the forged record is still refused.
+    parts.precheck(&event(), &trust_of(&event()));
     let mut taken = 0;
     let refused = loop {
         match west.ledger.take_sync_part(&mut peer, &mut parts, 4, now()) {
