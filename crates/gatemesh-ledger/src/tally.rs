@@ -121,51 +121,79 @@ impl EntryTally {
 /// counts (none reverted) in the scope is an entry. Every gate's records count, so each gate
 /// knows the whole venue's figure as far as the mesh has carried it. Kept current as records
 /// arrive, like [`EntryTally`]; redemptions of no scope (gates without lists) count nowhere.
+/// Entry times are kept by the minute, so that a list's everyone-out time (`exit_all_at`,
+/// a time of day) leaves out those who came in before it ([`Occupancy::inside_since`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Occupancy {
-    inside: HashMap<Scope, u64>,
-    /// The scopes each ticket is inside, to take it back when its records change.
-    by_ticket: HashMap<TicketId, Vec<Scope>>,
+    /// Per scope: how many are inside, and by the minute their latest entry was made.
+    inside: HashMap<Scope, (u64, BTreeMap<i64, u64>)>,
+    /// The scopes each ticket is inside and the minute of its entry there, to take it back
+    /// when its records change.
+    by_ticket: HashMap<TicketId, Vec<(Scope, i64)>>,
 }
+
+const MINUTE_MS: i64 = 60_000;
 
 impl Occupancy {
     /// Takes `state` (the ticket's whole history) as the ticket's word, replacing what it
     /// said before.
     pub(crate) fn set(&mut self, tid: &TicketId, state: &TicketState) {
         if let Some(old) = self.by_ticket.remove(tid) {
-            for scope in old {
-                if let Some(n) = self.inside.get_mut(&scope) {
-                    *n -= 1;
-                    if *n == 0 {
+            for (scope, minute) in old {
+                if let Some((total, minutes)) = self.inside.get_mut(&scope) {
+                    *total -= 1;
+                    if let Some(n) = minutes.get_mut(&minute) {
+                        *n -= 1;
+                        if *n == 0 {
+                            minutes.remove(&minute);
+                        }
+                    }
+                    if *total == 0 {
                         self.inside.remove(&scope);
                     }
                 }
             }
         }
         // The latest effective redemption in each scope, in HLC order.
-        let mut latest: HashMap<&Scope, Direction> = HashMap::new();
+        let mut latest: HashMap<&Scope, (Direction, i64)> = HashMap::new();
         for r in state.effective() {
             if let Some(scope) = &r.scope {
-                latest.insert(scope, r.direction);
+                latest.insert(scope, (r.direction, r.at_ms));
             }
         }
-        let mut inside: Vec<Scope> = latest
+        let mut inside: Vec<(Scope, i64)> = latest
             .into_iter()
-            .filter(|(_, d)| *d == Direction::Entry)
-            .map(|(s, _)| s.clone())
+            .filter(|(_, (d, _))| *d == Direction::Entry)
+            .map(|(s, (_, at_ms))| (s.clone(), at_ms.div_euclid(MINUTE_MS)))
             .collect();
-        inside.sort();
         if inside.is_empty() {
             return;
         }
-        for scope in &inside {
-            *self.inside.entry(scope.clone()).or_default() += 1;
+        inside.sort();
+        for (scope, minute) in &inside {
+            let (total, minutes) = self.inside.entry(scope.clone()).or_default();
+            *total += 1;
+            *minutes.entry(*minute).or_default() += 1;
         }
         self.by_ticket.insert(tid.clone(), inside);
     }
 
     /// Holders inside `scope` now.
     pub fn inside(&self, scope: &Scope) -> u64 {
-        self.inside.get(scope).copied().unwrap_or(0)
+        self.inside.get(scope).map_or(0, |(total, _)| *total)
+    }
+
+    /// Holders inside `scope` who came in at or after `since_ms` (a list's everyone-out
+    /// time: those before it count as out), to the minute; all of them without one.
+    pub fn inside_since(&self, scope: &Scope, since_ms: Option<i64>) -> u64 {
+        let Some(since) = since_ms else {
+            return self.inside(scope);
+        };
+        self.inside.get(scope).map_or(0, |(_, minutes)| {
+            minutes
+                .range(since.div_euclid(MINUTE_MS)..)
+                .map(|(_, n)| n)
+                .sum()
+        })
     }
 }

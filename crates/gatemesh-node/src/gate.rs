@@ -143,9 +143,10 @@ pub(crate) enum Command {
     /// The next part of a peer's sync message being taken in parts ([`Writer::taking`]);
     /// the writer adds it to a batch itself, never sent.
     TakePart,
-    /// Holders inside each scope, as the ledger counts them.
+    /// Holders inside each scope (who came in since its everyone-out time, if any), as the
+    /// ledger counts them.
     Inside {
-        scopes: Vec<gatemesh_wire::Scope>,
+        scopes: Vec<(gatemesh_wire::Scope, Option<i64>)>,
         reply: Reply<Vec<u64>>,
     },
     /// How many changes each peer lacks, by device name.
@@ -733,10 +734,11 @@ impl Writer {
             }
             Command::Inside { scopes, reply } => {
                 let occupancy = self.ledger.occupancy();
-                defer(
-                    reply,
-                    Ok(scopes.iter().map(|s| occupancy.inside(s)).collect()),
-                )
+                let inside = scopes
+                    .iter()
+                    .map(|(s, since)| occupancy.inside_since(s, *since))
+                    .collect();
+                defer(reply, Ok(inside))
             }
             Command::PeerLag { reply } => {
                 let fresh = self
@@ -984,7 +986,7 @@ impl Writer {
                     .filter(|r| r.direction == Direction::Entry)
                     .filter_map(|r| r.scope.as_ref())
                     .collect();
-                match gate_lists.exit_under(&entries) {
+                match gate_lists.exit_under(&entries, now) {
                     Some(under) => Some(Ok(under)),
                     None => lists,
                 }
@@ -996,7 +998,18 @@ impl Writer {
         let admitted = lists.as_ref().and_then(|l| l.as_ref().ok());
         let scope = admitted.map(gatemesh_wire::ListAdmission::scope);
         let state = match &scope {
-            Some(scope) => known.as_ref().map(|k| k.scoped(Some(scope))),
+            Some(scope) => known.as_ref().map(|k| {
+                let mut state = k.scoped(Some(scope));
+                // After the list's everyone-out time, who came in before it is out: on a
+                // re-entry list they come in again (single entry stays single).
+                if let Some(a) = admitted
+                    && a.entry == gatemesh_wire::Entry::Reentry
+                    && let Some(cut) = a.everyone_out_ms
+                {
+                    state.redemptions.retain(|r| r.at_ms >= cut);
+                }
+                state
+            }),
             None => known.clone(),
         };
         let policy = match admitted {
@@ -1090,7 +1103,10 @@ impl Writer {
             },
             occupancy: match (&lists, &scope) {
                 (Some(Ok(admitted)), Some(scope)) if answer.verdict != Verdict::Reject => {
-                    let inside = self.ledger.occupancy().inside(scope);
+                    let inside = self
+                        .ledger
+                        .occupancy()
+                        .inside_since(scope, admitted.everyone_out_ms);
                     Some(gatemesh_wire::ListOccupancy {
                         list: admitted.list.clone(),
                         name: admitted.name.clone(),

@@ -553,8 +553,12 @@ impl Node {
         let Some(lists) = &self.shared.lists else {
             return Ok(Vec::new());
         };
-        let now = lists.scopes_at(gate::now_ms());
-        let scopes = now.iter().filter_map(|(_, s)| s.clone()).collect();
+        let at = gate::now_ms();
+        let now = lists.scopes_at(at);
+        let scopes = now
+            .iter()
+            .filter_map(|(list, s)| Some((s.clone()?, lists.everyone_out_ms(list, at))))
+            .collect();
         let counts = self
             .ask(|reply| gate::Command::Inside { scopes, reply })
             .await?;

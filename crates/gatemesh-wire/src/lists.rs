@@ -125,6 +125,11 @@ pub struct CheckinList {
     /// How many may be inside at once, if the list has a limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<u32>,
+    /// Everyone counts as out at this time of day (`HH:MM`, the event's zone), every day:
+    /// the site closes, and those who stayed inside on the records did not scan out. On a
+    /// re-entry list they may come in again after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_all_at: Option<String>,
 }
 
 fn default_day_starts() -> String {
@@ -209,6 +214,9 @@ pub enum ListsError {
     /// A capacity of 0.
     #[error("list {0}: a capacity is at least 1")]
     Capacity(ListId),
+    /// `exit_all_at` is not `HH:MM`.
+    #[error("list {0}: exit_all_at must be a time of day as HH:MM (like 23:30), not {1:?}")]
+    ExitAllAt(ListId, String),
     /// A gate asked for a list the file does not have.
     #[error("there is no list {0} (the file has {1})")]
     UnknownList(ListId, String),
@@ -295,6 +303,8 @@ impl EventDays {
 pub struct Lists {
     file: ListsFile,
     days: EventDays,
+    /// Per list (in the file's order), its everyone-out times as the starts of "days".
+    exits: Vec<Option<EventDays>>,
 }
 
 impl Lists {
@@ -381,7 +391,26 @@ impl Lists {
                 return Err(ListsError::Capacity(list.id.clone()));
             }
         }
-        Ok(Self { file, days })
+        let exits = file
+            .lists
+            .iter()
+            .map(|l| {
+                l.exit_all_at
+                    .as_ref()
+                    .map(|at| {
+                        EventDays::new(&file.time_zone, at)
+                            .map_err(|_| ListsError::ExitAllAt(l.id.clone(), at.clone()))
+                    })
+                    .transpose()
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Self { file, days, exits })
+    }
+
+    /// The latest everyone-out time of the list at `index` at or before `at_ms`.
+    fn everyone_out_ms(&self, index: usize, at_ms: i64) -> Option<i64> {
+        let exits = self.exits.get(index)?.as_ref()?;
+        exits.start_ms(exits.day_of(at_ms)?)
     }
 
     /// The file as it was read.
@@ -546,6 +575,9 @@ pub struct ListAdmission {
     pub entry: Entry,
     /// The list's capacity.
     pub capacity: Option<u32>,
+    /// The list's latest everyone-out time (`exit_all_at`) before now, ms since 1970: who
+    /// entered before it counts as out.
+    pub everyone_out_ms: Option<i64>,
 }
 
 impl ListAdmission {
@@ -687,6 +719,7 @@ impl GateLists {
                     product: known.cloned(),
                     entry: list.entry,
                     capacity: list.capacity,
+                    everyone_out_ms: self.everyone_out_ms(list, at_ms),
                 });
             }
         }
@@ -710,7 +743,7 @@ impl GateLists {
     /// one of the gate's lists (`entries`: the ticket's entries' scopes, oldest first), so
     /// that someone who came in on Friday's window or before the day's boundary can leave
     /// after it. `None` when they entered on none of them.
-    pub fn exit_under(&self, entries: &[&Scope]) -> Option<ListAdmission> {
+    pub fn exit_under(&self, entries: &[&Scope], at_ms: i64) -> Option<ListAdmission> {
         let scope = entries
             .iter()
             .rev()
@@ -723,7 +756,14 @@ impl GateLists {
             product: None,
             entry: list.entry,
             capacity: list.capacity,
+            everyone_out_ms: self.everyone_out_ms(list, at_ms),
         })
+    }
+
+    /// The list's latest everyone-out time at or before `at_ms`, if it has one.
+    pub fn everyone_out_ms(&self, list: &CheckinList, at_ms: i64) -> Option<i64> {
+        let index = self.lists.file.lists.iter().position(|l| l.id == list.id)?;
+        self.lists.everyone_out_ms(index, at_ms)
     }
 
     /// Each of the gate's lists with the scope a holder entering at `at_ms` counts against

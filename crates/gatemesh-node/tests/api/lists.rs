@@ -439,3 +439,53 @@ async fn refused_scans_are_counted_by_reason() {
     assert_eq!(status["counts"]["reject"], 3);
     gate.stop().await;
 }
+
+#[tokio::test]
+async fn everyone_counts_as_out_at_the_lists_exit_time_and_may_come_back() {
+    // The VIP area closes at the next minute (UTC) and did not scan its guests out: from
+    // then on they count as out, and on this re-entry list they may come in again.
+    let now_ms = now_s() * 1000 + 1000;
+    let minute = 60_000;
+    let mut closing = (now_ms / minute + 1) * minute;
+    if closing - now_ms < 5_000 {
+        closing += minute;
+    }
+    let hhmm = |ms: i64| format!("{:02}:{:02}", (ms / 3_600_000) % 24, (ms / minute) % 60);
+    let file = json!({
+        "event": EVENT, "time_zone": "UTC", "default_product": "GA",
+        "products": [{"code": "GA", "number": 1}, {"code": "VIP", "number": 2}],
+        "lists": [{"id": "vip", "name": "VIP area", "products": ["VIP"], "entry": "reentry",
+                   "capacity": 100, "exit_all_at": hhmm(closing)}]
+    });
+    let lists = Lists::from_json(file.to_string().as_bytes()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let issuer = Issuer::new();
+    let gate = Gate::start_with(dir.path(), "VIP door", &issuer, |c| {
+        c.lists = Some(lists.for_gate(&[]).unwrap());
+    })
+    .await;
+    let (_, first) = issuer.product_ticket(Some("VIP"), Format::Jwt);
+    let (_, second) = issuer.product_ticket(Some("VIP"), Format::Jwt);
+    for code in [&first, &second] {
+        assert_eq!(verdict(&gate.scan(code, "v1").await), ("admit", "valid"));
+    }
+    let again = gate.scan(&first, "v2").await;
+    assert_eq!(
+        verdict(&again),
+        ("duplicate", "already_admitted"),
+        "still inside"
+    );
+    let inside = |status: &Value| status["lists"][0]["inside"].clone();
+    assert_eq!(inside(&gate.get("/v1/status").await.1), 2);
+
+    until(closing).await;
+    assert_eq!(
+        inside(&gate.get("/v1/status").await.1),
+        0,
+        "everyone is out"
+    );
+    let back = gate.scan(&first, "v2").await;
+    assert_eq!(verdict(&back).0, "admit", "{back}");
+    assert_eq!(back["occupancy"]["inside"], 1);
+    gate.stop().await;
+}

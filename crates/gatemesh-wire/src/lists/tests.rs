@@ -114,6 +114,44 @@ fn a_friday_ticket_is_valid_on_friday_only() {
 }
 
 #[test]
+fn everyone_is_out_from_the_lists_exit_time_of_the_day() {
+    let mut file = festival();
+    file["lists"][0]["exit_all_at"] = json!("23:00");
+    let read = lists(&file).unwrap();
+    let main = read.for_gate(&[ListId::parse("main").unwrap()]).unwrap();
+    let ga = product("GA");
+    let out = |t: &str| main.check(Some(&ga), at(t)).unwrap().everyone_out_ms;
+    // 00:30 in Berlin (summer, UTC+2): the 23:00 just gone; 22:00: the day before's.
+    assert_eq!(
+        out("2026-07-03T22:30:00Z"),
+        Some(at("2026-07-03T21:00:00Z"))
+    );
+    assert_eq!(
+        out("2026-07-03T20:00:00Z"),
+        Some(at("2026-07-02T21:00:00Z"))
+    );
+    assert_eq!(
+        out("2026-07-03T21:00:00Z"),
+        Some(at("2026-07-03T21:00:00Z"))
+    );
+    // A list without one, and a time that is no time of day.
+    let vip = read.for_gate(&[ListId::parse("vip").unwrap()]).unwrap();
+    assert_eq!(
+        vip.check(Some(&product("VIP")), at("2026-07-03T22:30:00Z"))
+            .unwrap()
+            .everyone_out_ms,
+        None
+    );
+    for bad in ["24:00", "7:00", "23h", ""] {
+        file["lists"][0]["exit_all_at"] = json!(bad);
+        assert!(
+            matches!(lists(&file), Err(ListsError::ExitAllAt(..))),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
 fn scopes_that_do_not_read() {
     for bad in [
         "",
