@@ -236,19 +236,27 @@ async fn until(at_ms: i64) {
     }
 }
 
+/// The next minute boundary at least 5 s away (ms since 1970), and its time of day in UTC
+/// as a lists file writes one (`HH:MM`): a day boundary or a closing time a test can wait
+/// for.
+fn next_minute() -> (i64, String) {
+    const MINUTE: i64 = 60_000;
+    let now_ms = now_s() * 1000 + 1000;
+    let mut at = (now_ms / MINUTE + 1) * MINUTE;
+    if at - now_ms < 5_000 {
+        at += MINUTE;
+    }
+    let hhmm = format!("{:02}:{:02}", (at / 3_600_000) % 24, (at / MINUTE) % 60);
+    (at, hhmm)
+}
+
 #[tokio::test]
 async fn a_three_day_pass_is_admitted_once_per_event_day() {
     // The event's days start at the next minute (UTC): the first scans fall on one event day,
     // those after that minute on the next. The gate's own clock decides, as at a festival.
-    let now_ms = now_s() * 1000 + 1000;
-    let minute = 60_000;
-    let mut boundary = (now_ms / minute + 1) * minute;
-    if boundary - now_ms < 5_000 {
-        boundary += minute;
-    }
-    let hhmm = |ms: i64| format!("{:02}:{:02}", (ms / 3_600_000) % 24, (ms / minute) % 60);
+    let (boundary, hhmm) = next_minute();
     let file = json!({
-        "event": EVENT, "time_zone": "UTC", "day_starts": hhmm(boundary),
+        "event": EVENT, "time_zone": "UTC", "day_starts": hhmm,
         "default_product": "GA",
         "products": [
             {"code": "GA", "number": 1}, {"code": "3DAY", "number": 3}, {"code": "CAMP", "number": 7}
@@ -444,18 +452,12 @@ async fn refused_scans_are_counted_by_reason() {
 async fn everyone_counts_as_out_at_the_lists_exit_time_and_may_come_back() {
     // The VIP area closes at the next minute (UTC) and did not scan its guests out: from
     // then on they count as out, and on this re-entry list they may come in again.
-    let now_ms = now_s() * 1000 + 1000;
-    let minute = 60_000;
-    let mut closing = (now_ms / minute + 1) * minute;
-    if closing - now_ms < 5_000 {
-        closing += minute;
-    }
-    let hhmm = |ms: i64| format!("{:02}:{:02}", (ms / 3_600_000) % 24, (ms / minute) % 60);
+    let (closing, hhmm) = next_minute();
     let file = json!({
         "event": EVENT, "time_zone": "UTC", "default_product": "GA",
         "products": [{"code": "GA", "number": 1}, {"code": "VIP", "number": 2}],
         "lists": [{"id": "vip", "name": "VIP area", "products": ["VIP"], "entry": "reentry",
-                   "capacity": 100, "exit_all_at": hhmm(closing)}]
+                   "capacity": 100, "exit_all_at": hhmm}]
     });
     let lists = Lists::from_json(file.to_string().as_bytes()).unwrap();
     let dir = tempfile::tempdir().unwrap();
