@@ -333,35 +333,28 @@ mod tests {
                 "push_backlog_max": backlog, "fell_behind": fell })
     }
 
+    /// What a link counted: sessions, pushes, largest backlog, times and sessions behind.
+    fn counted(l: &Link) -> (u64, u64, u64, u64, u64) {
+        (
+            l.sessions,
+            l.pushes,
+            l.backlog_max,
+            l.fell_behind,
+            l.sessions_fell_behind,
+        )
+    }
+
     #[test]
     fn a_link_sums_its_sessions_and_keeps_the_largest_backlog() {
         let mut l = Link::default();
         l.observe(&peer(10, 5, 3, 0));
         l.observe(&peer(20, 9, 7, 1));
         l.observe(&peer(30, 12, 7, 2));
-        assert_eq!(
-            (
-                l.sessions,
-                l.pushes,
-                l.backlog_max,
-                l.fell_behind,
-                l.sessions_fell_behind
-            ),
-            (1, 12, 7, 2, 1)
-        );
+        assert_eq!(counted(&l), (1, 12, 7, 2, 1));
         // The gate restarted (or the connection was redialled): counters from zero.
         l.observe(&peer(4, 2, 2, 0));
         l.observe(&peer(8, 6, 4, 1));
-        assert_eq!(
-            (
-                l.sessions,
-                l.pushes,
-                l.backlog_max,
-                l.fell_behind,
-                l.sessions_fell_behind
-            ),
-            (2, 18, 7, 3, 2)
-        );
+        assert_eq!(counted(&l), (2, 18, 7, 3, 2));
         // A peer entry without numbers counts as nothing, not as a failure.
         l.observe(&json!({ "name": "b" }));
         assert_eq!((l.sessions, l.pushes, l.backlog_max), (3, 18, 7));

@@ -2200,6 +2200,19 @@ async fn journal_entries_count_once_per_check_in_scope(backend: Backend) {
     assert_eq!(a["verdict"], "duplicate", "{a}");
     assert_eq!(a["first"]["redemption_id"], "sat");
     assert_eq!(flagged, 1);
+    // A record whose scope is no scope (a day that does not exist) is refused whole, and
+    // nothing of the upload is stored.
+    let mut bad = item("bad", "East", Some("main/2026-07-04"));
+    bad["record"]["scope"] = json!("main/2026-02-30");
+    let (status, _) = s
+        .post(
+            "/v1/events/DAYS/redemptions",
+            json!({ "redemptions": [bad] }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (_, stats) = s.get("/v1/events/DAYS/stats").await;
+    assert_eq!(stats["flagged"], 1);
     // An online scanner (no list) counts every admission: the ticket was used.
     let (_, online) = s
         .post(
