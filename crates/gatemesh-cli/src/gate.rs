@@ -38,13 +38,16 @@ pub struct Args {
     /// without one, every validly signed ticket of the event is admitted.
     #[arg(long)]
     manifest: Option<PathBuf>,
-    /// The event's check-in lists (a JSON lists file): the gate admits only the products its
-    /// lists take, when they take them; without it, every product at any time.
+    /// The event's check-in lists (a JSON lists file), for an event whose server releases
+    /// none: the gate admits only the products its lists take, when they take them. Lists the
+    /// server releases (through the uplink or a peer) take its place. Without either, every
+    /// product at any time.
     #[arg(long, value_name = "FILE.json")]
     lists: Option<PathBuf>,
-    /// A list of the lists file this gate checks against (repeat for several: the VIP door
-    /// takes `--list vip --list backstage`); by default all of them.
-    #[arg(long = "list", value_name = "ID", requires = "lists")]
+    /// A list this gate checks against (repeat for several: the VIP door takes `--list vip
+    /// --list backstage`); by default all of them. Without `--lists`, the gate refuses every
+    /// ticket until the server's lists reach it.
+    #[arg(long = "list", value_name = "ID")]
     list: Vec<gatemesh_wire::ListId>,
     /// Address of the local HTTP API (port 0 picks a free one). Every call needs the token
     /// in DATA/api.token (`gatemesh token --data DATA`).
@@ -141,11 +144,19 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
     let mut config = Config::new(args.data.clone(), event, name.to_string());
     config.keyring = load_keyring(&args.issuers)?;
     config.manifest = args.manifest.as_deref().map(Manifest::load).transpose()?;
-    if let Some(path) = &args.lists {
-        let lists = crate::lists::load(path)?;
-        lists.check_event(&config.event).usage()?;
-        config.lists = Some(lists.for_gate(&args.list).usage()?);
-    }
+    let file = match &args.lists {
+        Some(path) => {
+            let lists = crate::lists::load(path)?;
+            lists.check_event(&config.event).usage()?;
+            lists.for_gate(&args.list).usage()?;
+            Some(lists)
+        }
+        None => None,
+    };
+    config.check_in = Some(gatemesh_node::CheckIn {
+        lists: args.list.clone(),
+        file,
+    });
     config.policy = Policy {
         entry: if args.entry == "reentry" {
             EntryPolicy::Reentry

@@ -74,16 +74,23 @@ fn node_config(data: PathBuf, config: &DeskConfig) -> Result<Config> {
         },
         ..Policy::default()
     };
-    if let Some(file) = &config.check_in {
-        let lists =
-            gatemesh_wire::Lists::new(file.clone()).context("the check-in lists in app.json")?;
-        lists.check_event(&c.event)?;
-        c.lists = Some(
+    let file = config
+        .check_in
+        .as_ref()
+        .map(|file| {
+            let lists = gatemesh_wire::Lists::new(file.clone())
+                .context("the check-in lists in app.json")?;
+            lists.check_event(&c.event)?;
             lists
                 .for_gate(&config.lists)
-                .context("the gate's check-in lists")?,
-        );
-    }
+                .context("the gate's check-in lists")?;
+            anyhow::Ok(lists)
+        })
+        .transpose()?;
+    c.check_in = Some(gatemesh_node::CheckIn {
+        lists: config.lists.clone(),
+        file,
+    });
     Ok(c)
 }
 

@@ -23,7 +23,10 @@
 //! - each record is signed by its writer, a device whose certificate (from the event's mesh
 //!   CA) the ledger holds or the same batch brings, whose role may write that record, and
 //!   whose clock readings name it (see `sign.rs`): nobody writes in another device's name;
-//! - each revocation is signed by the event's mesh CA itself (no device may write one).
+//! - each revocation is signed by the event's mesh CA itself (no device may write one);
+//! - each release of the check-in lists is the server's (no gate or observer may write
+//!   one), for this event, and a lists file every gate can check in with
+//!   ([`lists_rule`]).
 
 use std::{
     collections::{HashMap, HashSet},
@@ -36,8 +39,8 @@ use serde::de::DeserializeOwned;
 
 use crate::{
     LedgerError,
-    layout::{Map, Roots, audit_key, record_key, shard_of, status_key, ticket_of_key},
-    model::{AuditEntry, NodeId, Record, Redemption, Resolution, Status},
+    layout::{Map, Roots, audit_key, lists_key, record_key, shard_of, status_key, ticket_of_key},
+    model::{AuditEntry, ListsRecord, NodeId, Record, Redemption, Resolution, Status},
     sign::{Checked, Device, DeviceRecord, Trust},
 };
 
@@ -474,6 +477,9 @@ pub(crate) fn check(
             }
             None => continue,
         };
+        if let Signed::Lists(l) = &record {
+            lists_rule(l, checker.event).map_err(why)?;
+        }
         let device = record.taken(key, now_ms, &mut lookup).map_err(why)?;
         signed.push((i, record, device));
     }
@@ -654,12 +660,30 @@ fn revocation_taken(trust: &Trust, key: &str, text: &str, now_ms: i64) -> Result
     trust.check_revocation(&r)
 }
 
+/// What a release of the check-in lists must be besides signed by the server: for this
+/// event, and a lists file that checks ([`gatemesh_wire::Lists::new`]) — so no gate ever
+/// holds lists it could not check in with. The lists, checked.
+pub(crate) fn lists_rule(l: &ListsRecord, event: &EventId) -> Result<gatemesh_wire::Lists, String> {
+    if l.version == 0 {
+        return Err("a release of the lists with version 0 (versions count from 1)".into());
+    }
+    if l.lists.event != *event {
+        return Err(format!(
+            "a release of the lists of event {}, not {event}",
+            l.lists.event
+        ));
+    }
+    gatemesh_wire::Lists::new(l.lists.clone())
+        .map_err(|e| format!("a release of the lists that does not check: {e}"))
+}
+
 /// A record of a batch from outside, read, its signature not checked yet.
 enum Signed {
     Redemption(Redemption),
     Resolution(Resolution),
     Status(Status),
     Audit(AuditEntry),
+    Lists(Box<ListsRecord>),
 }
 
 impl Signed {
@@ -687,6 +711,7 @@ impl Signed {
             ),
             Self::Status(s) => taken(s, key, status_key, now_ms, lookup),
             Self::Audit(a) => taken(a, key, |a| audit_key(&a.hlc), now_ms, lookup),
+            Self::Lists(l) => taken(l.as_ref(), key, lists_key, now_ms, lookup),
         }
     }
 
@@ -696,6 +721,7 @@ impl Signed {
             Self::Resolution(r) => signed_by_checked(r, device, event, checked),
             Self::Status(s) => signed_by_checked(s, device, event, checked),
             Self::Audit(a) => signed_by_checked(a, device, event, checked),
+            Self::Lists(l) => signed_by_checked(l.as_ref(), device, event, checked),
         }
     }
 
@@ -707,6 +733,7 @@ impl Signed {
             Map::Resolutions => read(put.map, value).map(Self::Resolution),
             Map::Status => read(put.map, value).map(Self::Status),
             Map::Audit => read(put.map, value).map(Self::Audit),
+            Map::Lists => read(put.map, value).map(|l| Self::Lists(Box::new(l))),
             Map::Revocations | Map::Devices => return None,
         })
     }
@@ -717,6 +744,7 @@ impl Signed {
             Self::Resolution(r) => r.writer(),
             Self::Status(s) => s.writer(),
             Self::Audit(a) => a.writer(),
+            Self::Lists(l) => l.writer(),
         }
     }
 
@@ -731,6 +759,7 @@ impl Signed {
             Self::Resolution(r) => of(r, event),
             Self::Status(s) => of(s, event),
             Self::Audit(a) => of(a, event),
+            Self::Lists(l) => of(l.as_ref(), event),
         }
     }
 }

@@ -144,6 +144,18 @@ pub struct Ledger {
     revoked: crate::revoke::Revoked,
     /// Per ticket, the redemptions of revoked devices that do not count.
     set_aside: HashMap<TicketId, Vec<Redemption>>,
+    /// The latest release of the check-in lists the document holds, and how many releases
+    /// it held when it was read.
+    lists: (Option<Arc<ReleasedLists>>, usize),
+}
+
+/// The event's check-in lists as the server released them (see [`Ledger::lists`]).
+#[derive(Debug)]
+pub struct ReleasedLists {
+    /// The record, as its writer signed it.
+    pub record: crate::model::ListsRecord,
+    /// Its lists, checked.
+    pub lists: gatemesh_wire::Lists,
 }
 
 /// From this many tickets on, [`Ledger::refresh`] reads whole shards rather than seeking
@@ -296,8 +308,10 @@ impl Ledger {
             local: HashMap::new(),
             revoked: Default::default(),
             set_aside: HashMap::new(),
+            lists: (None, 0),
         };
         ledger.revoked = ledger.read_revocations();
+        ledger.reread_lists();
         let all: HashSet<TicketId> = ledger.all_tickets();
         ledger.refresh(all);
         Ok(ledger)
@@ -486,12 +500,14 @@ impl Ledger {
     /// touch: no diff of the document (which cost a fifth of a gate's time taking a peer's
     /// admission in, `gatemesh bench fanout`).
     fn refresh_touched(&mut self, touched: HashSet<TicketId>) {
+        self.reread_lists();
         if !self.reread_revocations() {
             self.refresh(touched);
         }
     }
 
     fn refresh_after(&mut self, before: &[ChangeHash], after: &[ChangeHash]) {
+        self.reread_lists();
         if !self.reread_revocations() {
             let roots = self.roots.clone();
             let touched = touched_tickets(&mut self.doc, &roots, before, after);
@@ -509,6 +525,91 @@ impl Ledger {
         let all = self.all_tickets();
         self.refresh(all);
         true
+    }
+
+    /// When the document holds releases of the lists this ledger has not read: takes the
+    /// latest (the highest version; of one version, the last writer in key order) that
+    /// checks. Says whether the lists changed.
+    fn reread_lists(&mut self) -> bool {
+        let held = self.doc.length(&self.roots.lists);
+        if held == self.lists.1 {
+            return false;
+        }
+        // A handful of releases an event: read them all, the latest last.
+        let releases: Vec<crate::model::ListsRecord> = self
+            .doc
+            .map_range(&self.roots.lists, ..)
+            .filter_map(|item| text(&item.value).and_then(parse))
+            .collect();
+        let latest = releases.into_iter().rev().find_map(|record| {
+            let lists = crate::admit::lists_rule(&record, &self.event).ok()?;
+            Some(Arc::new(ReleasedLists { record, lists }))
+        });
+        let changed = latest.as_ref().map(|l| l.record.version)
+            != self.lists.0.as_ref().map(|l| l.record.version);
+        self.lists = (latest, held);
+        changed
+    }
+
+    /// The event's check-in lists as the latest release the ledger holds says, if the server
+    /// released any: what every gate of the event checks in with.
+    pub fn lists(&self) -> Option<&Arc<ReleasedLists>> {
+        self.lists.0.as_ref()
+    }
+
+    /// Writes a release of the check-in lists (from the server, as its identity signed it,
+    /// the certificate learned first) into the ledger, so that it reaches every peer, with
+    /// this node's audit line; nothing is written when the ledger holds it already. Refused
+    /// ([`LedgerError::Refused`]) under the rules a peer's copy would meet: signed by the
+    /// server, for this event, lists that check, dated at most
+    /// [`crate::MAX_CLOCK_AHEAD_MS`] ahead of this node's time `now_ms`.
+    pub fn record_lists(
+        &mut self,
+        l: &crate::model::ListsRecord,
+        now_ms: i64,
+    ) -> Result<Option<StoredChange>, LedgerError> {
+        crate::admit::lists_rule(l, &self.event).map_err(LedgerError::Refused)?;
+        let ahead = l.at_ms.max(l.hlc.wall_ms).saturating_sub(now_ms);
+        if ahead > crate::MAX_CLOCK_AHEAD_MS {
+            return Err(LedgerError::Refused(format!(
+                "a release of the lists dated {} s ahead of this gate's clock",
+                ahead / 1000
+            )));
+        }
+        let key = crate::layout::lists_key(l);
+        if self.doc.get(&self.roots.lists, key.as_str())?.is_some() {
+            return Ok(None);
+        }
+        if self.trust.is_some() {
+            let writer = self.known_device(&l.hlc.node);
+            if !writer.is_some_and(|d| d.role() == crate::model::Role::Server) {
+                return Err(LedgerError::Refused(format!(
+                    "a release of the lists by node {}, which is not the event's server",
+                    l.hlc.node
+                )));
+            }
+        }
+        self.put_record(self.roots.lists.clone(), key, l)?;
+        let hlc = self.tick(now_ms);
+        let audit = AuditEntry {
+            at_ms: hlc.wall_ms,
+            node: hlc.node.clone(),
+            hlc,
+            actor: l.by.clone(),
+            action: "lists:released".into(),
+            tid: None,
+            detail: format!("version {}", l.version),
+            sig: None,
+        };
+        self.put_audit(&audit)?;
+        self.doc
+            .commit_with(CommitOptions::default().with_message("lists".to_owned()));
+        self.reread_lists();
+        Ok(self
+            .doc
+            .get_last_local_change()
+            .as_ref()
+            .map(StoredChange::from))
     }
 
     /// Every revocation this ledger holds, in key order.

@@ -1,15 +1,17 @@
-//! Where each record sits in the ledger's document (format 5).
+//! Where each record sits in the ledger's document (format 6).
 //!
 //! The genesis change (fixed actor, time 0, so every node of an event builds the same bytes
-//! and no map is ever created twice) makes six root maps — `redemptions`, `resolutions`,
-//! `status`, `audit`, `devices`, `revocations` — and a `meta` map naming the event and the
-//! format. The three maps of ticket records (`redemptions`, `resolutions`, `status`) hold
+//! and no map is ever created twice) makes seven root maps — `redemptions`, `resolutions`,
+//! `status`, `audit`, `devices`, `revocations`, `lists` — and a `meta` map naming the event
+//! and the format. The three maps of ticket records (`redemptions`, `resolutions`, `status`) hold
 //! [`SHARDS`] maps each, named `"00"` … `"ff"`, also made at genesis; a ticket's records sit
 //! in the shard [`shard_of`] its id. Each record is one JSON string under a flat key derived
 //! from the record itself, written once and never overwritten: `"<tid>,<id>"` for
 //! redemptions and resolutions, `"<tid>,<hlc>,<node>"` for statuses (`,` never occurs in a
 //! ticket id, so a range scan over `"<tid>,"` reads exactly one ticket), `"<hlc>,<node>"`
-//! for audit lines, `"<node>"` for a device's certificate, `"<node>,<at>"` for a revocation.
+//! for audit lines, `"<node>"` for a device's certificate, `"<node>,<at>"` for a revocation,
+//! `"<version>,<node>"` for a release of the event's check-in lists (the version as 16 hex
+//! digits, so the latest sorts last).
 //!
 //! Why shards: automerge 0.12 applies a change from outside by walking its map's
 //! operations from the first one up to the key it writes (`BatchApply` → `walk_map`). In
@@ -23,7 +25,8 @@
 //! made 100,000 inserts 8 times slower (automerge 0.12: 15 s against 2 s).
 //!
 //! (Format 1 kept one status per ticket and overwrote it; format 2 had no signatures;
-//! format 3 no revocations; format 4 kept ticket records in one map each.)
+//! format 3 no revocations; format 4 kept ticket records in one map each; format 5 had no
+//! check-in lists.)
 
 use std::{collections::HashMap, sync::Arc};
 
@@ -36,7 +39,7 @@ use crate::{LedgerError, model::Hlc};
 
 const GENESIS_ACTOR: &[u8; 16] = b"gatemesh-genesis";
 /// Layout version, in the genesis `meta` map.
-pub(crate) const FORMAT: i64 = 5;
+pub(crate) const FORMAT: i64 = 6;
 /// How many maps each map of ticket records is split into.
 pub const SHARDS: usize = 256;
 
@@ -49,16 +52,18 @@ pub(crate) enum Map {
     Audit,
     Devices,
     Revocations,
+    Lists,
 }
 
 impl Map {
-    const ALL: [Self; 6] = [
+    const ALL: [Self; 7] = [
         Self::Redemptions,
         Self::Resolutions,
         Self::Status,
         Self::Audit,
         Self::Devices,
         Self::Revocations,
+        Self::Lists,
     ];
 
     pub(crate) fn name(self) -> &'static str {
@@ -69,6 +74,7 @@ impl Map {
             Self::Audit => "audit",
             Self::Devices => "devices",
             Self::Revocations => "revocations",
+            Self::Lists => "lists",
         }
     }
 
@@ -154,6 +160,7 @@ pub(crate) struct Roots {
     pub(crate) audit: ObjId,
     pub(crate) devices: ObjId,
     pub(crate) revocations: ObjId,
+    pub(crate) lists: ObjId,
     /// Every object a record may be put in, by the id a decoded change names it with.
     places: Arc<HashMap<legacy::ObjectId, Place>>,
     /// The maps of ticket records themselves, which hold shards and no record.
@@ -193,7 +200,7 @@ fn map_in(doc: &AutoCommit, parent: &ObjId, name: &str) -> Result<ObjId, LedgerE
     }
 }
 
-/// The six root maps alone: that they are still there (a cheap check after a change).
+/// The root maps alone: that they are still there (a cheap check after a change).
 pub(crate) fn check_roots(doc: &AutoCommit) -> Result<(), LedgerError> {
     for map in Map::ALL {
         map_in(doc, &ROOT, map.name())?;
@@ -244,6 +251,7 @@ pub(crate) fn roots_of(doc: &AutoCommit) -> Result<Roots, LedgerError> {
     let audit = flat(Map::Audit)?;
     let devices = flat(Map::Devices)?;
     let revocations = flat(Map::Revocations)?;
+    let lists = flat(Map::Lists)?;
     Ok(Roots {
         redemptions,
         resolutions,
@@ -251,6 +259,7 @@ pub(crate) fn roots_of(doc: &AutoCommit) -> Result<Roots, LedgerError> {
         audit,
         devices,
         revocations,
+        lists,
         places: Arc::new(places),
         parents: Arc::new(parents),
     })
@@ -298,6 +307,12 @@ fn hlc_key(hlc: &Hlc) -> String {
 /// The key of a status record: its ticket and its HLC reading (which names its writer).
 pub(crate) fn status_key(s: &crate::model::Status) -> String {
     format!("{},{}", s.tid, hlc_key(&s.hlc))
+}
+
+/// The key of a release of the check-in lists: its version (16 hex digits, so versions sort
+/// in order) and its writer.
+pub(crate) fn lists_key(l: &crate::model::ListsRecord) -> String {
+    format!("{:016x},{}", l.version, l.hlc.node)
 }
 
 /// The key of an audit line: its HLC reading.

@@ -42,11 +42,13 @@ pub use decide::{
     Answer, EntryPolicy, FirstUse, Listing, Outcome, Policy, Reason, Scan, UnlistedPolicy, Verdict,
     decide,
 };
-pub use doc::{Ledger, LedgerError, MAX_SYNC_MESSAGE, PeerSync, StoredChange, SyncInParts};
+pub use doc::{
+    Ledger, LedgerError, MAX_SYNC_MESSAGE, PeerSync, ReleasedLists, StoredChange, SyncInParts,
+};
 pub use layout::{SHARDS, genesis, shard_of, ticket_map, ticket_maps};
 pub use model::{
-    Action, AuditEntry, Direction, Hlc, NodeId, Redemption, RedemptionId, Resolution, ResolutionId,
-    Role, Standing, Status,
+    Action, AuditEntry, Direction, Hlc, ListsRecord, NodeId, Redemption, RedemptionId, Resolution,
+    ResolutionId, Role, Standing, Status,
 };
 pub use revoke::{Revocation, cuts as revocation_cuts};
 pub use sign::{CaSigner, Device, DeviceRecord, Signer, Trust, check_redemption, node_of_key};

@@ -172,6 +172,27 @@ pub struct AuditEntry {
     pub sig: Option<String>,
 }
 
+/// A release of the event's check-in lists, as the server published it: every gate checks in
+/// with the latest version its ledger holds (a list changed mid-event reaches gates with no
+/// uplink through their peers). Only the server's identity writes them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListsRecord {
+    /// Counts up from 1 for each release of the event's lists; the latest wins.
+    pub version: u64,
+    /// The lists, as a lists file writes them.
+    pub lists: gatemesh_wire::ListsFile,
+    /// Who published them (the organizer's name for the change).
+    pub by: String,
+    /// Wall time at the server, ms since 1970.
+    pub at_ms: i64,
+    /// The writer's reading; names the writer.
+    pub hlc: Hlc,
+    /// The writer's signature of the record (see `sign.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sig: Option<String>,
+}
+
 /// What every signed record offers the signing code.
 pub(crate) trait Record: Serialize + Clone {
     /// The root map that holds it.
@@ -234,6 +255,8 @@ record!(Resolution, "resolutions", |r| &r.node, |r, n| {
     r.hlc.node = n.clone();
 });
 record!(Status, "status", |s| &s.hlc.node, |s, n| s.hlc.node =
+    n.clone());
+record!(ListsRecord, "lists", |l| &l.hlc.node, |l, n| l.hlc.node =
     n.clone());
 record!(AuditEntry, "audit", |a| &a.node, |a, n| {
     a.node = n.clone();

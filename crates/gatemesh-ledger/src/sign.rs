@@ -468,6 +468,23 @@ impl Signer {
         self.sign_as(event, s)
     }
 
+    /// Signs a release of the event's check-in lists (the server's, which gates write into
+    /// their ledgers as it is). Only the server's identity may release lists.
+    pub fn sign_lists(
+        &self,
+        event: &EventId,
+        l: &mut crate::model::ListsRecord,
+    ) -> Result<(), LedgerError> {
+        use crate::model::Record;
+        if !may_write(self.device.role(), crate::model::ListsRecord::MAP) {
+            return Err(LedgerError::Refused(format!(
+                "a {} does not release check-in lists",
+                self.device.role().as_str()
+            )));
+        }
+        self.sign_as(event, l)
+    }
+
     /// Signs a decision on a flag this device writes outside any ledger (staff's decision
     /// taken at the server, which gates write into their ledgers as it is).
     pub fn sign_resolution(

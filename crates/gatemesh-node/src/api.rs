@@ -314,6 +314,7 @@ async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
         "manifest_tickets": snap.manifest_tickets,
         "peers": peers,
         "lists": lists,
+        "check_in": s.node.check_in(),
         "refused_peers": s.node.refusals(),
         "revoked": revocations.revoked,
         "revocations": revocations.revocations,

@@ -223,6 +223,9 @@ pub struct ServerUpdate {
     /// Device certificates the organizer revoked, signed by the event's CA: written into the
     /// ledger first, so they spread over the mesh to gates with no uplink.
     pub revocations: Vec<gatemesh_ledger::Revocation>,
+    /// The event's check-in lists as the server last released them, as its identity signed
+    /// them: written into the ledger (after the certificates), so they reach every gate.
+    pub lists: Option<gatemesh_ledger::ListsRecord>,
 }
 
 /// Revoked devices as the ledger knows them, for staff.
@@ -293,8 +296,8 @@ pub(crate) struct Writer {
     pub gate_name: String,
     pub policy: Policy,
     /// The gate's check-in lists (checked before the writer; here for exits, which count
-    /// where the holder came in).
-    pub lists: Option<gatemesh_wire::GateLists>,
+    /// where the holder came in, and to follow the ledger's releases of them).
+    pub check_in: std::sync::Arc<crate::check_in::GateCheckIn>,
     pub manifest: Option<HashSet<TicketId>>,
     pub counts: Counts,
     /// Scans refused since the node started, by reason.
@@ -519,6 +522,8 @@ impl Writer {
             }
             // The mesh refuses what the ledger (as stored) says is revoked.
             self.revoked.set(self.ledger.revoked_certs());
+            // A release of the lists (from the uplink or a peer) counts from the next scan.
+            self.check_in.follow(self.ledger.lists());
             if stopping {
                 break;
             }
@@ -979,7 +984,8 @@ impl Writer {
         let known = claims.as_ref().map(|c| self.ledger.ticket(&c.tid));
         // A holder leaving counts where they came in (their latest entry on one of the
         // gate's lists), whatever window or event day it is now.
-        let lists = match (direction, &self.lists, &known) {
+        let gate_lists = self.check_in.lists();
+        let lists = match (direction, gate_lists.as_deref(), &known) {
             (Direction::Exit, Some(gate_lists), Some(known)) => {
                 let entries: Vec<&gatemesh_wire::Scope> = known
                     .effective()
@@ -1154,6 +1160,17 @@ impl Writer {
                     Ok(change) => changes.extend(change),
                     Err(e) => tracing::warn!("a device certificate from the server: {e}"),
                 }
+            }
+        }
+        if let Some(l) = &update.lists {
+            match self.ledger.record_lists(l, now_ms()) {
+                Ok(Some(change)) => {
+                    tracing::info!("the server released version {} of the lists", l.version);
+                    changes.push(change);
+                    written += 1;
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!("the check-in lists from the server: {e}"),
             }
         }
         if update.full {

@@ -19,6 +19,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod api;
+mod check_in;
 pub mod edge;
 mod gate;
 mod ledger_file;
@@ -32,6 +33,7 @@ use std::{
     sync::Arc,
 };
 
+pub use check_in::{CheckIn, CheckInStatus, ListsSource};
 pub use gate::{Counts, NodeEvent, Revocations, ScanResult, Snapshot};
 use gatemesh_ledger::{
     Action, AuditEntry, Direction, Durability, Ledger, LedgerError, NodeId, Policy, Redemption,
@@ -99,9 +101,10 @@ pub struct Config {
     /// signed them. Without one the gate works alone: its records stay unsigned, and it
     /// takes nothing from peers or files.
     pub identity: Option<gatemesh_mesh::pki::Identity>,
-    /// The check-in lists this gate admits under (`gatemesh gate --lists FILE --list ID`).
+    /// The check-in lists this gate admits under (`gatemesh gate --list ID [--lists FILE]`):
+    /// from the file until the server releases the event's lists, then the latest release.
     /// Without them every validly signed ticket of the event is taken, as before lists.
-    pub lists: Option<gatemesh_wire::GateLists>,
+    pub check_in: Option<CheckIn>,
 }
 
 impl Config {
@@ -116,7 +119,7 @@ impl Config {
             durability: Durability::default(),
             leeway_s: 60,
             identity: None,
-            lists: None,
+            check_in: None,
         }
     }
 }
@@ -148,8 +151,8 @@ struct Shared {
     uplink: std::sync::Mutex<Option<Arc<uplink::Uplink>>>,
     /// The certificates the mesh refuses, as the ledger's revocations say.
     revoked: gatemesh_mesh::revoked::Revoked,
-    /// The gate's check-in lists, if it has any.
-    lists: Option<gatemesh_wire::GateLists>,
+    /// The gate's check-in lists, when it has any.
+    check_in: Arc<check_in::GateCheckIn>,
     _lock: File,
 }
 
@@ -258,14 +261,25 @@ impl Node {
             "the gate's name must be 1-64 bytes of printable text, not {:?}",
             config.name
         );
-        if let Some(lists) = &config.lists {
-            lists.lists().check_event(&config.event)?;
+        // A lists file that cannot be checked in with stops the gate before it touches disk.
+        if let Some(CheckIn {
+            lists,
+            file: Some(file),
+        }) = &config.check_in
+        {
+            file.check_event(&config.event)?;
+            file.for_gate(lists)?;
         }
         let lock = lock_data_dir(&config.data_dir)?;
         let keys = keys_of(config.identity.as_ref(), &config.event)?;
         let (store, ledger) =
             open_ledger(&config.data_dir, &config.event, config.durability, keys)?;
         let uncompacted = store.pending_changes()?;
+        let check_in = Arc::new(check_in::GateCheckIn::start(
+            config.check_in.unwrap_or_default(),
+            &config.event,
+            ledger.lists(),
+        )?);
         let info = NodeInfo {
             node_id: ledger.node().clone(),
             name: config.name.clone(),
@@ -284,7 +298,7 @@ impl Node {
             identity: config.identity.clone(),
             gate_name: config.name.clone(),
             policy: config.policy,
-            lists: config.lists.clone(),
+            check_in: check_in.clone(),
             manifest: None,
             counts: Counts::default(),
             refusals: Default::default(),
@@ -329,7 +343,7 @@ impl Node {
                 data_dir: config.data_dir.clone(),
                 uplink: std::sync::Mutex::new(None),
                 revoked,
-                lists: config.lists,
+                check_in,
                 _lock: lock,
             }),
         })
@@ -378,9 +392,12 @@ impl Node {
         let verified = Box::new(self.shared.verifier.verify(code, now_ms / 1000));
         // Like the signature, the gate's lists are checked before the ledger: a ticket no list
         // of this gate admits now is refused whatever its history.
-        let lists = match (verified.as_ref(), &self.shared.lists) {
-            (Ok(v), Some(lists)) => Some(lists.check(v.claims.product.as_ref(), now_ms)),
-            _ => None,
+        let lists = match verified.as_ref() {
+            Ok(v) => self
+                .shared
+                .check_in
+                .check(v.claims.product.as_ref(), now_ms),
+            Err(_) => None,
         };
         self.ask(|reply| gate::Command::Scan {
             verified,
@@ -546,11 +563,17 @@ impl Node {
         Ok(addr)
     }
 
+    /// The gate's check-in lists as they stand (where they came from); `None` at a gate
+    /// without lists.
+    pub fn check_in(&self) -> Option<CheckInStatus> {
+        self.shared.check_in.status()
+    }
+
     /// Who is inside each of the gate's check-in lists now (the scope a holder entering now
     /// counts against), across every gate whose records this one holds; empty at a gate
     /// without lists.
     pub async fn occupancy(&self) -> Result<Vec<gatemesh_wire::ListOccupancy>, NodeError> {
-        let Some(lists) = &self.shared.lists else {
+        let Some(lists) = self.shared.check_in.lists() else {
             return Ok(Vec::new());
         };
         let at = gate::now_ms();

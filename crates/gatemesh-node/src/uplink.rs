@@ -354,6 +354,22 @@ fn update_from(body: &[u8], full: bool, uplink: &Uplink) -> anyhow::Result<(i64,
     for s in &skipped {
         uplink.skipped("a manifest entry", s);
     }
+    let lists = match manifest.lists {
+        Some(mut record) => {
+            let cert = take_cert(&mut record);
+            match serde_json::from_value::<gatemesh_ledger::ListsRecord>(record) {
+                Ok(l) => {
+                    certs.extend(cert);
+                    Some(l)
+                }
+                Err(e) => {
+                    uplink.skipped("the event's check-in lists", &e);
+                    None
+                }
+            }
+        }
+        None => None,
+    };
     Ok((
         manifest.cursor,
         ServerUpdate {
@@ -362,6 +378,7 @@ fn update_from(body: &[u8], full: bool, uplink: &Uplink) -> anyhow::Result<(i64,
             learned: Vec::new(),
             certs,
             revocations: manifest.revocations,
+            lists,
         },
     ))
 }
@@ -448,7 +465,10 @@ impl Down {
                 match kind.as_str() {
                     change::TICKETS => {
                         let (at, update) = update_from(data.as_bytes(), false, &self.uplink)?;
-                        if !update.tickets.is_empty() || !update.revocations.is_empty() {
+                        if !update.tickets.is_empty()
+                            || !update.revocations.is_empty()
+                            || update.lists.is_some()
+                        {
                             self.node.apply_server_news(update).await?;
                         }
                         *cursor = Some(at);

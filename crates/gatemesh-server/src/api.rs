@@ -12,6 +12,7 @@ pub(crate) mod devices;
 pub(crate) mod errors;
 pub(crate) mod events;
 pub(crate) mod flags;
+pub(crate) mod lists;
 pub(crate) mod manifest;
 pub(crate) mod redemptions;
 pub(crate) mod revoke;
@@ -88,6 +89,12 @@ pub fn router(server: Server) -> Router {
         .route(
             "/v1/events/{eid}/devices/{name}/revoke",
             post(revoke::revoke),
+        )
+        // Releasing is the organizer's only, but behind the gate check so a device's
+        // credential gets 403; reading is every gate's of the event.
+        .route(
+            "/v1/events/{eid}/lists",
+            axum::routing::put(lists::release).get(lists::latest),
         )
         .route("/v1/events/{eid}/flags", get(flags::list))
         .route("/v1/events/{eid}/flags/{tid}/resolve", post(flags::resolve))

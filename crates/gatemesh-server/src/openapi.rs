@@ -15,7 +15,7 @@ use utoipa::{
     },
 };
 
-use crate::api::{self, devices, events, flags, manifest, redemptions, revoke, tickets};
+use crate::api::{self, devices, events, flags, lists, manifest, redemptions, revoke, tickets};
 
 /// The document: every endpoint of [`api::router`], its schemas and its security schemes.
 #[derive(Debug, OpenApi)]
@@ -47,6 +47,8 @@ use crate::api::{self, devices, events, flags, manifest, redemptions, revoke, ti
         devices::create,
         devices::gates,
         revoke::revoke,
+        lists::release,
+        lists::latest,
         api::metrics,
         manifest::manifest,
         manifest::changes,

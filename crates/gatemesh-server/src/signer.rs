@@ -289,6 +289,39 @@ pub(crate) fn standing_record(
     Ok(with_cert(&status, cert)?.to_string())
 }
 
+/// A release of the event's check-in lists as the ledger record gates write: version
+/// `version` by the server's identity, now, signed, with its certificate under `cert`
+/// (JSON). Made once, when the lists are released, and stored, so every relay of it is the
+/// same record.
+pub(crate) fn lists_record(
+    signers: &Signers,
+    data: &Path,
+    eid: &EventId,
+    version: u64,
+    lists: &gatemesh_wire::ListsFile,
+    by: &str,
+) -> Result<String, StoreError> {
+    let made = signers.for_relay(data, eid)?;
+    let (signer, cert) = &*made;
+    let at_ms = gatemesh_wire::Timestamp::now().ms();
+    let mut record = gatemesh_ledger::ListsRecord {
+        version,
+        lists: lists.clone(),
+        by: by.to_owned(),
+        at_ms,
+        hlc: Hlc {
+            wall_ms: at_ms,
+            counter: 0,
+            node: signer.node().clone(),
+        },
+        sig: None,
+    };
+    signer
+        .sign_lists(eid, &mut record)
+        .map_err(|e| StoreError::Signing(e.to_string()))?;
+    Ok(with_cert(&record, cert)?.to_string())
+}
+
 /// A decision taken at the server now (staff's on a flag, the organizer's revert), with the
 /// ledger record gates write: a resolution by the server's identity, signed, with its
 /// certificate under `cert`. Made when the decision is taken and stored with it, so every

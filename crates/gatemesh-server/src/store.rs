@@ -315,6 +315,20 @@ pub trait Storage: Send + Sync + 'static {
     /// The event's revocations (the signed records, JSON) kept after change `since` and up
     /// to `upto`, oldest first.
     fn revocations(&self, eid: &EventId, since: i64, upto: i64) -> Result<Vec<String>, StoreError>;
+    /// Releases the event's check-in lists as its next version (1 for the first), in one
+    /// transaction: `record` makes the signed record (JSON) of the version it is given, which
+    /// is kept under the next value of the change sequence, so manifest deltas and change
+    /// streams carry it; two releases at once (two servers) take two versions. Audited.
+    /// Returns the version and the record.
+    fn release_lists(
+        &self,
+        eid: &EventId,
+        actor: &str,
+        record: &mut dyn FnMut(u64) -> Result<String, StoreError>,
+    ) -> Result<(u64, String), StoreError>;
+    /// The event's latest release of its check-in lists (the signed record, JSON), when it
+    /// was kept after change `since` and up to `upto`.
+    fn lists(&self, eid: &EventId, since: i64, upto: i64) -> Result<Option<String>, StoreError>;
     /// Wakes whoever waits for ticket changes: the value grows after each committed change
     /// (by this process, or, on PostgreSQL, by any server on the same database).
     fn changes(&self) -> tokio::sync::watch::Receiver<u64>;

@@ -57,7 +57,7 @@ pub use link::{
 };
 pub use lists::{
     CapacityLevel, Entry, GateLists, ListAdmission, ListOccupancy, ListRefusal, Lists, ListsError,
-    Scope, WindowKey,
+    ListsFile, ListsRelease, Scope, WindowKey,
 };
 pub use manifest::{Admission, Manifest, ManifestEntry, ResolveRequest, ServerResolution, change};
 pub use redeem::{

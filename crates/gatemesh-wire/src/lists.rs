@@ -157,6 +157,24 @@ pub struct ListsFile {
     pub lists: Vec<CheckinList>,
 }
 
+/// A release of an event's check-in lists, as the server answers it
+/// (`PUT`/`GET /v1/events/{eid}/lists`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ListsRelease {
+    /// Counts up from 1 with each release; gates check in with the latest they hold.
+    pub version: u64,
+    /// Who released it.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub by: Label,
+    /// When, RFC 3339.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub at: Timestamp,
+    /// The lists, as a lists file writes them.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub lists: ListsFile,
+}
+
 /// A lists file that breaks a rule: what, and where.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -476,6 +494,7 @@ impl Lists {
         Ok(GateLists {
             lists: self.clone(),
             chosen,
+            asked: ids.to_vec(),
         })
     }
 }
@@ -676,9 +695,17 @@ impl ListRefusal {
 pub struct GateLists {
     lists: Lists,
     chosen: Vec<usize>,
+    /// The ids the gate asked for (none: every list).
+    asked: Vec<ListId>,
 }
 
 impl GateLists {
+    /// The ids the gate asked for, as given to [`Lists::for_gate`] (none: every list), to
+    /// choose again from another release of the event's lists.
+    pub fn asked(&self) -> &[ListId] {
+        &self.asked
+    }
+
     /// The whole file.
     pub fn lists(&self) -> &Lists {
         &self.lists

@@ -22,6 +22,13 @@ pub struct Manifest {
     /// cursor), each signed by the event's mesh CA.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub revocations: Vec<Revocation>,
+    /// The event's check-in lists as the server last released them (in a delta: when it
+    /// released them after the cursor): the ledger record its identity signed, with its
+    /// certificate under `cert`. Gates write it into their ledgers as it is, so it reaches
+    /// every gate of the mesh.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub lists: Option<serde_json::Value>,
 }
 
 /// The same document read item by item (see [`Manifest::read_lenient`]).
@@ -32,6 +39,8 @@ struct LenientManifest {
     tickets: Vec<Lenient<ManifestEntry>>,
     #[serde(default)]
     revocations: Vec<Lenient<Revocation>>,
+    #[serde(default)]
+    lists: Option<serde_json::Value>,
 }
 
 impl Manifest {
@@ -48,6 +57,7 @@ impl Manifest {
                 cursor: m.cursor,
                 tickets,
                 revocations,
+                lists: m.lists,
             },
             skipped,
         ))

@@ -491,7 +491,7 @@ fn a_ledger_of_the_old_format_is_refused_with_a_message_saying_so() {
             e,
             LedgerError::Format {
                 found: 2,
-                expected: 5
+                expected: 6
             }
         ),
         "{e:?}"
@@ -508,7 +508,7 @@ fn a_ledger_of_the_old_format_is_refused_with_a_message_saying_so() {
             e,
             LedgerError::Format {
                 found: 3,
-                expected: 5
+                expected: 6
             }
         ),
         "{e:?}"
@@ -532,11 +532,35 @@ fn a_ledger_of_the_old_format_is_refused_with_a_message_saying_so() {
             e,
             LedgerError::Format {
                 found: 4,
-                expected: 5
+                expected: 6
             }
         ),
         "{e:?}"
     );
+    // Format 5 had no check-in lists.
+    let mut five = old_genesis(
+        5,
+        &[
+            "redemptions",
+            "resolutions",
+            "status",
+            "audit",
+            "devices",
+            "revocations",
+        ],
+    );
+    let e = Ledger::open(&super::event(), NodeId::random(), &five, None, []).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            LedgerError::Format {
+                found: 5,
+                expected: 6
+            }
+        ),
+        "{e:?}"
+    );
+    five.clear();
     let mut g = Gate::new("North");
     let merged = g.ledger.merge_saved(&old, now());
     assert!(
@@ -875,4 +899,68 @@ fn what_the_server_relays_meets_the_rules_a_peers_record_would() {
         .record_relayed(&signed(&TicketId::generate(), T0 + 3, 0), now())
         .unwrap();
     assert_eq!(victim.ledger.redemption_count(), held + 1);
+}
+
+// ---- the check-in lists: the server's word only ------------------------------------------
+
+/// Puts release `r` into the attacker's document, where the server's would sit.
+fn put_lists(a: &mut AutoCommit, r: &gatemesh_ledger::ListsRecord) {
+    let m = map(a, "lists");
+    let key = format!("{:016x},{}", r.version, r.hlc.node);
+    a.put(&m, key, serde_json::to_string(r).unwrap()).unwrap();
+}
+
+#[test]
+fn an_unsigned_release_of_the_lists_in_the_servers_name_is_refused() {
+    let mut r = super::lists::release(1, super::lists::lists_file(&["VIP"]), T0);
+    r.sig = None;
+    refused(scene(), |a| put_lists(a, &r), "an unsigned lists record");
+}
+
+#[test]
+fn a_release_of_the_lists_altered_after_the_server_signed_it_is_refused() {
+    // The server let only VIP tickets into the VIP area; the attacker lets GA in too.
+    let mut r = super::lists::release(1, super::lists::lists_file(&["VIP"]), T0);
+    r.lists = super::lists::lists_file(&["VIP", "GA"]);
+    refused(scene(), |a| put_lists(a, &r), "whose signature is not");
+}
+
+#[test]
+fn a_release_of_the_lists_that_does_not_check_is_refused_though_the_server_signed_it() {
+    let r = super::lists::release(1, super::lists::lists_file(&["BACKSTAGE"]), T0);
+    refused(scene(), |a| put_lists(a, &r), "does not check");
+}
+
+#[test]
+fn a_stolen_gate_that_releases_lists_itself_is_refused() {
+    use p256::ecdsa::signature::Signer as _;
+    // An enrolled gate signs a release with its own key, its certificate brought along.
+    let (thief, key) =
+        super::device_with_key(&super::event(), gatemesh_ledger::Role::Gate, "Thief");
+    let mut r = super::lists::release(9, super::lists::lists_file(&["VIP", "GA"]), T0);
+    r.hlc.node = thief.node().clone();
+    r.sig = None;
+    let mut message = Vec::new();
+    for part in [&b"gatemesh-record-v1"[..], b"ROCK-2026", b"lists"] {
+        message.extend_from_slice(part);
+        message.push(0);
+    }
+    message.extend_from_slice(serde_json::to_string(&r).unwrap().as_bytes());
+    let sig: p256::ecdsa::Signature = key.sign(&message);
+    r.sig = Some(base64_url(&sig.to_bytes()));
+    let claim = gatemesh_ledger::DeviceRecord::of(thief.device());
+    refused(
+        scene(),
+        |a| {
+            let devices = map(a, "devices");
+            a.put(
+                &devices,
+                claim.node.as_str(),
+                serde_json::to_string(&claim).unwrap(),
+            )
+            .unwrap();
+            put_lists(a, &r);
+        },
+        "whose role may not write lists",
+    );
 }

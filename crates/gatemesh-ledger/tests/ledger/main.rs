@@ -2,6 +2,7 @@
 //! idempotent merges, durable storage, refusal of foreign data.
 
 mod attacks;
+mod lists;
 mod revoke;
 mod sync_fuzz;
 
@@ -39,6 +40,18 @@ fn device_of(event: &EventId, role: Role, name: &str) -> Signer {
     let id = gatemesh_mesh::identity::PeerId::new(event.as_str(), role, name);
     let pem = ca.enroll(&id, 30).unwrap();
     Signer::from_pem(&trust_of(event), &pem.cert_pem, &pem.key_pem).unwrap()
+}
+
+/// A device of `event` enrolled under the CA, as its signer, with its private key: for an
+/// attacker holding a stolen device, who signs whatever it likes.
+fn device_with_key(event: &EventId, role: Role, name: &str) -> (Signer, p256::ecdsa::SigningKey) {
+    use p256::pkcs8::DecodePrivateKey;
+    let ca = gatemesh_mesh::pki::MeshCa::from_pem(&CA.cert_pem, &CA.key_pem).unwrap();
+    let id = gatemesh_mesh::identity::PeerId::new(event.as_str(), role, name);
+    let pem = ca.enroll(&id, 30).unwrap();
+    let signer = Signer::from_pem(&trust_of(event), &pem.cert_pem, &pem.key_pem).unwrap();
+    let key = p256::ecdsa::SigningKey::from_pkcs8_pem(&pem.key_pem).unwrap();
+    (signer, key)
 }
 
 /// The server's identity of [`event`] (role `server`): the only writer of standings.

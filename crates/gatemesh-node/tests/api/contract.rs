@@ -18,7 +18,7 @@ use gatemesh_ticket::{EventId, Keyring, PublicKey, TicketId};
 use gatemesh_wire::Role;
 use serde_json::{Value, json};
 
-const TOKEN: &str = "contract-test-admin-token";
+pub(crate) const TOKEN: &str = "contract-test-admin-token";
 
 /// A real server on loopback, serving HTTPS with its self-signed certificate.
 pub(crate) struct Central {

@@ -73,7 +73,7 @@ async fn a_ga_ticket_at_the_vip_door_is_refused_not_on_list() {
     let dir = tempfile::tempdir().unwrap();
     let issuer = Issuer::new();
     let gate = Gate::start_with(dir.path(), "VIP door", &issuer, |c| {
-        c.lists = Some(gate_lists(&["vip", "backstage"]));
+        c.check_in = Some(gate_lists(&["vip", "backstage"]).into());
     })
     .await;
 
@@ -131,7 +131,7 @@ async fn a_friday_ticket_on_saturday_is_refused_not_valid_now() {
     let dir = tempfile::tempdir().unwrap();
     let issuer = Issuer::new();
     let gate = Gate::start_with(dir.path(), "Main 1", &issuer, |c| {
-        c.lists = Some(gate_lists(&["main", "friday", "saturday"]));
+        c.check_in = Some(gate_lists(&["main", "friday", "saturday"]).into());
     })
     .await;
 
@@ -213,7 +213,7 @@ fn a_lists_file_for_another_event_stops_the_gate_from_starting() {
         EventId::new(EVENT).unwrap(),
         "North 1".into(),
     );
-    config.lists = Some(lists.for_gate(&[]).unwrap());
+    config.check_in = Some(lists.for_gate(&[]).unwrap().into());
     let err = gatemesh_node::Node::start(config).unwrap_err();
     assert!(err.to_string().contains("for event OTHER-2026"), "{err}");
     assert!(!dir.path().join("ledger.sqlite").exists());
@@ -271,7 +271,7 @@ async fn a_three_day_pass_is_admitted_once_per_event_day() {
     let dir = tempfile::tempdir().unwrap();
     let issuer = Issuer::new();
     let gate = Gate::start_with(dir.path(), "Main 1", &issuer, |c| {
-        c.lists = Some(lists.for_gate(&[]).unwrap());
+        c.check_in = Some(lists.for_gate(&[]).unwrap().into());
     })
     .await;
     let (tid, code) = issuer.product_ticket(Some("3"), Format::Gm1);
@@ -326,11 +326,21 @@ async fn a_ticket_counts_once_on_each_list_that_admits_it() {
     let (dir_main, dir_vip) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let issuer = Issuer::new();
     let main = Gate::start_with(dir_main.path(), "Main 1", &issuer, |c| {
-        c.lists = Some(lists.for_gate(&[ListId::parse("main").unwrap()]).unwrap());
+        c.check_in = Some(
+            lists
+                .for_gate(&[ListId::parse("main").unwrap()])
+                .unwrap()
+                .into(),
+        );
     })
     .await;
     let vip = Gate::start_with(dir_vip.path(), "VIP door", &issuer, |c| {
-        c.lists = Some(lists.for_gate(&[ListId::parse("vip").unwrap()]).unwrap());
+        c.check_in = Some(
+            lists
+                .for_gate(&[ListId::parse("vip").unwrap()])
+                .unwrap()
+                .into(),
+        );
     })
     .await;
     let (_, code) = issuer.product_ticket(Some("VIP"), Format::Jwt);
@@ -373,7 +383,12 @@ async fn who_is_inside_counts_entries_minus_exits_and_warns_near_capacity() {
     let dir = tempfile::tempdir().unwrap();
     let issuer = Issuer::new();
     let gate = Gate::start_with(dir.path(), "VIP door", &issuer, |c| {
-        c.lists = Some(lists.for_gate(&[ListId::parse("vip").unwrap()]).unwrap());
+        c.check_in = Some(
+            lists
+                .for_gate(&[ListId::parse("vip").unwrap()])
+                .unwrap()
+                .into(),
+        );
     })
     .await;
     let codes: Vec<String> = (0..10)
@@ -425,7 +440,7 @@ async fn refused_scans_are_counted_by_reason() {
     let dir = tempfile::tempdir().unwrap();
     let issuer = Issuer::new();
     let gate = Gate::start_with(dir.path(), "VIP door", &issuer, |c| {
-        c.lists = Some(gate_lists(&["vip"]));
+        c.check_in = Some(gate_lists(&["vip"]).into());
     })
     .await;
     for _ in 0..2 {
@@ -463,7 +478,7 @@ async fn everyone_counts_as_out_at_the_lists_exit_time_and_may_come_back() {
     let dir = tempfile::tempdir().unwrap();
     let issuer = Issuer::new();
     let gate = Gate::start_with(dir.path(), "VIP door", &issuer, |c| {
-        c.lists = Some(lists.for_gate(&[]).unwrap());
+        c.check_in = Some(lists.for_gate(&[]).unwrap().into());
     })
     .await;
     let (_, first) = issuer.product_ticket(Some("VIP"), Format::Jwt);
@@ -490,4 +505,164 @@ async fn everyone_counts_as_out_at_the_lists_exit_time_and_may_come_back() {
     assert_eq!(verdict(&back).0, "admit", "{back}");
     assert_eq!(back["occupancy"]["inside"], 1);
     gate.stop().await;
+}
+
+/// The event's lists as the test server releases them: `main` for everyone, `vip` for
+/// `vip_products`.
+fn released(eid: &str, vip_products: &[&str]) -> Value {
+    json!({
+        "event": eid, "time_zone": ZONE, "default_product": "GA",
+        "products": [{"code": "GA", "number": 1}, {"code": "VIP", "number": 2}],
+        "lists": [
+            {"id": "main", "name": "Main entrance", "all_products": true},
+            {"id": "vip", "name": "VIP area", "products": vip_products},
+        ],
+    })
+}
+
+async fn release(central: &super::contract::Central, eid: &str, file: &Value) -> Value {
+    let r = central
+        .client()
+        .put(format!("{}/v1/events/{eid}/lists", central.base))
+        .bearer_auth(super::contract::TOKEN)
+        .json(file)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    r.json().await.unwrap()
+}
+
+/// The release a gate checks in with, if it checks with one.
+fn version(node: &gatemesh_node::Node) -> Option<u64> {
+    match node.check_in()?.source {
+        gatemesh_node::ListsSource::Release { version, .. } => Some(version),
+        _ => None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_changed_at_the_server_reaches_a_gate_and_its_uplinkless_peer_by_the_next_scan() {
+    use gatemesh_ledger::{Direction, Verdict};
+    use gatemesh_mesh::session::MeshConfig;
+    let eid = "LISTS-2026";
+    let central = super::contract::Central::start().await;
+    central.event(eid, 1).await;
+    let ticket = async |product: &str| -> String {
+        let issued = central
+            .post(
+                &format!("/v1/events/{eid}/tickets"),
+                json!({ "count": 1, "format": "jwt", "product": product }),
+            )
+            .await;
+        issued["tickets"][0]["code"].as_str().unwrap().to_owned()
+    };
+    let vip_list = vec![ListId::parse("vip").unwrap()];
+    let dir = tempfile::tempdir().unwrap();
+    let start = |name: &str, check_in: gatemesh_node::CheckIn, peers: Vec<std::net::SocketAddr>| {
+        let data = dir.path().join(name);
+        let mut config =
+            gatemesh_node::Config::new(data.clone(), EventId::new(eid).unwrap(), name.into());
+        config.keyring = central.keyring();
+        config.identity = Some(super::identity(eid, &data, name));
+        config.check_in = Some(check_in);
+        let node = gatemesh_node::Node::start(config).unwrap();
+        let addr = node
+            .start_mesh(MeshConfig {
+                identity: super::identity(eid, &data, name),
+                bind: "127.0.0.1:0".parse().unwrap(),
+                static_peers: peers,
+                discovery: None,
+            })
+            .unwrap();
+        (node, addr)
+    };
+    // The VIP door with an uplink, started with a lists file in which VIP is VIP only; the
+    // backstage gate has no uplink and no file: it meets the VIP door only, and refuses
+    // everyone until the server's lists reach it.
+    let file = Lists::from_json(released(eid, &["VIP"]).to_string().as_bytes()).unwrap();
+    let (door, door_addr) = start(
+        "vip-door",
+        gatemesh_node::CheckIn {
+            lists: vip_list.clone(),
+            file: Some(file),
+        },
+        Vec::new(),
+    );
+    let (back, _) = start(
+        "back",
+        gatemesh_node::CheckIn {
+            lists: vip_list.clone(),
+            file: None,
+        },
+        vec![door_addr],
+    );
+    assert_eq!(
+        door.check_in().unwrap().source,
+        gatemesh_node::ListsSource::File
+    );
+    assert_eq!(
+        back.check_in().unwrap().source,
+        gatemesh_node::ListsSource::Awaiting
+    );
+    let (ga, vip) = (ticket("GA").await, ticket("VIP").await);
+    let waiting = back.scan(&vip, "b1", Direction::Entry).await.unwrap();
+    assert_eq!(
+        (waiting.verdict, waiting.reason),
+        (Verdict::Reject, gatemesh_ledger::Reason::NotOnList)
+    );
+
+    // Version 1: the door takes it from its uplink, the backstage gate from the door.
+    release(&central, eid, &released(eid, &["VIP"])).await;
+    let code = central
+        .post(
+            &format!("/v1/events/{eid}/devices"),
+            json!({ "name": "vip-door" }),
+        )
+        .await;
+    let link = gatemesh_wire::PairingLink::parse(code["link"].as_str().unwrap()).unwrap();
+    let pairing = gatemesh_node::pairing::pair(&link).await.unwrap();
+    door.start_uplink(gatemesh_node::UplinkConfig {
+        server: central.base.clone(),
+        token: pairing.gate_file().token,
+        fingerprint: Some(central.pin),
+    })
+    .unwrap();
+    for node in [&door, &back] {
+        super::contract::until("version 1 reaches both gates", async || {
+            version(node) == Some(1)
+        })
+        .await;
+    }
+    for (node, lane) in [(&door, "d1"), (&back, "b1")] {
+        let refused = node.scan(&ga, lane, Direction::Entry).await.unwrap();
+        assert_eq!(
+            (refused.verdict, refused.reason),
+            (Verdict::Reject, gatemesh_ledger::Reason::NotOnList),
+            "GA at {lane}"
+        );
+    }
+    let admitted = back.scan(&vip, "b1", Direction::Entry).await.unwrap();
+    assert_eq!(admitted.verdict, Verdict::Admit);
+
+    // Version 2 lets GA into the VIP area: it counts at both from their next scan.
+    let v2 = release(&central, eid, &released(eid, &["VIP", "GA"])).await;
+    assert_eq!(v2["version"], 2);
+    for node in [&door, &back] {
+        super::contract::until("version 2 reaches both gates", async || {
+            version(node) == Some(2)
+        })
+        .await;
+    }
+    let admitted = back.scan(&ga, "b1", Direction::Entry).await.unwrap();
+    assert_eq!(admitted.verdict, Verdict::Admit);
+    super::contract::until("the door holds both admissions", async || {
+        door.snapshot().await.unwrap().redemptions == 2
+    })
+    .await;
+    let again = door.scan(&ga, "d1", Direction::Entry).await.unwrap();
+    assert_eq!(again.verdict, Verdict::Duplicate);
+    assert_eq!(again.first.unwrap().gate, "back");
+    door.shutdown().await;
+    back.shutdown().await;
 }

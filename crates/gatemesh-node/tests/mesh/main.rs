@@ -217,7 +217,7 @@ async fn copies_apart_on_one_list_are_flagged_and_entries_on_two_lists_are_not()
         let gate = lists
             .for_gate(&[gatemesh_wire::ListId::parse(list).unwrap()])
             .unwrap();
-        move |c: &mut Config| c.lists = Some(gate)
+        move |c: &mut Config| c.check_in = Some(gate.into())
     };
     let (m1, m1_addr) = w
         .device_with("main-1", "ca", Role::Gate, &[], on("main"))

@@ -49,32 +49,55 @@ pub(crate) async fn manifest(
     let eid = event_id(&eid)?;
     known_event(&s, &eid).await?;
     let (signers, data) = (s.signers.clone(), s.data.clone());
-    let (cursor, tickets, revocations) = blocking(&s, move |st| {
+    let read = blocking(&s, move |st| {
         manifest_read(st, &signers, &data, &eid, q.since)
     })
     .await?;
-    let tickets = tickets.iter().map(|(t, a)| manifest_entry(t, a)).collect();
+    let tickets = read
+        .tickets
+        .iter()
+        .map(|(t, a)| manifest_entry(t, a))
+        .collect();
     Ok(Json(Manifest {
-        cursor,
+        cursor: read.cursor,
         tickets,
-        revocations,
+        revocations: read.revocations,
+        lists: read.lists,
     }))
+}
+
+/// What changed after a cursor, as read in one go.
+pub(crate) struct ManifestRead {
+    /// Up to where.
+    pub(crate) cursor: i64,
+    pub(crate) tickets: Vec<WithAdmissions>,
+    pub(crate) revocations: Vec<Revocation>,
+    /// The latest release of the event's lists, when it is among what changed.
+    pub(crate) lists: Option<serde_json::Value>,
 }
 
 /// A ticket and, when it is flagged or resolved, the admissions involved.
 type WithAdmissions = (Ticket, Vec<Admission>);
 
 /// The manifest (or a delta), with the admissions of every flagged or resolved ticket, so
-/// gates can write them into their ledgers, and the devices revoked in it.
+/// gates can write them into their ledgers, the devices revoked in it, and the event's
+/// lists when they were released in it.
 pub(crate) fn manifest_read(
     st: &dyn crate::store::Storage,
     signers: &crate::signer::Signers,
     data: &std::path::Path,
     eid: &EventId,
     since: Option<i64>,
-) -> Result<(i64, Vec<WithAdmissions>, Vec<Revocation>), StoreError> {
+) -> Result<ManifestRead, StoreError> {
     let (cursor, tickets) = st.manifest(eid, since)?;
     let revocations = crate::signer::stored_revocations(st, eid, since.unwrap_or(0), cursor)?;
+    let lists = st
+        .lists(eid, since.unwrap_or(0), cursor)?
+        .map(|json| {
+            serde_json::from_str(&json)
+                .map_err(|e| StoreError::Corrupt(format!("the stored lists: {e}")))
+        })
+        .transpose()?;
     let with = tickets
         .into_iter()
         .map(|t| {
@@ -88,7 +111,12 @@ pub(crate) fn manifest_read(
             Ok((t, admissions))
         })
         .collect::<Result<_, StoreError>>()?;
-    Ok((cursor, with, revocations))
+    Ok(ManifestRead {
+        cursor,
+        tickets: with,
+        revocations,
+        lists,
+    })
 }
 
 fn manifest_entry(t: &Ticket, admissions: &[Admission]) -> ManifestEntry {
@@ -192,7 +220,13 @@ pub(crate) async fn changes(
                 manifest_read(st, &signers, &data, &e, Some(cursor))
             })
             .await;
-            let Ok((now, tickets, mut revocations)) = read else {
+            let Ok(ManifestRead {
+                cursor: now,
+                tickets,
+                mut revocations,
+                mut lists,
+            }) = read
+            else {
                 // The database is away: tell the client, which reconnects from its cursor.
                 let _ = tx
                     .send(
@@ -216,6 +250,7 @@ pub(crate) async fn changes(
                     tickets,
                     // With the first piece: a client that resumes after it got them.
                     revocations: std::mem::take(&mut revocations),
+                    lists: lists.take(),
                 }) else {
                     return;
                 };
@@ -223,13 +258,14 @@ pub(crate) async fn changes(
                     return;
                 }
             }
-            if tickets.is_empty() && (first || !revocations.is_empty()) {
+            if tickets.is_empty() && (first || !revocations.is_empty() || lists.is_some()) {
                 // Live from here: the client learns the cursor even when nothing changed (and
-                // the devices revoked, when only that changed).
+                // the devices revoked or the lists released, when only that changed).
                 let Some(event) = tickets_event(Manifest {
                     cursor: now,
                     tickets: Vec::new(),
                     revocations: std::mem::take(&mut revocations),
+                    lists: lists.take(),
                 }) else {
                     return;
                 };

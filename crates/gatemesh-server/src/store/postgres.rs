@@ -67,6 +67,9 @@ CREATE INDEX IF NOT EXISTS device_certs_by_device ON device_certs (eid, name);
 CREATE TABLE IF NOT EXISTS revocations (
     seq BIGINT PRIMARY KEY, eid TEXT NOT NULL, cert TEXT NOT NULL, record TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS revocations_by_event ON revocations (eid, seq);
+CREATE TABLE IF NOT EXISTS lists (
+    seq BIGINT PRIMARY KEY, eid TEXT NOT NULL, version BIGINT NOT NULL, record TEXT NOT NULL,
+    UNIQUE (eid, version));
 
 -- One redemption, decided and stored atomically. The ticket row lock serialises every
 -- request for one ticket; each statement after it sees what the previous holder committed.
@@ -976,6 +979,52 @@ impl Storage for Postgres {
             .iter()
             .map(|r| r.get(0))
             .collect())
+    }
+
+    fn release_lists(
+        &self,
+        eid: &EventId,
+        actor: &str,
+        record: &mut dyn FnMut(u64) -> Result<String, StoreError>,
+    ) -> Result<(u64, String), StoreError> {
+        self.write(|tx| {
+            // Servers releasing at once take turns on the event's row: two versions, never one
+            // twice.
+            tx.execute(
+                "SELECT 1 FROM events WHERE id = $1 FOR UPDATE",
+                &[&eid.as_str()],
+            )?;
+            let last: i64 = tx
+                .query_one(
+                    "SELECT COALESCE(MAX(version), 0) FROM lists WHERE eid = $1",
+                    &[&eid.as_str()],
+                )?
+                .get(0);
+            let version = u64::try_from(last).unwrap_or(0) + 1;
+            let json = record(version)?;
+            let seq = Tx::take_seq(tx, 1)?;
+            tx.execute(
+                "INSERT INTO lists (seq, eid, version, record) VALUES ($1, $2, $3, $4)",
+                &[&seq, &eid.as_str(), &(last + 1), &json],
+            )?;
+            tx.execute(
+                "INSERT INTO audit (eid, tid, actor, action, reason, at)
+                 VALUES ($1, NULL, $2, 'lists:release', $3, $4)",
+                &[&eid.as_str(), &actor, &format!("version {version}"), &now()],
+            )?;
+            Ok((version, json))
+        })
+    }
+
+    fn lists(&self, eid: &EventId, since: i64, upto: i64) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .conn()?
+            .query_opt(
+                "SELECT record FROM lists WHERE eid = $1 AND seq > $2 AND seq <= $3
+                 ORDER BY version DESC LIMIT 1",
+                &[&eid.as_str(), &since, &upto],
+            )?
+            .map(|r| r.get(0)))
     }
 
     fn changes(&self) -> tokio::sync::watch::Receiver<u64> {

@@ -89,7 +89,10 @@ impl Sqlite {
              CREATE TABLE IF NOT EXISTS revocations (
                  seq INTEGER PRIMARY KEY, eid TEXT NOT NULL, cert TEXT NOT NULL,
                  record TEXT NOT NULL);
-             CREATE INDEX IF NOT EXISTS revocations_by_event ON revocations (eid, seq);",
+             CREATE INDEX IF NOT EXISTS revocations_by_event ON revocations (eid, seq);
+             CREATE TABLE IF NOT EXISTS lists (
+                 seq INTEGER PRIMARY KEY, eid TEXT NOT NULL, version INTEGER NOT NULL,
+                 record TEXT NOT NULL, UNIQUE (eid, version));",
         )?;
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
         let conn = Arc::new(Mutex::new(conn));
@@ -725,6 +728,44 @@ impl Storage for Sqlite {
             params![eid.as_str(), since, upto],
             |r| Ok(r.get(0)?),
         )
+    }
+
+    fn release_lists(
+        &self,
+        eid: &EventId,
+        actor: &str,
+        record: &mut dyn FnMut(u64) -> Result<String, StoreError>,
+    ) -> Result<(u64, String), StoreError> {
+        self.write(|tx| {
+            let last: i64 = tx.query_row(
+                "SELECT COALESCE(MAX(version), 0) FROM lists WHERE eid = ?1",
+                [eid.as_str()],
+                |r| r.get(0),
+            )?;
+            let version = u64::try_from(last).unwrap_or(0) + 1;
+            let json = record(version)?;
+            let seq = take_seq(tx, 1)?;
+            tx.execute(
+                "INSERT INTO lists (seq, eid, version, record) VALUES (?1, ?2, ?3, ?4)",
+                params![seq, eid.as_str(), last + 1, json],
+            )?;
+            tx.execute(
+                "INSERT INTO audit (eid, tid, actor, action, reason, at) VALUES (?1, NULL, ?2, 'lists:release', ?3, ?4)",
+                params![eid.as_str(), actor, format!("version {version}"), now()],
+            )?;
+            Ok((version, json))
+        })
+    }
+
+    fn lists(&self, eid: &EventId, since: i64, upto: i64) -> Result<Option<String>, StoreError> {
+        Ok(all(
+            &self.conn(),
+            "SELECT record FROM lists WHERE eid = ?1 AND seq > ?2 AND seq <= ?3
+             ORDER BY version DESC LIMIT 1",
+            params![eid.as_str(), since, upto],
+            |r| Ok(r.get(0)?),
+        )?
+        .pop())
     }
 
     fn changes(&self) -> tokio::sync::watch::Receiver<u64> {

@@ -22,8 +22,10 @@ use serde_json::{Value, json};
 
 const TOKEN: &str = "test-admin-token-0123456789";
 
+mod lists;
 mod revoke;
 mod service;
+use lists::released_lists_reach_gates_in_the_manifest_and_the_change_stream;
 use revoke::{
     a_revoked_device_is_refused_and_gates_hear_of_it,
     a_revoked_devices_later_records_do_not_count_whoever_relays_them,
@@ -55,6 +57,7 @@ on_both_backends!(
     a_devices_journal_refuses_every_forgery_of_the_adversary_harness,
     a_revoked_device_is_refused_and_gates_hear_of_it,
     a_revoked_devices_later_records_do_not_count_whoever_relays_them,
+    released_lists_reach_gates_in_the_manifest_and_the_change_stream,
 );
 
 /// The server's gatherers keep PostgreSQL connections of their own. When the database ends
