@@ -1694,6 +1694,18 @@ async fn the_openapi_document_is_the_api() {
     let manifest = doc.get("/v1/events/DOC/manifest", admin, 200).await;
     assert_eq!(manifest["revocations"], revoked["revocations"]);
     doc.get("/metrics", admin, 200).await;
+    // The event's check-in lists: released by the organizer only, read by every gate.
+    let lists = "/v1/events/DOC/lists";
+    doc.get(lists, admin, 404).await;
+    let file = json!({
+        "event": "DOC", "time_zone": "UTC",
+        "lists": [{"id": "main", "name": "Main", "all_products": true}],
+    });
+    doc.call("PUT", lists, admin, Some(json!({ "event": "DOC" })), 400)
+        .await;
+    let released = doc.call("PUT", lists, admin, Some(file), 200).await;
+    assert_eq!(released["version"], 1);
+    doc.get(lists, admin, 200).await;
     // A body that is not JSON, and one over the limit.
     let r = s
         .client
@@ -1829,6 +1841,7 @@ impl ApiDoc {
     async fn post(&mut self, url: &str, token: Option<&str>, body: Value, status: u16) -> Value {
         self.call("POST", url, token, Some(body), status).await
     }
+
 
     /// Calls `method url`, expects `status`, and checks the answer against the document.
     async fn call(
