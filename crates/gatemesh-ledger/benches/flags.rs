@@ -56,6 +56,7 @@ fn ticket(tid: &TicketId, n: usize, chain: bool) -> TicketState {
             let node = NodeId::random();
             let at_ms = T0 + i as i64;
             Redemption {
+                manual: None,
                 sig: None,
                 id: id.clone(),
                 tid: tid.clone(),

@@ -19,6 +19,7 @@ fn bench(c: &mut Criterion) {
     for i in 0..N {
         let at_ms = T0 + i as i64 * 36;
         let r = Redemption {
+            manual: None,
             sig: None,
             id: RedemptionId::random(),
             tid: TicketId::generate(),

@@ -20,6 +20,8 @@
 //! inflated (and thrown away) under a bound before automerge sees any of it
 //! ([`LedgerError::TooLarge`]): automerge 0.12 inflates with no bound at all.
 //!
+//! - each change is written under the node id of a device whose certificate (from the
+//!   event's mesh CA) the ledger holds or the same batch brings;
 //! - each record is signed by its writer, a device whose certificate (from the event's mesh
 //!   CA) the ledger holds or the same batch brings, whose role may write that record, and
 //!   whose clock readings name it (see `sign.rs`): nobody writes in another device's name;
@@ -453,6 +455,22 @@ pub(crate) fn check(
         checker.devices.insert(node.clone(), device.clone());
         Some(device)
     };
+    // Every change is a device's of this event: written under the node id of a device whose
+    // certificate the ledger holds or the batch brings. A peer cannot pass records on (even
+    // good ones, signed by their writers) under an author it made up.
+    for change in changes {
+        let actor = change.actor_id();
+        let device = std::str::from_utf8(actor.to_bytes())
+            .ok()
+            .and_then(NodeId::parse)
+            .and_then(|node| lookup(&node));
+        if device.is_none() {
+            return Err(in_change(
+                &change.hash(),
+                format!("written by actor {actor}, which is no device of this event"),
+            ));
+        }
+    }
     // The flood bound first, with no signature checked: a flood is refused at the cost of
     // reading it, not of verifying a thousand signatures on the writer's thread.
     let mut flood = Flood::default();

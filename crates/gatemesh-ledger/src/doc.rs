@@ -658,6 +658,7 @@ impl Ledger {
             return Ok(None);
         }
         let json = serde_json::to_string(r).map_err(|e| LedgerError::Corrupt(e.to_string()))?;
+        self.put_own_device()?;
         self.doc.put(&self.roots.revocations, key, json)?;
         self.doc
             .commit_with(CommitOptions::default().with_message("revocation".to_owned()));
@@ -801,6 +802,7 @@ impl Ledger {
         let record = DeviceRecord::of(&device);
         let json =
             serde_json::to_string(&record).map_err(|e| LedgerError::Corrupt(e.to_string()))?;
+        self.put_own_device()?;
         self.doc
             .put(&self.roots.devices, device.node.as_str(), json)?;
         self.devices.insert(device.node.clone(), Arc::new(device));
@@ -830,17 +832,6 @@ impl Ledger {
                     .map_err(|e| LedgerError::Corrupt(e.to_string()))?;
                 let sig = signer.sign(&crate::sign::message(&self.event, R::MAP, &unsigned))?;
                 *record.sig_mut() = Some(sig);
-                if self
-                    .doc
-                    .get(&self.roots.devices, self.node.as_str())?
-                    .is_none()
-                {
-                    let own = DeviceRecord::of(signer.device());
-                    let json = serde_json::to_string(&own)
-                        .map_err(|e| LedgerError::Corrupt(e.to_string()))?;
-                    self.doc
-                        .put(&self.roots.devices, self.node.as_str(), json)?;
-                }
             }
         } else if self.trust.is_some() {
             let writer = record.writer().clone();
@@ -854,7 +845,30 @@ impl Ledger {
         }
         let json =
             serde_json::to_string(&record).map_err(|e| LedgerError::Corrupt(e.to_string()))?;
+        self.put_own_device()?;
         self.doc.put(&obj, key, json)?;
+        Ok(())
+    }
+
+    /// Puts this node's certificate into the document when it is not there yet, with the
+    /// first thing it writes: every change from outside must be a known device's (its actor
+    /// the node id of a certificate peers hold), whatever the change carries — its own
+    /// records, another device's relayed, a revocation, a certificate it learned.
+    fn put_own_device(&mut self) -> Result<(), LedgerError> {
+        let Some(signer) = &self.signer else {
+            return Ok(());
+        };
+        if self
+            .doc
+            .get(&self.roots.devices, self.node.as_str())?
+            .is_none()
+        {
+            let own = DeviceRecord::of(signer.device());
+            let json =
+                serde_json::to_string(&own).map_err(|e| LedgerError::Corrupt(e.to_string()))?;
+            self.doc
+                .put(&self.roots.devices, self.node.as_str(), json)?;
+        }
         Ok(())
     }
 
@@ -879,6 +893,38 @@ impl Ledger {
             r,
         )?;
         Ok(self.commit("redemption", &r.tid))
+    }
+
+    /// Writes a guest's admission without their code (found by name or order): the
+    /// redemption, whose `manual` names the staff member who checked them in, and this
+    /// node's audit line for it, in one change. Refused when the redemption names no one.
+    pub fn record_manual(&mut self, r: &Redemption) -> Result<Option<StoredChange>, LedgerError> {
+        let Some(staff) = r.manual.clone() else {
+            return Err(LedgerError::Refused(
+                "a manual admission names the staff member who made it".into(),
+            ));
+        };
+        self.put_record(
+            self.roots.redemptions.of(&r.tid).clone(),
+            record_key(&r.tid, r.id.as_str()),
+            r,
+        )?;
+        let hlc = self.tick(r.at_ms);
+        let audit = AuditEntry {
+            at_ms: r.at_ms,
+            node: hlc.node.clone(),
+            hlc,
+            actor: staff,
+            action: "checkin:manual".into(),
+            tid: Some(r.tid.clone()),
+            detail: format!(
+                "admission {} at {} without the code (the guest found by name or order)",
+                r.id, r.gate
+            ),
+            sig: None,
+        };
+        self.put_audit(&audit)?;
+        Ok(self.commit("manual admission", &r.tid))
     }
 
     /// Writes another device's redemption that reached this node outside the mesh (relayed

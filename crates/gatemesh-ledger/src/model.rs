@@ -92,6 +92,10 @@ pub struct Redemption {
     /// the main entrance). `None` at a gate without lists: the event's one scope.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<gatemesh_wire::Scope>,
+    /// A guest checked in without their code, found by name or order in the server's
+    /// manifest: the staff member who did it (audited with the record).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manual: Option<String>,
     /// The writer's signature of the record (see `sign.rs`); absent only on a gate with no
     /// mesh identity, whose records no other device takes.
     #[serde(default, skip_serializing_if = "Option::is_none")]

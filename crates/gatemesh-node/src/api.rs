@@ -134,6 +134,8 @@ fn router(node: Node, stop: watch::Receiver<bool>, guard: access::Guard) -> Rout
         .route("/v1/scan", post(scan))
         .route("/v1/tickets/{tid}", get(ticket))
         .route("/v1/status", get(status))
+        .route("/v1/guests", get(guests))
+        .route("/v1/guests/{tid}/check-in", post(check_in_guest))
         .route("/v1/flags", get(flags))
         .route("/v1/flags/{tid}/resolve", post(resolve))
         .route("/v1/stream", get(live))
@@ -259,6 +261,71 @@ async fn scan(
     Body(req): Body<ScanRequest>,
 ) -> Result<Json<ScanResponse>, ApiError> {
     let result = s.node.scan(&req.code, &req.scanner, req.direction).await?;
+    Ok(Json(result.into()))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GuestQuery {
+    q: String,
+}
+
+/// Guests found by part of their name, their order, ticket id or seat, with whether and
+/// where they came in; `search: false` when this gate has no one to search.
+async fn guests(
+    State(s): State<AppState>,
+    query: Result<axum::extract::Query<GuestQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let axum::extract::Query(q) =
+        query.map_err(|e| ApiError::bad_request(format!("{}: give ?q=", e.body_text())))?;
+    if q.q.len() > 200 {
+        return Err(ApiError::bad_request("a search is at most 200 bytes"));
+    }
+    let Some(found) = s.node.search_guests(&q.q).await? else {
+        return Ok(Json(json!({ "search": false, "guests": [] })));
+    };
+    let guests: Vec<_> = found
+        .into_iter()
+        .map(|(guest, state)| {
+            let entries: Vec<_> = state
+                .effective()
+                .filter(|r| r.direction == Direction::Entry)
+                .collect();
+            json!({
+                "tid": guest.tid, "seat": guest.seat, "holder": guest.holder,
+                "order": guest.order, "product": guest.product.as_ref().map(ToString::to_string),
+                "standing": state.standing(),
+                "entries": entries.len(),
+                "first": entries.first().map(|r| json!({ "gate": r.gate, "at": format_ms(r.at_ms) })),
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "search": true, "guests": guests })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GuestCheckIn {
+    /// Who checks the guest in (1-64 bytes), recorded with the admission.
+    staff: String,
+    #[serde(default = "default_desk")]
+    scanner: String,
+}
+
+fn default_desk() -> String {
+    "search".to_owned()
+}
+
+/// Checks in a guest found by search: the verdict a scan of their code would get, recorded
+/// (when admitted) as a manual admission naming the staff member.
+async fn check_in_guest(
+    State(s): State<AppState>,
+    Path(raw): Path<String>,
+    Body(req): Body<GuestCheckIn>,
+) -> Result<Json<ScanResponse>, ApiError> {
+    let tid = tid(&raw)?;
+    let staff = through_the_token(&req.staff)?;
+    let result = s.node.check_in_guest(&tid, &staff, &req.scanner).await?;
     Ok(Json(result.into()))
 }
 

@@ -91,6 +91,8 @@ pub(crate) enum Command {
         /// is judged at that moment, however long it waited for the writer. A double fire
         /// decided seconds after it was presented is still within the repeat window.
         presented_ms: i64,
+        /// A guest checked in without their code: the staff member who did it.
+        manual: Option<String>,
         reply: Reply<ScanResult>,
     },
     Resolve {
@@ -194,6 +196,8 @@ pub struct ServerTicket {
     pub admissions: Vec<Redemption>,
     /// Staff's decision on the flag, taken at the server.
     pub resolution: Option<ServerDecision>,
+    /// Who holds it and how to find them, when the event lets gates find guests.
+    pub guest: Option<crate::Guest>,
 }
 
 /// A resolution taken at the server.
@@ -295,6 +299,8 @@ pub(crate) struct Writer {
     pub identity: Option<gatemesh_mesh::pki::Identity>,
     pub gate_name: String,
     pub policy: Policy,
+    /// The guests the server's manifest names, for finding one by name.
+    pub guests: std::sync::Arc<crate::guests::Guests>,
     /// The gate's check-in lists (checked before the writer; here for exits, which count
     /// where the holder came in, and to follow the ledger's releases of them).
     pub check_in: std::sync::Arc<crate::check_in::GateCheckIn>,
@@ -625,10 +631,11 @@ impl Writer {
                 scanner,
                 direction,
                 presented_ms,
+                manual,
                 reply,
             } => {
                 let at = (scanner, direction, presented_ms);
-                let result = self.scan(*verified, lists, at, changes, events);
+                let result = self.scan(*verified, lists, at, manual, changes, events);
                 defer(reply, result)
             }
             Command::Resolve {
@@ -976,6 +983,7 @@ impl Writer {
         verified: Result<Verified, VerifyError>,
         lists: Option<Result<gatemesh_wire::ListAdmission, gatemesh_wire::ListRefusal>>,
         (scanner, direction, presented_ms): (String, Direction, i64),
+        manual: Option<String>,
         changes: &mut Vec<StoredChange>,
         events: &mut Vec<NodeEvent>,
     ) -> Result<ScanResult, NodeError> {
@@ -1062,6 +1070,7 @@ impl Writer {
                     ));
                 };
                 let redemption = Redemption {
+                    manual: manual.clone(),
                     sig: None,
                     id: RedemptionId::random(),
                     tid: c.tid.clone(),
@@ -1076,7 +1085,11 @@ impl Writer {
                     unlisted,
                     scope: scope.clone(),
                 };
-                changes.extend(self.ledger.record_redemption(&redemption)?);
+                changes.extend(if redemption.manual.is_some() {
+                    self.ledger.record_manual(&redemption)?
+                } else {
+                    self.ledger.record_redemption(&redemption)?
+                });
                 Answer {
                     verdict: Verdict::Admit,
                     reason,
@@ -1173,6 +1186,13 @@ impl Writer {
                 Err(e) => tracing::warn!("the check-in lists from the server: {e}"),
             }
         }
+        self.guests.take(
+            update.full,
+            update
+                .tickets
+                .iter()
+                .map(|t| (t.tid.clone(), t.guest.clone())),
+        );
         if update.full {
             self.manifest = Some(update.tickets.iter().map(|t| t.tid.clone()).collect());
         } else if let Some(listed) = &mut self.manifest {

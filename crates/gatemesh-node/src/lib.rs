@@ -22,6 +22,7 @@ pub mod api;
 mod check_in;
 pub mod edge;
 mod gate;
+mod guests;
 mod ledger_file;
 mod manifest;
 pub mod pairing;
@@ -40,6 +41,7 @@ use gatemesh_ledger::{
     Resolution, Store, StoreError, TicketState,
 };
 use gatemesh_ticket::{EventId, Keyring, TicketId, Verifier};
+pub use guests::Guest;
 pub use ledger_file::{
     export_ledger_file, import_ledger_file, read_ledger_file, write_ledger_file,
 };
@@ -153,6 +155,8 @@ struct Shared {
     revoked: gatemesh_mesh::revoked::Revoked,
     /// The gate's check-in lists, when it has any.
     check_in: Arc<check_in::GateCheckIn>,
+    /// The guests the server's manifest names (an event that lets gates find guests).
+    guests: Arc<guests::Guests>,
     _lock: File,
 }
 
@@ -280,6 +284,7 @@ impl Node {
             &config.event,
             ledger.lists(),
         )?);
+        let guests = Arc::new(guests::Guests::default());
         let info = NodeInfo {
             node_id: ledger.node().clone(),
             name: config.name.clone(),
@@ -299,6 +304,7 @@ impl Node {
             gate_name: config.name.clone(),
             policy: config.policy,
             check_in: check_in.clone(),
+            guests: guests.clone(),
             manifest: None,
             counts: Counts::default(),
             refusals: Default::default(),
@@ -344,6 +350,7 @@ impl Node {
                 uplink: std::sync::Mutex::new(None),
                 revoked,
                 check_in,
+                guests,
                 _lock: lock,
             }),
         })
@@ -405,6 +412,88 @@ impl Node {
             scanner: scanner.to_owned(),
             direction,
             presented_ms: now_ms,
+            manual: None,
+            reply,
+        })
+        .await
+    }
+
+    /// Guests whose name or order contains `query`, or whose ticket id or seat starts with
+    /// it (at most 20), each with their ticket's history here; `None` when this gate has no
+    /// one to search (the event does not let gates find guests, or the manifest has not
+    /// come since the gate started).
+    pub async fn search_guests(
+        &self,
+        query: &str,
+    ) -> Result<Option<Vec<(Guest, TicketState)>>, NodeError> {
+        if self.shared.guests.is_empty() {
+            return Ok(None);
+        }
+        let mut found = Vec::new();
+        for guest in self.shared.guests.search(query) {
+            let (state, _) = self.ticket(guest.tid.clone()).await?;
+            found.push((guest, state));
+        }
+        Ok(Some(found))
+    }
+
+    /// Checks in a guest found by name (their code cannot be scanned): decided as a scan of
+    /// their ticket would be, under the gate's lists, and, when admitted, recorded as a
+    /// manual admission naming `staff`, with an audit line. Only a ticket the server's
+    /// manifest names as a guest may be checked in this way.
+    pub async fn check_in_guest(
+        &self,
+        tid: &TicketId,
+        staff: &str,
+        scanner: &str,
+    ) -> Result<ScanResult, NodeError> {
+        if self.is_observer() {
+            return Err(NodeError::Conflict(
+                "this device is an observer: it watches and resolves flags, it admits no one"
+                    .into(),
+            ));
+        }
+        for (what, value) in [("staff", staff.trim()), ("scanner", scanner)] {
+            if gatemesh_wire::Label::parse(value).is_none() {
+                return Err(NodeError::BadInput(format!(
+                    "{what} must be 1-64 bytes of printable text"
+                )));
+            }
+        }
+        let Some(guest) = self.shared.guests.get(tid) else {
+            return Err(NodeError::NotFound(format!(
+                "no guest with ticket {tid} in the server's manifest (finding guests is the \
+                 organizer's choice, and needs the uplink's manifest)"
+            )));
+        };
+        let now_ms = gate::now_ms();
+        let lists = self.shared.check_in.check(guest.product.as_ref(), now_ms);
+        // The manifest's word on the ticket stands for its code: the server, over the
+        // pinned uplink, said this ticket of this event exists.
+        let verified = gatemesh_ticket::Verified {
+            format: gatemesh_ticket::Format::Jwt,
+            kid: gatemesh_ticket::KeyId::new("manifest")
+                .map_err(|e| NodeError::Internal(e.to_string()))?,
+            claims: gatemesh_ticket::Claims {
+                tid: guest.tid.clone(),
+                eid: self.shared.info.event.clone(),
+                seat: guest
+                    .seat
+                    .as_deref()
+                    .and_then(|s| gatemesh_ticket::Seat::new(s).ok()),
+                iat: None,
+                nbf: None,
+                exp: None,
+                product: guest.product.clone(),
+            },
+        };
+        self.ask(|reply| gate::Command::Scan {
+            verified: Box::new(Ok(verified)),
+            lists,
+            scanner: scanner.to_owned(),
+            direction: Direction::Entry,
+            presented_ms: now_ms,
+            manual: Some(staff.trim().to_owned()),
             reply,
         })
         .await

@@ -328,7 +328,15 @@ fn server_ticket(
         },
         None => None,
     };
+    let guest = (t.holder.is_some() || t.order.is_some()).then(|| crate::Guest {
+        tid: t.tid.clone(),
+        seat: t.seat.clone(),
+        holder: t.holder.clone(),
+        order: t.order.clone(),
+        product: t.product.clone(),
+    });
     Ok(ServerTicket {
+        guest,
         tid: t.tid,
         standing,
         status,
@@ -566,6 +574,7 @@ fn learned(tid: &TicketId, first: Admission) -> Result<(Redemption, Option<Vec<u
     let at_ms = first.at.ms();
     Ok((
         Redemption {
+            manual: None,
             sig: None,
             id: first.redemption_id,
             tid: tid.clone(),

@@ -232,6 +232,7 @@ pub(crate) fn relayed(
     for a in admissions.iter_mut().filter(|a| a.record.is_none()) {
         let at_ms = a.at.ms();
         let mut record = Redemption {
+            manual: None,
             id: a.redemption_id.clone(),
             tid: tid.clone(),
             direction: gatemesh_ledger::Direction::Entry,

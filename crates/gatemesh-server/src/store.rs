@@ -76,6 +76,9 @@ pub struct Event {
     pub starts_at: Option<String>,
     /// RFC 3339.
     pub ends_at: Option<String>,
+    /// The organizer lets gates find guests by name and order: the manifest carries each
+    /// ticket's holder and order reference (otherwise no attendee's name reaches a gate).
+    pub guest_search: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,6 +93,11 @@ pub struct Ticket {
     /// The ticket this one replaced, for a transfer chain.
     pub transferred_from: Option<TicketId>,
     pub holder: Option<String>,
+    /// The order it was bought in (the organizer's reference), for finding a guest.
+    pub order_ref: Option<String>,
+    /// Its product as its code carries it (kept from issuing on, for gates finding a guest
+    /// without the code; tickets issued before it was kept have none here).
+    pub product: Option<gatemesh_ticket::Product>,
     /// Why it was voided, when it was.
     pub void_reason: Option<String>,
     /// Redemptions of this ticket that staff reverted (oldest first).

@@ -75,6 +75,17 @@ pub struct ManifestEntry {
     /// Its seat label.
     #[serde(default)]
     pub seat: Option<String>,
+    /// Who holds it, when the event lets gates find guests (otherwise never sent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
+    /// The order it was bought in, when the event lets gates find guests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<String>,
+    /// Its product (a code, or the number GM1 carries), when the event lets gates find
+    /// guests: a guest checked in by name is checked against the gate's lists by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub product: Option<gatemesh_ticket::Product>,
     /// `active` when left out (hand-written manifest files).
     #[serde(default = "active")]
     pub status: TicketStatus,

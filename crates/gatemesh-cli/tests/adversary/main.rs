@@ -265,6 +265,7 @@ macro_rules! signed {
 /// A redemption the attacker writes in its own name, under its key: (key, JSON).
 fn redemption(attacker: &Attacker, tid: &TicketId, at_ms: i64, counter: u32) -> (String, String) {
     let r = Redemption {
+        manual: None,
         sig: None,
         id: RedemptionId::random(),
         tid: tid.clone(),

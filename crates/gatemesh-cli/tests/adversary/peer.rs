@@ -95,7 +95,9 @@ impl Attacker {
         let (mut send, recv) = conn.open_bi().await.unwrap();
         net::write_frame(&mut send, &[]).await.unwrap();
         let mut doc = AutoCommit::load(&gatemesh_ledger::genesis(&self.event)).unwrap();
-        doc.set_actor(ActorId::random());
+        // Under its own node id: a change by an author no certificate names is refused
+        // before anything it carries is looked at.
+        doc.set_actor(ActorId::from(self.node.as_str().as_bytes()));
         let mut s = Session {
             conn,
             send,

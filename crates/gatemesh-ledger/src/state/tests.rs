@@ -63,6 +63,7 @@ fn hlc(wall_ms: i64, counter: u32, n: usize) -> Hlc {
 
 fn entry(id: RedemptionId, at_ms: i64, seen: Vec<RedemptionId>) -> Redemption {
     Redemption {
+        manual: None,
         sig: None,
         id,
         tid: TicketId::new("T-1").unwrap(),

@@ -54,8 +54,13 @@ fn scene() -> Scene {
         },
         T0 + 2,
     );
+    // The attacker is an enrolled device the victim has met (a stolen gate): its changes
+    // are authored under its own node id, as every change from outside must be.
+    let mut thief = Gate::new("Thief");
+    thief.scan(&TicketId::generate(), "t1", T0);
+    super::sync_pair(&mut thief.ledger, &mut victim.ledger);
     let mut attacker = AutoCommit::load(&victim.ledger.save()).unwrap();
-    attacker.set_actor(ActorId::random());
+    attacker.set_actor(ActorId::from(thief.ledger.node().as_str().as_bytes()));
     Scene {
         victim,
         attacker,
@@ -216,6 +221,7 @@ fn a_status_hidden_under_a_new_one_is_refused() {
 fn forged(tid: &TicketId, at_ms: i64) -> Redemption {
     let node = NodeId::random();
     Redemption {
+        manual: None,
         sig: None,
         id: RedemptionId::random(),
         tid: tid.clone(),
@@ -644,6 +650,7 @@ fn a_signed_record_altered_in_one_field_is_refused() {
 /// `thief` (an enrolled gate's ledger) admits `tid` at `at`, signed, as an honest gate would.
 fn admit_at(thief: &mut Ledger, tid: &TicketId, at: i64) {
     let r = Redemption {
+        manual: None,
         sig: None,
         id: RedemptionId::random(),
         tid: tid.clone(),
@@ -751,6 +758,7 @@ fn an_observer_may_resolve_but_neither_admit_nor_set_a_standing() {
     let mut observer = super::signed_ledger(&event, gatemesh_ledger::Role::Observer, "Desk");
     let at = T0 + 5;
     let r = Redemption {
+        manual: None,
         sig: None,
         id: RedemptionId::random(),
         tid: TicketId::generate(),
@@ -859,7 +867,7 @@ fn what_the_server_relays_meets_the_rules_a_peers_record_would() {
     };
     // The thief's first 1,000 of the ticket, by sync in one change: within the bound.
     let mut doc = AutoCommit::load(&victim.ledger.save()).unwrap();
-    doc.set_actor(ActorId::random());
+    doc.set_actor(ActorId::from(thief.node().as_str().as_bytes()));
     let devices = map(&doc, "devices");
     let device = gatemesh_ledger::DeviceRecord::of(thief.device());
     doc.put(
@@ -962,5 +970,32 @@ fn a_stolen_gate_that_releases_lists_itself_is_refused() {
             put_lists(a, &r);
         },
         "whose role may not write lists",
+    );
+}
+
+#[test]
+fn good_records_passed_on_under_an_author_that_is_no_device_are_refused() {
+    // South's admission, as South signed it, with South's certificate, carried in a change
+    // whose actor no certificate names: each record would be taken, the change is not.
+    let mut s = scene();
+    s.attacker.set_actor(ActorId::random());
+    let mut south = Gate::new("South");
+    let tid = TicketId::generate();
+    south.scan(&tid, "s1", T0);
+    let r = south.ledger.ticket(&tid).redemptions[0].clone();
+    let cert = gatemesh_ledger::DeviceRecord::of(south.ledger.own_device().unwrap());
+    refused(
+        s,
+        |a| {
+            let devices = map(a, "devices");
+            a.put(
+                &devices,
+                cert.node.as_str(),
+                serde_json::to_string(&cert).unwrap(),
+            )
+            .unwrap();
+            put_record(a, &format!("{},{}", r.tid, r.id), &r);
+        },
+        "which is no device of this event",
     );
 }

@@ -143,6 +143,7 @@ impl Gate {
                 unlisted,
             } => {
                 let r = Redemption {
+                    manual: None,
                     sig: None,
                     id: RedemptionId::random(),
                     tid: tid.clone(),
@@ -309,6 +310,7 @@ fn the_repeat_window_takes_a_record_a_second_old_and_not_one_a_second_ahead() {
     let node = NodeId::random();
     let history = |at_ms: i64, scanner: &str| gatemesh_ledger::TicketState {
         redemptions: vec![Redemption {
+            manual: None,
             sig: None,
             id: RedemptionId::random(),
             tid: tid.clone(),
@@ -636,6 +638,7 @@ fn foreign_or_broken_imports_change_nothing() {
 
 fn redemption(ledger: &mut Ledger, tid: &TicketId, at_ms: i64) -> Redemption {
     Redemption {
+        manual: None,
         sig: None,
         id: RedemptionId::random(),
         tid: tid.clone(),
@@ -1196,7 +1199,11 @@ fn a_forged_record_in_a_later_part_refuses_that_part_and_keeps_what_came_before(
     for i in 0..30 {
         north.scan(&TicketId::generate(), "n1", T0 + i);
     }
+    // A dishonest North: its changes under its own node id, as every change must be.
     let mut doc = automerge::AutoCommit::load(&north.ledger.save()).unwrap();
+    doc.set_actor(automerge::ActorId::from(
+        north.ledger.node().as_str().as_bytes(),
+    ));
     let forged_tid = TicketId::generate();
     let mut r = redemption(&mut north.ledger, &forged_tid, T0 + 100);
     r.gate = "Forged".into();

@@ -93,12 +93,17 @@ impl Central {
         self.call(reqwest::Method::POST, path, Some(body)).await
     }
 
-    async fn get(&self, path: &str) -> Value {
+    pub(crate) async fn get(&self, path: &str) -> Value {
         self.call(reqwest::Method::GET, path, None).await
     }
 
     /// An event with `n` tickets; their ids.
     pub(crate) async fn event(&self, eid: &str, n: usize) -> Vec<String> {
+        self.event_with(eid, json!({}), n).await
+    }
+
+    /// [`Central::event`], the event made with `more` in its body as well.
+    pub(crate) async fn event_with(&self, eid: &str, more: Value, n: usize) -> Vec<String> {
         // The event's mesh CA is the one the tests' gates are enrolled under (a server makes
         // its own at the first pairing otherwise): gates check the server's records by it.
         let ca = self._dir.path().join("mesh-ca").join(eid);
@@ -107,8 +112,11 @@ impl Central {
             let f = f.unwrap();
             std::fs::copy(f.path(), ca.join(f.file_name())).unwrap();
         }
-        self.post("/v1/events", json!({ "id": eid, "name": eid }))
-            .await;
+        let mut body = json!({ "id": eid, "name": eid });
+        if let (Some(body), Some(more)) = (body.as_object_mut(), more.as_object()) {
+            body.extend(more.clone());
+        }
+        self.post("/v1/events", body).await;
         let issued = self
             .post(&format!("/v1/events/{eid}/tickets"), json!({ "count": n }))
             .await;
@@ -138,6 +146,7 @@ fn record(tid: &str, gate: &str) -> Redemption {
     let node = NodeId::random();
     let at_ms = gatemesh_wire::time::now_ms();
     Redemption {
+        manual: None,
         sig: None,
         id: RedemptionId::random(),
         tid: TicketId::new(tid).unwrap(),

@@ -373,7 +373,26 @@ async fn dishonest_peer(
         .unwrap();
     let genesis = gatemesh_ledger::genesis(&EventId::new(EVENT).unwrap());
     let mut doc = automerge::AutoCommit::load(&genesis).unwrap();
-    doc.set_actor(automerge::ActorId::random());
+    // Its changes under its own node id, its certificate in the first one, as an honest
+    // device's: what it crafts is refused for itself, not for an unknown author.
+    let (signer, _) =
+        gatemesh_ledger::Signer::from_identity(broken, &EventId::new(EVENT).unwrap()).unwrap();
+    doc.set_actor(automerge::ActorId::from(signer.node().as_str().as_bytes()));
+    {
+        use automerge::transaction::Transactable;
+        let devices = match automerge::ReadDoc::get(&doc, automerge::ROOT, "devices") {
+            Ok(Some((_, id))) => id,
+            _ => panic!("no devices map"),
+        };
+        let own = gatemesh_ledger::DeviceRecord::of(signer.device());
+        doc.put(
+            &devices,
+            own.node.as_str(),
+            serde_json::to_string(&own).unwrap(),
+        )
+        .unwrap();
+        doc.commit();
+    }
     let mut state = automerge::sync::State::new();
     let holds = |doc: &automerge::AutoCommit| {
         gatemesh_ledger::ticket_maps(doc, "redemptions")

@@ -353,6 +353,7 @@ fn merge(event: &EventId, n: usize) -> Result<f64> {
         for i in 0..n {
             let at = 1_780_000_000_000 + i as i64;
             let r = Redemption {
+                manual: None,
                 sig: None,
                 id: RedemptionId::random(),
                 tid: TicketId::generate(),

@@ -28,6 +28,8 @@ pub(crate) struct EventView {
     starts_at: Option<String>,
     /// RFC 3339.
     ends_at: Option<String>,
+    /// Gates may find guests by name and order (the manifest carries them).
+    guest_search: bool,
 }
 
 impl From<Event> for EventView {
@@ -38,6 +40,7 @@ impl From<Event> for EventView {
             capacity: e.capacity,
             starts_at: e.starts_at,
             ends_at: e.ends_at,
+            guest_search: e.guest_search,
         }
     }
 }
@@ -58,6 +61,10 @@ pub(crate) struct NewEvent {
     /// RFC 3339.
     #[serde(default)]
     ends_at: Option<String>,
+    /// Lets gates find a guest by name or order reference: the manifest then carries each
+    /// ticket's holder and order. Off by default, when no attendee's name reaches a gate.
+    #[serde(default)]
+    guest_search: bool,
 }
 
 fn rfc3339_ok(s: &Option<String>) -> bool {
@@ -94,6 +101,7 @@ pub(crate) async fn create(
         capacity: e.capacity,
         starts_at: e.starts_at,
         ends_at: e.ends_at,
+        guest_search: e.guest_search,
     };
     let stored = event.clone();
     blocking(&s, move |st| st.create_event(&stored)).await?;

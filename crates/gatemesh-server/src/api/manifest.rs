@@ -56,7 +56,7 @@ pub(crate) async fn manifest(
     let tickets = read
         .tickets
         .iter()
-        .map(|(t, a)| manifest_entry(t, a))
+        .map(|(t, a)| manifest_entry(t, a, read.guest_search))
         .collect();
     Ok(Json(Manifest {
         cursor: read.cursor,
@@ -74,6 +74,8 @@ pub(crate) struct ManifestRead {
     pub(crate) revocations: Vec<Revocation>,
     /// The latest release of the event's lists, when it is among what changed.
     pub(crate) lists: Option<serde_json::Value>,
+    /// The event lets gates find guests: entries carry holders and orders.
+    pub(crate) guest_search: bool,
 }
 
 /// A ticket and, when it is flagged or resolved, the admissions involved.
@@ -89,6 +91,7 @@ pub(crate) fn manifest_read(
     eid: &EventId,
     since: Option<i64>,
 ) -> Result<ManifestRead, StoreError> {
+    let guest_search = st.event(eid)?.is_some_and(|e| e.guest_search);
     let (cursor, tickets) = st.manifest(eid, since)?;
     let revocations = crate::signer::stored_revocations(st, eid, since.unwrap_or(0), cursor)?;
     let lists = st
@@ -116,13 +119,19 @@ pub(crate) fn manifest_read(
         tickets: with,
         revocations,
         lists,
+        guest_search,
     })
 }
 
-fn manifest_entry(t: &Ticket, admissions: &[Admission]) -> ManifestEntry {
+/// A ticket as gates get it; its holder and order only when the event lets gates find
+/// guests (`guest_search`), so that otherwise no attendee's name reaches a gate.
+fn manifest_entry(t: &Ticket, admissions: &[Admission], guest_search: bool) -> ManifestEntry {
     ManifestEntry {
         tid: t.tid.clone(),
         seat: t.seat.clone(),
+        holder: t.holder.clone().filter(|_| guest_search),
+        order: t.order_ref.clone().filter(|_| guest_search),
+        product: t.product.clone().filter(|_| guest_search),
         status: t.status,
         to: t.transferred_to.clone(),
         reason: t.void_reason.clone(),
@@ -225,6 +234,7 @@ pub(crate) async fn changes(
                 tickets,
                 mut revocations,
                 mut lists,
+                guest_search,
             }) = read
             else {
                 // The database is away: tell the client, which reconnects from its cursor.
@@ -244,7 +254,10 @@ pub(crate) async fn changes(
                 } else {
                     chunk.last().map_or(now, |(t, _)| t.seq)
                 };
-                let tickets = chunk.iter().map(|(t, a)| manifest_entry(t, a)).collect();
+                let tickets = chunk
+                    .iter()
+                    .map(|(t, a)| manifest_entry(t, a, guest_search))
+                    .collect();
                 let Some(event) = tickets_event(Manifest {
                     cursor: id,
                     tickets,

@@ -41,6 +41,20 @@ pub(crate) struct IssueRequest {
     /// the event's product table (what GM1 carries). Without it, the event's default product.
     #[serde(default)]
     product: Option<String>,
+    /// Who holds them (at most 200 printable bytes): a gate finds the guest by it, when
+    /// the event lets gates find guests.
+    #[serde(default)]
+    holder: Option<String>,
+    /// The order they were bought in (the organizer's reference, at most 64 printable
+    /// bytes), to find them by.
+    #[serde(default)]
+    order: Option<String>,
+}
+
+/// Whether `text` is a name or reference a gate can show: at most `most` bytes, no control
+/// characters, not blank.
+fn printable(text: Option<&str>, most: usize) -> bool {
+    text.is_none_or(|t| !t.trim().is_empty() && t.len() <= most && !t.chars().any(char::is_control))
 }
 
 fn default_format() -> Format {
@@ -60,7 +74,7 @@ fn signed_ticket(
     format: Format,
     iat: i64,
     transferred_from: Option<TicketId>,
-    holder: Option<String>,
+    (holder, order_ref): (Option<String>, Option<String>),
 ) -> Result<Ticket, StoreError> {
     let claims = Claims {
         tid: TicketId::generate(),
@@ -84,6 +98,8 @@ fn signed_ticket(
         transferred_to: None,
         transferred_from,
         holder,
+        order_ref,
+        product: claims.product,
         void_reason: None,
         reverted: Vec::new(),
         flagged: false,
@@ -121,6 +137,9 @@ pub(crate) struct TicketView {
     #[schema(value_type = Option<String>)]
     transferred_from: Option<TicketId>,
     holder: Option<String>,
+    /// The order it was bought in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    order: Option<String>,
 }
 
 impl From<&Ticket> for TicketView {
@@ -135,6 +154,7 @@ impl From<&Ticket> for TicketView {
             transferred_to: t.transferred_to.clone(),
             transferred_from: t.transferred_from.clone(),
             holder: t.holder.clone(),
+            order: t.order_ref.clone(),
         }
     }
 }
@@ -196,9 +216,15 @@ pub(crate) async fn issue(
              give the number, or format jwt"
         )));
     }
+    if !printable(req.holder.as_deref(), 200) || !printable(req.order.as_deref(), 64) {
+        return Err(bad(
+            "holder is at most 200 printable bytes, order at most 64 (neither blank)",
+        ));
+    }
     known_event(&s, &eid).await?;
     let key = s.key.clone();
     let format = req.format;
+    let who = (req.holder.clone(), req.order.clone());
     let iat = time::OffsetDateTime::now_utc().unix_timestamp();
     // Fresh random ids; the primary key refuses a repeat, and the batch is drawn again.
     let tickets = blocking(&s, move |st| {
@@ -207,7 +233,16 @@ pub(crate) async fn issue(
                 .iter()
                 .map(|seat| {
                     let product = product.clone();
-                    signed_ticket(&key, &eid, seat.clone(), product, format, iat, None, None)
+                    signed_ticket(
+                        &key,
+                        &eid,
+                        seat.clone(),
+                        product,
+                        format,
+                        iat,
+                        None,
+                        who.clone(),
+                    )
                 })
                 .collect::<Result<_, StoreError>>()?;
             st.insert_tickets(&tickets).map(|()| tickets)
@@ -405,7 +440,8 @@ pub(crate) async fn transfer(
                 current.format,
                 iat,
                 Some(old.clone()),
-                req.holder.clone(),
+                // The new holder's, in the same order.
+                (req.holder.clone(), current.order_ref.clone()),
             )?;
             let standing = gatemesh_wire::Standing::Transferred {
                 to: new.tid.clone(),

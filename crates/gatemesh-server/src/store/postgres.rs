@@ -25,14 +25,14 @@ use super::{
 };
 
 /// Bumped when the layout changes; kept in `gatemesh_meta`.
-const SCHEMA_VERSION: i32 = 2;
+const SCHEMA_VERSION: i32 = 3;
 const CHANNEL: &str = "gatemesh_changes";
 
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS gatemesh_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS events (
     id TEXT PRIMARY KEY, name TEXT NOT NULL, capacity INTEGER,
-    starts_at TEXT, ends_at TEXT);
+    starts_at TEXT, ends_at TEXT, guest_search BOOLEAN NOT NULL DEFAULT FALSE);
 CREATE TABLE IF NOT EXISTS seq (id INTEGER PRIMARY KEY CHECK (id = 1), value BIGINT NOT NULL);
 INSERT INTO seq (id, value) VALUES (1, 0) ON CONFLICT DO NOTHING;
 CREATE TABLE IF NOT EXISTS tickets (
@@ -41,7 +41,7 @@ CREATE TABLE IF NOT EXISTS tickets (
     status TEXT NOT NULL, transferred_to TEXT, transferred_from TEXT,
     holder TEXT, void_reason TEXT, reverted TEXT NOT NULL DEFAULT '',
     flagged BOOLEAN NOT NULL DEFAULT FALSE, resolution TEXT,
-    seq BIGINT NOT NULL, status_record TEXT,
+    seq BIGINT NOT NULL, status_record TEXT, order_ref TEXT, product TEXT,
     PRIMARY KEY (eid, tid));
 CREATE INDEX IF NOT EXISTS tickets_by_seq ON tickets (eid, seq);
 CREATE INDEX IF NOT EXISTS tickets_flagged ON tickets (eid) WHERE flagged;
@@ -368,15 +368,23 @@ fn migrate(client: &mut postgres::Client) -> Result<(), StoreError> {
         let found: Option<String> = tx
             .query_opt("SELECT value FROM gatemesh_meta WHERE key = 'schema'", &[])?
             .map(|r| r.get(0));
-        if let Some(v) = found.filter(|v| *v != SCHEMA_VERSION.to_string()) {
+        // Version 3 added finding guests (an event's permission, a ticket's order): columns
+        // a version-2 database gets below.
+        if let Some(v) = found.filter(|v| *v != SCHEMA_VERSION.to_string() && v != "2") {
             return Err(StoreError::Conflict(format!(
                 "the database holds schema version {v}; this gatemesh reads version {SCHEMA_VERSION}"
             )));
         }
     }
     tx.batch_execute(SCHEMA)?;
+    tx.batch_execute(
+        "ALTER TABLE events ADD COLUMN IF NOT EXISTS guest_search BOOLEAN NOT NULL DEFAULT FALSE;
+         ALTER TABLE tickets ADD COLUMN IF NOT EXISTS order_ref TEXT;
+         ALTER TABLE tickets ADD COLUMN IF NOT EXISTS product TEXT;",
+    )?;
     tx.execute(
-        "INSERT INTO gatemesh_meta (key, value) VALUES ('schema', $1) ON CONFLICT DO NOTHING",
+        "INSERT INTO gatemesh_meta (key, value) VALUES ('schema', $1)
+         ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
         &[&SCHEMA_VERSION.to_string()],
     )?;
     tx.commit()?;
@@ -482,8 +490,10 @@ impl Tx for Transaction<'_> {
     fn insert_tickets(&mut self, tickets: &[Ticket], first: i64) -> Result<(), StoreError> {
         // Prepared once for the batch: one round trip a ticket.
         let insert = self.prepare(
-            "INSERT INTO tickets (tid, eid, seat, format, code, status, transferred_from, holder, seq)
-             VALUES ($1, $2, $3, $4, $5, 'active', $6, $7, $8)",
+            "INSERT INTO tickets
+               (tid, eid, seat, format, code, status, transferred_from, holder, seq, order_ref,
+                product)
+             VALUES ($1, $2, $3, $4, $5, 'active', $6, $7, $8, $9, $10)",
         )?;
         for (t, seq) in tickets.iter().zip(first..) {
             let from = t.transferred_from.as_ref().map(TicketId::as_str);
@@ -498,6 +508,8 @@ impl Tx for Transaction<'_> {
                     &from,
                     &t.holder,
                     &seq,
+                    &t.order_ref,
+                    &rows::product_column(t.product.as_ref()),
                 ],
             );
             match inserted {
@@ -612,9 +624,16 @@ impl Storage for Postgres {
     fn create_event(&self, e: &Event) -> Result<(), StoreError> {
         let capacity = e.capacity.map(|c| i32::try_from(c).unwrap_or(i32::MAX));
         let n = self.conn()?.execute(
-            "INSERT INTO events (id, name, capacity, starts_at, ends_at) VALUES ($1, $2, $3, $4, $5)
-             ON CONFLICT DO NOTHING",
-            &[&e.id.as_str(), &e.name, &capacity, &e.starts_at, &e.ends_at],
+            "INSERT INTO events (id, name, capacity, starts_at, ends_at, guest_search)
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+            &[
+                &e.id.as_str(),
+                &e.name,
+                &capacity,
+                &e.starts_at,
+                &e.ends_at,
+                &e.guest_search,
+            ],
         )?;
         if n == 0 {
             return Err(StoreError::Exists(format!("event {}", e.id)));
@@ -625,7 +644,7 @@ impl Storage for Postgres {
     fn events(&self) -> Result<Vec<Event>, StoreError> {
         self.conn()?
             .query(
-                "SELECT id, name, capacity, starts_at, ends_at FROM events ORDER BY id",
+                &format!("SELECT {} FROM events ORDER BY id", rows::EVENT_COLUMNS),
                 &[],
             )?
             .iter()
@@ -636,7 +655,7 @@ impl Storage for Postgres {
     fn event(&self, id: &EventId) -> Result<Option<Event>, StoreError> {
         self.conn()?
             .query_opt(
-                "SELECT id, name, capacity, starts_at, ends_at FROM events WHERE id = $1",
+                &format!("SELECT {} FROM events WHERE id = $1", rows::EVENT_COLUMNS),
                 &[&id.as_str()],
             )?
             .as_ref()

@@ -92,7 +92,8 @@ pub(crate) fn split_ids(s: &str) -> Result<Vec<RedemptionId>, StoreError> {
 
 /// The columns [`ticket`] reads, in its order.
 pub(crate) const TICKET_COLUMNS: &str = "tid, eid, seat, format, code, status, transferred_to, \
-     transferred_from, holder, void_reason, reverted, flagged, resolution, seq, status_record";
+     transferred_from, holder, void_reason, reverted, flagged, resolution, seq, status_record, \
+     order_ref, product";
 
 /// A ticket from [`TICKET_COLUMNS`].
 pub(crate) fn ticket(r: &impl Columns) -> Result<Ticket, StoreError> {
@@ -114,6 +115,17 @@ pub(crate) fn ticket(r: &impl Columns) -> Result<Ticket, StoreError> {
         resolution: r.text_opt(12)?.as_deref().map(from_json).transpose()?,
         seq: r.int(13)?,
         status_record: r.text_opt(14)?,
+        order_ref: r.text_opt(15)?,
+        product: r.text_opt(16)?.map(|p| parse(&p, "product")).transpose()?,
+    })
+}
+
+/// A product as its column keeps it: the code, or the number's digits (what
+/// [`gatemesh_ticket::Product::parse`] reads back).
+pub(crate) fn product_column(p: Option<&gatemesh_ticket::Product>) -> Option<String> {
+    p.map(|p| match p {
+        gatemesh_ticket::Product::Code(c) => c.as_str().to_owned(),
+        gatemesh_ticket::Product::Number(n) => n.to_string(),
     })
 }
 
@@ -122,7 +134,10 @@ pub(crate) fn status(r: &impl Columns) -> Result<TicketStatus, StoreError> {
     parse(&r.text(0)?, "ticket status")
 }
 
-/// An event from `id, name, capacity, starts_at, ends_at`.
+/// The columns [`event`] reads, in its order.
+pub(crate) const EVENT_COLUMNS: &str = "id, name, capacity, starts_at, ends_at, guest_search";
+
+/// An event from [`EVENT_COLUMNS`].
 pub(crate) fn event(r: &impl Columns) -> Result<Event, StoreError> {
     let capacity = r.int_opt(2)?;
     Ok(Event {
@@ -134,6 +149,7 @@ pub(crate) fn event(r: &impl Columns) -> Result<Event, StoreError> {
             .map_err(|_| StoreError::Corrupt(format!("capacity {capacity:?}")))?,
         starts_at: r.text_opt(3)?,
         ends_at: r.text_opt(4)?,
+        guest_search: r.flag(5)?,
     })
 }
 

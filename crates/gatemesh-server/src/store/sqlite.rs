@@ -22,7 +22,7 @@ use super::{
 };
 
 /// Layout version of the SQLite file, kept in `PRAGMA user_version`.
-const SCHEMA_VERSION: i64 = 3;
+const SCHEMA_VERSION: i64 = 4;
 
 /// SQLite storage: one file, zero set-up.
 #[derive(Debug)]
@@ -42,7 +42,17 @@ impl Sqlite {
             [],
             |r| r.get(0),
         )?;
-        if tables > 0 && version != SCHEMA_VERSION {
+        if tables > 0 && version == 3 {
+            // Version 4 added finding guests: an event's permission, a ticket's order.
+            conn.execute_batch(
+                "BEGIN;
+                 ALTER TABLE events ADD COLUMN guest_search INTEGER NOT NULL DEFAULT 0;
+                 ALTER TABLE tickets ADD COLUMN order_ref TEXT;
+                 ALTER TABLE tickets ADD COLUMN product TEXT;
+                 PRAGMA user_version = 4;
+                 COMMIT;",
+            )?;
+        } else if tables > 0 && version != SCHEMA_VERSION {
             return Err(StoreError::Conflict(format!(
                 "{} holds schema version {version}; this gatemesh reads version {SCHEMA_VERSION}",
                 path.display()
@@ -54,7 +64,7 @@ impl Sqlite {
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS events (
                  id TEXT PRIMARY KEY, name TEXT NOT NULL, capacity INTEGER,
-                 starts_at TEXT, ends_at TEXT);
+                 starts_at TEXT, ends_at TEXT, guest_search INTEGER NOT NULL DEFAULT 0);
              CREATE TABLE IF NOT EXISTS seq (id INTEGER PRIMARY KEY CHECK (id = 1), value INTEGER NOT NULL);
              INSERT OR IGNORE INTO seq (id, value) VALUES (1, 0);
              CREATE TABLE IF NOT EXISTS tickets (
@@ -63,7 +73,7 @@ impl Sqlite {
                  status TEXT NOT NULL, transferred_to TEXT, transferred_from TEXT,
                  holder TEXT, void_reason TEXT, reverted TEXT NOT NULL DEFAULT '',
                  flagged INTEGER NOT NULL DEFAULT 0, resolution TEXT,
-                 seq INTEGER NOT NULL, status_record TEXT,
+                 seq INTEGER NOT NULL, status_record TEXT, order_ref TEXT, product TEXT,
                  PRIMARY KEY (eid, tid));
              CREATE INDEX IF NOT EXISTS tickets_by_seq ON tickets (eid, seq);
              CREATE INDEX IF NOT EXISTS tickets_flagged ON tickets (eid) WHERE flagged = 1;
@@ -273,8 +283,9 @@ impl Tx for rusqlite::Transaction<'_> {
     fn insert_tickets(&mut self, tickets: &[Ticket], first: i64) -> Result<(), StoreError> {
         let mut insert = self.prepare_cached(
             "INSERT INTO tickets
-               (tid, eid, seat, format, code, status, transferred_from, holder, seq)
-             VALUES (?1, ?2, ?3, ?4, ?5, 'active', ?6, ?7, ?8)",
+               (tid, eid, seat, format, code, status, transferred_from, holder, seq, order_ref,
+                product)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'active', ?6, ?7, ?8, ?9, ?10)",
         )?;
         for (t, seq) in tickets.iter().zip(first..) {
             let from = t.transferred_from.as_ref().map(TicketId::as_str);
@@ -286,7 +297,9 @@ impl Tx for rusqlite::Transaction<'_> {
                 t.code,
                 from,
                 t.holder,
-                seq
+                seq,
+                t.order_ref,
+                rows::product_column(t.product.as_ref()),
             ]);
             match inserted {
                 Ok(_) => {}
@@ -389,8 +402,16 @@ impl Storage for Sqlite {
 
     fn create_event(&self, e: &Event) -> Result<(), StoreError> {
         let n = self.conn().execute(
-            "INSERT OR IGNORE INTO events (id, name, capacity, starts_at, ends_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![e.id.as_str(), e.name, e.capacity, e.starts_at, e.ends_at],
+            "INSERT OR IGNORE INTO events (id, name, capacity, starts_at, ends_at, guest_search)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                e.id.as_str(),
+                e.name,
+                e.capacity,
+                e.starts_at,
+                e.ends_at,
+                e.guest_search
+            ],
         )?;
         if n == 0 {
             return Err(StoreError::Exists(format!("event {}", e.id)));
@@ -401,7 +422,7 @@ impl Storage for Sqlite {
     fn events(&self) -> Result<Vec<Event>, StoreError> {
         all(
             &self.conn(),
-            "SELECT id, name, capacity, starts_at, ends_at FROM events ORDER BY id",
+            &format!("SELECT {} FROM events ORDER BY id", rows::EVENT_COLUMNS),
             [],
             |r| rows::event(r),
         )
@@ -410,7 +431,7 @@ impl Storage for Sqlite {
     fn event(&self, id: &EventId) -> Result<Option<Event>, StoreError> {
         one(
             &self.conn(),
-            "SELECT id, name, capacity, starts_at, ends_at FROM events WHERE id = ?1",
+            &format!("SELECT {} FROM events WHERE id = ?1", rows::EVENT_COLUMNS),
             [id.as_str()],
             |r| rows::event(r),
         )

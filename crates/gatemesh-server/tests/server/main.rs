@@ -22,9 +22,14 @@ use serde_json::{Value, json};
 
 const TOKEN: &str = "test-admin-token-0123456789";
 
+mod guests;
 mod lists;
 mod revoke;
 mod service;
+use guests::{
+    a_database_of_the_previous_schema_is_brought_up_to_date,
+    holders_and_orders_reach_gates_only_where_the_organizer_allows,
+};
 use lists::released_lists_reach_gates_in_the_manifest_and_the_change_stream;
 use revoke::{
     a_revoked_device_is_refused_and_gates_hear_of_it,
@@ -58,6 +63,8 @@ on_both_backends!(
     a_revoked_device_is_refused_and_gates_hear_of_it,
     a_revoked_devices_later_records_do_not_count_whoever_relays_them,
     released_lists_reach_gates_in_the_manifest_and_the_change_stream,
+    holders_and_orders_reach_gates_only_where_the_organizer_allows,
+    a_database_of_the_previous_schema_is_brought_up_to_date,
 );
 
 /// The server's gatherers keep PostgreSQL connections of their own. When the database ends
@@ -1842,7 +1849,6 @@ impl ApiDoc {
         self.call("POST", url, token, Some(body), status).await
     }
 
-
     /// Calls `method url`, expects `status`, and checks the answer against the document.
     async fn call(
         &mut self,
@@ -2409,6 +2415,7 @@ fn signed_item_at(
 ) -> Value {
     let node = signer.node().clone();
     let mut r = gatemesh_ledger::Redemption {
+        manual: None,
         id: gatemesh_wire::RedemptionId::random(),
         tid: gatemesh_ticket::TicketId::new(tid).unwrap(),
         direction: gatemesh_ledger::Direction::Entry,
