@@ -98,6 +98,9 @@ impl Attacker {
         // Under its own node id: a change by an author no certificate names is refused
         // before anything it carries is looked at.
         doc.set_actor(ActorId::from(self.node.as_str().as_bytes()));
+        // With its certificate in its first change, as an honest device's.
+        self.put_own_device(&mut doc);
+        doc.commit();
         let mut s = Session {
             conn,
             send,
