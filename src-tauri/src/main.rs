@@ -17,8 +17,8 @@
 use std::{path::PathBuf, process::ExitCode, sync::Arc};
 
 use gatemesh_desk::{
-    Action, AppInfo, Desk, DeskError, DeskEvent, FileSetup, FlagsView, ScanView, SettingsView,
-    StaffEntry, StaffRole, StaffView, StatusView, desk_event,
+    Action, AppInfo, Desk, DeskError, DeskEvent, FileSetup, FlagsView, GuestsView, ScanView,
+    SettingsView, StaffEntry, StaffRole, StaffView, StatusView, desk_event,
 };
 use tauri::{Emitter, Manager, State};
 use tokio::sync::RwLock;
@@ -60,6 +60,20 @@ async fn sign_out(state: State<'_, AppState>) -> Answer<()> {
 #[tauri::command]
 async fn scan(state: State<'_, AppState>, code: String, scanner: String) -> Answer<ScanView> {
     desk(&state).await?.scan(&code, &scanner).await
+}
+
+#[tauri::command]
+async fn search_guests(state: State<'_, AppState>, query: String) -> Answer<GuestsView> {
+    desk(&state).await?.search_guests(&query).await
+}
+
+#[tauri::command]
+async fn check_in_guest(
+    state: State<'_, AppState>,
+    tid: String,
+    scanner: String,
+) -> Answer<ScanView> {
+    desk(&state).await?.check_in_guest(&tid, &scanner).await
 }
 
 #[tauri::command]
@@ -325,6 +339,8 @@ fn main() -> ExitCode {
             sign_in,
             sign_out,
             scan,
+            search_guests,
+            check_in_guest,
             status,
             flags,
             resolve,

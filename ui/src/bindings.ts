@@ -64,6 +64,18 @@ list: ListView | null,
  */
 detail: string | null, };
 
+export type GuestView = { tid: string, seat: string | null, holder: string | null, order: string | null, 
+/**
+ * Entries that count, at every gate this one has heard of.
+ */
+entries: number, 
+/**
+ * The first of them: the gate, and when.
+ */
+first_gate: string | null, first_at_ms: number | null, };
+
+export type GuestsView = { search: boolean, guests: Array<GuestView>, };
+
 export type UplinkState = "connected" | "offline" | "none";
 
 export type GateRow = { name: string, this_gate: boolean, online: boolean, last_seen_ms: number | null, 

@@ -12,6 +12,7 @@ import type {
   DeskEvent,
   FlagsView,
   Action,
+  GuestsView,
   ScanView,
   SettingsView,
   StaffRole,
@@ -27,6 +28,10 @@ export interface DeskApi {
   signIn(name: string, pin: string): Promise<StaffView>;
   signOut(): Promise<void>;
   scan(code: string, scanner: string): Promise<ScanView>;
+  /** Guests found by part of a name or order, or by ticket id or seat. */
+  searchGuests(query: string): Promise<GuestsView>;
+  /** Checks a guest found by search in, in the signed-in person's name. */
+  checkInGuest(tid: string, scanner: string): Promise<ScanView>;
   status(): Promise<StatusView>;
   flags(): Promise<FlagsView>;
   resolve(tid: string, action: Action, note: string): Promise<void>;
@@ -54,6 +59,8 @@ export const tauriDesk: DeskApi = {
   signIn: (name, pin) => invoke<StaffView>("sign_in", { name, pin }),
   signOut: () => invoke<null>("sign_out").then(() => undefined),
   scan: (code, scanner) => invoke<ScanView>("scan", { code, scanner }),
+  searchGuests: (query) => invoke<GuestsView>("search_guests", { query }),
+  checkInGuest: (tid, scanner) => invoke<ScanView>("check_in_guest", { tid, scanner }),
   status: () => invoke<StatusView>("status"),
   flags: () => invoke<FlagsView>("flags"),
   resolve: (tid, action, note) =>

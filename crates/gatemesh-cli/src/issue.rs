@@ -43,8 +43,10 @@ pub struct Args {
     #[arg(long, value_name = "P", conflicts_with = "seats")]
     seat_prefix: Option<String>,
     /// A CSV file whose first column lists one seat label per ticket, and whose optional
-    /// second column its product (header `seat,product` optional; an empty product is
-    /// --product's).
+    /// second column its product (header `seat,product,holder,order` optional; an empty
+    /// product is --product's). Optional third and fourth columns name the holder and the
+    /// order reference, written to tickets.csv: a gate given that file as its manifest finds
+    /// guests by them.
     #[arg(long, value_name = "FILE.csv")]
     seats: Option<PathBuf>,
     /// The tickets' product: the organizer's code (`VIP`) or its number. GM1 carries numbers:
@@ -117,6 +119,41 @@ fn read_seats(path: &Path) -> Result<Vec<(Seat, Option<String>)>> {
         seats.push((seat, product));
     }
     Ok(seats)
+}
+
+/// Each line's holder and order reference (the seats file's third and fourth columns), each
+/// at most what a gate shows: 200 and 64 printable bytes.
+fn read_holders(path: &Path) -> Result<Vec<(Option<String>, Option<String>)>> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_path(path)
+        .with_context(|| format!("reading seats from {}", path.display()))?;
+    let mut out = Vec::new();
+    for (i, record) in reader.records().enumerate() {
+        let record = record.with_context(|| format!("{}: line {}", path.display(), i + 1))?;
+        if i == 0
+            && record
+                .get(0)
+                .is_some_and(|l| l.trim().eq_ignore_ascii_case("seat"))
+        {
+            continue;
+        }
+        let field = |c: usize, what: &str, most: usize| -> Result<Option<String>> {
+            let text = record.get(c).map(str::trim).filter(|t| !t.is_empty());
+            if let Some(t) = text {
+                ensure_usage!(
+                    t.len() <= most && !t.chars().any(char::is_control),
+                    "{}: line {}: the {what} is at most {most} printable bytes",
+                    path.display(),
+                    i + 1
+                );
+            }
+            Ok(text.map(str::to_owned))
+        };
+        out.push((field(2, "holder", 200)?, field(3, "order", 64)?));
+    }
+    Ok(out)
 }
 
 /// Each ticket's seat and product (as written; [`crate::lists::ticket_product`] reads it).
@@ -249,6 +286,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
             Ok((seat, product))
         })
         .collect::<Result<_>>()?;
+    let holders = match &args.seats {
+        Some(path) => read_holders(path)?,
+        None => vec![(None, None); count],
+    };
     let key = crate::keys::private(&args.key, "--key")?;
     let exp = args
         .valid_until
@@ -303,8 +344,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
 
     write_atomic(&csv_path, |f| {
         let mut w = csv::Writer::from_writer(f);
-        w.write_record(["tid", "eid", "seat", "format", "code", "product"])?;
-        for (c, code) in claims.iter().zip(&codes) {
+        w.write_record([
+            "tid", "eid", "seat", "format", "code", "product", "holder", "order",
+        ])?;
+        for ((c, code), (holder, order)) in claims.iter().zip(&codes).zip(&holders) {
             let seat = c.seat.as_ref().map_or("", Seat::as_str);
             // The code where the lists file knows the number, so people read `VIP`, not `#2`.
             let product = c.product.as_ref().map(|p| {
@@ -320,6 +363,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 args.format.as_str(),
                 code,
                 product.as_deref().unwrap_or(""),
+                holder.as_deref().unwrap_or(""),
+                order.as_deref().unwrap_or(""),
             ])?;
         }
         w.flush()?;

@@ -11,9 +11,9 @@ use ts_rs::TS;
 
 use crate::{
     Action, AppInfo, AuditView, DemoPin, DeskEvent, ErrorCode, ErrorView, FileSetup, FirstUseView,
-    FlagView, FlagsView, GATE_NAME_MAX, GateRow, IDLE_SIGN_OUT_DEFAULT_MIN, IDLE_SIGN_OUT_MAX_MIN,
-    ListView, PIN_MAX_DIGITS, PIN_MIN_DIGITS, Reason, RedemptionView, ScanView, SettingsView,
-    StaffRole, StaffView, StatusView, UplinkState, Verdict, check_pin,
+    FlagView, FlagsView, GATE_NAME_MAX, GateRow, GuestView, GuestsView, IDLE_SIGN_OUT_DEFAULT_MIN,
+    IDLE_SIGN_OUT_MAX_MIN, ListView, PIN_MAX_DIGITS, PIN_MIN_DIGITS, Reason, RedemptionView,
+    ScanView, SettingsView, StaffRole, StaffView, StatusView, UplinkState, Verdict, check_pin,
 };
 
 /// Every type the UI sees, and the values it checks itself against, as TypeScript, for
@@ -33,6 +33,8 @@ pub fn typescript_bindings() -> Result<String, serde_json::Error> {
         gatemesh_wire::CapacityLevel::decl(),
         ListView::decl(),
         ScanView::decl(),
+        GuestView::decl(),
+        GuestsView::decl(),
         UplinkState::decl(),
         GateRow::decl(),
         StatusView::decl(),

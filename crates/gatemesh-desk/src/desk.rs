@@ -16,8 +16,8 @@ use gatemesh_wire::{Action, Direction};
 
 use crate::{
     AppInfo, AuditView, DemoPin, DeskConfig, DeskError, FileSetup, FlagView, FlagsView, GateRow,
-    RedemptionView, ScanView, SettingsView, StaffEntry, StaffRole, StaffView, StatusView,
-    UplinkState,
+    GuestView, GuestsView, RedemptionView, ScanView, SettingsView, StaffEntry, StaffRole,
+    StaffView, StatusView, UplinkState,
     config::{PinMatch, check_gate_name, check_idle_minutes, check_pin, ready_for_set_up},
     demo::{DEMO_STAFF, demo_side_config, set_up_demo},
     session::{self, Clock, LOCK_AFTER_FAILURES, Session, delay_after},
@@ -589,6 +589,51 @@ impl Desk {
         Ok(self
             .node
             .scan(code, scanner, Direction::Entry)
+            .await?
+            .into())
+    }
+
+    /// Guests found by part of their name or order, or by ticket id or seat (staff).
+    pub async fn search_guests(&self, query: &str) -> Result<GuestsView, DeskError> {
+        self.require(StaffRole::Staff)?;
+        let Some(found) = self.node.search_guests(query).await? else {
+            return Ok(GuestsView {
+                search: false,
+                guests: Vec::new(),
+            });
+        };
+        let guests = found
+            .into_iter()
+            .map(|(g, state)| {
+                let entries: Vec<_> = state
+                    .effective()
+                    .filter(|r| r.direction == Direction::Entry)
+                    .collect();
+                GuestView {
+                    tid: g.tid.to_string(),
+                    seat: g.seat,
+                    holder: g.holder,
+                    order: g.order,
+                    entries: u32::try_from(entries.len()).unwrap_or(u32::MAX),
+                    first_gate: entries.first().map(|r| r.gate.clone()),
+                    first_at_ms: entries.first().map(|r| r.at_ms),
+                }
+            })
+            .collect();
+        Ok(GuestsView {
+            search: true,
+            guests,
+        })
+    }
+
+    /// Checks in a guest found by search, in the signed-in person's name (staff): the
+    /// verdict a scan of their code would get, recorded as a manual admission naming them.
+    pub async fn check_in_guest(&self, tid: &str, scanner: &str) -> Result<ScanView, DeskError> {
+        let who = self.require(StaffRole::Staff)?;
+        let tid = TicketId::new(tid).map_err(|e| DeskError::BadInput(e.to_string()))?;
+        Ok(self
+            .node
+            .check_in_guest(&tid, &who.name, scanner)
             .await?
             .into())
     }

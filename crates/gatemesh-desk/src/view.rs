@@ -86,6 +86,29 @@ pub struct ListView {
     pub level: gatemesh_wire::CapacityLevel,
 }
 
+/// A guest found by name, order, ticket or seat, for the Scan screen's search.
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct GuestView {
+    pub tid: String,
+    pub seat: Option<String>,
+    pub holder: Option<String>,
+    pub order: Option<String>,
+    /// Entries that count, at every gate this one has heard of.
+    pub entries: u32,
+    /// The first of them: the gate, and when.
+    pub first_gate: Option<String>,
+    #[ts(type = "number | null")]
+    pub first_at_ms: Option<i64>,
+}
+
+/// What a search found; `search` is false where this gate has no one to search (the
+/// organizer does not let gates find guests, or the server's manifest has not come yet).
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct GuestsView {
+    pub search: bool,
+    pub guests: Vec<GuestView>,
+}
+
 /// One scan's answer, for the verdict screen.
 #[derive(Debug, Clone, Serialize, TS)]
 pub struct ScanView {

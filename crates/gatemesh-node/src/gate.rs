@@ -386,6 +386,13 @@ impl Writer {
             .collect();
         self.ledger.set_local_standings(standings);
         self.manifest = Some(manifest.listed.clone());
+        self.guests.take(
+            true,
+            manifest
+                .guests
+                .iter()
+                .map(|g| (g.tid.clone(), Some(g.clone()))),
+        );
         Ok(())
     }
 

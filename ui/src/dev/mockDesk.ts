@@ -30,6 +30,13 @@ const STAFF: { name: string; role: StaffRole; pin: string }[] = [
 const refuse = (code: ErrorCode, message: string): Promise<never> =>
   Promise.reject({ code, message } satisfies ErrorView);
 
+/** The development stand-in's guest list (tickets whose codes are `GM1:<tid>`). */
+const GUESTS = [
+  { tid: "T-ADA001", seat: "B-14", holder: "Ada Lovelace", order: "ORD-1001" },
+  { tid: "T-ALAN02", seat: "B-15", holder: "Alan Turing", order: "ORD-1002" },
+  { tid: "T-GRACE3", seat: "C-2", holder: "Grace Hopper", order: "ORD-2001" },
+];
+
 export function mockDesk(): DeskApi {
   const params = new URLSearchParams(window.location.search);
   let setUp = !params.has("setup");
@@ -147,6 +154,31 @@ export function mockDesk(): DeskApi {
     signOut() {
       who = null;
       return later(undefined);
+    },
+    searchGuests(query) {
+      if (who === null) return refuse("signed_out", "sign in first");
+      const q = query.trim().toLowerCase();
+      const guests = GUESTS.filter(
+        (g) => g.holder.toLowerCase().includes(q) || g.order.toLowerCase().includes(q),
+      ).map((g) => {
+        const first = used.get(g.tid);
+        return {
+          tid: g.tid,
+          seat: g.seat,
+          holder: g.holder,
+          order: g.order,
+          entries: first === undefined ? 0 : 1,
+          first_gate: first?.gate ?? null,
+          first_at_ms: first?.at_ms ?? null,
+        };
+      });
+      return later({ search: true, guests });
+    },
+    checkInGuest(tid, scanner) {
+      if (who === null) return refuse("signed_out", "sign in first");
+      const g = GUESTS.find((x) => x.tid === tid);
+      if (g === undefined) return refuse("not_found", `no guest with ticket ${tid}`);
+      return this.scan(`GM1:${tid}`, scanner);
     },
     scan(code, scanner) {
       if (who === null) return refuse("signed_out", "sign in first");

@@ -150,6 +150,18 @@ export function App({ desk }: { desk: DeskApi }) {
       });
   };
 
+  /** Checks in a guest found by search; the verdict shows as a scan's would. */
+  const checkInGuest = (tid: string): Promise<void> => {
+    if (!canScan(who, observer)) return Promise.resolve();
+    return desk
+      .checkInGuest(tid, scannerRef.current)
+      .then(present)
+      .catch((e: unknown) => {
+        if (isSignedOutError(e)) signedOut(IDLE_NOTICE);
+        else setScanError(`Not checked in: ${errorText(e)}`);
+      });
+  };
+
   const onEvent = (e: DeskEvent): void => {
     if (e.type === "verdict") present(e.scan);
     else {
@@ -277,6 +289,7 @@ export function App({ desk }: { desk: DeskApi }) {
           admitted={status?.admitted_total ?? null}
           capacity={status?.capacity ?? info.capacity}
           onCode={submitCode}
+          onGuest={checkInGuest}
           error={scanError}
         />
       )}

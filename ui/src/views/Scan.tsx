@@ -1,9 +1,11 @@
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import type { ScanView } from "../bindings";
+import type { GuestsView, ScanView } from "../bindings";
 import { unlockAudio } from "../audio";
 import { CameraUnavailable, startCamera, type CameraSession } from "../camera";
 import type { DeskApi } from "../desk";
 import { percentOf } from "../logic/chart";
+import { errorText } from "../logic/errors";
+import { guestLine, searchable } from "../logic/guests";
 import { RepeatFilter } from "../logic/frame";
 import { idleModel, verdictModel } from "../logic/verdict";
 import { isTypingTarget, WedgeReader } from "../logic/wedge";
@@ -22,6 +24,8 @@ export interface ScanProps {
   capacity: number | null;
   /** Sends a code to the gate with the chosen scanner. */
   onCode: (code: string) => void;
+  /** Checks in a guest found by search (their code cannot be scanned). */
+  onGuest: (tid: string) => Promise<void>;
   error: string | null;
 }
 
@@ -109,6 +113,7 @@ export function Scan(props: ScanProps) {
         <div class="scan-tools">
           <ManualEntry onCode={onCode} />
           <Camera desk={props.desk} onCode={onCode} />
+          <GuestSearch desk={props.desk} onGuest={props.onGuest} />
         </div>
       )}
     </main>
@@ -202,6 +207,102 @@ function ManualEntry({ onCode }: { onCode: (code: string) => void }) {
           Check
         </button>
       </div>
+    </form>
+  );
+}
+
+/** Finds a guest whose code cannot be scanned, by name, order, ticket or seat. */
+function GuestSearch({
+  desk,
+  onGuest,
+}: {
+  desk: DeskApi;
+  onGuest: (tid: string) => Promise<void>;
+}) {
+  const [query, setQuery] = useState("");
+  const [found, setFound] = useState<GuestsView | null>(null);
+  const [message, setMessage] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const field = useRef<HTMLInputElement>(null);
+  const search = async (q: string): Promise<void> => {
+    if (!searchable(q)) {
+      setMessage("Type at least two letters of a name, an order, a ticket or a seat.");
+      field.current?.focus();
+      return;
+    }
+    setBusy(true);
+    try {
+      const answer = await desk.searchGuests(q.trim());
+      setFound(answer);
+      setMessage(
+        !answer.search
+          ? "This gate has no guest list to search: the organizer did not allow it, or the server's list has not come yet."
+          : answer.guests.length === 0
+            ? `No guest matches “${q.trim()}”.`
+            : null,
+      );
+    } catch (e) {
+      setMessage(`Not searched: ${errorText(e)}`);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <form
+      class="guest-search"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void search(query);
+      }}
+    >
+      <label for="guest-query">Find a guest (phone dead, ticket at home)</label>
+      <div class="row">
+        <input
+          id="guest-query"
+          ref={field}
+          type="search"
+          autoComplete="off"
+          spellcheck={false}
+          value={query}
+          onInput={(e) => setQuery(e.currentTarget.value)}
+          placeholder="Name, order, ticket or seat"
+        />
+        <button id="guest-find" type="submit" disabled={busy}>
+          {busy ? "Finding…" : "Find"}
+        </button>
+      </div>
+      {message !== null && (
+        <p class="guest-message" role="status">
+          {message}
+        </p>
+      )}
+      {found !== null && found.guests.length > 0 && (
+        <ul id="guest-results" class="guest-results">
+          {found.guests.map((g) => {
+            const line = guestLine(g);
+            return (
+              <li key={g.tid} class={line.inside ? "guest inside" : "guest"}>
+                <div class="guest-who">
+                  <strong>{line.title}</strong>
+                  <span>{line.detail}</span>
+                  <span class="guest-status">{line.status}</span>
+                </div>
+                <button
+                  type="button"
+                  class={line.inside ? "" : "primary"}
+                  data-tid={g.tid}
+                  onClick={(e) => {
+                    e.currentTarget.blur();
+                    void onGuest(g.tid).then(() => search(query));
+                  }}
+                >
+                  Check in
+                </button>
+              </li>
+            );
+          })}
+        </ul>
+      )}
     </form>
   );
 }

@@ -58,7 +58,9 @@ fn read_batch(dir: &Path) -> Vec<Row> {
     let mut reader = csv::Reader::from_path(dir.join("tickets.csv")).unwrap();
     assert_eq!(
         reader.headers().unwrap(),
-        vec!["tid", "eid", "seat", "format", "code", "product"]
+        vec![
+            "tid", "eid", "seat", "format", "code", "product", "holder", "order"
+        ]
     );
     reader
         .records()

@@ -548,3 +548,101 @@ async fn the_vip_door_from_a_lists_file() {
         assert!(!dir.path().join("bad/ledger.sqlite").exists());
     }
 }
+
+/// An event with no server: the organizer's seats file names holders and orders, the batch's
+/// tickets.csv carries them, and a gate given it as its manifest finds a guest by name and
+/// checks them in; their code is yellow afterwards. A holder the gate could not show is
+/// refused before anything is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_named_in_the_seats_file_is_found_at_a_gate_without_a_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    let ok = gatemesh()
+        .args(["keygen", "--out", p(&keys)])
+        .output()
+        .unwrap();
+    assert!(ok.status.success(), "{ok:?}");
+    let seats = dir.path().join("seats.csv");
+    std::fs::write(
+        &seats,
+        "seat,product,holder,order\nA-1,,Ada Lovelace,ORD-1001\nA-2,,Alan Turing,ORD-1002\nA-3,,,\n",
+    )
+    .unwrap();
+    let batch = dir.path().join("batch");
+    let issue = |seats: &Path, out: &Path| {
+        gatemesh()
+            .args(["issue", "--key", p(&keys.join("issuer.key.pem"))])
+            .args(["--event", "SOLO-2026", "--seats", p(seats)])
+            .args(["--no-png", "--no-pdf", "--out", p(out)])
+            .output()
+            .unwrap()
+    };
+    let out = issue(&seats, &batch);
+    assert!(out.status.success(), "{out:?}");
+    let mut reader = csv::Reader::from_path(batch.join("tickets.csv")).unwrap();
+    assert_eq!(
+        reader.headers().unwrap(),
+        vec![
+            "tid", "eid", "seat", "format", "code", "product", "holder", "order"
+        ]
+    );
+    let rows: Vec<(String, String, String)> = reader
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            (r[0].to_owned(), r[4].to_owned(), r[6].to_owned())
+        })
+        .collect();
+    assert_eq!(rows[0].2, "Ada Lovelace");
+    assert_eq!(rows[2].2, "");
+
+    let mut cmd = gatemesh();
+    cmd.args(["gate", "--data", p(&dir.path().join("gate"))])
+        .args(["--event", "SOLO-2026", "--name", "Box-office"])
+        .args(["--issuer", p(&keys.join("issuer.pub.pem"))])
+        .args(["--manifest", p(&batch.join("tickets.csv"))])
+        .args(["--api", "127.0.0.1:0", "--durability", "process"]);
+    let (child, ready) = spawn_ready(cmd);
+    let token = gatemesh_testkit::api_token(&ready);
+    let g = GateProcess {
+        child,
+        api: format!("http://{}", ready["api"].as_str().unwrap()),
+        client: gatemesh_testkit::api_client(&token, Duration::from_secs(10)),
+    };
+    let found: Value = g
+        .client
+        .get(format!("{}/v1/guests?q=lovel", g.api))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(found["guests"].as_array().map(Vec::len), Some(1), "{found}");
+    assert_eq!(found["guests"][0]["tid"], rows[0].0);
+    let checked: Value = g
+        .client
+        .post(format!("{}/v1/guests/{}/check-in", g.api, rows[0].0))
+        .json(&json!({ "staff": "Sam" }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(checked["verdict"], "admit", "{checked}");
+    let again = scan(&g, &rows[0].1, "s1").await;
+    assert_eq!(again["verdict"], "duplicate", "{again}");
+    stop(g);
+
+    // A holder's name with a control character: refused, nothing written.
+    std::fs::write(&seats, "seat,product,holder\nA-1,,Ada\u{7}\n").unwrap();
+    let never = dir.path().join("never");
+    let out = issue(&seats, &never);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("holder"),
+        "{out:?}"
+    );
+    assert!(!never.join("tickets.csv").exists());
+}
