@@ -77,6 +77,11 @@ async fn check_in_guest(
 }
 
 #[tauri::command]
+async fn choose_lists(state: State<'_, AppState>, lists: Vec<String>) -> Answer<SettingsView> {
+    desk(&state).await?.choose_lists(&lists)
+}
+
+#[tauri::command]
 async fn status(state: State<'_, AppState>) -> Answer<StatusView> {
     desk(&state).await?.status().await
 }
@@ -341,6 +346,7 @@ fn main() -> ExitCode {
             scan,
             search_guests,
             check_in_guest,
+            choose_lists,
             status,
             flags,
             resolve,

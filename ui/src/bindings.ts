@@ -76,6 +76,12 @@ first_gate: string | null, first_at_ms: number | null, };
 
 export type GuestsView = { search: boolean, guests: Array<GuestView>, };
 
+export type ListChoice = { id: string, name: string, 
+/**
+ * This gate checks tickets against it.
+ */
+chosen: boolean, };
+
 export type UplinkState = "connected" | "offline" | "none";
 
 export type GateRow = { name: string, this_gate: boolean, online: boolean, last_seen_ms: number | null, 
@@ -146,7 +152,12 @@ locked: Array<string>, server: string | null,
 /**
  * The gate has a mesh identity.
  */
-mesh: boolean, discovery: boolean, peers: Array<string>, };
+mesh: boolean, discovery: boolean, peers: Array<string>, 
+/**
+ * The event's check-in lists this gate could check, and which it does (applies at
+ * once); empty for an event without lists.
+ */
+lists: Array<ListChoice>, };
 
 export type FileSetup = { event: string, gate_name: string, 
 /**

@@ -46,6 +46,8 @@ export interface DeskApi {
   /** Managers: adds a person, or gives one a new role and PIN. */
   putStaff(name: string, role: StaffRole, pin: string): Promise<SettingsView>;
   removeStaff(name: string): Promise<SettingsView>;
+  /** Managers: the check-in lists this gate checks (none: all), at once. */
+  chooseLists(lists: string[]): Promise<SettingsView>;
   /** Managers: lets a name locked after wrong PINs sign in again. */
   unlockStaff(name: string): Promise<SettingsView>;
   /** QR texts found in a frame (see logic/frame.ts for its bytes). */
@@ -73,6 +75,7 @@ export const tauriDesk: DeskApi = {
   putStaff: (name, role, pin) => invoke<SettingsView>("put_staff", { name, role, pin }),
   removeStaff: (name) => invoke<SettingsView>("remove_staff", { name }),
   unlockStaff: (name) => invoke<SettingsView>("unlock_staff", { name }),
+  chooseLists: (lists) => invoke<SettingsView>("choose_lists", { lists }),
   // A raw body: Tauri passes the bytes through as they are, no JSON array of numbers.
   decodeFrame: (frame) => invoke<string[]>("decode_frame", frame),
   onEvent: (handler) => listen<DeskEvent>("desk", (e) => handler(e.payload)),

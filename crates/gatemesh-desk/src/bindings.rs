@@ -12,8 +12,9 @@ use ts_rs::TS;
 use crate::{
     Action, AppInfo, AuditView, DemoPin, DeskEvent, ErrorCode, ErrorView, FileSetup, FirstUseView,
     FlagView, FlagsView, GATE_NAME_MAX, GateRow, GuestView, GuestsView, IDLE_SIGN_OUT_DEFAULT_MIN,
-    IDLE_SIGN_OUT_MAX_MIN, ListView, PIN_MAX_DIGITS, PIN_MIN_DIGITS, Reason, RedemptionView,
-    ScanView, SettingsView, StaffRole, StaffView, StatusView, UplinkState, Verdict, check_pin,
+    IDLE_SIGN_OUT_MAX_MIN, ListChoice, ListView, PIN_MAX_DIGITS, PIN_MIN_DIGITS, Reason,
+    RedemptionView, ScanView, SettingsView, StaffRole, StaffView, StatusView, UplinkState, Verdict,
+    check_pin,
 };
 
 /// Every type the UI sees, and the values it checks itself against, as TypeScript, for
@@ -35,6 +36,7 @@ pub fn typescript_bindings() -> Result<String, serde_json::Error> {
         ScanView::decl(),
         GuestView::decl(),
         GuestsView::decl(),
+        ListChoice::decl(),
         UplinkState::decl(),
         GateRow::decl(),
         StatusView::decl(),

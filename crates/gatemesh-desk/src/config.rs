@@ -236,6 +236,11 @@ pub struct DeskConfig {
     /// The lists of `check_in` this gate checks against (none: all of them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lists: Vec<gatemesh_wire::ListId>,
+    /// The event's ticket list (`tickets.csv` from `gatemesh issue`, or a JSON manifest), for
+    /// an event with no server: which tickets exist and, where it names holders and orders,
+    /// the guests staff may find by them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest: Option<PathBuf>,
     pub staff: Vec<StaffEntry>,
     /// Minutes without a command of the signed-in person before the app signs them out.
     #[serde(default = "idle_default")]
@@ -296,6 +301,7 @@ impl DeskConfig {
             reject_unlisted: false,
             check_in: None,
             lists: Vec::new(),
+            manifest: None,
             staff,
             idle_sign_out_min: IDLE_SIGN_OUT_DEFAULT_MIN,
             demo: false,

@@ -1,6 +1,9 @@
 //! The demo event, set up on first start: keys, a printable batch of tickets, a mesh CA, and
 //! a second gate on loopback (static peers, never mDNS) so the mesh and the dashboard have
-//! something to show.
+//! something to show. Its check-in lists: the main entrance takes general admission, a
+//! backstage list the crew (the last [`DEMO_CREW`] tickets), so a crew pass at the main
+//! entrance is refused `not_on_list`; its ticket list names every holder and order, so staff
+//! can find a guest by name.
 
 use std::path::Path;
 
@@ -18,6 +21,51 @@ pub const DEMO_STAFF: [(&str, StaffRole, &str); 3] = [
 ];
 /// Tickets in the demo batch.
 pub const DEMO_TICKETS: usize = 200;
+/// Of them, the crew's (the last ones), which the main entrance does not take.
+pub const DEMO_CREW: usize = 10;
+
+/// The demo's holders: every first name with every last name, two tickets an order.
+const FIRST_NAMES: [&str; 20] = [
+    "Ada",
+    "Alan",
+    "Grace",
+    "Edsger",
+    "Barbara",
+    "Donald",
+    "Frances",
+    "John",
+    "Katherine",
+    "Dennis",
+    "Radia",
+    "Ken",
+    "Margaret",
+    "Tim",
+    "Hedy",
+    "Linus",
+    "Shafi",
+    "Leslie",
+    "Sophie",
+    "Niklaus",
+];
+const LAST_NAMES: [&str; 10] = [
+    "Lovelace", "Turing", "Hopper", "Dijkstra", "Liskov", "Knuth", "Allen", "Backus", "Johnson",
+    "Ritchie",
+];
+
+/// The demo's lists file: general admission at the main entrance, the crew backstage.
+fn demo_lists(event: &str) -> serde_json::Value {
+    serde_json::json!({
+        "event": event, "time_zone": "UTC", "default_product": "GA",
+        "products": [
+            {"code": "GA", "number": 1, "name": "General admission"},
+            {"code": "CREW", "number": 2, "name": "Crew"}
+        ],
+        "lists": [
+            {"id": "main", "name": "Main entrance", "products": ["GA"]},
+            {"id": "backstage", "name": "Backstage", "products": ["CREW"]}
+        ]
+    })
+}
 
 pub(crate) fn demo_side_config(root: &Path) -> Result<DeskConfig> {
     let main = DeskConfig::load(root)?.context("the demo is not set up")?;
@@ -54,9 +102,15 @@ pub fn set_up_demo(root: &Path) -> Result<()> {
     let tickets = root.join("tickets");
     std::fs::create_dir_all(&tickets)?;
     let mut sheet = gatemesh_qr::SheetWriter::new(&format!("{event} tickets"));
-    let mut csv = String::from("tid,eid,seat,format,code\n");
+    let lists = demo_lists(&event);
+    std::fs::write(
+        root.join("lists.json"),
+        serde_json::to_string_pretty(&lists)?,
+    )?;
+    let mut csv = String::from("tid,eid,seat,format,code,product,holder,order\n");
     let iat = time::OffsetDateTime::now_utc().unix_timestamp();
     for i in 0..DEMO_TICKETS {
+        let crew = i >= DEMO_TICKETS - DEMO_CREW;
         let seat = gatemesh_ticket::Seat::new(format!(
             "{}-{}",
             (b'A' + (i / 20) as u8) as char,
@@ -69,7 +123,9 @@ pub fn set_up_demo(root: &Path) -> Result<()> {
             iat: Some(iat),
             nbf: None,
             exp: None,
-            product: None,
+            product: Some(gatemesh_ticket::Product::Number(
+                gatemesh_ticket::ProductNumber::new(if crew { 2 } else { 1 })?,
+            )),
         };
         let code = key.sign(&claims, gatemesh_ticket::Format::Gm1)?;
         let symbol = gatemesh_qr::Symbol::encode(&code)?;
@@ -83,12 +139,19 @@ pub fn set_up_demo(root: &Path) -> Result<()> {
                 format: "gm1",
             },
         );
+        let holder = format!(
+            "{} {}",
+            FIRST_NAMES[i % FIRST_NAMES.len()],
+            LAST_NAMES[(i / FIRST_NAMES.len()) % LAST_NAMES.len()]
+        );
         csv.push_str(&format!(
-            "{},{},{},gm1,{}\n",
+            "{},{},{},gm1,{},{},{holder},D-{}\n",
             claims.tid,
             event,
             seat.unwrap_or_default(),
-            code
+            code,
+            if crew { "CREW" } else { "GA" },
+            1000 + i / 2
         ));
     }
     std::fs::write(tickets.join("tickets.csv"), csv)?;
@@ -124,6 +187,9 @@ pub fn set_up_demo(root: &Path) -> Result<()> {
         peers: vec![side_mesh],
         discovery: false,
         demo: true,
+        check_in: Some(serde_json::from_value(lists)?),
+        lists: vec![gatemesh_wire::ListId::parse("main").context("the main list's id")?],
+        manifest: Some(tickets.join("tickets.csv")),
         ..DeskConfig::new_event(
             event.clone(),
             "Main-Entrance".into(),

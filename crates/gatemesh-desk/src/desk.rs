@@ -16,8 +16,8 @@ use gatemesh_wire::{Action, Direction};
 
 use crate::{
     AppInfo, AuditView, DemoPin, DeskConfig, DeskError, FileSetup, FlagView, FlagsView, GateRow,
-    GuestView, GuestsView, RedemptionView, ScanView, SettingsView, StaffEntry, StaffRole,
-    StaffView, StatusView, UplinkState,
+    GuestView, GuestsView, ListChoice, RedemptionView, ScanView, SettingsView, StaffEntry,
+    StaffRole, StaffView, StatusView, UplinkState,
     config::{PinMatch, check_gate_name, check_idle_minutes, check_pin, ready_for_set_up},
     demo::{DEMO_STAFF, demo_side_config, set_up_demo},
     session::{self, Clock, LOCK_AFTER_FAILURES, Session, delay_after},
@@ -61,6 +61,12 @@ fn node_config(data: PathBuf, config: &DeskConfig) -> Result<Config> {
         .collect::<Result<Vec<_>, _>>()
         .context("reading the issuer keys")?;
     c.keyring = Keyring::from_keys(keys).context("the issuer keys")?;
+    c.manifest = config
+        .manifest
+        .as_deref()
+        .map(gatemesh_node::Manifest::load)
+        .transpose()
+        .context("the event's ticket list in app.json")?;
     c.policy = Policy {
         entry: if config.reentry {
             EntryPolicy::Reentry
@@ -479,7 +485,36 @@ impl Desk {
             mesh: c.identity_dir.is_some(),
             discovery: c.discovery,
             peers: c.peers.iter().map(ToString::to_string).collect(),
+            lists: self
+                .node
+                .event_lists()
+                .into_iter()
+                .map(|(id, name, chosen)| ListChoice {
+                    id: id.to_string(),
+                    name,
+                    chosen,
+                })
+                .collect(),
         }
+    }
+
+    /// The check-in lists this gate checks (none: all of the event's), at once and from
+    /// every start after (managers). Refused, changing nothing, for a list the event does
+    /// not have.
+    pub fn choose_lists(&self, ids: &[String]) -> Result<SettingsView, DeskError> {
+        self.require(StaffRole::Manager)?;
+        let ids = ids
+            .iter()
+            .map(|id| {
+                gatemesh_wire::ListId::parse(id)
+                    .ok_or_else(|| DeskError::BadInput(format!("{id:?} is no list id")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        self.node.choose_lists(ids.clone())?;
+        self.change(|c| {
+            c.lists = ids;
+            Ok(())
+        })
     }
 
     /// A manager's change to the set-up, saved.

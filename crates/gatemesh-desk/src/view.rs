@@ -276,6 +276,18 @@ pub struct SettingsView {
     pub mesh: bool,
     pub discovery: bool,
     pub peers: Vec<String>,
+    /// The event's check-in lists this gate could check, and which it does (applies at
+    /// once); empty for an event without lists.
+    pub lists: Vec<ListChoice>,
+}
+
+/// One of the event's check-in lists, on the Setup screen.
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct ListChoice {
+    pub id: String,
+    pub name: String,
+    /// This gate checks tickets against it.
+    pub chosen: bool,
 }
 
 /// Something the UI should react to at once.

@@ -71,6 +71,8 @@ pub struct CheckInStatus {
 }
 
 struct Current {
+    /// The lists the gate was told to check (none: all of them).
+    asked: Vec<ListId>,
     lists: Option<Arc<GateLists>>,
     source: ListsSource,
     /// The version of the latest release looked at (taken or not).
@@ -81,7 +83,6 @@ struct Current {
 /// A gate's check-in lists, shared by the writer (which follows the ledger's releases) and
 /// the scans (which check against them before the writer).
 pub(crate) struct GateCheckIn {
-    asked: Vec<ListId>,
     current: RwLock<Current>,
 }
 
@@ -109,8 +110,8 @@ impl GateCheckIn {
             ListsSource::Awaiting
         };
         let this = Self {
-            asked: config.lists,
             current: RwLock::new(Current {
+                asked: config.lists,
                 lists: file,
                 source,
                 seen: None,
@@ -144,12 +145,9 @@ impl GateCheckIn {
         if self.read().seen == Some(version) {
             return false;
         }
-        let mut current = self
-            .current
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut current = self.write();
         current.seen = Some(version);
-        match released.lists.for_gate(&self.asked) {
+        match released.lists.for_gate(&current.asked) {
             Ok(lists) => {
                 tracing::info!(
                     "checking in with the event's lists of release {version} (by {})",
@@ -175,6 +173,50 @@ impl GateCheckIn {
         }
     }
 
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Current> {
+        self.current
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Makes `ids` the lists the gate checks (none: all of them), from the next scan, out of
+    /// the event's lists it has (a file or the latest release). Refused, changing nothing,
+    /// when the event has no such list.
+    pub(crate) fn choose(&self, ids: Vec<ListId>) -> Result<(), gatemesh_wire::ListsError> {
+        let mut current = self.write();
+        if let Some(lists) = &current.lists {
+            let chosen = lists.lists().for_gate(&ids)?;
+            current.lists = Some(Arc::new(chosen));
+        }
+        if current.lists.is_none() {
+            current.source = if ids.is_empty() {
+                ListsSource::None
+            } else {
+                ListsSource::Awaiting
+            };
+        }
+        current.asked = ids;
+        current.problem = None;
+        Ok(())
+    }
+
+    /// The event's lists this gate could check (its file's or the latest release's), by id
+    /// and name, with whether it checks each.
+    pub(crate) fn available(&self) -> Vec<(ListId, String, bool)> {
+        let current = self.read();
+        let Some(lists) = &current.lists else {
+            return Vec::new();
+        };
+        let chosen: Vec<&ListId> = lists.chosen().map(|l| &l.id).collect();
+        lists
+            .lists()
+            .file()
+            .lists
+            .iter()
+            .map(|l| (l.id.clone(), l.name.to_string(), chosen.contains(&&l.id)))
+            .collect()
+    }
+
     /// The lists' word on a ticket of `product` at `at_ms`: admitted under a list, or
     /// refused; `not_on_list` while the gate has no lists yet but was told some to check.
     /// `None` at a gate without lists.
@@ -183,12 +225,13 @@ impl GateCheckIn {
         product: Option<&Product>,
         at_ms: i64,
     ) -> Option<Result<ListAdmission, ListRefusal>> {
-        match self.lists() {
+        let current = self.read();
+        match &current.lists {
             Some(lists) => Some(lists.check(product, at_ms)),
-            None if self.asked.is_empty() => None,
+            None if current.asked.is_empty() => None,
             None => Some(Err(ListRefusal::NotOnList {
                 product: product.map(ToString::to_string),
-                lists: self.asked.iter().map(ToString::to_string).collect(),
+                lists: current.asked.iter().map(ToString::to_string).collect(),
             })),
         }
     }
@@ -204,7 +247,7 @@ impl GateCheckIn {
             source: current.source.clone(),
             lists: match &current.lists {
                 Some(l) => l.chosen().map(|l| l.id.clone()).collect(),
-                None => self.asked.clone(),
+                None => current.asked.clone(),
             },
             problem: current.problem.clone(),
         })

@@ -652,6 +652,25 @@ impl Node {
         Ok(addr)
     }
 
+    /// Makes `lists` the check-in lists this gate checks (none: all of the event's), from
+    /// its next scan. Refused, changing nothing, when the event has no such list.
+    pub fn choose_lists(
+        &self,
+        lists: Vec<gatemesh_wire::ListId>,
+    ) -> Result<Option<CheckInStatus>, NodeError> {
+        self.shared
+            .check_in
+            .choose(lists)
+            .map_err(|e| NodeError::BadInput(e.to_string()))?;
+        Ok(self.check_in())
+    }
+
+    /// The event's check-in lists this gate could check (its file's or the server's latest
+    /// release's): id, name, and whether it checks it now.
+    pub fn event_lists(&self) -> Vec<(gatemesh_wire::ListId, String, bool)> {
+        self.shared.check_in.available()
+    }
+
     /// The gate's check-in lists as they stand (where they came from); `None` at a gate
     /// without lists.
     pub fn check_in(&self) -> Option<CheckInStatus> {

@@ -733,7 +733,10 @@ impl GateLists {
             .collect();
         if admitting.is_empty() {
             return Err(ListRefusal::NotOnList {
-                product: carried.map(ToString::to_string),
+                // By its code where the file declares it (`CREW`, not GM1's `#2`).
+                product: known
+                    .map(ToString::to_string)
+                    .or_else(|| carried.map(ToString::to_string)),
                 lists: self.chosen().map(|l| l.id.to_string()).collect(),
             });
         }

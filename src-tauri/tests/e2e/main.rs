@@ -120,7 +120,9 @@ impl Driver {
             "/element",
             Some(json!({ "using": "css selector", "value": css })),
         );
+        // An error ("no such element") is an object too: not an element.
         v.as_object()
+            .filter(|o| !o.contains_key("error"))
             .and_then(|o| o.values().next())
             .and_then(Value::as_str)
             .map(str::to_owned)
@@ -165,11 +167,12 @@ impl Driver {
 
     fn click(&self, css: &str) {
         let id = self.wait(css);
-        self.call(
+        let answer = self.call(
             reqwest::Method::POST,
             &format!("/element/{id}/click"),
             Some(json!({})),
         );
+        assert!(answer.get("error").is_none(), "clicking {css}: {answer}");
     }
 
     fn type_into(&self, css: &str, text: &str) {
@@ -211,6 +214,19 @@ impl Driver {
             Some(json!({ "actions": [{ "type": "key", "id": "wedge", "actions": actions }] })),
         );
         self.call(reqwest::Method::DELETE, "/actions", None);
+    }
+
+    /// Scrolls the page so that `css` is in view (before a screenshot of it).
+    fn scroll_to(&self, css: &str) {
+        self.wait(css);
+        self.call(
+            reqwest::Method::POST,
+            "/execute/sync",
+            Some(json!({
+                "script": "document.querySelector(arguments[0]).scrollIntoView({ block: 'center' });",
+                "args": [css],
+            })),
+        );
     }
 
     /// Runs a script in the page that calls a Tauri command.
@@ -305,6 +321,11 @@ fn admitted_elsewhere(demo: &Path, event: &str, code: &str) -> Vec<u8> {
             .arg(&identity)
             .arg("--issuer")
             .arg(demo.join("issuer.pub.pem"))
+            // On the demo's main-entrance list, as the app's gate is: one ticket used on one
+            // list at both is a copy.
+            .arg("--lists")
+            .arg(demo.join("lists.json"))
+            .args(["--list", "main"])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -490,6 +511,30 @@ fn door_staff_scan_and_resolve_a_flag_in_the_real_app() {
     d.wait("#verdict[data-verdict=\"reject\"]");
     d.screenshot("scan-reject", &shots);
 
+    // A crew pass at the main entrance (the demo's last tickets): red, and the verdict says
+    // it is for another list.
+    let crew = &tickets[tickets.len() - 1];
+    d.wedge(&crew.1);
+    d.wait_text("#verdict", |t| t.contains("Not for this entrance"));
+    d.screenshot("scan-not-on-list", &shots);
+
+    // A guest whose phone died: found by part of their name, checked in by Kim, and their
+    // code shown at another lane afterwards is yellow.
+    let (guest, guest_code) = &tickets[3];
+    d.type_into("#guest-query", "Edsger Love");
+    d.click("#guest-find");
+    let check_in = format!("button[data-tid=\"{guest}\"]");
+    d.wait(&check_in);
+    d.wait_text("#guest-results", |t| t.contains("Edsger Lovelace"));
+    d.scroll_to("#guest-results");
+    d.screenshot("scan-search", &shots);
+    d.click(&check_in);
+    d.wait("#verdict[data-verdict=\"admit\"]");
+    d.wait_text("#guest-results", |t| t.contains("In at Main-Entrance"));
+    d.choose("#scanner-select", "Lane 1");
+    d.wedge(guest_code);
+    d.wait("#verdict[data-verdict=\"duplicate\"]");
+
     // A ticket admitted here and at a gate that never met this one: flagged.
     let (tid, code) = &tickets[2];
     let far = admitted_elsewhere(&demo, &event, code);
@@ -544,6 +589,28 @@ fn door_staff_scan_and_resolve_a_flag_in_the_real_app() {
     d.click("#nav-setup");
     std::thread::sleep(Duration::from_millis(300));
     d.screenshot("setup", &shots);
+
+    // The manager opens this entrance to the crew too: ticked on Setup, it counts from the
+    // next scan, and the crew pass refused before is green.
+    d.click("#sign-out");
+    d.wait("#pin-input");
+    d.click("button[data-name=\"Alex\"]");
+    d.type_into("#pin-input", "3333");
+    d.click("#sign-in");
+    d.wait_text("#signed-in", |t| t.contains("Alex"));
+    d.click("#nav-setup");
+    d.wait("input[data-list=\"backstage\"]");
+    d.click("input[data-list=\"backstage\"]");
+    d.click("#lists-save");
+    let said = d.wait_text(".lists [role]", |t| !t.is_empty());
+    assert!(said.contains("Saved"), "the lists were not saved: {said}");
+    d.scroll_to(".lists");
+    d.screenshot("setup-lists", &shots);
+    d.click("#nav-scan");
+    d.wait("#verdict");
+    d.wedge(&crew.1);
+    d.wait("#verdict[data-verdict=\"admit\"]");
+    d.wait_text("#verdict", |t| t.contains("Backstage"));
 }
 
 /// A blocking HTTP client for the app's plain-HTTP local API (reqwest's rustls backend has no

@@ -30,6 +30,12 @@ const STAFF: { name: string; role: StaffRole; pin: string }[] = [
 const refuse = (code: ErrorCode, message: string): Promise<never> =>
   Promise.reject({ code, message } satisfies ErrorView);
 
+/** The development stand-in's check-in lists. */
+const LISTS = [
+  { id: "main", name: "Main entrance" },
+  { id: "backstage", name: "Backstage" },
+];
+
 /** The development stand-in's guest list (tickets whose codes are `GM1:<tid>`). */
 const GUESTS = [
   { tid: "T-ADA001", seat: "B-14", holder: "Ada Lovelace", order: "ORD-1001" },
@@ -71,6 +77,7 @@ export function mockDesk(): DeskApi {
     idle_sign_out_min: 15,
   };
   let saved = { ...running };
+  let chosenLists = ["main"];
   let capacity: number | null = 200;
   let mesh = true;
   const settings = (): SettingsView => ({
@@ -86,6 +93,7 @@ export function mockDesk(): DeskApi {
     mesh,
     discovery: true,
     peers: [],
+    lists: LISTS.map((l) => ({ ...l, chosen: chosenLists.includes(l.id) })),
   });
   const locked = new Set<string>();
   const failures = new Map<string, number>();
@@ -352,6 +360,14 @@ export function mockDesk(): DeskApi {
       if (!left.some((s) => s.role === "manager"))
         return refuse("conflict", "keep at least one manager");
       STAFF.splice(0, STAFF.length, ...left);
+      return later(settings());
+    },
+    chooseLists(lists) {
+      const refused = manager();
+      if (refused !== null) return refused;
+      const unknown = lists.find((id) => !LISTS.some((l) => l.id === id));
+      if (unknown !== undefined) return refuse("bad_input", `there is no list ${unknown}`);
+      chosenLists = [...lists];
       return later(settings());
     },
     unlockStaff(name) {

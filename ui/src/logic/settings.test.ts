@@ -152,6 +152,7 @@ describe("restartNotice", () => {
     mesh: false,
     discovery: true,
     peers: [],
+    lists: [],
   };
   it("names the gate the running app records under", () => {
     expect(restartNotice(s)).toContain("records admissions as Main-Entrance until then");

@@ -78,6 +78,9 @@ export function Settings(props: { desk: DeskApi; who: StaffView | null }) {
           <p class="hint">{SETTINGS_HINT}</p>
         </section>
       )}
+      {view.lists.length > 0 && (
+        <ListsCard desk={props.desk} view={view} editable={editable} onView={setView} />
+      )}
       <StaffList desk={props.desk} view={view} editable={editable} onView={setView} />
       <section class="card">
         <h2>Network</h2>
@@ -213,6 +216,80 @@ function GateSettings(props: {
           </p>
         )}
       </form>
+    </section>
+  );
+}
+
+/** Which of the event's check-in lists this gate checks: managers tick them, at once. */
+function ListsCard(props: {
+  desk: DeskApi;
+  view: SettingsView;
+  editable: boolean;
+  onView: (v: SettingsView) => void;
+}) {
+  const [chosen, setChosen] = useState<string[]>(
+    props.view.lists.filter((l) => l.chosen).map((l) => l.id),
+  );
+  const [error, setError] = useState<string | null>(null);
+  const [done, setDone] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const save = async (): Promise<void> => {
+    setBusy(true);
+    setError(null);
+    setDone(null);
+    try {
+      props.onView(await props.desk.chooseLists(chosen));
+      setDone("Saved: this gate checks tickets against them from the next scan");
+    } catch (e) {
+      setError(errorText(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <section class="card lists">
+      <h2>Check-in lists</h2>
+      <p class="hint">The tickets this entrance takes. None ticked: every list of the event.</p>
+      <ul class="list-choice">
+        {props.view.lists.map((l) => (
+          <li key={l.id}>
+            <label>
+              <input
+                type="checkbox"
+                data-list={l.id}
+                disabled={!props.editable || busy}
+                checked={chosen.includes(l.id)}
+                onChange={(e) => {
+                  const on = e.currentTarget.checked;
+                  setChosen((c) => (on ? [...c, l.id] : c.filter((x) => x !== l.id)));
+                }}
+              />
+              {l.name}
+            </label>
+          </li>
+        ))}
+      </ul>
+      {props.editable && (
+        <button
+          id="lists-save"
+          type="button"
+          class="primary"
+          disabled={busy}
+          onClick={() => void save()}
+        >
+          Save lists
+        </button>
+      )}
+      {error !== null && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      {done !== null && (
+        <p class="done" role="status">
+          {done}
+        </p>
+      )}
     </section>
   );
 }

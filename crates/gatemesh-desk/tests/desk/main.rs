@@ -555,3 +555,97 @@ async fn an_event_sets_up_from_a_jwk_set_and_keeps_its_key_ids() {
     );
     desk.shutdown().await;
 }
+
+/// The demo names its holders and keeps its crew off the main entrance: staff find a guest
+/// by part of their name and check them in under their own name; the guest's code is yellow
+/// afterwards; a crew pass is refused for another list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn staff_find_a_guest_by_name_and_check_them_in_and_crew_passes_stay_backstage() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("demo");
+    let desk = Desk::demo(&root).await.unwrap();
+    let list = tickets(&root);
+    // Nobody signed in: no search.
+    assert!(matches!(
+        desk.search_guests("Lovelace").await,
+        Err(DeskError::SignedOut)
+    ));
+    desk.sign_in("Sam", "1111").await.unwrap();
+    let found = desk.search_guests("edsger love").await.unwrap();
+    assert!(found.search);
+    let names: Vec<(&str, Option<&str>)> = found
+        .guests
+        .iter()
+        .map(|g| (g.tid.as_str(), g.holder.as_deref()))
+        .collect();
+    assert_eq!(names, [(list[3].0.as_str(), Some("Edsger Lovelace"))]);
+    assert_eq!(found.guests[0].entries, 0);
+    assert!(desk.search_guests("e").await.unwrap().guests.is_empty());
+
+    let checked = desk.check_in_guest(&list[3].0, "Lane 1").await.unwrap();
+    assert_eq!(checked.verdict, Verdict::Admit);
+    assert_eq!(
+        checked.list.as_ref().map(|l| l.name.as_str()),
+        Some("Main entrance")
+    );
+    let (state, _) = desk
+        .node()
+        .ticket(list[3].0.parse().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(state.redemptions[0].manual.as_deref(), Some("Sam"));
+    let found = desk.search_guests("Edsger Lovelace").await.unwrap();
+    assert_eq!(
+        (
+            found.guests[0].entries,
+            found.guests[0].first_gate.as_deref()
+        ),
+        (1, Some("Main-Entrance"))
+    );
+    let again = desk.scan(&list[3].1, "Lane 2").await.unwrap();
+    assert_eq!(again.verdict, Verdict::Duplicate);
+    // Not a guest of the list: refused, nothing recorded.
+    assert!(desk.check_in_guest("NOBODY", "Lane 1").await.is_err());
+
+    let crew = desk.scan(&list[list.len() - 1].1, "Lane 1").await.unwrap();
+    assert_eq!(
+        (crew.verdict, crew.reason),
+        (Verdict::Reject, gatemesh_wire::Reason::NotOnList)
+    );
+
+    // The manager opens the entrance to the crew: at once, and from every start after.
+    assert!(matches!(
+        desk.choose_lists(&["main".into(), "backstage".into()]),
+        Err(DeskError::NotAllowed(_))
+    ));
+    desk.sign_in("Alex", "3333").await.unwrap();
+    let chosen = |s: &gatemesh_desk::SettingsView| -> Vec<(String, bool)> {
+        s.lists.iter().map(|l| (l.id.clone(), l.chosen)).collect()
+    };
+    assert_eq!(
+        chosen(&desk.settings().unwrap()),
+        [("main".into(), true), ("backstage".into(), false)]
+    );
+    assert!(matches!(
+        desk.choose_lists(&["vip".into()]),
+        Err(DeskError::Node(gatemesh_node::NodeError::BadInput(_)))
+    ));
+    let s = desk
+        .choose_lists(&["main".into(), "backstage".into()])
+        .unwrap();
+    assert_eq!(
+        chosen(&s),
+        [("main".into(), true), ("backstage".into(), true)]
+    );
+    let crew = desk.scan(&list[list.len() - 1].1, "Lane 1").await.unwrap();
+    assert_eq!(crew.verdict, Verdict::Admit);
+    assert_eq!(crew.list.map(|l| l.name), Some("Backstage".into()));
+    desk.shutdown().await;
+    let desk = Desk::demo(&root).await.unwrap();
+    desk.sign_in("Sam", "1111").await.unwrap();
+    assert_eq!(
+        chosen(&desk.settings().unwrap()),
+        [("main".into(), true), ("backstage".into(), true)]
+    );
+    desk.shutdown().await;
+}
