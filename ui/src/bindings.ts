@@ -106,6 +106,8 @@ per_minute: Array<number>,
  */
 uplink: UplinkState | null, pending_uploads: number | null, rtt_ms: number | null, };
 
+export type RefusalCount = { reason: Reason, count: number, };
+
 export type StatusView = { event: string, gate_name: string, capacity: number | null, 
 /**
  * Holders inside by the ledger, every gate counted.
@@ -114,7 +116,16 @@ admitted_total: number, flagged: number, gates: Array<GateRow>,
 /**
  * The minute `per_minute` ends with (ms since 1970).
  */
-minute_ms: number, };
+minute_ms: number, 
+/**
+ * Each of this gate's check-in lists: who is inside it now, every gate counted.
+ */
+lists: Array<ListView>, 
+/**
+ * Scans this gate refused since it started, by reason, most first: where forged, void
+ * or wrong-list tickets are being tried.
+ */
+refusals: Array<RefusalCount>, };
 
 export type RedemptionView = { id: string, gate: string, scanner: string, at_ms: number, 
 /**

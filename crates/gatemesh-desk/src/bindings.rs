@@ -13,8 +13,8 @@ use crate::{
     Action, AppInfo, AuditView, DemoPin, DeskEvent, ErrorCode, ErrorView, FileSetup, FirstUseView,
     FlagView, FlagsView, GATE_NAME_MAX, GateRow, GuestView, GuestsView, IDLE_SIGN_OUT_DEFAULT_MIN,
     IDLE_SIGN_OUT_MAX_MIN, ListChoice, ListView, PIN_MAX_DIGITS, PIN_MIN_DIGITS, Reason,
-    RedemptionView, ScanView, SettingsView, StaffRole, StaffView, StatusView, UplinkState, Verdict,
-    check_pin,
+    RedemptionView, RefusalCount, ScanView, SettingsView, StaffRole, StaffView, StatusView,
+    UplinkState, Verdict, check_pin,
 };
 
 /// Every type the UI sees, and the values it checks itself against, as TypeScript, for
@@ -39,6 +39,7 @@ pub fn typescript_bindings() -> Result<String, serde_json::Error> {
         ListChoice::decl(),
         UplinkState::decl(),
         GateRow::decl(),
+        RefusalCount::decl(),
         StatusView::decl(),
         RedemptionView::decl(),
         AuditView::decl(),

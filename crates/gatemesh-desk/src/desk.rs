@@ -16,8 +16,8 @@ use gatemesh_wire::{Action, Direction};
 
 use crate::{
     AppInfo, AuditView, DemoPin, DeskConfig, DeskError, FileSetup, FlagView, FlagsView, GateRow,
-    GuestView, GuestsView, ListChoice, RedemptionView, ScanView, SettingsView, StaffEntry,
-    StaffRole, StaffView, StatusView, UplinkState,
+    GuestView, GuestsView, ListChoice, ListView, RedemptionView, RefusalCount, ScanView,
+    SettingsView, StaffEntry, StaffRole, StaffView, StatusView, UplinkState,
     config::{PinMatch, check_gate_name, check_idle_minutes, check_pin, ready_for_set_up},
     demo::{DEMO_STAFF, demo_side_config, set_up_demo},
     session::{self, Clock, LOCK_AFTER_FAILURES, Session, delay_after},
@@ -757,6 +757,30 @@ impl Desk {
             flagged: snap.flagged as u32,
             gates,
             minute_ms: this_minute,
+            lists: self
+                .node
+                .occupancy()
+                .await?
+                .into_iter()
+                .map(|o| ListView {
+                    name: o.name.to_string(),
+                    inside: o.inside,
+                    capacity: o.capacity,
+                    level: o.level,
+                })
+                .collect(),
+            refusals: {
+                let mut r: Vec<RefusalCount> = snap
+                    .refusals
+                    .iter()
+                    .map(|(reason, n)| RefusalCount {
+                        reason: *reason,
+                        count: u32::try_from(*n).unwrap_or(u32::MAX),
+                    })
+                    .collect();
+                r.sort_by(|a, b| b.count.cmp(&a.count));
+                r
+            },
         })
     }
 

@@ -52,6 +52,6 @@ pub use gatemesh_wire::{Action, Reason, Verdict};
 pub use session::{Clock, LOCK_AFTER_FAILURES, SystemClock, delay_after};
 pub use view::{
     AppInfo, AuditView, DemoPin, DeskEvent, FileSetup, FirstUseView, FlagView, FlagsView, GateRow,
-    GuestView, GuestsView, ListChoice, ListView, RedemptionView, ScanView, SettingsView, StaffView,
-    StatusView, UplinkState, desk_event,
+    GuestView, GuestsView, ListChoice, ListView, RedemptionView, RefusalCount, ScanView,
+    SettingsView, StaffView, StatusView, UplinkState, desk_event,
 };

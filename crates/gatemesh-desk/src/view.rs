@@ -205,6 +205,18 @@ pub struct StatusView {
     /// The minute `per_minute` ends with (ms since 1970).
     #[ts(type = "number")]
     pub minute_ms: i64,
+    /// Each of this gate's check-in lists: who is inside it now, every gate counted.
+    pub lists: Vec<ListView>,
+    /// Scans this gate refused since it started, by reason, most first: where forged, void
+    /// or wrong-list tickets are being tried.
+    pub refusals: Vec<RefusalCount>,
+}
+
+/// Scans refused for one reason.
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct RefusalCount {
+    pub reason: Reason,
+    pub count: u32,
 }
 
 #[derive(Debug, Clone, Serialize, TS)]

@@ -585,6 +585,11 @@ fn door_staff_scan_and_resolve_a_flag_in_the_real_app() {
     d.click("#nav-gates");
     d.wait("[data-gate=\"Main-Entrance\"]");
     d.wait("[data-gate=\"Side-Door\"]");
+    // This gate's list, who is inside it, and what it refused (the forged code, the crew
+    // pass).
+    d.wait_text("#gate-lists", |t| t.contains("Main entrance"));
+    let refused = d.wait_text("#gate-refusals", |t| t.contains("Not for this entrance"));
+    assert!(refused.contains("signature"), "the forged code: {refused}");
     d.screenshot("gates", &shots);
     d.click("#nav-setup");
     std::thread::sleep(Duration::from_millis(300));
@@ -608,6 +613,9 @@ fn door_staff_scan_and_resolve_a_flag_in_the_real_app() {
     d.screenshot("setup-lists", &shots);
     d.click("#nav-scan");
     d.wait("#verdict");
+    // The scan screen reads the keyboard once it has painted (an effect): keys typed in the
+    // moment it appears would go nowhere.
+    std::thread::sleep(Duration::from_millis(500));
     d.wedge(&crew.1);
     d.wait("#verdict[data-verdict=\"admit\"]");
     d.wait_text("#verdict", |t| t.contains("Backstage"));

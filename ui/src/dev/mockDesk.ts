@@ -244,6 +244,11 @@ export function mockDesk(): DeskApi {
         admitted_total: admitted,
         flagged: open.length,
         minute_ms: Date.now() - (Date.now() % 60_000),
+        lists: [{ name: "Main entrance", inside: admitted, capacity: 200, level: "ok" }],
+        refusals: [
+          { reason: "bad_signature", count: 3 },
+          { reason: "not_on_list", count: 1 },
+        ],
         gates: [
           {
             name: "Main-Entrance",

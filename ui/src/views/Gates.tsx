@@ -1,5 +1,7 @@
 import type { GateRow, StatusView, UplinkState } from "../bindings";
 import { percentOf, scaleChart, seriesStyle, type ChartBox } from "../logic/chart";
+import { reasonText } from "../logic/reasons";
+import { listLine } from "../logic/verdict";
 import { formatHourMinute, timeAgoOrDash } from "../logic/time";
 
 const dash = (n: number | null): string => (n === null ? "—" : String(n));
@@ -75,6 +77,38 @@ export function Gates(props: { status: StatusView | null; error: string | null; 
           </tbody>
         </table>
       </div>
+
+      {s.lists.length > 0 && (
+        <section class="gate-lists" id="gate-lists">
+          <h2>This gate's check-in lists</h2>
+          <ul>
+            {s.lists.map((l) => {
+              const line = listLine(l);
+              return (
+                <li key={l.name} data-list-name={l.name} class={`capacity-${line.level}`}>
+                  {line.text}
+                  {line.warning !== null && (
+                    <strong class="capacity-warning"> {line.warning}</strong>
+                  )}
+                </li>
+              );
+            })}
+          </ul>
+        </section>
+      )}
+
+      {s.refusals.length > 0 && (
+        <section class="gate-refusals" id="gate-refusals">
+          <h2>Refused at this gate since it started</h2>
+          <ul>
+            {s.refusals.map((r) => (
+              <li key={r.reason} data-reason={r.reason}>
+                <span class="num">{r.count}</span> {reasonText(r.reason)}
+              </li>
+            ))}
+          </ul>
+        </section>
+      )}
 
       <section class="chart-box">
         <h2>Admissions per minute, last 30 minutes</h2>

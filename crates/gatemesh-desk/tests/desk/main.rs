@@ -612,6 +612,20 @@ async fn staff_find_a_guest_by_name_and_check_them_in_and_crew_passes_stay_backs
         (crew.verdict, crew.reason),
         (Verdict::Reject, gatemesh_wire::Reason::NotOnList)
     );
+    // The Gates screen: who is inside the gate's list, and what it refused.
+    let status = desk.status().await.unwrap();
+    let lists: Vec<(&str, u64)> = status
+        .lists
+        .iter()
+        .map(|l| (l.name.as_str(), l.inside))
+        .collect();
+    assert_eq!(lists, [("Main entrance", 1)]);
+    let refused: Vec<(gatemesh_wire::Reason, u32)> = status
+        .refusals
+        .iter()
+        .map(|r| (r.reason, r.count))
+        .collect();
+    assert_eq!(refused, [(gatemesh_wire::Reason::NotOnList, 1)]);
 
     // The manager opens the entrance to the crew: at once, and from every start after.
     assert!(matches!(
