@@ -778,7 +778,7 @@ impl Desk {
                         count: u32::try_from(*n).unwrap_or(u32::MAX),
                     })
                     .collect();
-                r.sort_by(|a, b| b.count.cmp(&a.count));
+                r.sort_by_key(|c| std::cmp::Reverse(c.count));
                 r
             },
         })
