@@ -60,12 +60,31 @@ fn start_gate(f: &World, data: &str, name: &str) -> GateProcess {
         "--mesh",
         "127.0.0.1:0",
     ]);
-    let (child, ready) = spawn_ready(cmd);
-    let token = gatemesh_testkit::api_token(&ready);
-    GateProcess {
-        child,
-        api: format!("http://{}", ready["api"].as_str().unwrap()),
-        client: gatemesh_testkit::api_client(&token, Duration::from_secs(10)),
+    GateProcess::spawned(cmd)
+}
+
+impl GateProcess {
+    /// The gate `cmd` starts, once it says it is ready, with a client of its API token.
+    fn spawned(cmd: Command) -> Self {
+        let (child, ready) = spawn_ready(cmd);
+        let token = gatemesh_testkit::api_token(&ready);
+        Self {
+            child,
+            api: format!("http://{}", ready["api"].as_str().unwrap()),
+            client: gatemesh_testkit::api_client(&token, Duration::from_secs(10)),
+        }
+    }
+
+    /// `GET path` of its API, as JSON.
+    async fn get(&self, path: &str) -> Value {
+        let r = self.client.get(format!("{}{path}", self.api)).send().await;
+        r.unwrap().json().await.unwrap()
+    }
+
+    /// `POST path` of its API with `body`, as JSON.
+    async fn post(&self, path: &str, body: Value) -> Value {
+        let r = self.client.post(format!("{}{path}", self.api)).json(&body);
+        r.send().await.unwrap().json().await.unwrap()
     }
 }
 
@@ -159,15 +178,7 @@ async fn sigkill_under_load_loses_no_admission_and_never_admits_twice() {
         by_ticket.entry(tid.clone()).or_default().push(rid.clone());
     }
     for (tid, rids) in &by_ticket {
-        let t: Value = gate
-            .client
-            .get(format!("{}/v1/tickets/{tid}", gate.api))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let t = gate.get(&format!("/v1/tickets/{tid}")).await;
         let stored: Vec<&str> = t["redemptions"]
             .as_array()
             .unwrap()
@@ -190,15 +201,8 @@ async fn sigkill_under_load_loses_no_admission_and_never_admits_twice() {
 }
 
 async fn scan(gate: &GateProcess, code: &str, scanner: &str) -> Value {
-    gate.client
-        .post(format!("{}/v1/scan", gate.api))
-        .json(&json!({ "code": code, "scanner": scanner }))
-        .send()
+    gate.post("/v1/scan", json!({ "code": code, "scanner": scanner }))
         .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
 }
 
 fn stop(mut g: GateProcess) {
@@ -386,15 +390,7 @@ async fn a_gate_takes_the_issuers_jwk_set() {
             .args(["--api", "127.0.0.1:0", "--durability", "process"]);
         cmd
     };
-    let start = |data: &str, issuer: &Path| {
-        let (child, ready) = spawn_ready(gate(data, issuer));
-        let token = gatemesh_testkit::api_token(&ready);
-        GateProcess {
-            child,
-            api: format!("http://{}", ready["api"].as_str().unwrap()),
-            client: gatemesh_testkit::api_client(&token, Duration::from_secs(10)),
-        }
-    };
+    let start = |data: &str, issuer: &Path| GateProcess::spawned(gate(data, issuer));
 
     let g = start("jwks", &keys.join("issuer.jwks.json"));
     let first = scan(&g, &codes[0], "s1").await;
@@ -507,13 +503,7 @@ async fn the_vip_door_from_a_lists_file() {
         }
         cmd
     };
-    let (child, ready) = spawn_ready(gate("door", &lists, &["vip", "backstage"]));
-    let token = gatemesh_testkit::api_token(&ready);
-    let g = GateProcess {
-        child,
-        api: format!("http://{}", ready["api"].as_str().unwrap()),
-        client: gatemesh_testkit::api_client(&token, Duration::from_secs(10)),
-    };
+    let g = GateProcess::spawned(gate("door", &lists, &["vip", "backstage"]));
     for (code, expect) in [
         (&vip[0].0, ("admit", "valid")),
         (&mixed[0].0, ("admit", "valid")),
@@ -602,34 +592,16 @@ async fn a_guest_named_in_the_seats_file_is_found_at_a_gate_without_a_server() {
         .args(["--issuer", p(&keys.join("issuer.pub.pem"))])
         .args(["--manifest", p(&batch.join("tickets.csv"))])
         .args(["--api", "127.0.0.1:0", "--durability", "process"]);
-    let (child, ready) = spawn_ready(cmd);
-    let token = gatemesh_testkit::api_token(&ready);
-    let g = GateProcess {
-        child,
-        api: format!("http://{}", ready["api"].as_str().unwrap()),
-        client: gatemesh_testkit::api_client(&token, Duration::from_secs(10)),
-    };
-    let found: Value = g
-        .client
-        .get(format!("{}/v1/guests?q=lovel", g.api))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let g = GateProcess::spawned(cmd);
+    let found = g.get("/v1/guests?q=lovel").await;
     assert_eq!(found["guests"].as_array().map(Vec::len), Some(1), "{found}");
     assert_eq!(found["guests"][0]["tid"], rows[0].0);
-    let checked: Value = g
-        .client
-        .post(format!("{}/v1/guests/{}/check-in", g.api, rows[0].0))
-        .json(&json!({ "staff": "Sam" }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let checked = g
+        .post(
+            &format!("/v1/guests/{}/check-in", rows[0].0),
+            json!({ "staff": "Sam" }),
+        )
+        .await;
     assert_eq!(checked["verdict"], "admit", "{checked}");
     let again = scan(&g, &rows[0].1, "s1").await;
     assert_eq!(again["verdict"], "duplicate", "{again}");

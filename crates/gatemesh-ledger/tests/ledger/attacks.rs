@@ -503,70 +503,25 @@ fn a_ledger_of_the_old_format_is_refused_with_a_message_saying_so() {
         "{e:?}"
     );
     assert!(e.to_string().contains("format 2"), "{e}");
-    // Format 3 had no revocations.
-    let three = old_genesis(
-        3,
-        &["redemptions", "resolutions", "status", "audit", "devices"],
-    );
-    let e = Ledger::open(&super::event(), NodeId::random(), &three, None, []).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            LedgerError::Format {
-                found: 3,
-                expected: 6
-            }
-        ),
-        "{e:?}"
-    );
-    assert!(e.to_string().contains("format 3"), "{e}");
-    // Format 4 kept each kind of ticket record in one map.
-    let four = old_genesis(
-        4,
-        &[
-            "redemptions",
-            "resolutions",
-            "status",
-            "audit",
-            "devices",
-            "revocations",
-        ],
-    );
-    let e = Ledger::open(&super::event(), NodeId::random(), &four, None, []).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            LedgerError::Format {
-                found: 4,
-                expected: 6
-            }
-        ),
-        "{e:?}"
-    );
-    // Format 5 had no check-in lists.
-    let mut five = old_genesis(
-        5,
-        &[
-            "redemptions",
-            "resolutions",
-            "status",
-            "audit",
-            "devices",
-            "revocations",
-        ],
-    );
-    let e = Ledger::open(&super::event(), NodeId::random(), &five, None, []).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            LedgerError::Format {
-                found: 5,
-                expected: 6
-            }
-        ),
-        "{e:?}"
-    );
-    five.clear();
+    // Each older layout: format 3 had no revocations, format 4 kept each kind of ticket
+    // record in one map, format 5 had no check-in lists.
+    let maps = [
+        "redemptions",
+        "resolutions",
+        "status",
+        "audit",
+        "devices",
+        "revocations",
+    ];
+    for (format, roots) in [(3, &maps[..5]), (4, &maps[..]), (5, &maps[..])] {
+        let old = old_genesis(format, roots);
+        let e = Ledger::open(&super::event(), NodeId::random(), &old, None, []).unwrap_err();
+        assert!(
+            matches!(e, LedgerError::Format { found, expected: 6 } if found == format),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains(&format!("format {format}")), "{e}");
+    }
     let mut g = Gate::new("North");
     let merged = g.ledger.merge_saved(&old, now());
     assert!(
