@@ -90,9 +90,14 @@ export type GateRow = { name: string, this_gate: boolean, online: boolean, last_
  */
 admitted: number, 
 /**
- * Known for this gate only (peers do not share their turned-away scans).
+ * This gate's, and a connected peer's as it last told its counts over the mesh; none
+ * for a gate only the ledger knows of.
  */
 duplicates: number | null, rejects: number | null, 
+/**
+ * Its refused scans by reason, most first (known as `rejects` is).
+ */
+refusals: Array<RefusalCount>, 
 /**
  * Admissions in the last full minute.
  */

@@ -52,6 +52,18 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Refused scans by reason, most first.
+fn refusal_counts(counts: impl Iterator<Item = (gatemesh_wire::Reason, u64)>) -> Vec<RefusalCount> {
+    let mut r: Vec<RefusalCount> = counts
+        .map(|(reason, n)| RefusalCount {
+            reason,
+            count: u32::try_from(n).unwrap_or(u32::MAX),
+        })
+        .collect();
+    r.sort_by_key(|c| std::cmp::Reverse(c.count));
+    r
+}
+
 fn node_config(data: PathBuf, config: &DeskConfig) -> Result<Config> {
     let mut c = Config::new(data, EventId::new(&config.event)?, config.gate_name.clone());
     let keys = config
@@ -719,6 +731,32 @@ impl Desk {
                 let this_gate = name == self.started.gate_name;
                 let peer = peer_by_name.get(name.as_str());
                 let online = this_gate || peer.is_some_and(|p| p.connected);
+                // A peer's own counts, as it sent them over the mesh.
+                let told: Option<gatemesh_node::GateStats> = peer
+                    .and_then(|p| p.stats.clone())
+                    .and_then(|v| serde_json::from_value(v).ok());
+                let (duplicates, rejects, refusals) = if this_gate {
+                    (
+                        Some(snap.counts.duplicate as u32),
+                        Some(snap.counts.reject as u32),
+                        refusal_counts(snap.refusals.iter().map(|(r, n)| (*r, *n))),
+                    )
+                } else {
+                    match &told {
+                        Some(t) => (
+                            Some(u32::try_from(t.duplicate).unwrap_or(u32::MAX)),
+                            Some(u32::try_from(t.reject).unwrap_or(u32::MAX)),
+                            // A reason this side does not know is left out.
+                            refusal_counts(t.refusals.iter().filter_map(|(code, n)| {
+                                let reason = serde_json::from_value::<gatemesh_wire::Reason>(
+                                    serde_json::Value::String(code.clone()),
+                                );
+                                reason.ok().map(|r| (r, *n))
+                            })),
+                        ),
+                        None => (None, None, Vec::new()),
+                    }
+                };
                 let last_seen_ms = if this_gate {
                     Some(now)
                 } else {
@@ -729,8 +767,9 @@ impl Desk {
                     scans_per_minute: per_minute.get(28).copied().unwrap_or(0),
                     per_minute,
                     admitted,
-                    duplicates: this_gate.then_some(snap.counts.duplicate as u32),
-                    rejects: this_gate.then_some(snap.counts.reject as u32),
+                    duplicates,
+                    rejects,
+                    refusals,
                     uplink: this_gate.then_some(match &uplink {
                         None => UplinkState::NoServer,
                         Some(u) if u.streaming => UplinkState::Connected,
@@ -769,18 +808,7 @@ impl Desk {
                     level: o.level,
                 })
                 .collect(),
-            refusals: {
-                let mut r: Vec<RefusalCount> = snap
-                    .refusals
-                    .iter()
-                    .map(|(reason, n)| RefusalCount {
-                        reason: *reason,
-                        count: u32::try_from(*n).unwrap_or(u32::MAX),
-                    })
-                    .collect();
-                r.sort_by_key(|c| std::cmp::Reverse(c.count));
-                r
-            },
+            refusals: refusal_counts(snap.refusals.iter().map(|(r, n)| (*r, *n))),
         })
     }
 

@@ -166,9 +166,12 @@ pub struct GateRow {
     pub last_seen_ms: Option<i64>,
     /// Admissions recorded by this gate (from the shared ledger, so peers count too).
     pub admitted: u32,
-    /// Known for this gate only (peers do not share their turned-away scans).
+    /// This gate's, and a connected peer's as it last told its counts over the mesh; none
+    /// for a gate only the ledger knows of.
     pub duplicates: Option<u32>,
     pub rejects: Option<u32>,
+    /// Its refused scans by reason, most first (known as `rejects` is).
+    pub refusals: Vec<RefusalCount>,
     /// Admissions in the last full minute.
     pub scans_per_minute: u32,
     /// Admissions per minute for the last 30 minutes, oldest first.

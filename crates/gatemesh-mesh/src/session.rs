@@ -98,6 +98,9 @@ pub struct SyncPort {
     /// to its peer at once. A session that falls [`PUSH_QUEUE`] commits behind (a slow
     /// link) misses some and catches up by a sync round instead, holding no one back.
     pub pushes: broadcast::Sender<Pushed>,
+    /// The owner's own counts, JSON, as they change: every session sends the latest to its
+    /// peer (on connect, and after each change), which shows them on its dashboard.
+    pub stats: tokio::sync::watch::Receiver<Arc<Vec<u8>>>,
 }
 
 /// Where a sync message is in a round of the protocol.
@@ -126,6 +129,8 @@ pub enum Frame<'a> {
     Push(&'a [u8]),
     /// A sync message that begins a round ([`ROUND_FRAME`]): answer it.
     Start(&'a [u8]),
+    /// The peer's own counts, JSON ([`STATS_FRAME`]).
+    Stats(&'a [u8]),
     /// Any other sync message.
     Sync(&'a [u8]),
 }
@@ -137,6 +142,7 @@ impl<'a> Frame<'a> {
             None => Self::Hello,
             Some((&PUSH_FRAME, rest)) => Self::Push(rest),
             Some((&ROUND_FRAME, rest)) => Self::Start(rest),
+            Some((&STATS_FRAME, rest)) => Self::Stats(rest),
             Some(_) => Self::Sync(bytes),
         }
     }
@@ -168,6 +174,13 @@ pub const PUSH_FRAME: u8 = 0x01;
 
 /// The first byte of a frame whose sync message (after this byte) begins a round.
 pub const ROUND_FRAME: u8 = 0x02;
+
+/// The first byte of a frame of the sender's own counts (JSON, at most [`STATS_MOST`]
+/// bytes): what its staff see of it, for its peers' dashboards. Not part of the ledger.
+pub const STATS_FRAME: u8 = 0x03;
+
+/// Most bytes of counts a peer may send in one frame; a larger frame is ignored.
+pub const STATS_MOST: usize = 4096;
 
 /// Most bytes of changes one push frame carries: a backlog goes in several.
 const PUSH_FRAME_MOST: usize = 1024 * 1024;
@@ -256,6 +269,9 @@ pub struct PeerStatus {
     /// Times the session fell [`PUSH_QUEUE`] commits behind (a slow link) and caught up by
     /// a sync round instead.
     pub fell_behind: u64,
+    /// The peer's own counts, as it last sent them ([`STATS_FRAME`]), if it sent any that
+    /// read as JSON.
+    pub stats: Option<serde_json::Value>,
 }
 
 #[derive(Debug)]
@@ -628,6 +644,7 @@ async fn serve(
         pushes: 0,
         push_backlog_max: 0,
         fell_behind: 0,
+        stats: None,
     };
     {
         let Ok(mut registry) = ctx.registry.lock() else {
@@ -808,6 +825,9 @@ async fn session(
     let mut stop = ctx.stop.clone();
     // Subscribed before the first round: whatever is committed after it is pushed.
     let mut pushes = ctx.port.pushes.subscribe();
+    // The owner's counts as they stand go out first, then each change.
+    let mut stats = ctx.port.stats.clone();
+    stats.mark_changed();
     let mut check = tokio::time::interval(SYNC_CHECK);
     check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     check.tick().await;
@@ -850,6 +870,21 @@ async fn session(
                                 count_message(ctx, peer, len);
                                 next = Some(Turn::FollowUp);
                             }
+                            Frame::Stats(json) => {
+                                // Shown, never decided on: what does not read is left out.
+                                let read = (json.len() <= STATS_MOST)
+                                    .then(|| serde_json::from_slice::<serde_json::Value>(json).ok())
+                                    .flatten();
+                                if read.is_none() {
+                                    tracing::debug!("{peer} sent counts that do not read");
+                                }
+                                update(ctx, peer, |s| {
+                                    s.bytes_received += len;
+                                    if read.is_some() {
+                                        s.stats = read;
+                                    }
+                                });
+                            }
                         }
                     }
                     Some(Err(e)) => return Err(e),
@@ -869,6 +904,21 @@ async fn session(
                 },
                 // The ledger's owner starts a round only if the two do not agree.
                 _ = check.tick() => next = Some(Turn::Start),
+                changed = stats.changed() => {
+                    if changed.is_err() {
+                        // The owner stopped publishing: nothing more to send.
+                        stats = tokio::sync::watch::channel(Arc::new(Vec::new())).1;
+                        continue;
+                    }
+                    let json = stats.borrow_and_update().clone();
+                    if !json.is_empty() && json.len() <= STATS_MOST {
+                        let mut frame = Vec::with_capacity(json.len() + 1);
+                        frame.push(STATS_FRAME);
+                        frame.extend_from_slice(&json);
+                        write_frame(&mut send, &frame).await?;
+                        update(ctx, peer, |s| s.bytes_sent += frame.len() as u64 + 4);
+                    }
+                },
                 _ = stop.changed() => return Ok(()),
                 _ = conn.closed() => return Ok(()),
             }

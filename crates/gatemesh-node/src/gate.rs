@@ -46,6 +46,17 @@ pub struct ScanResult {
     pub occupancy: Option<gatemesh_wire::ListOccupancy>,
 }
 
+/// A gate's own counts since it started, as it tells its mesh peers: what the ledger does
+/// not carry (admissions it does). Reasons by their codes, so a reason one side does not know
+/// is only left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct GateStats {
+    pub duplicate: u64,
+    pub reject: u64,
+    #[serde(default)]
+    pub refusals: std::collections::BTreeMap<String, u64>,
+}
+
 /// Counts by verdict since the node started.
 pub use gatemesh_wire::VerdictCounts as Counts;
 
@@ -308,6 +319,10 @@ pub(crate) struct Writer {
     pub counts: Counts,
     /// Scans refused since the node started, by reason.
     pub refusals: std::collections::BTreeMap<Reason, u64>,
+    /// Where this gate's counts go to its mesh sessions, for its peers' dashboards, and the
+    /// duplicates and refusals they were last published at.
+    pub stats: tokio::sync::watch::Sender<std::sync::Arc<Vec<u8>>>,
+    pub stats_published: Option<(u64, u64)>,
     pub events: broadcast::Sender<NodeEvent>,
     /// Change rows stored since the last compaction.
     pub uncompacted: i64,
@@ -537,6 +552,7 @@ impl Writer {
             self.revoked.set(self.ledger.revoked_certs());
             // A release of the lists (from the uplink or a peer) counts from the next scan.
             self.check_in.follow(self.ledger.lists());
+            self.publish_stats();
             if stopping {
                 break;
             }
@@ -551,6 +567,31 @@ impl Writer {
         }
         // Every sender is gone: the node is shutting down.
         self.compact();
+    }
+
+    /// Publishes this gate's duplicates and refusals (by reason) to its mesh sessions when
+    /// they changed: admissions are in the ledger already, these are not.
+    fn publish_stats(&mut self) {
+        let now = (self.counts.duplicate, self.counts.reject);
+        if self.stats_published == Some(now) {
+            return;
+        }
+        self.stats_published = Some(now);
+        let stats = GateStats {
+            duplicate: self.counts.duplicate,
+            reject: self.counts.reject,
+            refusals: self
+                .refusals
+                .iter()
+                .map(|(r, n)| (r.as_str().to_owned(), *n))
+                .collect(),
+        };
+        match serde_json::to_vec(&stats) {
+            Ok(json) => {
+                let _ = self.stats.send(std::sync::Arc::new(json));
+            }
+            Err(e) => tracing::warn!("this gate's counts for its peers: {e}"),
+        }
     }
 
     /// Hands this node's stored changes to every mesh session at once, so each peer gets

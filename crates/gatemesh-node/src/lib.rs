@@ -35,7 +35,7 @@ use std::{
 };
 
 pub use check_in::{CheckIn, CheckInStatus, ListsSource};
-pub use gate::{Counts, NodeEvent, Revocations, ScanResult, Snapshot};
+pub use gate::{Counts, GateStats, NodeEvent, Revocations, ScanResult, Snapshot};
 use gatemesh_ledger::{
     Action, AuditEntry, Direction, Durability, Ledger, LedgerError, NodeId, Policy, Redemption,
     Resolution, Store, StoreError, TicketState,
@@ -157,6 +157,8 @@ struct Shared {
     check_in: Arc<check_in::GateCheckIn>,
     /// The guests the server's manifest names (an event that lets gates find guests).
     guests: Arc<guests::Guests>,
+    /// This gate's counts as its writer publishes them, for the mesh sessions to send.
+    stats: tokio::sync::watch::Receiver<Arc<Vec<u8>>>,
     _lock: File,
 }
 
@@ -285,6 +287,7 @@ impl Node {
             ledger.lists(),
         )?);
         let guests = Arc::new(guests::Guests::default());
+        let (stats_tx, stats) = tokio::sync::watch::channel(Arc::new(Vec::new()));
         let info = NodeInfo {
             node_id: ledger.node().clone(),
             name: config.name.clone(),
@@ -308,6 +311,8 @@ impl Node {
             manifest: None,
             counts: Counts::default(),
             refusals: Default::default(),
+            stats: stats_tx,
+            stats_published: None,
             events: events.clone(),
             uncompacted,
             peers: Default::default(),
@@ -351,6 +356,7 @@ impl Node {
                 revoked,
                 check_in,
                 guests,
+                stats,
                 _lock: lock,
             }),
         })
@@ -604,6 +610,7 @@ impl Node {
         let port = gatemesh_mesh::session::SyncPort {
             requests,
             pushes: self.shared.pushes.clone(),
+            stats: self.shared.stats.clone(),
         };
         let mesh =
             gatemesh_mesh::session::Mesh::start_with(config, port, self.shared.revoked.clone())

@@ -97,16 +97,23 @@ export function Gates(props: { status: StatusView | null; error: string | null; 
         </section>
       )}
 
-      {s.refusals.length > 0 && (
+      {s.gates.some((g) => g.refusals.length > 0) && (
         <section class="gate-refusals" id="gate-refusals">
-          <h2>Refused at this gate since it started</h2>
-          <ul>
-            {s.refusals.map((r) => (
-              <li key={r.reason} data-reason={r.reason}>
-                <span class="num">{r.count}</span> {reasonText(r.reason)}
-              </li>
+          <h2>Refused scans, by gate (since each started)</h2>
+          {s.gates
+            .filter((g) => g.refusals.length > 0)
+            .map((g) => (
+              <div key={g.name} data-refusals-gate={g.name}>
+                <h3>{g.name}</h3>
+                <ul>
+                  {g.refusals.map((r) => (
+                    <li key={r.reason} data-reason={r.reason}>
+                      <span class="num">{r.count}</span> {reasonText(r.reason)}
+                    </li>
+                  ))}
+                </ul>
+              </div>
             ))}
-          </ul>
         </section>
       )}
 

@@ -982,3 +982,68 @@ async fn a_gate_that_joins_late_decides_scans_while_it_catches_up() {
         n.shutdown().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gate_tells_its_peers_what_it_turned_away_and_counts_that_do_not_read_are_left_out() {
+    let w = World::new();
+    let (a, a_addr) = w.gate("gate-a", "ca", &[]).await;
+    let (b, _) = w.gate("gate-b", "ca", &[a_addr]).await;
+    eventually("A and B are connected", || async { a.peers().len() == 1 }).await;
+    // A turns away a forged code and a copy (admitted once, shown again at another lane).
+    let tid = TicketId::generate();
+    let code = w.code(&tid);
+    let mut forged: Vec<char> = code.chars().collect();
+    let i = forged.len() - 3;
+    forged[i] = if forged[i] == 'A' { 'B' } else { 'A' };
+    let forged: String = forged.into_iter().collect();
+    for (code, lane) in [(&code, "a1"), (&code, "a2"), (&forged, "a1")] {
+        a.scan(code, lane, Direction::Entry).await.unwrap();
+    }
+    let told = |node: &Node| -> Option<gatemesh_node::GateStats> {
+        let peer = node.peers().into_iter().find(|p| p.name == "gate-a")?;
+        serde_json::from_value(peer.stats?).ok()
+    };
+    eventually("B hears what A turned away", || async {
+        told(&b).is_some_and(|s| s.duplicate == 1 && s.reject == 1)
+    })
+    .await;
+    let refusals = told(&b).unwrap().refusals;
+    assert_eq!(refusals.len(), 1, "{refusals:?}");
+    let (reason, n) = refusals.iter().next().unwrap();
+    assert_eq!(n, &1);
+    assert!(reason.contains("signature"), "{reason}");
+
+    // A device whose counts do not read: left out, and its connection stays.
+    let broken = w.broken_identity();
+    let ep = gatemesh_mesh::net::mesh_endpoint(
+        &broken.trust,
+        &broken.creds,
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .unwrap();
+    let (conn, _) = gatemesh_mesh::net::dial(&ep, a_addr, EVENT).await.unwrap();
+    let (mut send, _recv) = conn.open_bi().await.unwrap();
+    gatemesh_mesh::net::write_frame(&mut send, &[])
+        .await
+        .unwrap();
+    let mut garbage = vec![gatemesh_mesh::session::STATS_FRAME];
+    garbage.extend_from_slice(b"{not json");
+    gatemesh_mesh::net::write_frame(&mut send, &garbage)
+        .await
+        .unwrap();
+    eventually("A lists the broken device as a peer", || async {
+        a.peers().iter().any(|p| p.name == "gate-broken")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let broken_peer = a
+        .peers()
+        .into_iter()
+        .find(|p| p.name == "gate-broken")
+        .unwrap();
+    assert!(broken_peer.connected && broken_peer.stats.is_none());
+    assert!(a.refusals().iter().all(|r| r.name != "gate-broken"));
+    for n in [a, b] {
+        n.shutdown().await;
+    }
+}
