@@ -208,3 +208,83 @@ fn a_gate_killed_mid_sync_converges_after_restart() {
     assert_eq!(dup["verdict"], "duplicate", "{tid}: {dup}");
     assert_eq!(dup["first"]["gate"], "gate-a");
 }
+
+/// Check-in lists on the LAN: two main gates take general admission once per event day, the
+/// VIP door takes VIP only. A second entry the same day at the other main gate is yellow,
+/// naming the first; a GA ticket at the VIP door is refused `not_on_list`; the same ticket
+/// admitted at both main gates while they are apart (one list, one day) is flagged on every
+/// gate once they meet.
+#[test]
+fn lists_on_the_lan_catch_a_second_entry_the_same_day_and_keep_ga_out_of_the_vip_area() {
+    let w = world(4);
+    let Some(mut net) = Net::new(3, true) else {
+        return;
+    };
+    let lists = w.root.join("lists.json");
+    std::fs::write(
+        &lists,
+        json!({
+            "event": EVENT, "time_zone": "Europe/Berlin", "default_product": "GA",
+            "products": [{"code": "GA", "number": 1}, {"code": "VIP", "number": 2}],
+            "lists": [
+                {"id": "main", "name": "Main entrance", "all_products": true, "once_per_day": true},
+                {"id": "vip", "name": "VIP area", "products": ["VIP"]}
+            ]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let on = |list: &str| -> Vec<String> {
+        vec![
+            "--lists".into(),
+            lists.display().to_string(),
+            "--list".into(),
+            list.into(),
+        ]
+    };
+    let apis: Vec<String> = ["main", "main", "vip"]
+        .iter()
+        .enumerate()
+        .map(|(i, list)| gate(&mut net, i, &w, &on(list)))
+        .collect();
+    for (i, api) in apis.iter().enumerate() {
+        eventually("every gate has found the two others by mDNS", || {
+            peer_names(&net, i, api).len() == 2
+        });
+    }
+
+    // A ticket without a product is GA: in at A, yellow at B the same day, naming A.
+    let (tid, code) = &w.codes[0];
+    let first = scan(&net, 0, &apis[0], code, "a1");
+    assert_eq!(
+        (&first["verdict"], &first["list"]),
+        (&json!("admit"), &json!("main")),
+        "{first}"
+    );
+    eventually("B knows A admitted it", || {
+        knows(&net, 1, &apis[1], tid, "gate-a")
+    });
+    let again = scan(&net, 1, &apis[1], code, "b1");
+    assert_eq!(again["verdict"], "duplicate", "{again}");
+    assert_eq!(again["first"]["gate"], "gate-a");
+    // At the VIP door: refused for its list, whatever the ledger says.
+    let (_, other) = &w.codes[1];
+    let vip = scan(&net, 2, &apis[2], other, "c1");
+    assert_eq!(
+        (&vip["verdict"], &vip["reason"]),
+        (&json!("reject"), &json!("not_on_list")),
+        "{vip}"
+    );
+
+    // Partition {A} | {B, C}: one ticket in at both main gates, on one list and day.
+    net.link(0, false);
+    let (tid, code) = &w.codes[2];
+    assert_eq!(scan(&net, 0, &apis[0], code, "a1")["verdict"], "admit");
+    assert_eq!(scan(&net, 1, &apis[1], code, "b1")["verdict"], "admit");
+    net.link(0, true);
+    for (i, api) in apis.iter().enumerate() {
+        eventually("all three gates list the ticket under flags", || {
+            flagged(&net, i, api, tid)
+        });
+    }
+}
