@@ -313,17 +313,7 @@ async fn a_peer_sending_garbage_is_dropped_and_the_others_keep_syncing() {
     eventually("A and B are connected", || async { a.peers().len() == 1 }).await;
 
     let broken = w.broken_identity();
-    let ep = gatemesh_mesh::net::mesh_endpoint(
-        &broken.trust,
-        &broken.creds,
-        "127.0.0.1:0".parse().unwrap(),
-    )
-    .unwrap();
-    let (conn, _) = gatemesh_mesh::net::dial(&ep, a_addr, EVENT).await.unwrap();
-    let (mut send, _recv) = conn.open_bi().await.unwrap();
-    gatemesh_mesh::net::write_frame(&mut send, &[])
-        .await
-        .unwrap();
+    let (_ep, conn, mut send, _recv) = broken_session(&broken, a_addr).await;
     gatemesh_mesh::net::write_frame(&mut send, b"\x42\x00this is not an automerge sync message")
         .await
         .unwrap();
@@ -349,6 +339,31 @@ async fn a_peer_sending_garbage_is_dropped_and_the_others_keep_syncing() {
     }
 }
 
+/// A session to `victim` from the broken device, its hello sent: the endpoint (kept for the
+/// connection to live), the connection and its stream.
+async fn broken_session(
+    broken: &pki::Identity,
+    victim: SocketAddr,
+) -> (
+    quinn::Endpoint,
+    quinn::Connection,
+    quinn::SendStream,
+    quinn::RecvStream,
+) {
+    let ep = gatemesh_mesh::net::mesh_endpoint(
+        &broken.trust,
+        &broken.creds,
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .unwrap();
+    let (conn, _) = gatemesh_mesh::net::dial(&ep, victim, EVENT).await.unwrap();
+    let (mut send, recv) = conn.open_bi().await.unwrap();
+    gatemesh_mesh::net::write_frame(&mut send, &[])
+        .await
+        .unwrap();
+    (ep, conn, send, recv)
+}
+
 /// A sync message as automerge encodes it (version 1), hashes as given.
 /// An enrolled gate whose software is dishonest, speaking the real protocol over QUIC: it
 /// syncs honestly with `victim` until it holds the victim's redemptions, then `craft`s a
@@ -360,17 +375,7 @@ async fn dishonest_peer(
     craft: impl FnOnce(&mut automerge::AutoCommit),
 ) -> quinn::ConnectionError {
     use automerge::{ReadDoc, sync::SyncDoc};
-    let ep = gatemesh_mesh::net::mesh_endpoint(
-        &broken.trust,
-        &broken.creds,
-        "127.0.0.1:0".parse().unwrap(),
-    )
-    .unwrap();
-    let (conn, _) = gatemesh_mesh::net::dial(&ep, victim, EVENT).await.unwrap();
-    let (mut send, mut recv) = conn.open_bi().await.unwrap();
-    gatemesh_mesh::net::write_frame(&mut send, &[])
-        .await
-        .unwrap();
+    let (_ep, conn, mut send, mut recv) = broken_session(broken, victim).await;
     let genesis = gatemesh_ledger::genesis(&EventId::new(EVENT).unwrap());
     let mut doc = automerge::AutoCommit::load(&genesis).unwrap();
     // Its changes under its own node id, its certificate in the first one, as an honest
@@ -1015,17 +1020,7 @@ async fn a_gate_tells_its_peers_what_it_turned_away_and_counts_that_do_not_read_
 
     // A device whose counts do not read: left out, and its connection stays.
     let broken = w.broken_identity();
-    let ep = gatemesh_mesh::net::mesh_endpoint(
-        &broken.trust,
-        &broken.creds,
-        "127.0.0.1:0".parse().unwrap(),
-    )
-    .unwrap();
-    let (conn, _) = gatemesh_mesh::net::dial(&ep, a_addr, EVENT).await.unwrap();
-    let (mut send, _recv) = conn.open_bi().await.unwrap();
-    gatemesh_mesh::net::write_frame(&mut send, &[])
-        .await
-        .unwrap();
+    let (_ep, _conn, mut send, _recv) = broken_session(&broken, a_addr).await;
     let mut garbage = vec![gatemesh_mesh::session::STATS_FRAME];
     garbage.extend_from_slice(b"{not json");
     gatemesh_mesh::net::write_frame(&mut send, &garbage)
