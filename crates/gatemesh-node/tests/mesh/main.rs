@@ -364,7 +364,6 @@ async fn broken_session(
     (ep, conn, send, recv)
 }
 
-/// A sync message as automerge encodes it (version 1), hashes as given.
 /// An enrolled gate whose software is dishonest, speaking the real protocol over QUIC: it
 /// syncs honestly with `victim` until it holds the victim's redemptions, then `craft`s a
 /// change of its own with automerge and sends it. Returns how the victim ended the
@@ -551,6 +550,7 @@ async fn a_dishonest_peer_cannot_delete_or_replace_what_gates_hold() {
     }
 }
 
+/// A sync message as automerge encodes it (version 1), hashes as given.
 fn sync_message(heads: &[[u8; 32]], need: &[[u8; 32]], blooms: &[&[u8]]) -> Vec<u8> {
     let mut out = vec![0x42];
     for hashes in [heads, need] {
