@@ -651,20 +651,14 @@ impl Desk {
         };
         let guests = found
             .into_iter()
-            .map(|(g, state)| {
-                let entries: Vec<_> = state
-                    .effective()
-                    .filter(|r| r.direction == Direction::Entry)
-                    .collect();
-                GuestView {
-                    tid: g.tid.to_string(),
-                    seat: g.seat,
-                    holder: g.holder,
-                    order: g.order,
-                    entries: u32::try_from(entries.len()).unwrap_or(u32::MAX),
-                    first_gate: entries.first().map(|r| r.gate.clone()),
-                    first_at_ms: entries.first().map(|r| r.at_ms),
-                }
+            .map(|f| GuestView {
+                tid: f.guest.tid.to_string(),
+                seat: f.guest.seat,
+                holder: f.guest.holder,
+                order: f.guest.order,
+                entries: u32::try_from(f.entries).unwrap_or(u32::MAX),
+                first_gate: f.first_gate,
+                first_at_ms: f.first_at_ms,
             })
             .collect();
         Ok(GuestsView {

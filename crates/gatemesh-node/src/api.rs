@@ -286,17 +286,15 @@ async fn guests(
     };
     let guests: Vec<_> = found
         .into_iter()
-        .map(|(guest, state)| {
-            let entries: Vec<_> = state
-                .effective()
-                .filter(|r| r.direction == Direction::Entry)
-                .collect();
+        .map(|f| {
+            let g = &f.guest;
             json!({
-                "tid": guest.tid, "seat": guest.seat, "holder": guest.holder,
-                "order": guest.order, "product": guest.product.as_ref().map(ToString::to_string),
-                "standing": state.standing(),
-                "entries": entries.len(),
-                "first": entries.first().map(|r| json!({ "gate": r.gate, "at": format_ms(r.at_ms) })),
+                "tid": g.tid, "seat": g.seat, "holder": g.holder,
+                "order": g.order, "product": g.product.as_ref().map(ToString::to_string),
+                "standing": f.standing,
+                "entries": f.entries,
+                "first": f.first_gate.as_ref().zip(f.first_at_ms)
+                    .map(|(gate, at)| json!({ "gate": gate, "at": format_ms(at) })),
             })
         })
         .collect();

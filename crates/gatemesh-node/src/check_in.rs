@@ -87,14 +87,10 @@ pub(crate) struct GateCheckIn {
 }
 
 impl GateCheckIn {
-    /// The check-in of a gate of `event` started with `config`, taking up the latest
-    /// release `released` its ledger holds. A file of another event, or one without a list
+    /// The check-in of a gate of `event` started with `config` (its ledger's releases are
+    /// taken up by [`GateCheckIn::follow`]). A file of another event, or one without a list
     /// the gate asks for, is refused.
-    pub(crate) fn start(
-        config: CheckIn,
-        event: &EventId,
-        released: Option<&Arc<ReleasedLists>>,
-    ) -> anyhow::Result<Self> {
+    pub(crate) fn start(config: CheckIn, event: &EventId) -> anyhow::Result<Self> {
         let file = match &config.file {
             Some(lists) => {
                 lists.check_event(event)?;
@@ -109,7 +105,7 @@ impl GateCheckIn {
         } else {
             ListsSource::Awaiting
         };
-        let this = Self {
+        Ok(Self {
             current: RwLock::new(Current {
                 asked: config.lists,
                 lists: file,
@@ -117,9 +113,7 @@ impl GateCheckIn {
                 seen: None,
                 problem: None,
             }),
-        };
-        this.follow(released);
-        Ok(this)
+        })
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Current> {

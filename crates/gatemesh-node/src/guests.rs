@@ -37,6 +37,37 @@ pub struct Guest {
     pub product: Option<Product>,
 }
 
+/// A guest a search found, with whether and where they came in (every gate's records this
+/// one holds).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FoundGuest {
+    #[serde(flatten)]
+    pub guest: Guest,
+    /// The ticket's standing (a void ticket is found, and refused at check-in).
+    pub standing: gatemesh_ledger::Standing,
+    /// Entries that count.
+    pub entries: usize,
+    /// The first of them: the gate, and when (ms since 1970).
+    pub first_gate: Option<String>,
+    pub first_at_ms: Option<i64>,
+}
+
+impl FoundGuest {
+    pub(crate) fn of(guest: Guest, state: &gatemesh_ledger::TicketState) -> Self {
+        let entries: Vec<_> = state
+            .effective()
+            .filter(|r| r.direction == gatemesh_ledger::Direction::Entry)
+            .collect();
+        Self {
+            guest,
+            standing: state.standing(),
+            entries: entries.len(),
+            first_gate: entries.first().map(|r| r.gate.clone()),
+            first_at_ms: entries.first().map(|r| r.at_ms),
+        }
+    }
+}
+
 /// The gate's index of guests, shared by the writer (which takes the server's news) and the
 /// API (which searches it without going through the writer).
 #[derive(Debug, Default)]

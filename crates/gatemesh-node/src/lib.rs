@@ -41,7 +41,7 @@ use gatemesh_ledger::{
     Resolution, Store, StoreError, TicketState,
 };
 use gatemesh_ticket::{EventId, Keyring, TicketId, Verifier};
-pub use guests::Guest;
+pub use guests::{FoundGuest, Guest};
 pub use ledger_file::{
     export_ledger_file, import_ledger_file, read_ledger_file, write_ledger_file,
 };
@@ -268,24 +268,17 @@ impl Node {
             config.name
         );
         // A lists file that cannot be checked in with stops the gate before it touches disk.
-        if let Some(CheckIn {
-            lists,
-            file: Some(file),
-        }) = &config.check_in
-        {
-            file.check_event(&config.event)?;
-            file.for_gate(lists)?;
-        }
+        let check_in = Arc::new(check_in::GateCheckIn::start(
+            config.check_in.clone().unwrap_or_default(),
+            &config.event,
+        )?);
         let lock = lock_data_dir(&config.data_dir)?;
         let keys = keys_of(config.identity.as_ref(), &config.event)?;
         let (store, ledger) =
             open_ledger(&config.data_dir, &config.event, config.durability, keys)?;
         let uncompacted = store.pending_changes()?;
-        let check_in = Arc::new(check_in::GateCheckIn::start(
-            config.check_in.unwrap_or_default(),
-            &config.event,
-            ledger.lists(),
-        )?);
+        // The latest release of the lists the ledger holds replaces the file.
+        check_in.follow(ledger.lists());
         let guests = Arc::new(guests::Guests::default());
         let (stats_tx, stats) = tokio::sync::watch::channel(Arc::new(Vec::new()));
         let info = NodeInfo {
@@ -425,20 +418,17 @@ impl Node {
     }
 
     /// Guests whose name or order contains `query`, or whose ticket id or seat starts with
-    /// it (at most 20), each with their ticket's history here; `None` when this gate has no
+    /// it (at most 20), each with whether and where they came in; `None` when this gate has no
     /// one to search (the event does not let gates find guests, or the manifest has not
     /// come since the gate started).
-    pub async fn search_guests(
-        &self,
-        query: &str,
-    ) -> Result<Option<Vec<(Guest, TicketState)>>, NodeError> {
+    pub async fn search_guests(&self, query: &str) -> Result<Option<Vec<FoundGuest>>, NodeError> {
         if self.shared.guests.is_empty() {
             return Ok(None);
         }
         let mut found = Vec::new();
         for guest in self.shared.guests.search(query) {
             let (state, _) = self.ticket(guest.tid.clone()).await?;
-            found.push((guest, state));
+            found.push(FoundGuest::of(guest, &state));
         }
         Ok(Some(found))
     }

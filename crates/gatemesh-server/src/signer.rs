@@ -258,6 +258,18 @@ pub(crate) fn relayed(
     Ok(())
 }
 
+/// Now, as the server's identity `signer` stamps a record it makes: wall time (ms since
+/// 1970) and its clock reading, in its own name.
+fn now_as(signer: &Signer) -> (i64, Hlc) {
+    let at_ms = gatemesh_wire::Timestamp::now().ms();
+    let hlc = Hlc {
+        wall_ms: at_ms,
+        counter: 0,
+        node: signer.node().clone(),
+    };
+    (at_ms, hlc)
+}
+
 /// A ticket's new standing (a void, a transfer) as the ledger record gates write: a status
 /// by the server's identity, at this moment, signed, with its certificate under `cert`
 /// (JSON). Made when the standing changes and stored with the ticket, so every relay of it
@@ -271,17 +283,13 @@ pub(crate) fn standing_record(
 ) -> Result<String, StoreError> {
     let made = signers.for_relay(data, eid)?;
     let (signer, cert) = &*made;
-    let at_ms = gatemesh_wire::Timestamp::now().ms();
+    let (at_ms, hlc) = now_as(signer);
     let mut status = gatemesh_ledger::Status {
         tid: tid.clone(),
         standing,
         by: "server".into(),
         at_ms,
-        hlc: Hlc {
-            wall_ms: at_ms,
-            counter: 0,
-            node: signer.node().clone(),
-        },
+        hlc,
         sig: None,
     };
     signer
@@ -304,17 +312,13 @@ pub(crate) fn lists_record(
 ) -> Result<String, StoreError> {
     let made = signers.for_relay(data, eid)?;
     let (signer, cert) = &*made;
-    let at_ms = gatemesh_wire::Timestamp::now().ms();
+    let (at_ms, hlc) = now_as(signer);
     let mut record = gatemesh_ledger::ListsRecord {
         version,
         lists: lists.clone(),
         by: by.to_owned(),
         at_ms,
-        hlc: Hlc {
-            wall_ms: at_ms,
-            counter: 0,
-            node: signer.node().clone(),
-        },
+        hlc,
         sig: None,
     };
     signer

@@ -115,6 +115,7 @@ async fn a_guest_found_by_name_or_order_is_checked_in_by_staff_and_their_code_is
             &json!(0)
         )
     );
+    assert_eq!(first["standing"], json!({ "state": "active" }), "{first}");
     assert_eq!(tids(&search(&gate, "ord-2002").await).len(), 2);
     assert_eq!(tids(&search(&gate, &alan[0].0).await), [alan[0].0.as_str()]);
     assert!(tids(&search(&gate, "a").await).is_empty());
