@@ -33,18 +33,23 @@ mod plot;
 mod report;
 mod watch;
 
+pub use plan::Scenario;
 pub use plot::svg;
 pub use report::text;
 
 pub(crate) use crate::stats::round;
 use fleet::{At, Children, Gates, spawn_ready};
 use net::{Lan, Place};
-use plan::{Plan, What};
+use plan::{Festival, Plan, What};
 use watch::{Shared, Watch};
 
 /// Play a whole event against a server and N gates, with faults, and check it end to end.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Options {
+    /// The kind of event: `concert` (one evening, a ticket used once at any gate) or
+    /// `festival` (three days, check-in lists from the server, a VIP area with its own door).
+    #[arg(long, value_enum, default_value_t = Scenario::Concert)]
+    pub scenario: Scenario,
     /// Gates (entrances), each a `gatemesh gate` process paired with the server.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(2..=32))]
     pub gates: u16,
@@ -146,7 +151,11 @@ impl Rehearsal {
     pub async fn play(&self) -> Result<Value> {
         let args = &self.options;
         let (gates, attendees) = (usize::from(args.gates), args.attendees as usize);
-        let plan = plan::draw(gates, attendees, args.minutes * 60.0, args.seed);
+        let duration_s = args.minutes * 60.0;
+        let plan = match args.scenario {
+            Scenario::Concert => plan::draw(gates, attendees, duration_s, args.seed),
+            Scenario::Festival => plan::festival::draw(gates, attendees, duration_s, args.seed),
+        };
         let lan = Arc::new(Lan::new(gates, self.netns).await?);
         eprintln!(
             "rehearsal: {gates} gates, {attendees} attendees, {} event minutes at {}x, seed {}; {}",
@@ -158,8 +167,10 @@ impl Rehearsal {
         let setup = Instant::now();
         let (server_proc, org, pin) = self.start_server(&lan).await?;
         let eid = format!("rehearsal-{}", args.seed);
-        let codes = open_event(&org, &eid, attendees).await?;
-        let commands = self.pair_gates(&lan, &org, pin, &eid).await?;
+        let codes = open_event(&org, &eid, attendees, plan.festival.as_ref()).await?;
+        let commands = self
+            .pair_gates(&lan, &org, pin, &eid, plan.festival.as_ref())
+            .await?;
         let fleet = Arc::new(Gates::new(
             lan.clone(),
             self.bin.clone(),
@@ -185,6 +196,11 @@ impl Rehearsal {
             })
             .collect::<Result<_>>()?;
         wait_until_ready(&at_gate, attendees).await?;
+        // A festival's lists are released now, their days counted from the doors opening.
+        let releases = match &plan.festival {
+            Some(f) => Some(open_the_festival(f, &org, &at_gate, &eid, args.speed).await?),
+            None => None,
+        };
         let setup_s = setup.elapsed().as_secs_f64();
 
         let shared = Arc::new(Shared::new(codes, args.speed, attendees));
@@ -195,6 +211,7 @@ impl Rehearsal {
             gates: at_gate.clone(),
             org: org.clone(),
             eid: eid.clone(),
+            releases: releases.map(Arc::new),
         };
         let (played_s, observed) = self.play_plan(&plan, &lan, &fleet, &watch).await?;
         eprintln!(
@@ -213,6 +230,7 @@ impl Rehearsal {
         let stats = org.get(&format!("/v1/events/{eid}/stats")).await?;
         let report = report::build(report::Inputs {
             args: json!({
+                "scenario": args.scenario,
                 "gates": gates, "attendees": attendees, "seed": args.seed, "speed": args.speed,
                 "minutes": args.minutes, "network": lan.mode(),
                 "database": if args.db.is_some() { "postgresql" } else { "sqlite" },
@@ -283,6 +301,7 @@ impl Rehearsal {
         org: &At,
         pin: gatemesh_wire::CertFingerprint,
         eid: &str,
+        festival: Option<&Festival>,
     ) -> Result<Vec<Vec<String>>> {
         let dir = &self.dir;
         let mut commands = Vec::new();
@@ -318,6 +337,10 @@ impl Rehearsal {
                 path_str(&dir.join(format!("gate-{i}"))),
             ];
             c.extend(lan.gate_args(i));
+            // A festival's gates check in with their lists, which the server releases.
+            for list in festival.map(|f| f.lists_of(i)).unwrap_or_default() {
+                c.extend(["--list".to_owned(), (*list).to_owned()]);
+            }
             c.extend(self.options.gate_args.iter().cloned());
             commands.push(c);
         }
@@ -363,6 +386,9 @@ impl Rehearsal {
                 What::Transfer { ticket } => {
                     tasks.push(tokio::spawn(watch.clone().transfer(*ticket)));
                 }
+                What::ReleaseLists { version } => {
+                    watchers.push(tokio::spawn(watch.clone().release_lists(*version)));
+                }
                 What::Kill { gate, down_s } => {
                     let kill = watch.clone().kill(fleet.clone(), *gate, down_s / speed);
                     watchers.push(tokio::spawn(kill));
@@ -384,27 +410,82 @@ impl Rehearsal {
     }
 }
 
-/// The event at the server, and its tickets' `(tid, code)`.
-async fn open_event(org: &At, eid: &str, attendees: usize) -> Result<Vec<(String, String)>> {
+/// The event at the server, and its tickets' `(tid, code)`: a festival's product by product,
+/// as its plan numbers them.
+async fn open_event(
+    org: &At,
+    eid: &str,
+    attendees: usize,
+    festival: Option<&Festival>,
+) -> Result<Vec<(String, String)>> {
     org.post(
         "/v1/events",
         json!({ "id": eid, "name": "Rehearsal", "capacity": attendees }),
     )
     .await?;
+    let batches: Vec<(usize, Option<u8>)> = match festival {
+        Some(f) => f.issued.iter().map(|i| (i.count, Some(i.number))).collect(),
+        None => vec![(attendees, None)],
+    };
     let mut codes = Vec::with_capacity(attendees);
-    while codes.len() < attendees {
-        let n = (attendees - codes.len()).min(5000);
-        let issued = org
-            .post(
-                &format!("/v1/events/{eid}/tickets"),
-                json!({ "count": n, "format": "gm1" }),
-            )
-            .await?;
-        for t in issued["tickets"].as_array().into_iter().flatten() {
-            codes.push((str_of(&t["tid"]), str_of(&t["code"])));
+    for (count, product) in batches {
+        let mut left = count;
+        while left > 0 {
+            let n = left.min(5000);
+            let mut body = json!({ "count": n, "format": "gm1" });
+            if let Some(p) = product {
+                body["product"] = json!(p.to_string());
+            }
+            let issued = org.post(&format!("/v1/events/{eid}/tickets"), body).await?;
+            let tickets = issued["tickets"].as_array().cloned().unwrap_or_default();
+            anyhow::ensure!(
+                tickets.len() == n,
+                "the server issued {} of {n} tickets",
+                tickets.len()
+            );
+            for t in &tickets {
+                codes.push((str_of(&t["tid"]), str_of(&t["code"])));
+            }
+            left -= n;
         }
     }
     Ok(codes)
+}
+
+/// Releases the festival's lists at the server, their first day starting a few seconds from
+/// now, and waits until every gate checks in with them; returns each version's file. Gates
+/// started with `--list` refuse every ticket until then, so the doors open (the rehearsal's
+/// clock starts) only when every gate has the lists.
+async fn open_the_festival(
+    festival: &Festival,
+    org: &At,
+    at_gate: &[At],
+    eid: &str,
+    speed: f64,
+) -> Result<watch::Releases> {
+    const LEAD: Duration = Duration::from_secs(10);
+    let opens = Instant::now() + LEAD;
+    let t0_ms = gatemesh_wire::time::now_ms() + LEAD.as_millis() as i64;
+    let day_ms = (festival.day_s * 1000.0 / speed) as i64;
+    let files = (1..=2)
+        .map(|v| (v, festival.lists_file(eid, t0_ms, day_ms, v)))
+        .collect();
+    let releases = watch::Releases { files };
+    org.put(&format!("/v1/events/{eid}/lists"), releases.file(1)?)
+        .await
+        .context("releasing the festival's lists")?;
+    for (i, g) in at_gate.iter().enumerate() {
+        while watch::lists_version(g).await != Some(1) {
+            anyhow::ensure!(
+                Instant::now() < opens,
+                "gate {i} did not take up the festival's lists in {} s",
+                LEAD.as_secs()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    tokio::time::sleep_until(opens.into()).await;
+    Ok(releases)
 }
 
 /// Ready to open the doors: every gate has the manifest and sees every other (90 s at most).
@@ -436,11 +517,17 @@ fn network_fault(what: &What, lan: &Lan, watch: &Watch) -> Result<Option<JoinHan
     Ok(match what {
         What::UplinkDown { gate } => {
             lan.uplink(*gate, false)?;
+            if let Ok(mut d) = shared.uplinks_down.lock() {
+                d.push(*gate);
+            }
             shared.fault(json!({ "uplink_down": gate }));
             None
         }
         What::UplinkUp { gate } => {
             lan.uplink(*gate, true)?;
+            if let Ok(mut d) = shared.uplinks_down.lock() {
+                d.retain(|g| g != gate);
+            }
             shared.fault(json!({ "uplink_up": gate }));
             Some(tokio::spawn(watch.clone().reconciled(*gate)))
         }
@@ -460,7 +547,11 @@ fn network_fault(what: &What, lan: &Lan, watch: &Watch) -> Result<Option<JoinHan
             shared.fault(json!({ "heal": true }));
             Some(tokio::spawn(watch.clone().flagged_after_heal()))
         }
-        What::Scan(_) | What::Void { .. } | What::Transfer { .. } | What::Kill { .. } => None,
+        What::Scan(_)
+        | What::Void { .. }
+        | What::Transfer { .. }
+        | What::ReleaseLists { .. }
+        | What::Kill { .. } => None,
     })
 }
 

@@ -95,27 +95,25 @@ impl World {
             codes: Vec::new(),
         };
         w.run(&["keygen", "--out", p(&w.root.join("keys"))]);
-        w.run(&[
-            "issue",
-            "--key",
-            p(&w.root.join("keys/issuer.key.pem")),
-            "--event",
-            event,
-            "--count",
-            &count.to_string(),
-            "--no-png",
-            "--no-pdf",
-            "--out",
-            p(&w.root.join("batch")),
-        ]);
-        let mut reader =
-            csv::Reader::from_path(w.root.join("batch/tickets.csv")).expect("tickets.csv");
-        let codes = reader
+        let codes = w.issue("batch", &["--count", &count.to_string()]);
+        Self { codes, ..w }
+    }
+
+    /// Issues another batch of this event's tickets into `root/<batch>`: `args` say how many
+    /// and of what (`--count 2 --product VIP --lists FILE`). Returns their `(tid, code)`.
+    pub fn issue(&self, batch: &str, args: &[&str]) -> Vec<(String, String)> {
+        let out = self.root.join(batch);
+        let key = self.root.join("keys/issuer.key.pem");
+        let mut all = vec!["issue", "--key", p(&key), "--event", &self.event];
+        all.extend_from_slice(args);
+        all.extend(["--no-png", "--no-pdf", "--out", p(&out)]);
+        self.run(&all);
+        let mut reader = csv::Reader::from_path(out.join("tickets.csv")).expect("tickets.csv");
+        reader
             .records()
             .map(|r| r.map(|r| (r[0].to_owned(), r[4].to_owned())))
             .collect::<Result<_, _>>()
-            .expect("a readable tickets.csv");
-        Self { codes, ..w }
+            .expect("a readable tickets.csv")
     }
 
     /// Runs the binary and insists that it succeeds.

@@ -288,3 +288,161 @@ fn lists_on_the_lan_catch_a_second_entry_the_same_day_and_keep_ga_out_of_the_vip
         });
     }
 }
+
+/// The next whole minute (UTC) at least 20 s away, in ms, and as the `HH:MM` a lists file's
+/// `day_starts` takes: the event day changes then, by every gate's own clock.
+fn next_day_boundary() -> (i64, String) {
+    const MINUTE: i64 = 60_000;
+    let now_ms = gatemesh_wire::time::now_ms();
+    let mut at = (now_ms / MINUTE + 1) * MINUTE;
+    if at - now_ms < 20_000 {
+        at += MINUTE;
+    }
+    let hhmm = format!("{:02}:{:02}", (at / 3_600_000) % 24, (at / MINUTE) % 60);
+    (at, hhmm)
+}
+
+/// Days on the LAN, by the gates' own clocks. The event day turns over a minute or so into
+/// the test (`day_starts`); Friday's tickets are good until then. A 3-day pass is in once per
+/// event day at two main gates: the same day's second entry is yellow at the other gate,
+/// naming the first; after the turn it is green again, once. A Friday ticket is refused
+/// after Friday with its reason. Then, while the LAN is split, one pass is admitted at both
+/// main gates (one list, one day: flagged on every gate once they meet), and a VIP pass at a
+/// main gate and at the VIP door (two lists: flagged nowhere).
+#[test]
+fn a_pass_counts_once_per_event_day_and_a_day_ticket_on_its_day_across_the_lan() {
+    let w = world(1);
+    let Some(mut net) = Net::new(3, true) else {
+        return;
+    };
+    let (turn_ms, hhmm) = next_day_boundary();
+    let lists = w.root.join("lists.json");
+    std::fs::write(
+        &lists,
+        json!({
+            "event": EVENT, "time_zone": "UTC", "day_starts": hhmm,
+            "products": [
+                {"code": "PASS", "number": 1}, {"code": "FRI", "number": 2},
+                {"code": "VIP", "number": 3}
+            ],
+            "lists": [
+                {"id": "pass", "name": "Festival entrance", "products": ["PASS", "VIP"],
+                 "once_per_day": true},
+                {"id": "fri", "name": "Friday tickets", "products": ["FRI"],
+                 "windows": [{"until": gatemesh_wire::Timestamp::from_ms(turn_ms)}]},
+                {"id": "vip", "name": "VIP area", "products": ["VIP"], "once_per_day": true}
+            ]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let issue = |batch: &str, product: &str| {
+        w.issue(
+            batch,
+            &[
+                "--count",
+                "2",
+                "--product",
+                product,
+                "--lists",
+                lists.to_str().unwrap(),
+            ],
+        )
+    };
+    let (passes, fridays, vips) = (
+        issue("pass", "PASS"),
+        issue("fri", "FRI"),
+        issue("vip", "VIP"),
+    );
+    let on = |ids: &[&str]| -> Vec<String> {
+        let mut args = vec!["--lists".to_owned(), lists.display().to_string()];
+        for id in ids {
+            args.extend(["--list".to_owned(), (*id).to_owned()]);
+        }
+        args
+    };
+    let apis = [
+        gate(&mut net, 0, &w, &on(&["pass", "fri"])),
+        gate(&mut net, 1, &w, &on(&["pass", "fri"])),
+        gate(&mut net, 2, &w, &on(&["vip"])),
+    ];
+    for (i, api) in apis.iter().enumerate() {
+        eventually("every gate has found the two others by mDNS", || {
+            peer_names(&net, i, api).len() == 2
+        });
+    }
+    let said = |v: &Value| (v["verdict"].clone(), v["reason"].clone(), v["list"].clone());
+
+    // Friday, at A: the pass in; at B the same day, yellow naming A. A Friday ticket in.
+    let (pass, code) = &passes[0];
+    let first = scan(&net, 0, &apis[0], code, "a1");
+    assert_eq!(
+        said(&first),
+        (json!("admit"), json!("valid"), json!("pass")),
+        "{first}"
+    );
+    eventually("B knows A admitted the pass", || {
+        knows(&net, 1, &apis[1], pass, "gate-a")
+    });
+    let again = scan(&net, 1, &apis[1], code, "b1");
+    assert_eq!(again["verdict"], "duplicate", "{again}");
+    assert_eq!(again["first"]["gate"], "gate-a");
+    let friday = scan(&net, 1, &apis[1], &fridays[0].1, "b1");
+    assert_eq!(
+        said(&friday),
+        (json!("admit"), json!("valid"), json!("fri")),
+        "{friday}"
+    );
+    assert!(
+        gatemesh_wire::time::now_ms() < turn_ms,
+        "the first day's scans took past its end: the test machine is too slow for this test"
+    );
+
+    // Saturday: the pass is green again at B, once; Friday's tickets are refused.
+    std::thread::sleep(Duration::from_millis(
+        (turn_ms - gatemesh_wire::time::now_ms() + 500).max(0) as u64,
+    ));
+    let saturday = scan(&net, 1, &apis[1], code, "b1");
+    assert_eq!(
+        said(&saturday),
+        (json!("admit"), json!("valid"), json!("pass")),
+        "{saturday}"
+    );
+    assert_ne!(saturday["redemption_id"], first["redemption_id"]);
+    eventually("A knows B admitted the pass on Saturday", || {
+        knows(&net, 0, &apis[0], pass, "gate-b")
+    });
+    let again = scan(&net, 0, &apis[0], code, "a1");
+    assert_eq!(again["verdict"], "duplicate", "{again}");
+    assert_eq!(again["first"]["gate"], "gate-b");
+    for (_, code) in &fridays {
+        let late = scan(&net, 0, &apis[0], code, "a1");
+        assert_eq!(
+            (&late["verdict"], &late["reason"]),
+            (&json!("reject"), &json!("not_valid_now")),
+            "{late}"
+        );
+    }
+
+    // Apart: {A} | {B, C}.
+    net.link(0, false);
+    let (copied, code) = &passes[1];
+    assert_eq!(scan(&net, 0, &apis[0], code, "a1")["verdict"], "admit");
+    assert_eq!(scan(&net, 1, &apis[1], code, "b1")["verdict"], "admit");
+    let (vip, vip_code) = &vips[0];
+    assert_eq!(scan(&net, 0, &apis[0], vip_code, "a1")["list"], "pass");
+    assert_eq!(scan(&net, 2, &apis[2], vip_code, "c1")["list"], "vip");
+    net.link(0, true);
+    for (i, api) in apis.iter().enumerate() {
+        eventually("every gate flags the pass admitted on both sides", || {
+            flagged(&net, i, api, copied)
+        });
+        eventually("every gate holds both of the VIP pass's entries", || {
+            knows(&net, i, api, vip, "gate-a") && knows(&net, i, api, vip, "gate-c")
+        });
+        assert!(
+            !flagged(&net, i, api, vip) && !flagged(&net, i, api, pass),
+            "entries on two lists, or on two days, are no copies (gate {i})"
+        );
+    }
+}

@@ -213,6 +213,58 @@ fn the_rehearsal_with_the_server_on_postgresql() {
     assert_full_rehearsal(code, &r, &text);
 }
 
+/// A festival: three days with the server's check-in lists, passes once a day, day tickets
+/// on their day only, a VIP area with its own door, the lists changed on the second day
+/// while the main entrance's uplink is down — in namespaces with mDNS as root.
+#[test]
+fn a_festival_rehearsal_holds_every_invariant() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, r, text) = short(dir.path(), "5", &["--scenario", "festival"]);
+    assert_eq!(r["config"]["scenario"], "festival");
+    assert_eq!(code, 0, "{text}");
+    for inv in r["invariants"].as_array().unwrap() {
+        assert_eq!(inv["ok"], true, "{inv}");
+    }
+    let names: Vec<&str> = r["invariants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"gates_the_changed_lists_did_not_reach"),
+        "{names:?}"
+    );
+    // Every story was played, so the invariants had something to hold on.
+    for (presented, refused) in [
+        ("wrong_day_presented", "wrong_day_refused_not_valid_now"),
+        ("wrong_door_presented", "wrong_door_refused_not_on_list"),
+    ] {
+        assert!(n(&r, &format!("/counts/{presented}")) >= 1, "{text}");
+        assert_eq!(
+            n(&r, &format!("/counts/{presented}")),
+            n(&r, &format!("/counts/{refused}"))
+        );
+    }
+    assert!(n(&r, "/counts/copies_caught_at_the_gate") >= 1, "{text}");
+    assert!(n(&r, "/counts/copies_admitted_then_flagged") >= 1, "{text}");
+    assert!(n(&r, "/staff_resolution/flagged") >= 1, "{text}");
+    // The second version of the lists reached every gate, one of them with its uplink down.
+    let release = &r["observed"]["lists_release"];
+    assert_eq!(release["version"], 2, "{release}");
+    let reached = release["reached_gate_s"].as_array().unwrap();
+    assert_eq!(reached.len(), 3);
+    assert!(reached.iter().all(Value::is_number), "{release}");
+    assert_eq!(
+        release["gates_without_uplink"],
+        serde_json::json!([0]),
+        "{release}"
+    );
+    // Passes came on every day: the admissions outnumber the tickets.
+    assert!(n(&r, "/counts/admitted") > 500, "{text}");
+    assert!(text.contains("festival: wrong day"), "{text}");
+}
+
 #[test]
 fn a_gate_that_answers_a_double_fire_with_yellow_fails_the_rehearsal() {
     let dir = tempfile::tempdir().unwrap();

@@ -85,6 +85,10 @@ impl At {
     pub(super) async fn post(&self, path: &str, body: Value) -> Result<Value> {
         self.call(reqwest::Method::POST, path, Some(body)).await
     }
+
+    pub(super) async fn put(&self, path: &str, body: Value) -> Result<Value> {
+        self.call(reqwest::Method::PUT, path, Some(body)).await
+    }
 }
 
 /// Starts a gatemesh service and reads the one JSON line it prints when ready.

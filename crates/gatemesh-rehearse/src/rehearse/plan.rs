@@ -5,6 +5,9 @@
 use rand::{RngExt, SeedableRng, rngs::ChaCha8Rng, seq::SliceRandom};
 use serde::Serialize;
 
+pub mod festival;
+pub use festival::Festival;
+
 /// Who presents a code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -19,6 +22,23 @@ pub enum Who {
     OldHolder,
     /// The holder a ticket was transferred to, with the new code.
     NewHolder,
+    /// A day ticket's holder on another day than theirs: refused `not_valid_now`.
+    WrongDay,
+    /// A holder at a door whose lists do not take their ticket (GA at the VIP area):
+    /// refused `not_on_list`.
+    WrongDoor,
+}
+
+impl Who {
+    /// The reason a gate must give for refusing this presentation, for those that must be
+    /// refused by the gate's lists whatever the ledger holds.
+    pub fn refused_for(self) -> Option<&'static str> {
+        match self {
+            Who::WrongDay => Some("not_valid_now"),
+            Who::WrongDoor => Some("not_on_list"),
+            _ => None,
+        }
+    }
 }
 
 /// One presentation of a code at a scanner.
@@ -31,6 +51,10 @@ pub struct Scan {
     pub who: Who,
     /// The scanner fires a second time this many (real) milliseconds later.
     pub double_fire_ms: Option<u64>,
+    /// On an event with check-in lists, what the presentation counts against: the list and
+    /// its window (`pass/w1`), as the gate writes a redemption's scope.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -56,6 +80,10 @@ pub enum What {
         side_b: Vec<usize>,
     },
     Heal,
+    /// The organizer releases this version of the event's check-in lists.
+    ReleaseLists {
+        version: u64,
+    },
     /// SIGKILL, then a restart on the same data after `down_s` event seconds.
     Kill {
         gate: usize,
@@ -87,8 +115,23 @@ pub struct Plan {
     pub attendees: usize,
     pub duration_s: f64,
     pub faults: Faults,
+    /// The festival's days, products and doors, when the scenario is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub festival: Option<Festival>,
     #[serde(skip)]
     pub steps: Vec<Step>,
+}
+
+/// What kind of event a rehearsal plays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scenario {
+    /// One evening, one entry per ticket at any gate: refunds, transfers, copies.
+    Concert,
+    /// Three days with check-in lists released by the server: 3-day passes once a day, day
+    /// tickets on their day only, a VIP area with a door of its own; the lists change
+    /// mid-event.
+    Festival,
 }
 
 /// Shares of the tickets that take part in each story.
@@ -107,27 +150,63 @@ fn arrival(rng: &mut ChaCha8Rng) -> f64 {
     u[1]
 }
 
+/// One of `gates` for a holder: a main entrance (the first) takes more people than a side
+/// door.
+fn pick(rng: &mut ChaCha8Rng, gates: &[usize]) -> usize {
+    let weight = |i: usize| 1.0 / (1.0 + 0.25 * i as f64);
+    let total: f64 = (0..gates.len()).map(weight).sum();
+    let mut x = rng.random::<f64>() * total;
+    for (i, &g) in gates.iter().enumerate() {
+        if x < weight(i) {
+            return g;
+        }
+        x -= weight(i);
+    }
+    gates[gates.len() - 1]
+}
+
+/// Another of `gates` than `not`, any one alike (`not` itself when it is the only one).
+fn other(rng: &mut ChaCha8Rng, gates: &[usize], not: usize) -> usize {
+    let others: Vec<usize> = gates.iter().copied().filter(|&g| g != not).collect();
+    if others.is_empty() {
+        not
+    } else {
+        others[rng.random_range(0..others.len())]
+    }
+}
+
+/// One presentation at `at`: `(gate, ticket, who)`, on one of the gate's two lanes, its
+/// scanner sometimes firing twice.
+fn present(
+    steps: &mut Vec<Step>,
+    rng: &mut ChaCha8Rng,
+    at: f64,
+    (gate, ticket, who): (usize, usize, Who),
+    scope: Option<String>,
+) {
+    let double_fire_ms = rng
+        .random_bool(DOUBLE_FIRE)
+        .then(|| rng.random_range(60..300));
+    steps.push(Step {
+        at,
+        what: What::Scan(Scan {
+            gate,
+            lane: rng.random_range(0..2),
+            ticket,
+            who,
+            double_fire_ms,
+            scope,
+        }),
+    });
+}
+
 /// Draws the event. Needs at least two gates (and four attendees per story to tell).
 pub fn draw(gates: usize, attendees: usize, duration_s: f64, seed: u64) -> Plan {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let d = duration_s;
-    // A main entrance takes more people than a side door.
-    let weights: Vec<f64> = (0..gates).map(|g| 1.0 / (1.0 + 0.25 * g as f64)).collect();
-    let total: f64 = weights.iter().sum();
-    let pick_gate = |rng: &mut ChaCha8Rng| {
-        let mut x = rng.random::<f64>() * total;
-        for (g, w) in weights.iter().enumerate() {
-            if x < *w {
-                return g;
-            }
-            x -= w;
-        }
-        gates - 1
-    };
-    let other_gate = |rng: &mut ChaCha8Rng, not: usize| {
-        let g = rng.random_range(0..gates - 1);
-        if g >= not { g + 1 } else { g }
-    };
+    let all: Vec<usize> = (0..gates).collect();
+    let pick_gate = |rng: &mut ChaCha8Rng| pick(rng, &all);
+    let other_gate = |rng: &mut ChaCha8Rng, not: usize| other(rng, &all, not);
 
     let side_b: Vec<usize> = (gates.div_ceil(2)..gates).collect();
     let faults = Faults {
@@ -151,19 +230,7 @@ pub fn draw(gates: usize, attendees: usize, duration_s: f64, seed: u64) -> Plan 
 
     let mut steps = Vec::new();
     let scan = |steps: &mut Vec<Step>, rng: &mut ChaCha8Rng, at: f64, gate, ticket, who| {
-        let double_fire_ms = rng
-            .random_bool(DOUBLE_FIRE)
-            .then(|| rng.random_range(60..300));
-        steps.push(Step {
-            at: at.clamp(0.0, d),
-            what: What::Scan(Scan {
-                gate,
-                lane: rng.random_range(0..2),
-                ticket,
-                who,
-                double_fire_ms,
-            }),
-        });
+        present(steps, rng, at.clamp(0.0, d), (gate, ticket, who), None);
     };
 
     for &t in plain {
@@ -267,6 +334,7 @@ pub fn draw(gates: usize, attendees: usize, duration_s: f64, seed: u64) -> Plan 
         attendees,
         duration_s: d,
         faults,
+        festival: None,
         steps,
     }
 }

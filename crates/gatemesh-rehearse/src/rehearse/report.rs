@@ -2,7 +2,7 @@
 //! what the server and every gate hold at the end, and the numbers the event produced.
 
 use std::{
-    collections::{BTreeMap, HashMap, HashSet},
+    collections::{BTreeMap, BTreeSet, HashMap, HashSet},
     fmt::Write,
 };
 
@@ -165,15 +165,31 @@ pub(super) async fn agreement(
     Ok(out)
 }
 
-/// Tickets admitted more than once (distinct redemptions) so far.
+/// Tickets admitted more than once (distinct redemptions) in one scope so far: what the
+/// gates must flag.
 pub(super) fn admitted_twice(shared: &Shared) -> Vec<String> {
     let Ok(scans) = shared.scans.lock() else {
         return Vec::new();
     };
-    admissions_told(&scans)
-        .into_iter()
+    twice_in_a_scope(&scans).into_iter().collect()
+}
+
+/// Tickets a scanner was told were admitted twice (distinct redemptions) on one list in one
+/// window, as the plan places them (an event without lists has one scope).
+fn twice_in_a_scope(scans: &[ScanRecord]) -> BTreeSet<String> {
+    let mut ids: HashMap<(&str, Option<&str>), HashSet<&str>> = HashMap::new();
+    for s in scans {
+        for shot in std::iter::once(&s.first).chain(&s.second) {
+            if let (true, Some(id)) = (shot.verdict == "admit", &shot.redemption_id) {
+                ids.entry((&s.tid, s.scope.as_deref()))
+                    .or_default()
+                    .insert(id);
+            }
+        }
+    }
+    ids.into_iter()
         .filter(|(_, ids)| ids.len() > 1)
-        .map(|(tid, _)| tid.to_owned())
+        .map(|((tid, _), _)| tid.to_owned())
         .collect()
 }
 
@@ -257,14 +273,34 @@ pub(super) fn build(i: Inputs<'_>) -> Result<Value> {
     }
     let propagation = snapshot(&shared.propagation)?;
 
-    let invariants = findings.invariants(&i.agreement, &i.resolution);
-    let ok = invariants.iter().all(|v| v["ok"] == true);
+    let mut invariants = findings.invariants(&i.agreement, &i.resolution);
     let mut observed = json!({});
     for o in i.observed {
         if let (Some(obj), Value::Object(m)) = (observed.as_object_mut(), o) {
             obj.extend(m);
         }
     }
+    if i.plan.festival.is_some() {
+        // The lists changed mid-event reach every gate, those without an uplink through
+        // their peers.
+        let release = &observed["lists_release"];
+        let missed: Vec<String> = match release["reached_gate_s"].as_array() {
+            Some(gates) => gates
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| !s.is_number())
+                .map(|(g, _)| format!("gate {g}"))
+                .collect(),
+            None => vec![format!("the release failed: {}", release["error"])],
+        };
+        invariants.push(inv(
+            "gates_the_changed_lists_did_not_reach",
+            missed.len(),
+            0,
+            &missed,
+        ));
+    }
+    let ok = invariants.iter().all(|v| v["ok"] == true);
     let faults = snapshot(&shared.faults)?;
     let (copies, changed) = (&findings.copies, &findings.changed);
     Ok(json!({
@@ -284,6 +320,10 @@ pub(super) fn build(i: Inputs<'_>) -> Result<Value> {
             "void_or_transferred_presented": changed.refused + changed.before_reach + changed.after_reach.len(),
             "void_or_transferred_refused": changed.refused,
             "void_or_transferred_admitted_before_it_reached_the_gate": changed.before_reach,
+            "wrong_day_presented": findings.lists.wrong_day.0,
+            "wrong_day_refused_not_valid_now": findings.lists.wrong_day.1,
+            "wrong_door_presented": findings.lists.wrong_door.0,
+            "wrong_door_refused_not_on_list": findings.lists.wrong_door.1,
             "server": i.stats,
         },
         "scan_to_result": latency,
@@ -327,6 +367,71 @@ struct Findings {
     double_mismatch: Vec<String>,
     admissions: Admissions,
     changed: Changed,
+    lists: ListsFindings,
+}
+
+/// What the check-in lists decided (an event with lists).
+#[derive(Default)]
+struct ListsFindings {
+    /// Presentations the lists must refuse (wrong day, wrong door), and those they refused
+    /// for that reason.
+    wrong_day: (usize, usize),
+    wrong_door: (usize, usize),
+    /// Refused for another reason than the one expected, or admitted.
+    not_refused_as_expected: Vec<String>,
+    /// A holder's (or copy's) presentation refused by the lists although one of the gate's
+    /// lists takes the ticket then.
+    refused_by_a_list_that_admits_it: Vec<String>,
+    /// Flagged at the server, though no ticket was admitted twice in one scope.
+    flagged_without_two_entries_in_a_scope: Vec<String>,
+}
+
+impl ListsFindings {
+    fn of(scans: &[ScanRecord], agreement: &Agreement) -> Self {
+        let mut out = Self::default();
+        for s in scans {
+            match s.who.refused_for() {
+                Some(reason) => {
+                    let tally = if s.who == Who::WrongDay {
+                        &mut out.wrong_day
+                    } else {
+                        &mut out.wrong_door
+                    };
+                    tally.0 += 1;
+                    if s.first.verdict == "reject" && s.first.reason == reason {
+                        tally.1 += 1;
+                    } else {
+                        out.not_refused_as_expected.push(format!(
+                            "{} ({:?} at gate {}): {} {}, not reject {reason}",
+                            s.tid, s.who, s.gate, s.first.verdict, s.first.reason
+                        ));
+                    }
+                }
+                None if s.scope.is_some()
+                    && matches!(s.first.reason.as_str(), "not_on_list" | "not_valid_now") =>
+                {
+                    out.refused_by_a_list_that_admits_it.push(format!(
+                        "{} ({:?} at gate {}, {}): {}",
+                        s.tid,
+                        s.who,
+                        s.gate,
+                        s.scope.as_deref().unwrap_or_default(),
+                        s.first.reason
+                    ));
+                }
+                None => {}
+            }
+        }
+        let twice = twice_in_a_scope(scans);
+        out.flagged_without_two_entries_in_a_scope = agreement
+            .server
+            .iter()
+            .filter(|(tid, h)| h.flagged && !twice.contains(*tid))
+            .map(|(tid, _)| tid.clone())
+            .collect();
+        out.flagged_without_two_entries_in_a_scope.sort();
+        out
+    }
 }
 
 /// The codes of tickets presented by people entitled to them (holders, friends with a
@@ -392,6 +497,7 @@ impl Findings {
             double_mismatch,
             admissions: Admissions::of(scans, &agreement.server),
             changed: Changed::of(scans, reached),
+            lists: ListsFindings::of(scans, agreement),
         }
     }
 
@@ -453,6 +559,24 @@ impl Findings {
                 0,
                 &[],
             ),
+            inv(
+                "refused_by_a_list_that_admits_it",
+                self.lists.refused_by_a_list_that_admits_it.len(),
+                0,
+                &self.lists.refused_by_a_list_that_admits_it,
+            ),
+            inv(
+                "wrong_day_or_door_not_refused_for_it",
+                self.lists.not_refused_as_expected.len(),
+                0,
+                &self.lists.not_refused_as_expected,
+            ),
+            inv(
+                "flagged_without_two_entries_on_one_list_in_one_window",
+                self.lists.flagged_without_two_entries_in_a_scope.len(),
+                0,
+                &self.lists.flagged_without_two_entries_in_a_scope,
+            ),
         ]
     }
 }
@@ -465,9 +589,14 @@ impl Copies {
             agreement.server.get(tid).is_some_and(|h| h.flagged)
                 && agreement.disagreements.is_empty()
         };
-        let mut by_tid: BTreeMap<&str, Vec<&ScanRecord>> = BTreeMap::new();
-        for s in scans {
-            by_tid.entry(&s.tid).or_default().push(s);
+        // A ticket is used once per scope (once per list and day at a festival): each scope's
+        // presentations are a story of their own.
+        let mut by_tid: BTreeMap<(&str, Option<&str>), Vec<&ScanRecord>> = BTreeMap::new();
+        for s in scans.iter().filter(|s| s.who.refused_for().is_none()) {
+            by_tid
+                .entry((&s.tid, s.scope.as_deref()))
+                .or_default()
+                .push(s);
         }
         for v in by_tid.values_mut() {
             v.sort_by(|a, b| a.sent_s.total_cmp(&b.sent_s));
@@ -482,7 +611,7 @@ impl Copies {
             reachable: 0,
             reachable_caught: 0,
         };
-        for (tid, presented) in &by_tid {
+        for (&(tid, _), presented) in &by_tid {
             let mut genuine = presented.iter().filter(|s| legit(s.who));
             if let Some(first) = genuine.next()
                 && first.first.verdict != "admit"
@@ -680,6 +809,20 @@ pub fn text(r: &Value) -> String {
         k["void_or_transferred_refused"],
         k["void_or_transferred_admitted_before_it_reached_the_gate"]
     );
+    if c["scenario"] == "festival" {
+        let lr = &r["observed"]["lists_release"];
+        let _ = writeln!(
+            s,
+            "  festival: wrong day presented {} (refused not_valid_now {}), wrong door {} (refused not_on_list {}); lists v{} reached the gates in {} s (uplink down at {})",
+            k["wrong_day_presented"],
+            k["wrong_day_refused_not_valid_now"],
+            k["wrong_door_presented"],
+            k["wrong_door_refused_not_on_list"],
+            lr["version"],
+            lr["reached_gate_s"],
+            lr["gates_without_uplink"]
+        );
+    }
     let l = &r["scan_to_result"];
     let _ = writeln!(
         s,

@@ -34,6 +34,8 @@ const RECOVERY: Duration = Duration::from_secs(5);
 pub struct Shot {
     pub verdict: String,
     pub reason: String,
+    /// The check-in list the gate decided on, if it has lists.
+    pub list: Option<String>,
     pub redemption_id: Option<String>,
     /// Request to answer, as the scanner saw it.
     pub latency_ms: f64,
@@ -45,6 +47,8 @@ pub struct ScanRecord {
     pub ticket: usize,
     pub tid: String,
     pub who: Who,
+    /// What the plan says the presentation counts against (a festival's list and day).
+    pub scope: Option<String>,
     /// Wall seconds since the doors opened, when the code was first sent.
     pub sent_s: f64,
     /// Event seconds since the doors opened (for the plot).
@@ -89,6 +93,8 @@ pub(super) struct Shared {
     pub(super) done: AtomicBool,
     /// Gates currently on side B of a partition, and gates down.
     pub(super) side_b: Mutex<Vec<usize>>,
+    /// Gates whose uplink is down now.
+    pub(super) uplinks_down: Mutex<Vec<usize>>,
     down: Mutex<Vec<usize>>,
     admitted: AtomicU64,
     sample_every: u64,
@@ -114,6 +120,7 @@ impl Shared {
             resolved: Mutex::default(),
             done: AtomicBool::new(false),
             side_b: Mutex::default(),
+            uplinks_down: Mutex::default(),
             down: Mutex::default(),
             admitted: AtomicU64::new(0),
             sample_every: (attendees as u64 / 600).max(1),
@@ -157,6 +164,29 @@ pub(super) struct Watch {
     pub(super) gates: Vec<At>,
     pub(super) org: At,
     pub(super) eid: String,
+    /// A festival's lists, by version.
+    pub(super) releases: Option<Arc<Releases>>,
+}
+
+/// The versions of a festival's lists file the organizer releases.
+pub(super) struct Releases {
+    pub(super) files: std::collections::BTreeMap<u64, Value>,
+}
+
+impl Releases {
+    pub(super) fn file(&self, version: u64) -> anyhow::Result<Value> {
+        self.files
+            .get(&version)
+            .cloned()
+            .ok_or_else(|| anyhow::anyhow!("the plan has no version {version} of the lists"))
+    }
+}
+
+/// The version of the server's lists a gate checks in with now, if it checks with a release.
+pub(super) async fn lists_version(gate: &At) -> Option<u64> {
+    let s = gate.get("/v1/status").await.ok()?;
+    let c = &s["check_in"];
+    (c["source"] == "release").then(|| c["version"].as_u64())?
 }
 
 impl Watch {
@@ -195,6 +225,7 @@ impl Watch {
                 ticket: scan.ticket,
                 tid,
                 who: scan.who,
+                scope: scan.scope,
                 sent_s,
                 event_s,
                 waited_ms,
@@ -340,6 +371,46 @@ impl Watch {
         }
     }
 
+    /// The organizer releases another version of the lists: when each gate checks in with
+    /// it, and which gates had no uplink then (so that it reached them through their peers).
+    pub(super) async fn release_lists(self, version: u64) -> Value {
+        let no_uplink = self
+            .shared
+            .uplinks_down
+            .lock()
+            .map(|d| d.clone())
+            .unwrap_or_default();
+        let path = format!("/v1/events/{}/lists", self.eid);
+        let released = match &self.releases {
+            Some(r) => match r.file(version) {
+                Ok(file) => self.org.put(&path, file).await,
+                Err(e) => Err(e),
+            },
+            None => Err(anyhow::anyhow!("this event has no lists")),
+        };
+        if let Err(e) = released {
+            return json!({ "lists_release": { "version": version, "error": e.to_string() } });
+        }
+        let start = Instant::now();
+        let mut reached = Vec::new();
+        for gate in &self.gates {
+            let mut s = None;
+            while start.elapsed() < Duration::from_secs(120) {
+                if lists_version(gate).await >= Some(version) {
+                    s = Some(round(start.elapsed().as_secs_f64()));
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            reached.push(s);
+        }
+        json!({ "lists_release": {
+            "version": version,
+            "reached_gate_s": reached,
+            "gates_without_uplink": no_uplink,
+        } })
+    }
+
     /// SIGKILL for a gate, as a crash or a power cut would, and its restart on the same data
     /// `down` seconds later.
     pub(super) async fn kill(self, fleet: Arc<Gates>, gate: usize, down: f64) -> Value {
@@ -435,6 +506,7 @@ async fn shoot(gate: &At, code: &str, scanner: &str) -> (Shot, f64) {
                 let shot = Shot {
                     verdict: str_of(&v["verdict"]),
                     reason: str_of(&v["reason"]),
+                    list: v["list"].as_str().map(str::to_owned),
                     redemption_id: v["redemption_id"].as_str().map(str::to_owned),
                     latency_ms: round(sent.elapsed().as_secs_f64() * 1000.0),
                 };
@@ -449,6 +521,7 @@ async fn shoot(gate: &At, code: &str, scanner: &str) -> (Shot, f64) {
                     Shot {
                         verdict: "unanswered".into(),
                         reason: e.to_string(),
+                        list: None,
                         redemption_id: None,
                         latency_ms: 0.0,
                     },

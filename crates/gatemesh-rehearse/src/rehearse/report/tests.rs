@@ -8,6 +8,7 @@ fn shot(verdict: &str, id: Option<&str>) -> Shot {
     Shot {
         verdict: verdict.into(),
         reason: String::new(),
+        list: None,
         redemption_id: id.map(str::to_owned),
         latency_ms: 1.0,
     }
@@ -19,6 +20,7 @@ fn scan(ticket: usize, gate: usize, who: Who, sent_s: f64, first: Shot) -> ScanR
         ticket,
         tid: format!("T{ticket}"),
         who,
+        scope: None,
         sent_s,
         event_s: sent_s,
         waited_ms: 0.0,
@@ -56,6 +58,7 @@ fn plan() -> Plan {
             killed_gate: 0,
             kill_at: 70.0,
         },
+        festival: None,
         steps: Vec::new(),
     }
 }
@@ -199,4 +202,72 @@ fn an_admission_a_scanner_saw_is_held_by_the_server() {
     assert_eq!(a.lost, ["T0: r2"]);
     let told: HashMap<&str, HashSet<&str>> = admissions_told(&scans);
     assert_eq!(told["T0"].len(), 2, "the double fire told of r1 once");
+}
+
+/// A festival's presentation: `scope` is where the plan says it counts.
+fn in_scope(ticket: usize, who: Who, sent_s: f64, scope: &str, first: Shot) -> ScanRecord {
+    let mut s = scan(ticket, 0, who, sent_s, first);
+    s.scope = Some(scope.to_owned());
+    s
+}
+
+fn refused(reason: &str) -> Shot {
+    let mut s = shot("reject", None);
+    s.reason = reason.into();
+    s
+}
+
+#[test]
+fn each_day_on_each_list_is_a_ticket_s_own_story() {
+    // A pass in on two days, and in the VIP area the first: no copy, nothing to flag.
+    let scans = [
+        in_scope(0, Who::Holder, 1.0, "pass/w0", shot("admit", Some("r1"))),
+        in_scope(0, Who::Holder, 2.0, "vip/w0", shot("admit", Some("r2"))),
+        in_scope(0, Who::Holder, 30.0, "pass/w1", shot("admit", Some("r3"))),
+    ];
+    let agreement = server(&["r1", "r2", "r3"], false);
+    let c = Copies::of(&scans, &agreement, &plan());
+    assert_eq!((c.copies, c.false_rejects.len()), (0, 0));
+    let l = ListsFindings::of(&scans, &agreement);
+    assert!(l.flagged_without_two_entries_in_a_scope.is_empty());
+    // Flagged all the same: a flag nothing called for.
+    let l = ListsFindings::of(&scans, &server(&["r1", "r2", "r3"], true));
+    assert_eq!(l.flagged_without_two_entries_in_a_scope, ["T0"]);
+    // A second entry the same day on the same list is a copy, and must be caught.
+    let copy = in_scope(0, Who::Friend, 3.0, "pass/w0", shot("admit", Some("r4")));
+    let c = Copies::of(&[scans[0].clone(), copy.clone()], &agreement, &plan());
+    assert_eq!((c.copies, c.missed.len()), (1, 1));
+    assert_eq!(
+        twice_in_a_scope(&[scans[0].clone(), copy]),
+        BTreeSet::from(["T0".to_owned()])
+    );
+}
+
+#[test]
+fn the_lists_must_refuse_the_wrong_day_and_door_and_only_them() {
+    let wrong_day = |first| scan(0, 0, Who::WrongDay, 1.0, first);
+    let wrong_door = |first| scan(1, 1, Who::WrongDoor, 1.0, first);
+    let holder = |first| in_scope(2, Who::Holder, 1.0, "fri/w0", first);
+    let agreement = server(&[], false);
+    let right = [
+        wrong_day(refused("not_valid_now")),
+        wrong_door(refused("not_on_list")),
+        holder(shot("admit", Some("r1"))),
+    ];
+    let l = ListsFindings::of(&right, &agreement);
+    assert_eq!((l.wrong_day, l.wrong_door), ((1, 1), (1, 1)));
+    assert!(l.not_refused_as_expected.is_empty() && l.refused_by_a_list_that_admits_it.is_empty());
+    let wrong = [
+        wrong_day(shot("admit", Some("r2"))),
+        wrong_door(refused("not_valid_now")),
+        holder(refused("not_on_list")),
+        holder(refused("not_valid_now")),
+    ];
+    let l = ListsFindings::of(&wrong, &agreement);
+    assert_eq!((l.wrong_day, l.wrong_door), ((1, 0), (1, 0)));
+    assert_eq!(l.not_refused_as_expected.len(), 2);
+    assert_eq!(l.refused_by_a_list_that_admits_it.len(), 2);
+    // Refused presentations are no one's first entry.
+    let c = Copies::of(&right[..2], &agreement, &plan());
+    assert!(c.false_rejects.is_empty());
 }
