@@ -24,13 +24,13 @@ pub struct Args {
     event: Option<EventId>,
     /// The gate's name, as staff, peers and the server know it (North-1): 1-63 characters
     /// of A-Z a-z 0-9 . _ -, the rule `gatemesh enroll` and pairing keep.
-    #[arg(long, required_unless_present = "paired")]
+    #[arg(long, required_unless_present_any = ["paired", "forget"])]
     name: Option<DeviceName>,
     /// Issuer public key: SPKI PEM or a JWK Set (issuer.jwks.json); repeat during a key
     /// rotation.
     #[arg(
         long = "issuer",
-        required_unless_present = "paired",
+        required_unless_present_any = ["paired", "forget"],
         value_name = "PUB.pem|JWKS.json"
     )]
     issuers: Vec<PathBuf>,
@@ -108,6 +108,16 @@ pub struct Args {
     /// The gate's credential for the server (also from GATEMESH_SERVER_TOKEN).
     #[arg(long, env = "GATEMESH_SERVER_TOKEN", hide_env_values = true)]
     server_token: Option<String>,
+    /// After the event: remove the gate's data directory (its ledger of every redemption,
+    /// staff names and check-ins, its uplink's records, its API token) instead of starting.
+    /// Refused while the gate runs, and while the server has not acknowledged every
+    /// redemption the ledger holds.
+    #[arg(long)]
+    forget: bool,
+    /// With --forget: remove it even though some redemptions have not reached the server
+    /// (an event with no server, whose ledger was exported or is not wanted).
+    #[arg(long, requires = "forget")]
+    discard_unsent: bool,
 }
 
 pub fn run(mut args: Args) -> Result<ExitCode> {
@@ -137,6 +147,12 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
         args.server = Some(paired.server);
         args.server_fingerprint = paired.fingerprint;
         args.server_token = Some(paired.token);
+    }
+    if args.forget {
+        let Some(event) = &args.event else {
+            crate::exit::bail_usage!("--forget needs --event (or --paired)");
+        };
+        return forget(&args.data, event, args.discard_unsent);
     }
     let (Some(event), Some(name)) = (args.event.clone(), args.name.clone()) else {
         crate::exit::bail_usage!("--event and --name (or --paired) are needed");
@@ -271,6 +287,37 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
     }
     ran?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `gatemesh gate --forget`: what was removed on stdout (JSON), why not on stderr (exit code
+/// 1 when redemptions have not reached the server).
+fn forget(data: &std::path::Path, event: &EventId, discard_unsent: bool) -> Result<ExitCode> {
+    use gatemesh_node::forget::ForgetError;
+    match gatemesh_node::forget::forget(data, event, discard_unsent) {
+        Ok(f) => {
+            println!("{}", serde_json::to_string(&f)?);
+            eprintln!(
+                "forgot {}: {} files removed ({} redemptions, {} of them never sent to the server){}",
+                data.display(),
+                f.removed.len(),
+                f.redemptions,
+                f.unsent,
+                if f.left.is_empty() {
+                    String::new()
+                } else {
+                    format!("; left {} files gatemesh did not write", f.left.len())
+                }
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        // A check that failed: nothing was removed.
+        Err(e @ ForgetError::Unsent { .. }) => {
+            eprintln!("error: {e}");
+            Ok(ExitCode::from(1))
+        }
+        Err(e @ ForgetError::NotAGate(_)) => Err(anyhow::Error::new(e)).usage(),
+        Err(ForgetError::Other(e)) => Err(e),
+    }
 }
 
 /// Print the token of a gate's local API (made on its first start), for a client to send as

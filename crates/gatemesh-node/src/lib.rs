@@ -21,6 +21,7 @@
 pub mod api;
 mod check_in;
 pub mod edge;
+pub mod forget;
 mod gate;
 mod guests;
 mod ledger_file;
@@ -176,10 +177,19 @@ impl std::fmt::Debug for Node {
     }
 }
 
-/// The data directory's lock: one process at a time may own a gate's ledger.
+/// The data directory's lock: one process at a time may own a gate's ledger. The directory
+/// is made readable by its owner only.
 pub fn lock_data_dir(dir: &Path) -> anyhow::Result<File> {
     use anyhow::Context;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    // The ledger names staff and holds every redemption of the event: the operator's
+    // alone, whoever else uses the laptop.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("making {} the operator's alone", dir.display()))?;
+    }
     let path = dir.join("gate.lock");
     let file = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
     match file.try_lock() {

@@ -618,3 +618,91 @@ async fn a_guest_named_in_the_seats_file_is_found_at_a_gate_without_a_server() {
     );
     assert!(!never.join("tickets.csv").exists());
 }
+
+/// `gatemesh gate --forget` on `data`, with `extra` arguments: its exit code, stdout, stderr.
+fn forget(f: &World, data: &str, extra: &[&str]) -> (i32, String, String) {
+    let out = gatemesh()
+        .args([
+            "gate",
+            "--data",
+            p(&f.root.join(data)),
+            "--event",
+            "CRASH-2026",
+        ])
+        .arg("--forget")
+        .args(extra)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The gate's data directory is its operator's alone, and after the event `--forget` removes
+/// it — but not while the gate runs, and not while admissions it holds have reached no
+/// server, unless the operator says they may go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forget_removes_a_gate_s_data_only_when_nothing_admitted_would_be_lost() {
+    use std::os::unix::fs::PermissionsExt;
+    let f = fixture(2);
+    let data = f.root.join("door");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let gate = start_gate(&f, "door", "Door");
+    let mode = std::fs::metadata(&data).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "the data directory is the operator's alone");
+    assert_eq!(scan(&gate, &f.codes[0].1, "d1").await["verdict"], "admit");
+
+    // Running: refused, nothing removed.
+    let (code, _, err) = forget(&f, "door", &["--discard-unsent"]);
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("in use by a running gate"), "{err}");
+    stop(gate);
+    assert!(data.join("ledger.sqlite").is_file());
+
+    // The one admission reached no server: refused, saying so, nothing removed.
+    let (code, _, err) = forget(&f, "door", &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("1 of the 1 redemptions") && err.contains("never had an uplink"),
+        "{err}"
+    );
+    assert!(err.contains("--discard-unsent"), "{err}");
+    assert!(data.join("ledger.sqlite").is_file());
+    // Another event's name does not open this ledger.
+    let out = gatemesh()
+        .args([
+            "gate",
+            "--data",
+            p(&data),
+            "--event",
+            "OTHER-2026",
+            "--forget",
+        ])
+        .args(["--discard-unsent"])
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    assert!(data.join("ledger.sqlite").is_file());
+
+    // Said in as many words: gone, the operator's own file left in place.
+    std::fs::write(data.join("notes.txt"), "door 3 keys").unwrap();
+    let (code, out, err) = forget(&f, "door", &["--discard-unsent"]);
+    assert_eq!(code, 0, "{err}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (report["redemptions"].as_u64(), report["unsent"].as_u64()),
+        (Some(1), Some(1))
+    );
+    let left: Vec<String> = std::fs::read_dir(&data)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["notes.txt"]);
+    // Not a gate's directory (any more): a usage error.
+    let (code, _, err) = forget(&f, "door", &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a gate's data directory"), "{err}");
+}

@@ -425,6 +425,23 @@ async fn the_servers_word_reaches_a_connected_gate(backend: Backend) {
         &[t0, new["tid"].as_str().unwrap()],
     )
     .await;
+
+    // After the event: the server holds every redemption, so the gate's data may go.
+    drop(gate);
+    let data = dir.path().join("North");
+    let out = gatemesh()
+        .args(["gate", "--data", p(&data), "--event", "WORD", "--forget"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let forgot: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(forgot["unsent"], 0, "{forgot}");
+    assert!(forgot["redemptions"].as_u64() >= Some(3), "{forgot}");
+    assert!(!data.exists());
 }
 
 async fn gates_with_no_mesh_between_them_are_flagged_by_the_server(backend: Backend) {

@@ -811,9 +811,13 @@ pub fn text(r: &Value) -> String {
     );
     if c["scenario"] == "festival" {
         let lr = &r["observed"]["lists_release"];
+        let door = r["plan"]["festival"]["vip_door"]
+            .as_u64()
+            .unwrap_or_default() as usize;
         let _ = writeln!(
             s,
-            "  festival: wrong day presented {} (refused not_valid_now {}), wrong door {} (refused not_on_list {}); lists v{} reached the gates in {} s (uplink down at {})",
+            "  festival: the VIP area's door is {}; wrong day presented {} (refused not_valid_now {}), wrong door {} (refused not_on_list {}); lists v{} reached the gates in {} s (uplink down at {})",
+            r["per_gate"][door]["gate"].as_str().unwrap_or_default(),
             k["wrong_day_presented"],
             k["wrong_day_refused_not_valid_now"],
             k["wrong_door_presented"],
