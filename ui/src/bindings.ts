@@ -127,7 +127,7 @@ minute_ms: number,
  */
 lists: Array<ListView>, 
 /**
- * Scans this gate refused since it started, by reason, most first: where forged, void
+ * Scans this gate refused at this event (kept across its restarts), by reason, most first: where forged, void
  * or wrong-list tickets are being tried.
  */
 refusals: Array<RefusalCount>, };

@@ -210,7 +210,7 @@ pub struct StatusView {
     pub minute_ms: i64,
     /// Each of this gate's check-in lists: who is inside it now, every gate counted.
     pub lists: Vec<ListView>,
-    /// Scans this gate refused since it started, by reason, most first: where forged, void
+    /// Scans this gate refused at this event (kept across its restarts), by reason, most first: where forged, void
     /// or wrong-list tickets are being tried.
     pub refusals: Vec<RefusalCount>,
 }

@@ -86,7 +86,8 @@ impl Store {
              CREATE TABLE IF NOT EXISTS snapshot (
                  id INTEGER PRIMARY KEY CHECK (id = 1),
                  bytes BLOB NOT NULL,
-                 through_seq INTEGER NOT NULL);",
+                 through_seq INTEGER NOT NULL);
+             CREATE TABLE IF NOT EXISTS tally (key TEXT PRIMARY KEY, n INTEGER NOT NULL);",
         )?;
         Ok(Self { conn })
     }
@@ -179,7 +180,18 @@ impl Store {
 
     /// Commits changes durably, in one transaction. Changes already stored are skipped.
     pub fn append(&mut self, changes: &[StoredChange]) -> Result<(), StoreError> {
-        if changes.is_empty() {
+        self.commit(changes, &[])
+    }
+
+    /// Commits changes and this node's counters (`tally`: key and value, each replacing
+    /// what was stored under its key) in one transaction: counters ride along with the
+    /// changes' commit, costing no sync of their own.
+    pub fn commit(
+        &mut self,
+        changes: &[StoredChange],
+        tally: &[(String, u64)],
+    ) -> Result<(), StoreError> {
+        if changes.is_empty() && tally.is_empty() {
             return Ok(());
         }
         let tx = self.conn.transaction()?;
@@ -189,9 +201,24 @@ impl Store {
             for c in changes {
                 stmt.execute(params![&c.hash[..], c.bytes])?;
             }
+            let mut put = tx.prepare_cached(
+                "INSERT INTO tally (key, n) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET n = ?2",
+            )?;
+            for (key, n) in tally {
+                put.execute(params![key, i64::try_from(*n).unwrap_or(i64::MAX)])?;
+            }
         }
         tx.commit()?;
         Ok(())
+    }
+
+    /// This node's counters as last committed (see [`Store::commit`]).
+    pub fn tally(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        let mut stmt = self.conn.prepare("SELECT key, n FROM tally ORDER BY key")?;
+        let rows = stmt.query_map([], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?.max(0) as u64))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     /// Number of change rows not yet folded into the snapshot.

@@ -301,6 +301,46 @@ fn defer<T: Send + 'static>(reply: Reply<T>, result: Result<T, NodeError>) -> De
     })
 }
 
+/// A gate's counts as its store keeps them: `verdict:admit`, …, `refusal:<reason>`.
+fn tally_rows(
+    counts: &Counts,
+    refusals: &std::collections::BTreeMap<Reason, u64>,
+) -> Vec<(String, u64)> {
+    let mut rows = vec![
+        ("verdict:admit".to_owned(), counts.admit),
+        ("verdict:duplicate".to_owned(), counts.duplicate),
+        ("verdict:reject".to_owned(), counts.reject),
+    ];
+    for (reason, n) in refusals {
+        if let Ok(serde_json::Value::String(name)) = serde_json::to_value(reason) {
+            rows.push((format!("refusal:{name}"), *n));
+        }
+    }
+    rows
+}
+
+/// The counts back from the store's rows; a reason this build does not know is left out.
+pub(crate) fn tally_of(
+    rows: &[(String, u64)],
+) -> (Counts, std::collections::BTreeMap<Reason, u64>) {
+    let mut counts = Counts::default();
+    let mut refusals = std::collections::BTreeMap::new();
+    for (key, n) in rows {
+        match key.split_once(':') {
+            Some(("verdict", "admit")) => counts.admit = *n,
+            Some(("verdict", "duplicate")) => counts.duplicate = *n,
+            Some(("verdict", "reject")) => counts.reject = *n,
+            Some(("refusal", name)) => {
+                if let Ok(reason) = serde_json::from_value(serde_json::Value::String(name.into())) {
+                    refusals.insert(reason, *n);
+                }
+            }
+            _ => {}
+        }
+    }
+    (counts, refusals)
+}
+
 pub(crate) struct Writer {
     pub ledger: Ledger,
     pub store: Store,
@@ -316,9 +356,13 @@ pub(crate) struct Writer {
     /// where the holder came in, and to follow the ledger's releases of them).
     pub check_in: std::sync::Arc<crate::check_in::GateCheckIn>,
     pub manifest: Option<HashSet<TicketId>>,
+    /// This gate's verdicts since it first opened its ledger (kept in the store, so that a
+    /// restart does not reset what managers see).
     pub counts: Counts,
-    /// Scans refused since the node started, by reason.
+    /// Its refused scans, by reason, likewise.
     pub refusals: std::collections::BTreeMap<Reason, u64>,
+    /// The counts changed since they were last stored.
+    pub tally_dirty: bool,
     /// Where this gate's counts go to its mesh sessions, for its peers' dashboards, and the
     /// duplicates and refusals they were last published at.
     pub stats: tokio::sync::watch::Sender<std::sync::Arc<Vec<u8>>>,
@@ -528,7 +572,21 @@ impl Writer {
                 }
             }
 
-            let failed = early.or_else(|| self.store.append(&changes).err().map(NodeError::from));
+            // The counts ride along with a commit the batch makes anyway.
+            let tally = if self.tally_dirty && !changes.is_empty() {
+                tally_rows(&self.counts, &self.refusals)
+            } else {
+                Vec::new()
+            };
+            let failed = early.or_else(|| {
+                self.store
+                    .commit(&changes, &tally)
+                    .err()
+                    .map(NodeError::from)
+            });
+            if failed.is_none() && !tally.is_empty() {
+                self.tally_dirty = false;
+            }
             if let Some(e) = &failed {
                 tracing::error!(
                     "could not store {} changes: {e}; reloading the ledger",
@@ -538,6 +596,17 @@ impl Writer {
             }
             for reply in replies {
                 reply(failed.as_ref());
+            }
+            // A batch of refusals and duplicates makes no record: its counts are stored after
+            // the answers, so that no refused scan waits for a sync.
+            if self.tally_dirty && failed.is_none() {
+                match self
+                    .store
+                    .commit(&[], &tally_rows(&self.counts, &self.refusals))
+                {
+                    Ok(()) => self.tally_dirty = false,
+                    Err(e) => tracing::warn!("could not store the gate's counts: {e}"),
+                }
             }
             if failed.is_none() {
                 for event in events {
@@ -1147,6 +1216,7 @@ impl Writer {
                 }
             }
         };
+        self.tally_dirty = true;
         match answer.verdict {
             Verdict::Admit => self.counts.admit += 1,
             Verdict::Duplicate => self.counts.duplicate += 1,

@@ -287,6 +287,7 @@ impl Node {
         let (store, ledger) =
             open_ledger(&config.data_dir, &config.event, config.durability, keys)?;
         let uncompacted = store.pending_changes()?;
+        let (counts, refusals) = gate::tally_of(&store.tally()?);
         // The latest release of the lists the ledger holds replaces the file.
         check_in.follow(ledger.lists());
         let guests = Arc::new(guests::Guests::default());
@@ -312,8 +313,9 @@ impl Node {
             check_in: check_in.clone(),
             guests: guests.clone(),
             manifest: None,
-            counts: Counts::default(),
-            refusals: Default::default(),
+            counts,
+            refusals,
+            tally_dirty: false,
             stats: stats_tx,
             stats_published: None,
             events: events.clone(),

@@ -52,7 +52,7 @@ pub(crate) struct GateReport {
     pub backlog: Option<usize>,
     pub skipped: Option<u64>,
     pub last_seen_ms: Option<i64>,
-    /// Scans it refused since it started, by reason.
+    /// Scans it refused at this event, by reason (kept across its restarts).
     pub refusals: std::collections::BTreeMap<gatemesh_wire::Reason, u64>,
 }
 
@@ -100,7 +100,7 @@ impl Metrics {
         let refused = Family::<RefusalLabels, Gauge>::default();
         registry.register(
             "gate_refused_scans",
-            "Scans a gate refused since it started, by reason: forged, void, not on its lists, \
+            "Scans a gate refused at this event, by reason (kept across its restarts): forged, void, not on its lists, \
              out of their validity… (its last heartbeat)",
             refused.clone(),
         );

@@ -209,9 +209,9 @@ pub struct Heartbeat {
     pub role: Option<Role>,
     /// Its gatemesh version.
     pub version: Option<String>,
-    /// Verdicts since it started.
+    /// Its verdicts at this event (kept across its restarts).
     pub counts: VerdictCounts,
-    /// Scans it refused since it started, by reason (forged, void, not on its lists, out of
+    /// Scans it refused at this event, kept across its restarts, by reason (forged, void, not on its lists, out of
     /// their validity…): where bad tickets are being tried.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
