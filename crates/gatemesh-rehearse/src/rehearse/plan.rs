@@ -109,6 +109,47 @@ pub struct Faults {
     pub kill_at: f64,
 }
 
+impl Faults {
+    /// The faults as steps of an event `duration_s` long: the uplink lost and back, the LAN
+    /// split and healed (when side B has a gate), the SIGKILL (down 1 % of the event).
+    fn steps(&self, duration_s: f64) -> Vec<Step> {
+        let mut steps = vec![
+            Step {
+                at: self.uplink_down.0,
+                what: What::UplinkDown {
+                    gate: self.uplink_gate,
+                },
+            },
+            Step {
+                at: self.uplink_down.1,
+                what: What::UplinkUp {
+                    gate: self.uplink_gate,
+                },
+            },
+        ];
+        if !self.side_b.is_empty() {
+            steps.push(Step {
+                at: self.partition.0,
+                what: What::Partition {
+                    side_b: self.side_b.clone(),
+                },
+            });
+            steps.push(Step {
+                at: self.partition.1,
+                what: What::Heal,
+            });
+        }
+        steps.push(Step {
+            at: self.kill_at,
+            what: What::Kill {
+                gate: self.killed_gate,
+                down_s: 0.01 * duration_s,
+            },
+        });
+        steps
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Plan {
     pub gates: usize,
@@ -295,38 +336,7 @@ pub fn draw(gates: usize, attendees: usize, duration_s: f64, seed: u64) -> Plan 
         }
     }
 
-    let f = &faults;
-    steps.push(Step {
-        at: f.uplink_down.0,
-        what: What::UplinkDown {
-            gate: f.uplink_gate,
-        },
-    });
-    steps.push(Step {
-        at: f.uplink_down.1,
-        what: What::UplinkUp {
-            gate: f.uplink_gate,
-        },
-    });
-    if !side_b.is_empty() {
-        steps.push(Step {
-            at: p0,
-            what: What::Partition {
-                side_b: side_b.clone(),
-            },
-        });
-        steps.push(Step {
-            at: p1,
-            what: What::Heal,
-        });
-    }
-    steps.push(Step {
-        at: f.kill_at,
-        what: What::Kill {
-            gate: f.killed_gate,
-            down_s: 0.01 * d,
-        },
-    });
+    steps.extend(faults.steps(d));
     // Stable: a fault and a scan at the same instant keep the order above.
     steps.sort_by(|a, b| a.at.total_cmp(&b.at));
     Plan {

@@ -337,42 +337,11 @@ pub fn draw(gates: usize, attendees: usize, duration_s: f64, seed: u64) -> Plan 
         }
     }
     steps.extend(voids);
-    let f = &faults;
-    steps.extend([
-        Step {
-            at: f.uplink_down.0,
-            what: What::UplinkDown {
-                gate: f.uplink_gate,
-            },
-        },
-        Step {
-            at: f.uplink_down.1,
-            what: What::UplinkUp {
-                gate: f.uplink_gate,
-            },
-        },
-        Step {
-            at: day,
-            what: What::ReleaseLists { version: 2 },
-        },
-        Step {
-            at: p0,
-            what: What::Partition {
-                side_b: side_b.clone(),
-            },
-        },
-        Step {
-            at: p1,
-            what: What::Heal,
-        },
-        Step {
-            at: f.kill_at,
-            what: What::Kill {
-                gate: f.killed_gate,
-                down_s: 0.01 * d,
-            },
-        },
-    ]);
+    steps.extend(faults.steps(d));
+    steps.push(Step {
+        at: day,
+        what: What::ReleaseLists { version: 2 },
+    });
     steps.sort_by(|a, b| a.at.total_cmp(&b.at));
     Plan {
         gates,
