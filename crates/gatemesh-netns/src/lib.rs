@@ -5,12 +5,14 @@
 //! - [`Namespace`]: `ip netns add` on [`Namespace::create`], `ip netns del` on drop, so a
 //!   harness that fails half-way leaves nothing behind. Inside one: bridges (multicast
 //!   snooping off, so mDNS floods like on a plain switch), veth cables from a bridge to
-//!   another namespace ([`Namespace::plug`]), links up and down, a multicast route, and
-//!   commands run inside it (`ip netns exec`).
+//!   another namespace ([`Namespace::plug`]), links up and down, a slow link
+//!   ([`Namespace::throttle`], a token bucket), a multicast route, and commands run inside it
+//!   (`ip netns exec`).
 //! - [`NsHandle`]: an open namespace a thread can enter (`setns`), for clients that must act
 //!   from inside one; [`NsId`] tells where a thread is.
 //!
-//! Everything goes through iproute2 and needs root ([`available`]). Nothing here sends a
+//! Everything goes through iproute2 (`ip`, and `tc` for a slow link) and needs root
+//! ([`available`]). Nothing here sends a
 //! packet: what runs inside the namespaces is the caller's.
 //!
 //! ```no_run
@@ -47,7 +49,7 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    #[error("ip {command}: {stderr}")]
+    #[error("{command}: {stderr}")]
     Failed { command: String, stderr: String },
     #[error("opening {}", path.display())]
     Open {
@@ -77,13 +79,18 @@ pub fn available() -> bool {
 }
 
 fn ip(args: &[&str]) -> Result<(), Error> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|source| Error::Spawn { source })?;
+    run(Command::new("ip").args(args))
+}
+
+fn run(command: &mut Command) -> Result<(), Error> {
+    let out = command.output().map_err(|source| Error::Spawn { source })?;
     if !out.status.success() {
+        let words: Vec<_> = std::iter::once(command.get_program())
+            .chain(command.get_args())
+            .map(|w| w.to_string_lossy())
+            .collect();
         return Err(Error::Failed {
-            command: args.join(" "),
+            command: words.join(" "),
             stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
         });
     }
@@ -154,6 +161,24 @@ impl Namespace {
     /// Takes `dev` down (a cut cable) or up again.
     pub fn set_link(&self, dev: &str, up: bool) -> Result<(), Error> {
         self.ip(&["link", "set", dev, if up { "up" } else { "down" }])
+    }
+
+    /// Makes what `dev` sends a slow link: at most `rate` (in `tc`'s units, `64kbit`), with
+    /// at most 100 ms of it queued and the rest dropped, as a saturated Wi-Fi link would
+    /// (`tc qdisc replace … tbf`). Only what leaves through `dev` is slowed: throttle both
+    /// ends of a cable for both directions.
+    pub fn throttle(&self, dev: &str, rate: &str) -> Result<(), Error> {
+        run(self.command("tc").args([
+            "qdisc", "replace", "dev", dev, "root", "tbf", "rate", rate, "burst", "4kb", "latency",
+            "100ms",
+        ]))
+    }
+
+    /// Takes [`Namespace::throttle`]'s limit off `dev` again.
+    pub fn unthrottle(&self, dev: &str) -> Result<(), Error> {
+        run(self
+            .command("tc")
+            .args(["qdisc", "del", "dev", dev, "root"]))
     }
 
     /// Moves `dev` onto `bridge`.

@@ -116,3 +116,48 @@ fn a_failed_step_says_which_command() {
         "{e}"
     );
 }
+
+#[test]
+fn a_throttled_cable_carries_a_trickle_of_a_burst_until_the_limit_is_lifted() {
+    if skip() {
+        return;
+    }
+    let p = prefix("slow");
+    let hub = Namespace::create(format!("{p}hub")).unwrap();
+    hub.add_bridge("br0").unwrap();
+    let a = Namespace::create(format!("{p}h0")).unwrap();
+    let b = Namespace::create(format!("{p}h1")).unwrap();
+    hub.plug("hv0", "br0", &a, "eth0", "10.77.0.1/24").unwrap();
+    hub.plug("hv1", "br0", &b, "eth0", "10.77.0.2/24").unwrap();
+    let rx = inside(&b.handle().unwrap(), || {
+        UdpSocket::bind("10.77.0.2:7000").unwrap()
+    });
+    let tx = inside(&a.handle().unwrap(), || {
+        UdpSocket::bind("10.77.0.1:0").unwrap()
+    });
+    rx.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    assert!(reaches(&tx, &rx, "10.77.0.2:7000", 25), "over the bridge");
+    while rx.recv(&mut [0u8; 16]).is_ok() {} // the tries that got through late
+
+    // 100 datagrams of 500 bytes at once: 50 kB, where the limit lets ~2 kB through at once
+    // and queues no more than 100 ms of 64 kbit/s.
+    let burst = |tx: &UdpSocket| {
+        let payload = [7u8; 500];
+        for _ in 0..100 {
+            tx.send_to(&payload, "10.77.0.2:7000").unwrap();
+        }
+        let mut buf = [0u8; 600];
+        std::iter::from_fn(|| rx.recv(&mut buf).ok()).count()
+    };
+    hub.throttle("hv1", "64kbit").unwrap();
+    let throttled = burst(&tx);
+    assert!(
+        (1..50).contains(&throttled),
+        "a trickle gets through a throttled cable, not the burst: {throttled} of 100"
+    );
+    hub.unthrottle("hv1").unwrap();
+    assert_eq!(burst(&tx), 100, "the whole burst, once the limit is lifted");
+    let e = hub.unthrottle("hv1").unwrap_err();
+    assert!(e.to_string().starts_with("ip netns exec "), "{e}");
+}

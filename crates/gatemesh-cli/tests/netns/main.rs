@@ -446,3 +446,85 @@ fn a_pass_counts_once_per_event_day_and_a_day_ticket_on_its_day_across_the_lan()
         );
     }
 }
+
+/// A gate on a slow link falls behind without holding the others back. Three gates, all
+/// connected; gate C's cable is throttled to 64 kbit/s each way (a saturated Wi-Fi link)
+/// while gate A admits 600 people one after another. B, on a good cable, holds every
+/// admission while C still lacks some; A's session to C overflows its queue and falls back
+/// to catch-up (`fell_behind`), its session to B never does. Once the link is back, C
+/// catches up and catches a copy.
+#[test]
+fn a_gate_on_a_throttled_link_falls_behind_and_catches_up_without_delaying_the_others() {
+    const N: usize = 600;
+    let w = world(N);
+    let Some(mut net) = Net::new(3, false) else {
+        return;
+    };
+    // A dials B and C, B dials C: a full mesh of static peers.
+    let off = ["--discovery".to_owned(), "off".to_owned()];
+    let peers = |to: &[usize]| -> Vec<String> {
+        let mut args = off.to_vec();
+        for &j in to {
+            args.extend(["--peer".to_owned(), mesh_addr(&net, j)]);
+        }
+        args
+    };
+    let (pa, pb) = (peers(&[1, 2]), peers(&[2]));
+    let a = gate(&mut net, 0, &w, &pa);
+    let b = gate(&mut net, 1, &w, &pb);
+    let c = gate(&mut net, 2, &w, &off);
+    let apis = [a, b, c];
+    for (i, api) in apis.iter().enumerate() {
+        eventually("every gate is connected to the two others", || {
+            peer_names(&net, i, api).len() == 2
+        });
+    }
+    let redemptions = |i: usize| {
+        net.http(i, "GET", &format!("{}/v1/status", apis[i]), None)["redemptions"]
+            .as_u64()
+            .unwrap_or(0) as usize
+    };
+    let peer_of_a = |name: &str| {
+        let status = net.http(0, "GET", &format!("{}/v1/status", apis[0]), None);
+        status["peers"]
+            .as_array()
+            .and_then(|ps| ps.iter().find(|p| p["name"] == name).cloned())
+            .unwrap_or(Value::Null)
+    };
+
+    net.throttle(2, "64kbit");
+    let scans: Vec<Value> = w
+        .codes
+        .iter()
+        .map(|(_, code)| json!({ "code": code, "scanner": "a1" }))
+        .collect();
+    let answers = net.http_many(0, "POST", &format!("{}/v1/scan", apis[0]), &scans);
+    let admitted = answers.iter().filter(|r| r["verdict"] == "admit").count();
+    assert_eq!(
+        admitted,
+        N,
+        "{:?}",
+        answers.iter().find(|r| r["verdict"] != "admit")
+    );
+
+    eventually("B holds every admission", || redemptions(1) == N);
+    let c_meanwhile = redemptions(2);
+    assert!(
+        c_meanwhile < N,
+        "C, on the throttled link, does not hold them all yet when B does"
+    );
+    eventually("A's session to C fell behind and went to catch-up", || {
+        peer_of_a("gate-c")["fell_behind"].as_u64().unwrap_or(0) > 0
+    });
+    let to_b = peer_of_a("gate-b");
+    assert_eq!(to_b["fell_behind"], 0, "B was never held back: {to_b}");
+    assert_eq!(to_b["connected"], true, "{to_b}");
+
+    net.unthrottle(2);
+    eventually("C catches up once its link is back", || redemptions(2) == N);
+    let (tid, code) = &w.codes[N - 1];
+    let dup = scan(&net, 2, &apis[2], code, "c1");
+    assert_eq!(dup["verdict"], "duplicate", "{tid}: {dup}");
+    assert_eq!(dup["first"]["gate"], "gate-a");
+    eprintln!("C held {c_meanwhile} of {N} when B held them all");
+}
