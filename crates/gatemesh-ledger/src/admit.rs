@@ -218,7 +218,7 @@ fn deflated_columns(body: &[u8]) -> Option<Vec<&[u8]>> {
 /// Automerge can panic on crafted input; the caller guards this.
 pub(crate) fn new_changes(doc: &mut AutoCommit, bytes: &[u8]) -> Result<Vec<Change>, LedgerError> {
     let mut out = parsed(bytes, |other| missing_from(doc, other))?;
-    out.retain(|c| !holds(doc, &c.hash()));
+    out.retain(|c| !crate::doc::holds(doc, &c.hash()));
     Ok(out)
 }
 
@@ -250,12 +250,6 @@ fn parsed(
         }
     }
     Ok(out)
-}
-
-/// Whether `doc` holds the change (its metadata only: building the change would cost its
-/// operations).
-fn holds(doc: &mut AutoCommit, hash: &ChangeHash) -> bool {
-    doc.get_change_meta_by_hash(hash).is_some()
 }
 
 /// The changes of `other` that `doc` lacks, found from `other`'s heads down to what `doc`
