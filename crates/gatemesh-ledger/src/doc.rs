@@ -114,6 +114,8 @@ pub struct Ledger {
     node: NodeId,
     clock: HlcClock,
     flagged: BTreeSet<TicketId>,
+    /// Tickets that joined `flagged` since [`Ledger::take_newly_flagged`] last took them.
+    newly_flagged: Vec<TicketId>,
     /// Entry scans per gate, kept with the flags (see [`Ledger::entry_tally`]).
     entries: EntryTally,
     /// Who is inside now, per check-in scope.
@@ -325,6 +327,7 @@ impl Ledger {
             clock: HlcClock::new(node.clone()),
             node,
             flagged: BTreeSet::new(),
+            newly_flagged: Vec::new(),
             entries: EntryTally::default(),
             occupancy: Default::default(),
             arrivals: Vec::new(),
@@ -455,8 +458,8 @@ impl Ledger {
         }
         if state.flagged().is_empty() {
             self.flagged.remove(&tid);
-        } else {
-            self.flagged.insert(tid);
+        } else if self.flagged.insert(tid.clone()) {
+            self.newly_flagged.push(tid);
         }
     }
 
@@ -709,6 +712,15 @@ impl Ledger {
     /// Tickets currently flagged, in ticket-id order.
     pub fn flagged(&self) -> impl Iterator<Item = &TicketId> {
         self.flagged.iter()
+    }
+
+    /// The tickets flagged since the last call that are flagged still, each once: what a
+    /// caller tells its viewers after taking something in, at the cost of what changed
+    /// (collecting every flag before and after cost a copy of them all per push).
+    pub fn take_newly_flagged(&mut self) -> Vec<TicketId> {
+        let mut newly = std::mem::take(&mut self.newly_flagged);
+        newly.retain(|t| self.flagged.contains(t));
+        newly
     }
 
     /// Takes the standings this node was told locally (a manifest file, for an event with

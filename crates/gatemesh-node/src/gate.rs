@@ -809,8 +809,7 @@ impl Writer {
             Command::Audit { reply } => defer(reply, Ok(self.ledger.audit())),
             Command::ExportLedger { reply } => defer(reply, Ok(self.ledger.save())),
             Command::Import { bytes, reply } => {
-                let before: std::collections::BTreeSet<TicketId> =
-                    self.ledger.flagged().cloned().collect();
+                let _ = self.ledger.take_newly_flagged();
                 let result = self
                     .ledger
                     .merge_saved(&bytes, now_ms())
@@ -822,8 +821,8 @@ impl Writer {
                     });
                 if let Ok(n) = result {
                     events.push(NodeEvent::Imported { changes: n });
-                    for tid in self.ledger.flagged().filter(|t| !before.contains(*t)) {
-                        events.push(NodeEvent::Flagged { tid: tid.clone() });
+                    for tid in self.ledger.take_newly_flagged() {
+                        events.push(NodeEvent::Flagged { tid });
                     }
                 }
                 defer(reply, result)
@@ -1067,13 +1066,13 @@ impl Writer {
             &mut gatemesh_ledger::PeerSync,
         ) -> Result<Vec<StoredChange>, gatemesh_ledger::LedgerError>,
     ) -> Result<bool, String> {
-        let before: std::collections::BTreeSet<TicketId> = self.ledger.flagged().cloned().collect();
+        let _ = self.ledger.take_newly_flagged();
         let state = self.peers.entry(peer.to_owned()).or_default();
         match take(&mut self.ledger, state) {
             Ok(new) => {
                 changes.extend(new);
-                for tid in self.ledger.flagged().filter(|t| !before.contains(*t)) {
-                    events.push(NodeEvent::Flagged { tid: tid.clone() });
+                for tid in self.ledger.take_newly_flagged() {
+                    events.push(NodeEvent::Flagged { tid });
                 }
                 Ok(state.waiting() > 0)
             }
@@ -1272,7 +1271,7 @@ impl Writer {
         changes: &mut Vec<StoredChange>,
         events: &mut Vec<NodeEvent>,
     ) -> Result<usize, NodeError> {
-        let before: HashSet<TicketId> = self.ledger.flagged().cloned().collect();
+        let _ = self.ledger.take_newly_flagged();
         let mut written = 0;
         if self.ledger.is_signing() {
             for r in &update.revocations {
@@ -1450,8 +1449,8 @@ impl Writer {
                 written += self.relay(r, changes)?;
             }
         }
-        for tid in self.ledger.flagged().filter(|t| !before.contains(*t)) {
-            events.push(NodeEvent::Flagged { tid: tid.clone() });
+        for tid in self.ledger.take_newly_flagged() {
+            events.push(NodeEvent::Flagged { tid });
         }
         Ok(written)
     }

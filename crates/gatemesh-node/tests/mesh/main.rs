@@ -167,12 +167,24 @@ async fn admits_made_apart_are_flagged_everywhere_once_connected() {
         Verdict::Admit
     );
     // A third gate joins both: the network heals through it.
+    let mut watching = [e.subscribe(), f.subscribe()];
     let (g, _) = w.gate("gate-g", "ca", &[e_addr, f_addr]).await;
     for node in [&e, &f, &g] {
         eventually("the ticket is flagged", || async {
             node.flags().await.unwrap().iter().any(|(t, _)| t == &tid)
         })
         .await;
+    }
+    // Each gate's viewers are told once, as the other's admission came in.
+    for events in &mut watching {
+        let mut told = 0;
+        while let Ok(event) = events.try_recv() {
+            if let gatemesh_node::NodeEvent::Flagged { tid: t } = event {
+                assert_eq!(t, tid, "only this ticket is flagged");
+                told += 1;
+            }
+        }
+        assert_eq!(told, 1, "one flagged event per gate");
     }
     // Staff resolve it at G; the resolution reaches E and F.
     g.resolve(
