@@ -719,7 +719,8 @@ impl Ledger {
     /// (collecting every flag before and after cost a copy of them all per push).
     pub fn take_newly_flagged(&mut self) -> Vec<TicketId> {
         let mut newly = std::mem::take(&mut self.newly_flagged);
-        newly.retain(|t| self.flagged.contains(t));
+        let mut told = HashSet::new();
+        newly.retain(|t| self.flagged.contains(t) && told.insert(t.clone()));
         newly
     }
 
