@@ -172,11 +172,18 @@ impl Deps {
         self.0.insert(change.hash(), change.deps().into());
     }
 
-    /// What `hash` builds on; `None` if `doc` does not hold it.
-    fn of(&self, doc: &mut AutoCommit, hash: &ChangeHash) -> Option<Vec<ChangeHash>> {
-        match self.0.get(hash) {
-            Some(deps) => Some(deps.to_vec()),
-            None => doc.get_change_meta_by_hash(hash).map(|m| m.deps),
+    /// Adds what `hash` builds on to `into`; `false` if `doc` does not hold it.
+    fn extend(&self, doc: &mut AutoCommit, hash: &ChangeHash, into: &mut Vec<ChangeHash>) -> bool {
+        if let Some(deps) = self.0.get(hash) {
+            into.extend_from_slice(deps);
+            return true;
+        }
+        match doc.get_change_meta_by_hash(hash) {
+            Some(meta) => {
+                into.extend(meta.deps);
+                true
+            }
+            None => false,
         }
     }
 }
@@ -1768,11 +1775,9 @@ fn trim_sent(
         if !visited.insert(hash) {
             continue;
         }
-        let Some(built_on) = deps.of(doc, &hash) else {
-            continue;
-        };
-        sent.remove(&hash);
-        to_visit.extend(built_on);
+        if deps.extend(doc, &hash, &mut to_visit) {
+            sent.remove(&hash);
+        }
     }
 }
 

@@ -292,37 +292,21 @@ impl Net {
         self.tokens.insert(i, token);
     }
 
-    /// An HTTP request made from inside host `i` (with curl), answered as JSON; with the API
-    /// token of the gate there, if one was set.
+    /// An HTTP request made from inside host `i` (with curl), answered as JSON (`Null` for an
+    /// answer that does not read); with the API token of the gate there, if one was set.
     pub fn http(&self, i: usize, method: &str, url: &str, body: Option<Value>) -> Value {
-        let mut cmd = self.hosts[i].command("curl");
-        cmd.args(["-s", "--max-time", "10", "-X", method, url]);
-        if let Some(b) = body {
-            cmd.args(["-H", "content-type: application/json", "-d", &b.to_string()]);
-        }
-        let token = self.tokens.get(&i);
-        if token.is_some() {
-            // From stdin (`-H @-` reads header lines there), so the token is on no command line.
-            cmd.args(["-H", "@-"]);
-        }
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("curl runs");
-        if let (Some(mut stdin), Some(token)) = (child.stdin.take(), token) {
-            use std::io::Write;
-            let _ = writeln!(stdin, "authorization: Bearer {token}");
-        }
-        let out = child.wait_with_output().expect("curl runs");
-        serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+        self.requests(i, method, url, &[body]).remove(0)
     }
 
     /// Many requests to one URL from inside host `i`, one after another on one connection
-    /// (one curl), each answered as JSON (`Null` for an answer that does not read), in order.
-    /// For hundreds of scans, where [`Net::http`] would start a process for each.
+    /// (one curl), each answered as [`Net::http`] answers, in order. For hundreds of scans,
+    /// where [`Net::http`] would start a process for each.
     pub fn http_many(&self, i: usize, method: &str, url: &str, bodies: &[Value]) -> Vec<Value> {
+        let bodies: Vec<Option<Value>> = bodies.iter().cloned().map(Some).collect();
+        self.requests(i, method, url, &bodies)
+    }
+
+    fn requests(&self, i: usize, method: &str, url: &str, bodies: &[Option<Value>]) -> Vec<Value> {
         use std::fmt::Write as _;
         // A curl config on stdin: the token and the bodies are on no command line.
         let quoted = |s: &str| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""));
@@ -334,7 +318,6 @@ impl Net {
             let _ = writeln!(config, "url = {}", quoted(url));
             let _ = writeln!(config, "request = {}", quoted(method));
             let _ = writeln!(config, "max-time = 10\nsilent\nwrite-out = \"\\n\"");
-            let _ = writeln!(config, "header = \"content-type: application/json\"");
             if let Some(token) = self.tokens.get(&i) {
                 let _ = writeln!(
                     config,
@@ -342,7 +325,10 @@ impl Net {
                     quoted(&format!("authorization: Bearer {token}"))
                 );
             }
-            let _ = writeln!(config, "data = {}", quoted(&body.to_string()));
+            if let Some(body) = body {
+                let _ = writeln!(config, "header = \"content-type: application/json\"");
+                let _ = writeln!(config, "data = {}", quoted(&body.to_string()));
+            }
         }
         let mut child = self.hosts[i]
             .command("curl")
@@ -359,6 +345,10 @@ impl Net {
                 .expect("curl reads its config");
         }
         let out = child.wait_with_output().expect("curl runs");
+        if bodies.len() == 1 {
+            // One answer: all of it, on however many lines.
+            return vec![serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)];
+        }
         let mut answers: Vec<Value> = String::from_utf8_lossy(&out.stdout)
             .lines()
             .map(|l| serde_json::from_str(l).unwrap_or(Value::Null))

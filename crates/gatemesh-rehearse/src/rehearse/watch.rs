@@ -87,10 +87,9 @@ pub(super) struct Shared {
     pub(super) changed_at: Mutex<HashMap<usize, f64>>,
     /// Wall seconds when gate g first showed the ticket's new standing.
     pub(super) reached: Mutex<HashMap<(usize, usize), f64>>,
-    /// Per gate, the changed tickets (plan index, id) it does not show yet.
+    /// Per gate whose standing watch runs, the changed tickets (plan index, id) it does not
+    /// show yet.
     standings: Mutex<HashMap<usize, Vec<(usize, String)>>>,
-    /// Gates whose standing watch runs.
-    standing_watches: Mutex<std::collections::HashSet<usize>>,
     pub(super) propagation: Mutex<Vec<Propagation>>,
     pub(super) faults: Mutex<Vec<Value>>,
     epoch: AtomicU64,
@@ -122,7 +121,6 @@ impl Shared {
             changed_at: Mutex::default(),
             reached: Mutex::default(),
             standings: Mutex::default(),
-            standing_watches: Mutex::default(),
             propagation: Mutex::default(),
             faults: Mutex::default(),
             epoch: AtomicU64::new(0),
@@ -137,14 +135,6 @@ impl Shared {
             probing: AtomicU64::new(0),
         }
     }
-    /// Whether gate `g`'s standing watch runs already; from now on it does.
-    fn standing_watch(&self, g: usize) -> bool {
-        self.standing_watches
-            .lock()
-            .map(|mut w| !w.insert(g))
-            .unwrap_or(true)
-    }
-
     pub(super) fn now(&self) -> f64 {
         self.t0.elapsed().as_secs_f64()
     }
@@ -370,10 +360,15 @@ impl Watch {
             c.insert(ticket, at);
         }
         for g in 0..self.gates.len() {
-            if let Ok(mut w) = self.shared.standings.lock() {
-                w.entry(g).or_default().push((ticket, tid.clone()));
-            }
-            if !self.shared.standing_watch(g) {
+            let first = match self.shared.standings.lock() {
+                Ok(mut w) => {
+                    let first = !w.contains_key(&g);
+                    w.entry(g).or_default().push((ticket, tid.clone()));
+                    first
+                }
+                Err(_) => false,
+            };
+            if first {
                 tokio::spawn(self.clone().watch_standings(g));
             }
         }
