@@ -118,9 +118,15 @@ pub struct Args {
     /// (an event with no server, whose ledger was exported or is not wanted).
     #[arg(long, requires = "forget")]
     discard_unsent: bool,
+    /// Log lines on standard error (the ready line is on standard output): text for people,
+    /// json (one object a line) for a log collector. GATEMESH_LOG (or RUST_LOG) chooses
+    /// what is logged (default: info).
+    #[arg(long, value_enum, default_value_t)]
+    log_format: crate::log::LogFormat,
 }
 
 pub fn run(mut args: Args) -> Result<ExitCode> {
+    crate::log::init(args.log_format);
     let public = gatemesh_node::api::is_public(&args.api);
     crate::exit::ensure_usage!(
         !public || args.api_public,

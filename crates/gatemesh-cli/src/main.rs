@@ -15,6 +15,7 @@ mod issue;
 mod keygen;
 mod keys;
 mod lists;
+mod log;
 mod pair;
 mod rehearse;
 mod server;

@@ -3,6 +3,7 @@ use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
 use anyhow::{Context, Result};
 
 use crate::exit::{UsageExt, bail_usage};
+use crate::log::LogFormat;
 
 /// Run the central server: events, ticket issuing, voids, manifests, redemptions. Serves
 /// HTTPS (a self-signed certificate made on first run, or --tls-cert/--tls-key).
@@ -52,14 +53,6 @@ pub struct Args {
     /// (default: info).
     #[arg(long, value_enum)]
     log_format: Option<LogFormat>,
-}
-
-/// How the server writes its log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum LogFormat {
-    Text,
-    Json,
 }
 
 /// The --config file: the flags' settings under the flags' names; any other key is refused.
@@ -118,10 +111,7 @@ fn settings(args: Args) -> Result<Settings> {
         tls_key: args.tls_key.or(file.tls_key),
         plain_http: args.plain_http || file.plain_http.unwrap_or(false),
         admin_token: args.admin_token.or(file.admin_token),
-        log_format: args
-            .log_format
-            .or(file.log_format)
-            .unwrap_or(LogFormat::Text),
+        log_format: args.log_format.or(file.log_format).unwrap_or_default(),
     };
     if s.tls_cert.is_some() != s.tls_key.is_some() {
         bail_usage!("--tls-cert and --tls-key go together");
@@ -132,27 +122,9 @@ fn settings(args: Args) -> Result<Settings> {
     Ok(s)
 }
 
-/// Logs to standard error, as text or one JSON object a line; GATEMESH_LOG or RUST_LOG
-/// filters (default `info`).
-fn init_logging(format: LogFormat) {
-    use tracing_subscriber::EnvFilter;
-    // GATEMESH_LOG (or RUST_LOG), in tracing's filter syntax, widens or narrows it.
-    let filter = EnvFilter::try_from_env("GATEMESH_LOG")
-        .or_else(|_| EnvFilter::try_from_default_env())
-        .unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    // Only fails when a subscriber is already set (nothing else sets one).
-    let _ = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().try_init(),
-    };
-}
-
 pub fn run(args: Args) -> Result<ExitCode> {
     let args = settings(args)?;
-    init_logging(args.log_format);
+    crate::log::init(args.log_format);
     if args.plain_http && !args.listen.ip().is_loopback() {
         bail_usage!(
             "--plain-http serves only a loopback address, not {}: devices send their \

@@ -10,6 +10,7 @@ use gatemesh_ledger::{
     Redemption, RedemptionId, Resolution, ResolutionId, Scan, Standing, Status, Store,
     StoredChange, TicketState, Verdict, decide,
 };
+use gatemesh_mesh::session::SyncRequest;
 use gatemesh_ticket::{Claims, TicketId, Verified, VerifyError};
 use serde::Serialize;
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -145,7 +146,7 @@ pub(crate) enum Command {
         reply: Reply<usize>,
     },
     /// A mesh session's request.
-    Sync(gatemesh_mesh::session::SyncRequest),
+    Sync(SyncRequest),
     /// A peer's sync message, parsed off the writer (a large one: a catch-up), to take in
     /// parts. Otherwise as [`gatemesh_mesh::session::SyncRequest::Receive`].
     SyncParsed {
@@ -191,6 +192,104 @@ pub(crate) enum Command {
     },
     /// Finish what is queued, compact and stop.
     Shutdown,
+}
+
+impl Command {
+    /// Whether the command may keep the writer for long (its cost grows with the ledger, a
+    /// peer's backlog or the server's news): it gets a batch of its own, so that the scans
+    /// queued before it are answered without waiting for it, and those after it in the
+    /// next batch.
+    fn heavy(&self) -> bool {
+        matches!(
+            self,
+            Command::Records { .. }
+                | Command::Audit { .. }
+                | Command::ExportLedger { .. }
+                | Command::Import { .. }
+                | Command::Sync(SyncRequest::Generate { .. })
+                | Command::SyncParsed { .. }
+                | Command::PeerLag { .. }
+                | Command::Unsent { .. }
+                | Command::FromServer { .. }
+        )
+    }
+
+    /// What the command is, for the writer's log of slow batches.
+    fn kind(&self) -> &'static str {
+        match self {
+            Command::Scan { .. } => "scan",
+            Command::Resolve { .. } => "resolve",
+            Command::Ticket { .. } => "ticket",
+            Command::Flags { .. } => "flags",
+            Command::Snapshot { .. } => "snapshot",
+            Command::Records { .. } => "records",
+            Command::Activity { .. } => "activity",
+            Command::Audit { .. } => "audit",
+            Command::ExportLedger { .. } => "export",
+            Command::Import { .. } => "import",
+            Command::Sync(request) => match request {
+                SyncRequest::Generate { .. } => "sync message",
+                SyncRequest::Receive { .. } => "peer message",
+                SyncRequest::Push { .. } => "peer push",
+                SyncRequest::Pushed { .. } => "pushed",
+                SyncRequest::Forget { .. } => "forget",
+            },
+            Command::SyncParsed { .. } => "peer catch-up",
+            Command::TakePart => "catch-up part",
+            Command::Inside { .. } => "inside",
+            Command::PeerLag { .. } => "peer lag",
+            Command::Unsent { .. } => "uplink unsent",
+            Command::UnsentResolutions { .. } => "uplink resolutions",
+            Command::Revocations { .. } => "revocations",
+            Command::FromServer { .. } => "server news",
+            Command::Shutdown => "shutdown",
+        }
+    }
+}
+
+/// How long a writer batch took until its answers went out, and which command took longest:
+/// a batch that holds its scans' answers for over [`SLOW_BATCH`] is logged, so that an
+/// operator (or a rehearsal's report) can see what the gate was doing instead.
+struct SlowBatch {
+    began: std::time::Instant,
+    commands: usize,
+    slowest: Option<(&'static str, std::time::Duration)>,
+}
+
+/// A batch that takes longer than this is logged ([`SlowBatch`]).
+const SLOW_BATCH: std::time::Duration = std::time::Duration::from_millis(500);
+
+impl SlowBatch {
+    fn new(commands: usize) -> Self {
+        Self {
+            began: std::time::Instant::now(),
+            commands,
+            slowest: None,
+        }
+    }
+
+    fn note(&mut self, kind: &'static str, took: std::time::Duration) {
+        if self.slowest.is_none_or(|(_, t)| took > t) {
+            self.slowest = Some((kind, took));
+        }
+    }
+
+    fn report(&self, changes: usize) {
+        let took = self.began.elapsed();
+        if took < SLOW_BATCH {
+            return;
+        }
+        let (kind, longest) = self
+            .slowest
+            .unwrap_or(("nothing", std::time::Duration::ZERO));
+        tracing::warn!(
+            "a batch of {} commands and {changes} changes took {} ms to answer; \
+             the longest was a {kind} ({} ms)",
+            self.commands,
+            took.as_millis(),
+            longest.as_millis()
+        );
+    }
 }
 
 /// A ticket as the server's manifest or change stream describes it.
@@ -372,12 +471,8 @@ pub(crate) struct Writer {
     pub uncompacted: i64,
     /// What each connected peer is believed to have.
     pub peers: std::collections::HashMap<String, gatemesh_ledger::PeerSync>,
-    /// How many changes each peer lacked when last counted, and when: counted at most every
-    /// [`LAG_EVERY`] (a count walks the change graph; status pages poll it each second).
-    pub lag: Option<(
-        std::time::Instant,
-        std::collections::HashMap<String, Option<usize>>,
-    )>,
+    /// How many changes each peer lacked when last counted, and when ([`Writer::peer_lag`]).
+    pub lag: std::collections::HashMap<String, (std::time::Instant, Option<usize>)>,
     /// Moves on every commit that added changes (sessions run a sync round at their next
     /// check).
     pub changed: tokio::sync::watch::Sender<u64>,
@@ -388,6 +483,9 @@ pub(crate) struct Writer {
     /// decided between them (a gate catching up a stadium's ledger in one message would
     /// otherwise answer no one for seconds).
     pub taking: std::collections::VecDeque<Taking>,
+    /// How many changes the next part takes: [`PART`] on a quick machine, fewer while
+    /// parts take longer than [`PART_BUDGET`].
+    pub part: usize,
     /// A peer's message was refused after it may have reached the document.
     pub reload_after_commit: bool,
     /// The ledger in memory may hold changes that are not on disk and reopening it failed
@@ -409,10 +507,21 @@ pub(crate) struct Taking {
 
 /// Most changes of a peer's sync message taken in one batch: ~1,000 signatures, tens of
 /// milliseconds on a laptop's cores, between which scans are decided.
-const PART: usize = 1024;
+pub(crate) const PART: usize = 1024;
 
-/// How long a count of what each peer lacks stands (see [`Writer::lag`]).
+/// Fewest changes of a part ([`Writer::part`]).
+const PART_LEAST: usize = 32;
+
+/// How long taking one part should keep the writer: on a laptop whose cores are busy a
+/// part of [`PART`] changes took seconds, and the scans after it waited as long, so parts
+/// shrink (to [`PART_LEAST`]) while they take longer than this and grow back when quick.
+const PART_BUDGET: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// How long a count of what a peer lacks stands (see [`Writer::peer_lag`]).
 pub(crate) const LAG_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long one look at the peers' lag may spend recounting (see [`Writer::peer_lag`]).
+const LAG_BUDGET: std::time::Duration = std::time::Duration::from_millis(20);
 
 pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -490,18 +599,27 @@ impl Writer {
         // parts take turns: a scan's answer waits for its batch to be stored, so it must not
         // share a batch with a part.
         let mut part_turn = false;
+        // A heavy command that ended the last batch's collection: it starts the next one.
+        let mut held: Option<Command> = None;
         loop {
             // Otherwise the writer sleeps until asked.
             let mut batch = Vec::new();
-            if self.taking.is_empty() {
+            if let Some(first) = held.take() {
+                batch.push(first);
+            } else if self.taking.is_empty() {
                 part_turn = false;
                 match rx.blocking_recv() {
                     Some(first) => batch.push(first),
                     None => break,
                 }
             }
-            while batch.len() < MAX_BATCH && !part_turn {
+            while batch.len() < MAX_BATCH && !part_turn && !batch.last().is_some_and(Command::heavy)
+            {
                 match rx.try_recv() {
+                    Ok(c) if c.heavy() && !batch.is_empty() => {
+                        held = Some(c);
+                        break;
+                    }
                     Ok(c) => batch.push(c),
                     Err(mpsc::error::TryRecvError::Empty) => break,
                     Err(mpsc::error::TryRecvError::Disconnected) => {
@@ -539,6 +657,7 @@ impl Writer {
                         .into(),
                 ));
             }
+            let mut slow = SlowBatch::new(batch.len());
             // This node's own changes of the batch, to push. A peer's are not passed on by
             // push (each peer has them from their writer, or by the next sync round).
             let mut own: Vec<StoredChange> = Vec::new();
@@ -552,7 +671,9 @@ impl Writer {
                     Command::Sync(_) | Command::SyncParsed { .. } | Command::TakePart
                 );
                 let made = changes.len();
+                let (kind, began) = (command.kind(), std::time::Instant::now());
                 replies.push(self.handle(command, &mut changes, &mut events));
+                slow.note(kind, began.elapsed());
                 if !from_peer {
                     own.extend(changes.get(made..).unwrap_or_default().iter().cloned());
                 }
@@ -597,6 +718,7 @@ impl Writer {
             for reply in replies {
                 reply(failed.as_ref());
             }
+            slow.report(changes.len());
             // A batch of refusals and duplicates makes no record: its counts are stored after
             // the answers, so that no refused scan waits for a sync.
             if self.tally_dirty && failed.is_none() {
@@ -868,25 +990,40 @@ impl Writer {
                     .collect();
                 defer(reply, Ok(inside))
             }
-            Command::PeerLag { reply } => {
-                let fresh = self
-                    .lag
-                    .as_ref()
-                    .filter(|(at, _)| at.elapsed() < LAG_EVERY)
-                    .map(|(_, lag)| lag.clone());
-                let lag = fresh.unwrap_or_else(|| {
-                    let lag: std::collections::HashMap<String, Option<usize>> = self
-                        .peers
-                        .iter()
-                        .map(|(name, state)| (name.clone(), self.ledger.peer_lag(state)))
-                        .collect();
-                    self.lag = Some((std::time::Instant::now(), lag.clone()));
-                    lag
-                });
-                defer(reply, Ok(lag))
-            }
+            Command::PeerLag { reply } => defer(reply, Ok(self.peer_lag())),
             Command::Shutdown => Box::new(|_| {}),
         }
+    }
+
+    /// How many changes each connected peer lacks, recounted once [`LAG_EVERY`] old. A count
+    /// walks the change graph from what the peer last said it has (hundreds of
+    /// milliseconds for a peer a partition's worth behind), so one look recounts the oldest
+    /// counts only until [`LAG_BUDGET`] is spent (at least one): status pages poll every
+    /// second, and scans wait while the writer counts.
+    fn peer_lag(&mut self) -> std::collections::HashMap<String, Option<usize>> {
+        let began = std::time::Instant::now();
+        let peers = &self.peers;
+        self.lag.retain(|name, _| peers.contains_key(name));
+        let mut due: Vec<(Option<std::time::Instant>, String)> = peers
+            .keys()
+            .map(|name| (self.lag.get(name).map(|(at, _)| *at), name.clone()))
+            .filter(|(at, _)| at.is_none_or(|at| at.elapsed() >= LAG_EVERY))
+            .collect();
+        // Never counted first, then the oldest.
+        due.sort();
+        for (i, (_, name)) in due.into_iter().enumerate() {
+            if i > 0 && began.elapsed() >= LAG_BUDGET {
+                break;
+            }
+            if let Some(state) = self.peers.get(&name) {
+                let behind = self.ledger.peer_lag(state);
+                self.lag.insert(name, (std::time::Instant::now(), behind));
+            }
+        }
+        self.lag
+            .iter()
+            .map(|(name, (_, behind))| (name.clone(), *behind))
+            .collect()
     }
 
     /// Redemptions whose ids are not in `sent`, looking only at what arrived from `from` on:
@@ -936,11 +1073,10 @@ impl Writer {
 
     fn sync(
         &mut self,
-        request: gatemesh_mesh::session::SyncRequest,
+        request: SyncRequest,
         changes: &mut Vec<StoredChange>,
         events: &mut Vec<NodeEvent>,
     ) -> Deferred {
-        use gatemesh_mesh::session::SyncRequest;
         match request {
             SyncRequest::Generate { peer, turn, reply } => {
                 use gatemesh_mesh::session::Turn;
@@ -1035,9 +1171,18 @@ impl Writer {
         else {
             return Box::new(|_| {});
         };
+        let (most, began) = (self.part, std::time::Instant::now());
         let taken = self.taking_in(&peer, changes, events, |ledger, state| {
-            ledger.take_sync_part(state, &mut parts, PART, now_ms())
+            ledger.take_sync_part(state, &mut parts, most, now_ms())
         });
+        let took = began.elapsed();
+        self.part = if took > 2 * PART_BUDGET {
+            (most / 2).max(PART_LEAST)
+        } else if took < PART_BUDGET / 2 {
+            (most * 2).min(PART)
+        } else {
+            most
+        };
         let taken = match taken {
             Ok(_) if parts.left() > 0 => {
                 self.taking.push_back(Taking { peer, parts, reply });
