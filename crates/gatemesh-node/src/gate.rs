@@ -249,7 +249,7 @@ impl Command {
 
 /// How long a writer batch took until its answers went out, and which command took longest:
 /// a batch that holds its scans' answers for over [`SLOW_BATCH`] is logged, so that an
-/// operator (or a rehearsal's report) can see what the gate was doing instead.
+/// operator (or someone reading a rehearsal's gate logs) can see what the gate was doing.
 struct SlowBatch {
     began: std::time::Instant,
     commands: usize,
