@@ -26,8 +26,19 @@ if ((${#missing[@]})); then
   fi
   echo "installing ${missing[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # A fresh machine may still be running its own apt job (the lock), and a mirror may drop a
+  # download: wait for the lock, retry downloads, and try the whole step again before failing
+  # (apt-get's exit code 100 is any of these).
+  apt_opts=(-o DPkg::Lock::Timeout=600 -o Acquire::Retries=5)
+  for attempt in 1 2 3; do
+    if apt-get "${apt_opts[@]}" update -qq &&
+      apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; then
+      break
+    fi
+    ((attempt < 3)) || { echo "apt-get failed three times" >&2; exit 1; }
+    echo "apt-get failed (attempt $attempt); trying again in 20 s" >&2
+    sleep 20
+  done
 fi
 
 if ! command -v cargo >/dev/null; then
