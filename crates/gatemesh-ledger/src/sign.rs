@@ -141,7 +141,15 @@ pub struct Trust {
     event: EventId,
     ca_key: Vec<u8>,
     ca_subject: Vec<u8>,
+    /// Certificates found good, by their DER, shared by every clone: whether the CA signed
+    /// a certificate never changes, and each check is an ECDSA verification (the server
+    /// checked the writer's certificate beside every redemption of every upload).
+    known: Arc<std::sync::Mutex<std::collections::HashMap<Vec<u8>, Device>>>,
 }
+
+/// Most certificates a [`Trust`] remembers; past it, it starts over (an event has a few
+/// dozen devices).
+const KNOWN_DEVICES: usize = 1024;
 
 impl Trust {
     /// Trusts devices of `event` whose certificates the CA in `ca_cert_der` signed.
@@ -157,6 +165,7 @@ impl Trust {
             event: event.clone(),
             ca_key: ca.public_key().subject_public_key.data.to_vec(),
             ca_subject: ca.subject().as_raw().to_vec(),
+            known: Arc::default(),
         })
     }
 
@@ -169,7 +178,27 @@ impl Trust {
     }
 
     /// The device a certificate names, if the CA signed it for this event; says why not.
+    /// A certificate found good before is not checked again.
     pub fn device(&self, cert_der: &[u8]) -> Result<Device, String> {
+        if let Some(device) = self
+            .known
+            .lock()
+            .ok()
+            .and_then(|k| k.get(cert_der).cloned())
+        {
+            return Ok(device);
+        }
+        let device = self.check_device(cert_der)?;
+        if let Ok(mut known) = self.known.lock() {
+            if known.len() >= KNOWN_DEVICES {
+                known.clear();
+            }
+            known.insert(cert_der.to_vec(), device.clone());
+        }
+        Ok(device)
+    }
+
+    fn check_device(&self, cert_der: &[u8]) -> Result<Device, String> {
         let (rest, cert) = X509Certificate::from_der(cert_der)
             .map_err(|e| format!("a certificate that does not read: {e}"))?;
         if !rest.is_empty() {

@@ -109,7 +109,6 @@ pub(crate) fn check_device_records(
     now_ms: i64,
 ) -> Result<Vec<(gatemesh_ledger::NodeId, i64)>, String> {
     use gatemesh_ledger::{MAX_CLOCK_AHEAD_MS, MAX_PER_TICKET};
-    let mut checked: HashMap<Vec<u8>, gatemesh_ledger::NodeId> = HashMap::new();
     let mut per_ticket: HashMap<(gatemesh_ledger::NodeId, gatemesh_ticket::TicketId), usize> =
         HashMap::new();
     let mut writers = Vec::with_capacity(items.len());
@@ -153,16 +152,9 @@ pub(crate) fn check_device_records(
                 r.node, r.tid
             )));
         }
-        match checked.get(&cert) {
-            // The certificate was checked for an earlier item: only the record's signature.
-            Some(node) if node == &r.node => {
-                gatemesh_ledger::check_redemption(trust, &cert, &r).map_err(why)?;
-            }
-            _ => {
-                let device = gatemesh_ledger::check_redemption(trust, &cert, &r).map_err(why)?;
-                checked.insert(cert, device.node);
-            }
-        }
+        // The certificate is checked once (`Trust` remembers it), the record's signature
+        // every time.
+        gatemesh_ledger::check_redemption(trust, &cert, &r).map_err(why)?;
         writers.push((r.node, r.hlc.wall_ms));
     }
     Ok(writers)

@@ -954,3 +954,40 @@ fn good_records_passed_on_under_an_author_that_is_no_device_are_refused() {
         "which is no device of this event",
     );
 }
+
+#[test]
+fn a_certificate_found_good_once_vouches_for_nothing_else() {
+    // Trust remembers certificates it found good (the server checks one beside every
+    // redemption it is sent). What it remembers must not let anything else through.
+    let event = super::event();
+    let trust = super::trust_of(&event);
+    let north = super::device_of(&event, gatemesh_ledger::Role::Gate, "North");
+    let der = north.device().cert_der.clone();
+    let first = trust.device(&der).unwrap();
+    // A clone shares what was found; the same certificate names the same device.
+    let again = trust.clone().device(&der).unwrap();
+    assert_eq!(
+        (first.node.clone(), first.peer.clone()),
+        (again.node, again.peer)
+    );
+
+    // The same certificate with its signature altered, after the good one is remembered.
+    let mut forged = der.clone();
+    let last = forged.len() - 1;
+    forged[last] ^= 0x01;
+    let why = trust.device(&forged).unwrap_err();
+    assert!(
+        why.contains("did not sign") || why.contains("does not read"),
+        "{why}"
+    );
+
+    // The same certificate to another CA's trust, and to this CA's trust for another event.
+    let other = gatemesh_mesh::pki::create_ca(event.as_str(), 30).unwrap();
+    let stranger = gatemesh_ledger::Trust::from_pem(&other.cert_pem, &event).unwrap();
+    assert!(stranger.device(&der).unwrap_err().contains("CA"));
+    let elsewhere = gatemesh_ticket::EventId::new("ELSEWHERE-2026").unwrap();
+    assert!(super::trust_of(&elsewhere).device(&der).is_err());
+
+    // A refused certificate is refused again: nothing is remembered of it.
+    assert_eq!(trust.device(&forged).unwrap_err(), why);
+}
