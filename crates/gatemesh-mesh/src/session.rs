@@ -807,7 +807,7 @@ async fn session(
     ctx: &Ctx,
 ) -> Result<()> {
     // Frames are read by their own task: reading is not cancel-safe inside a select.
-    let (frames_tx, mut frames) = mpsc::channel::<Result<Vec<u8>>>(8);
+    let (frames_tx, frames) = mpsc::channel::<Result<Vec<u8>>>(8);
     let reader = tokio::spawn(async move {
         loop {
             let frame = read_frame(&mut recv).await.transpose();
@@ -822,88 +822,70 @@ async fn session(
             }
         }
     });
-    let mut stop = ctx.stop.clone();
     // Subscribed before the first round: whatever is committed after it is pushed.
-    let mut pushes = ctx.port.pushes.subscribe();
+    let pushes = ctx.port.pushes.subscribe();
+    // What the sync side has to send (its messages, the owner's counts) goes through the
+    // sending side, which also writes the pushes: a session waiting for the ledger to take
+    // the peer's changes goes on pushing its own meanwhile.
+    let (out_tx, out) = mpsc::channel::<Vec<u8>>(8);
+    let behind = tokio::sync::Notify::new();
+    let result = tokio::select! {
+        r = sending(&mut send, out, pushes, &behind, peer, ctx) => r,
+        r = syncing(conn, frames, out_tx, &behind, peer, ctx) => r,
+    };
+    reader.abort();
+    result
+}
+
+/// A session's sync side: answers the peer's frames (pushes, sync messages, counts) through
+/// the ledger's owner, and runs the rounds of the sync protocol. Its frames go out through
+/// `out` ([`sending`]).
+async fn syncing(
+    conn: &Connection,
+    mut frames: mpsc::Receiver<Result<Vec<u8>>>,
+    out: mpsc::Sender<Vec<u8>>,
+    behind: &tokio::sync::Notify,
+    peer: &str,
+    ctx: &Ctx,
+) -> Result<()> {
+    let mut stop = ctx.stop.clone();
     // The owner's counts as they stand go out first, then each change.
     let mut stats = ctx.port.stats.clone();
     stats.mark_changed();
     let mut check = tokio::time::interval(SYNC_CHECK);
     check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     check.tick().await;
+    let gone = || invalid!("the session's sending side ended");
     // What the sync protocol sends next: a round's start on connect.
     let mut next = Some(Turn::Start);
-    let result: Result<()> = async {
-        loop {
-            if let Some(turn) = next.take()
-                && let Some(mut message) = ctx.port.generate(peer, turn).await?
-            {
-                if turn == Turn::Start {
-                    message.insert(0, ROUND_FRAME);
-                }
-                write_frame(&mut send, &message).await?;
-                update(ctx, peer, |s| s.bytes_sent += message.len() as u64 + 4);
+    // A frame read while gathering pushes that is not one: handled next.
+    let mut held: Option<Vec<u8>> = None;
+    loop {
+        if let Some(turn) = next.take()
+            && let Some(mut message) = ctx.port.generate(peer, turn).await?
+        {
+            if turn == Turn::Start {
+                message.insert(0, ROUND_FRAME);
             }
-            tokio::select! {
+            out.send(message).await.map_err(|_| gone())?;
+        }
+        let bytes = match held.take() {
+            Some(bytes) => bytes,
+            None => tokio::select! {
                 frame = frames.recv() => match frame {
-                    Some(Ok(bytes)) => {
-                        let len = bytes.len() as u64 + 4;
-                        match Frame::of(&bytes) {
-                            Frame::Hello => {}
-                            Frame::Push(changes) => {
-                                if ctx.port.push(peer, changes.to_vec()).await? {
-                                    next = Some(Turn::FollowUp);
-                                }
-                                update(ctx, peer, |s| {
-                                    s.last_sync_ms = Some(now_ms());
-                                    s.pushes += 1;
-                                    s.bytes_received += len;
-                                });
-                            }
-                            Frame::Start(message) => {
-                                ctx.port.receive(peer, message.to_vec()).await?;
-                                count_message(ctx, peer, len);
-                                next = Some(Turn::Answer);
-                            }
-                            Frame::Sync(message) => {
-                                ctx.port.receive(peer, message.to_vec()).await?;
-                                count_message(ctx, peer, len);
-                                next = Some(Turn::FollowUp);
-                            }
-                            Frame::Stats(json) => {
-                                // Shown, never decided on: what does not read is left out.
-                                let read = (json.len() <= STATS_MOST)
-                                    .then(|| serde_json::from_slice::<serde_json::Value>(json).ok())
-                                    .flatten();
-                                if read.is_none() {
-                                    tracing::debug!("{peer} sent counts that do not read");
-                                }
-                                update(ctx, peer, |s| {
-                                    s.bytes_received += len;
-                                    if read.is_some() {
-                                        s.stats = read;
-                                    }
-                                });
-                            }
-                        }
-                    }
+                    Some(Ok(bytes)) => bytes,
                     Some(Err(e)) => return Err(e),
                     None => return Ok(()),
                 },
-                pushed = pushes.recv() => match pushed {
-                    Ok(first) => if push_frames(&mut send, &mut pushes, first, peer, ctx).await? {
-                        update(ctx, peer, |s| s.fell_behind += 1);
-                        next = Some(Turn::Start);
-                    },
-                    Err(broadcast::error::RecvError::Lagged(missed)) => {
-                        tracing::info!("{peer} fell {missed} commits behind; catching up by sync");
-                        update(ctx, peer, |s| s.fell_behind += 1);
-                        next = Some(Turn::Start);
-                    }
-                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
-                },
+                _ = behind.notified() => {
+                    next = Some(Turn::Start);
+                    continue;
+                }
                 // The ledger's owner starts a round only if the two do not agree.
-                _ = check.tick() => next = Some(Turn::Start),
+                _ = check.tick() => {
+                    next = Some(Turn::Start);
+                    continue;
+                }
                 changed = stats.changed() => {
                     if changed.is_err() {
                         // The owner stopped publishing: nothing more to send.
@@ -915,18 +897,110 @@ async fn session(
                         let mut frame = Vec::with_capacity(json.len() + 1);
                         frame.push(STATS_FRAME);
                         frame.extend_from_slice(&json);
-                        write_frame(&mut send, &frame).await?;
-                        update(ctx, peer, |s| s.bytes_sent += frame.len() as u64 + 4);
+                        out.send(frame).await.map_err(|_| gone())?;
                     }
-                },
+                    continue;
+                }
                 _ = stop.changed() => return Ok(()),
                 _ = conn.closed() => return Ok(()),
+            },
+        };
+        let len = bytes.len() as u64 + 4;
+        match Frame::of(&bytes) {
+            Frame::Hello => {}
+            Frame::Push(changes) => {
+                // Pushes that queued up while the ledger was busy go to it as one: a
+                // backlog costs the owner one request, not one per commit.
+                let (mut changes, mut count, mut len) = (changes.to_vec(), 1, len);
+                while changes.len() < PUSH_FRAME_MOST {
+                    match frames.try_recv() {
+                        Ok(Ok(more)) => match Frame::of(&more) {
+                            Frame::Push(more_changes) => {
+                                changes.extend_from_slice(more_changes);
+                                count += 1;
+                                len += more.len() as u64 + 4;
+                            }
+                            _ => {
+                                held = Some(more);
+                                break;
+                            }
+                        },
+                        Ok(Err(e)) => return Err(e),
+                        Err(_) => break,
+                    }
+                }
+                if ctx.port.push(peer, changes).await? {
+                    next = Some(Turn::FollowUp);
+                }
+                update(ctx, peer, |s| {
+                    s.last_sync_ms = Some(now_ms());
+                    s.pushes += count;
+                    s.bytes_received += len;
+                });
+            }
+            Frame::Start(message) => {
+                ctx.port.receive(peer, message.to_vec()).await?;
+                count_message(ctx, peer, len);
+                next = Some(Turn::Answer);
+            }
+            Frame::Sync(message) => {
+                ctx.port.receive(peer, message.to_vec()).await?;
+                count_message(ctx, peer, len);
+                next = Some(Turn::FollowUp);
+            }
+            Frame::Stats(json) => {
+                // Shown, never decided on: what does not read is left out.
+                let read = (json.len() <= STATS_MOST)
+                    .then(|| serde_json::from_slice::<serde_json::Value>(json).ok())
+                    .flatten();
+                if read.is_none() {
+                    tracing::debug!("{peer} sent counts that do not read");
+                }
+                update(ctx, peer, |s| {
+                    s.bytes_received += len;
+                    if read.is_some() {
+                        s.stats = read;
+                    }
+                });
             }
         }
     }
-    .await;
-    reader.abort();
-    result
+}
+
+/// A session's sending side: writes what the sync side hands it (`out`) and the owner's
+/// commits as they are stored (`pushes`). It never waits for the ledger, so a peer gets
+/// this node's admissions while the ledger is busy with what the peer sent. Falling
+/// [`PUSH_QUEUE`] commits behind (a slow link) wakes the sync side (`behind`) for a round.
+async fn sending(
+    send: &mut SendStream,
+    mut out: mpsc::Receiver<Vec<u8>>,
+    mut pushes: broadcast::Receiver<Pushed>,
+    behind: &tokio::sync::Notify,
+    peer: &str,
+    ctx: &Ctx,
+) -> Result<()> {
+    loop {
+        tokio::select! {
+            frame = out.recv() => {
+                let Some(frame) = frame else { return Ok(()) };
+                write_frame(send, &frame).await?;
+                update(ctx, peer, |s| s.bytes_sent += frame.len() as u64 + 4);
+            }
+            pushed = pushes.recv() => match pushed {
+                Ok(first) => if push_frames(send, &mut pushes, first, peer, ctx).await? {
+                    update(ctx, peer, |s| s.fell_behind += 1);
+                    behind.notify_one();
+                },
+                Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    tracing::info!("{peer} fell {missed} commits behind; catching up by sync");
+                    update(ctx, peer, |s| s.fell_behind += 1);
+                    behind.notify_one();
+                }
+                // The owner is gone: the node is stopping.
+                Err(broadcast::error::RecvError::Closed) => return Ok(()),
+            },
+        }
+    }
 }
 
 /// Sends `first` and every push already queued behind it, coalesced into frames of at most
