@@ -1430,12 +1430,25 @@ impl Ledger {
     /// It is sent anyway when the peer's last message carried changes (the peer is owed our
     /// heads), and when it starts over from nothing (a reset, or a first message).
     pub fn sync_followup(&mut self, peer: &mut PeerSync) -> Option<Vec<u8>> {
-        let kept = peer.0.clone();
+        // What making a message without changes moves in automerge's state (the hashes it
+        // sent grow only by the changes it carries; its reset flag is only ever set by a
+        // switch to or from read-only, which this ledger never makes): kept, not the whole
+        // state, whose sent hashes hold every change pushed since the peer last said its
+        // heads.
+        let kept = (
+            peer.0.last_sent_heads.clone(),
+            peer.0.have_responded,
+            peer.0.in_flight,
+        );
         let owed = peer.2.0;
         let message = self.next_message(peer)?;
         let from_nothing = message.have.first().is_some_and(|h| h.last_sync.is_empty());
         if message.changes.is_empty() && message.need.is_empty() && !owed && !from_nothing {
-            peer.0 = kept;
+            (
+                peer.0.last_sent_heads,
+                peer.0.have_responded,
+                peer.0.in_flight,
+            ) = kept;
             return None;
         }
         Some(message.encode())

@@ -88,8 +88,9 @@ pub enum SyncRequest {
 /// peer at once, as they are (a push frame; no sync state is consulted), and the sync
 /// protocol runs in rounds — on connect (catch-up), every [`SYNC_CHECK`] while the two sides
 /// do not agree on what they hold (the check that nothing was missed, and how what this
-/// node learned from one peer reaches a peer that could not hear it), when a pushed change
-/// waits for one it builds on, and after a session missed pushes.
+/// node learned from one peer reaches a peer that could not hear it), [`MISSING_GRACE`]
+/// after a pushed change waited for one it builds on (if it still does), and after a session
+/// missed pushes.
 #[derive(Debug, Clone)]
 pub struct SyncPort {
     /// Where sessions send their requests; the ledger's owner answers each.
@@ -114,11 +115,20 @@ pub enum Turn {
     /// Answers a peer's round start: this node's heads, what it has, and what the peer
     /// lacks by what it said it has.
     Answer,
-    /// Goes on with a round, or asks for what a pushed change builds on: sent only if it
+    /// Goes on with a round: sent only if it
     /// carries changes or asks for some (`gatemesh_ledger::Ledger::sync_followup`), so a
     /// round ends instead of the two sides telling each other their moving heads forever.
     FollowUp,
+    /// Asks for what pushed changes build on, if they still wait for it: nothing otherwise.
+    /// Asked [`MISSING_GRACE`] after such a push, by when what they build on has mostly
+    /// arrived by its own writer's push (in a busy mesh a change often reaches a gate before
+    /// one it builds on, from a third gate, does).
+    Missing,
 }
+
+/// How long a session waits, after the peer pushed changes that build on changes this node
+/// lacks, before it asks the peer for them ([`Turn::Missing`]).
+pub const MISSING_GRACE: Duration = Duration::from_millis(500);
 
 /// A frame on a sync session, by its first byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -860,6 +870,8 @@ async fn syncing(
     let mut next = Some(Turn::Start);
     // A frame read while gathering pushes that is not one: handled next.
     let mut held: Option<Vec<u8>> = None;
+    // When to ask for what pushed changes build on, if they still wait for it.
+    let mut ask_at: Option<tokio::time::Instant> = None;
     loop {
         if let Some(turn) = next.take()
             && let Some(mut message) = ctx.port.generate(peer, turn).await?
@@ -879,6 +891,12 @@ async fn syncing(
                 },
                 _ = behind.notified() => {
                     next = Some(Turn::Start);
+                    continue;
+                }
+                _ = tokio::time::sleep_until(ask_at.unwrap_or_else(tokio::time::Instant::now)),
+                    if ask_at.is_some() => {
+                    ask_at = None;
+                    next = Some(Turn::Missing);
                     continue;
                 }
                 // The ledger's owner starts a round only if the two do not agree.
@@ -930,7 +948,7 @@ async fn syncing(
                     }
                 }
                 if ctx.port.push(peer, changes).await? {
-                    next = Some(Turn::FollowUp);
+                    ask_at.get_or_insert_with(|| tokio::time::Instant::now() + MISSING_GRACE);
                 }
                 update(ctx, peer, |s| {
                     s.last_sync_ms = Some(now_ms());

@@ -1092,6 +1092,8 @@ impl Writer {
                         self.ledger.sync_message(state)
                     }
                     Turn::FollowUp => self.ledger.sync_followup(state),
+                    Turn::Missing if state.waiting() == 0 => None,
+                    Turn::Missing => self.ledger.sync_followup(state),
                 };
                 // Sent only once this batch is on disk: a peer never holds a change that a
                 // failed commit could take back.
