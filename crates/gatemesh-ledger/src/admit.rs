@@ -312,12 +312,16 @@ fn brought_by(trust: &Trust, puts: &[Put]) -> Result<HashMap<NodeId, Arc<Device>
 /// certificates `changes` bring (a catch-up carries a whole ledger, certificates and all),
 /// and keeps those found good. Nothing else is decided here: the changes are checked in full
 /// when they are taken ([`check`]), and a check that finds its signature kept skips only the
-/// ECDSA verification. What does not read is left to that check to refuse.
+/// ECDSA verification. What does not read is left to that check to refuse. Signatures
+/// `vouched` found good before (in an earlier message) are not verified again; those found
+/// good now join it. One precheck at a time holds `vouched`, so a message that comes from
+/// several peers at once is verified once.
 pub(crate) fn precheck(
     roots: &Roots,
     trust: &Trust,
     event: &EventId,
     changes: &[Change],
+    vouched: &Vouched,
 ) -> Checked {
     // Change by change: a document's history starts with genesis, which makes the maps
     // (no puts of records), and what does not read is the full check's to refuse.
@@ -332,40 +336,109 @@ pub(crate) fn precheck(
         .filter_map(|p| device_of(trust, &p.key, &p.value).ok())
         .map(|d| (d.node.clone(), Arc::new(d)))
         .collect();
-    let signed: Vec<(Signed, Arc<Device>)> = puts
+    let mut known = vouched
+        .0
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut found = Checked::default();
+    // Each record's signature as one fact to verify: what it covers, the signature, by whom.
+    let unknown: Vec<Fact> = puts
         .iter()
         .filter_map(|p| Signed::read(p)?.ok())
         .filter_map(|r| {
             let device = devices.get(r.writer())?.clone();
-            Some((r, device))
+            let (message, sig) = r.message(event)?;
+            Some((
+                Checked::fact(&device, &message, sig),
+                message,
+                sig.to_owned(),
+                device,
+            ))
+        })
+        .filter(|(fact, ..)| {
+            let seen = known.contains(fact);
+            if seen {
+                found.insert(*fact);
+            }
+            !seen
         })
         .collect();
-    let check = |items: &[(Signed, Arc<Device>)]| {
+    let check = |items: &[Fact]| {
         let mut checked = Checked::default();
-        for (r, device) in items {
-            if let Some((message, sig)) = r.message(event) {
-                checked.verify(device, &message, sig);
+        for (fact, message, sig, device) in items {
+            if device.verifies(message, sig) {
+                checked.insert(*fact);
             }
         }
         checked
     };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-    if signed.len() < PARALLEL_FROM || threads < 2 {
-        return check(&signed);
-    }
-    std::thread::scope(|scope| {
-        let running: Vec<_> = signed
-            .chunks(signed.len().div_ceil(threads))
-            .map(|part| scope.spawn(move || check(part)))
-            .collect();
-        let mut all = Checked::default();
-        for thread in running {
-            if let Ok(part) = thread.join() {
-                all.extend(part);
+    let checked = if unknown.len() < PARALLEL_FROM || threads < 2 {
+        check(&unknown)
+    } else {
+        std::thread::scope(|scope| {
+            let running: Vec<_> = unknown
+                .chunks(unknown.len().div_ceil(threads))
+                .map(|part| scope.spawn(move || check(part)))
+                .collect();
+            let mut all = Checked::default();
+            for thread in running {
+                if let Ok(part) = thread.join() {
+                    all.extend(part);
+                }
             }
+            all
+        })
+    };
+    known.remember(&checked);
+    found.extend(checked);
+    found
+}
+
+/// A record's signature to verify: its digest as [`Checked`] keeps it, the bytes it covers,
+/// the signature, and the writer.
+type Fact = ([u8; 32], Vec<u8>, String, Arc<Device>);
+
+/// Signatures a node's prechecks found good ([`precheck`]), shared by all of them, at most
+/// [`VOUCHED_MOST`]. After a partition heals every peer on the other side sends the same
+/// thousands of records, and a round two seconds later sends them again while the first is
+/// still being taken: each is verified once.
+#[derive(Debug, Default)]
+pub struct Vouched(std::sync::Mutex<Checked>);
+
+/// Most signatures [`Vouched`] keeps (32 bytes each); past it, it starts over.
+const VOUCHED_MOST: usize = 262_144;
+
+impl Vouched {
+    /// Whether the signature `fact` stands for was found good.
+    pub(crate) fn contains(&self, fact: &[u8; 32]) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(fact)
+    }
+
+    /// Keeps that the signature `fact` stands for was found good.
+    pub(crate) fn keep(&self, fact: [u8; 32]) {
+        let mut found = Checked::default();
+        found.insert(fact);
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remember(&found);
+    }
+}
+
+impl Checked {
+    /// Keeps `found` too, starting over first if that would hold more than [`VOUCHED_MOST`].
+    fn remember(&mut self, found: &Checked) {
+        if self.len() + found.len() > VOUCHED_MOST {
+            *self = Checked::default();
         }
-        all
-    })
+        for fact in found.facts() {
+            self.insert(*fact);
+        }
+    }
 }
 
 /// One put of a change, as `put_of` read it.
@@ -863,7 +936,7 @@ pub(crate) fn signed_by<R: Record>(r: &R, device: &Device, event: &EventId) -> R
 }
 
 /// [`signed_by`], a signature in `checked` counting as verified.
-fn signed_by_checked<R: Record>(
+pub(crate) fn signed_by_checked<R: Record>(
     r: &R,
     device: &Device,
     event: &EventId,

@@ -1296,8 +1296,9 @@ impl SyncInParts {
     /// Checks, on every core, the signatures of the records whose writers' certificates
     /// the message brings (a catch-up's whole ledger), off the thread that decides scans:
     /// each part then costs a digest per record where it cost an ECDSA verification (61 µs).
-    /// Nothing is decided here; every part is checked in full as it is taken.
-    pub fn precheck(&mut self, event: &EventId, trust: &Trust) {
+    /// Nothing is decided here; every part is checked in full as it is taken. Signatures
+    /// `vouched` holds (found good in an earlier message) are not verified again.
+    pub fn precheck(&mut self, event: &EventId, trust: &Trust, vouched: &crate::admit::Vouched) {
         let Ok(genesis) = AutoCommit::load(&crate::layout::genesis(event)) else {
             return;
         };
@@ -1306,7 +1307,7 @@ impl SyncInParts {
         };
         // In place: a catch-up holds 100,000 changes, not worth copying to read.
         let changes = self.changes.make_contiguous();
-        self.checked = crate::admit::precheck(&roots, trust, event, changes);
+        self.checked = crate::admit::precheck(&roots, trust, event, changes, vouched);
     }
 
     /// Signatures found good by [`SyncInParts::precheck`].

@@ -36,7 +36,7 @@ mod store;
 mod tally;
 
 pub use admit::{
-    MAX_CHANGE_BYTES, MAX_CLOCK_AHEAD_MS, MAX_INFLATED_BYTES, MAX_PER_TICKET, MAX_SEEN,
+    MAX_CHANGE_BYTES, MAX_CLOCK_AHEAD_MS, MAX_INFLATED_BYTES, MAX_PER_TICKET, MAX_SEEN, Vouched,
 };
 pub use decide::{
     Answer, EntryPolicy, FirstUse, Listing, Outcome, Policy, Reason, Scan, UnlistedPolicy, Verdict,
@@ -51,7 +51,10 @@ pub use model::{
     ResolutionId, Role, Standing, Status,
 };
 pub use revoke::{Revocation, cuts as revocation_cuts};
-pub use sign::{CaSigner, Device, DeviceRecord, Signer, Trust, check_redemption, node_of_key};
+pub use sign::{
+    CaSigner, Device, DeviceRecord, Signer, Trust, check_redemption, check_redemption_vouched,
+    node_of_key,
+};
 pub use state::TicketState;
 pub use store::{Durability, Store, StoreError, Stored};
 pub use tally::{Activity, EntryTally, GateActivity, Occupancy};

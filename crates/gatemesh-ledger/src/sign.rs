@@ -86,7 +86,8 @@ pub struct Device {
 pub(crate) struct Checked(std::collections::HashSet<[u8; 32]>);
 
 impl Checked {
-    fn fact(device: &Device, message: &[u8], sig: &str) -> [u8; 32] {
+    /// What a good signature `sig` of `message` by `device` is kept as.
+    pub(crate) fn fact(device: &Device, message: &[u8], sig: &str) -> [u8; 32] {
         let mut h = Sha256::new();
         for part in [&device.cert_der[..], message, sig.as_bytes()] {
             h.update((part.len() as u64).to_be_bytes());
@@ -95,11 +96,16 @@ impl Checked {
         h.finalize().into()
     }
 
-    /// Keeps that `sig` is `device`'s good signature of `message`, when it is.
-    pub(crate) fn verify(&mut self, device: &Device, message: &[u8], sig: &str) {
-        if device.verifies(message, sig) {
-            self.0.insert(Self::fact(device, message, sig));
-        }
+    pub(crate) fn contains(&self, fact: &[u8; 32]) -> bool {
+        self.0.contains(fact)
+    }
+
+    pub(crate) fn insert(&mut self, fact: [u8; 32]) {
+        self.0.insert(fact);
+    }
+
+    pub(crate) fn facts(&self) -> impl Iterator<Item = &[u8; 32]> {
+        self.0.iter()
     }
 
     pub(crate) fn extend(&mut self, other: Checked) {
@@ -544,6 +550,37 @@ pub fn check_redemption(
 ) -> Result<Device, String> {
     let device = trust.device(cert_der)?;
     crate::admit::signed_by(r, &device, &trust.event)?;
+    Ok(device)
+}
+
+/// [`check_redemption`] for a redemption that may come again (every gate uploads every
+/// admission it holds, its peers' too): a signature `vouched` found good before costs a
+/// digest, not an ECDSA verification, and one found good now joins it. Every other check
+/// is made each time.
+pub fn check_redemption_vouched(
+    trust: &Trust,
+    cert_der: &[u8],
+    r: &crate::model::Redemption,
+    vouched: &crate::admit::Vouched,
+) -> Result<Device, String> {
+    use crate::model::Record;
+    let device = trust.device(cert_der)?;
+    let fact = r.unsigned_json().ok().zip(r.sig()).map(|(unsigned, sig)| {
+        Checked::fact(
+            &device,
+            &message(&trust.event, crate::model::Redemption::MAP, &unsigned),
+            sig,
+        )
+    });
+    let mut checked = Checked::default();
+    let seen = fact.is_some_and(|f| vouched.contains(&f));
+    if let (true, Some(f)) = (seen, fact) {
+        checked.insert(f);
+    }
+    crate::admit::signed_by_checked(r, &device, &trust.event, &checked)?;
+    if let (false, Some(f)) = (seen, fact) {
+        vouched.keep(f);
+    }
     Ok(device)
 }
 

@@ -624,6 +624,9 @@ impl Node {
         let event = self.info().event.clone();
         let trust = keys_of(self.shared.identity.as_ref(), &event)?.map(|(_, trust)| trust);
         let trust = std::sync::Arc::new(trust.map(|t| (event, t)));
+        // Shared by the mesh's prechecks: what one peer's message vouched for is not
+        // verified again when the next peer (or the next round) sends the same records.
+        let vouched = std::sync::Arc::new(gatemesh_ledger::Vouched::default());
         tokio::spawn(async move {
             while let Some(request) = rx.recv().await {
                 use gatemesh_mesh::session::SyncRequest;
@@ -632,12 +635,13 @@ impl Node {
                     // which decides scans meanwhile. Its session waits for the answer, so
                     // nothing else of that peer's overtakes it.
                     SyncRequest::Receive { peer, bytes, reply } if bytes.len() >= PARSE_APART => {
-                        let (commands, trust) = (commands.clone(), trust.clone());
+                        let (commands, trust, vouched) =
+                            (commands.clone(), trust.clone(), vouched.clone());
                         tokio::spawn(async move {
                             let parts = tokio::task::spawn_blocking(move || {
                                 let mut parts = gatemesh_ledger::SyncInParts::parse(&bytes)?;
                                 if let Some((event, trust)) = trust.as_ref() {
-                                    parts.precheck(event, trust);
+                                    parts.precheck(event, trust, &vouched);
                                 }
                                 Ok(parts)
                             })

@@ -22,11 +22,13 @@ use crate::store::StoreError;
 const NAME: &str = "server";
 
 /// One signer per event, loaded or made on first use, and the event's CA as a checker of
-/// device records (read once: an event's CA never changes).
+/// device records (read once: an event's CA never changes), with the records' signatures
+/// found good (every gate uploads every admission it holds: each is verified once).
 #[derive(Default)]
 pub(crate) struct Signers(
     std::sync::Mutex<HashMap<EventId, Arc<(Signer, String)>>>,
     std::sync::Mutex<HashMap<EventId, Arc<gatemesh_ledger::Trust>>>,
+    pub(crate) gatemesh_ledger::Vouched,
 );
 
 impl Signers {
@@ -105,6 +107,7 @@ impl Signers {
 /// writer's records are set aside.
 pub(crate) fn check_device_records(
     trust: &gatemesh_ledger::Trust,
+    vouched: &gatemesh_ledger::Vouched,
     items: &[RedemptionRequest],
     now_ms: i64,
 ) -> Result<Vec<(gatemesh_ledger::NodeId, i64)>, String> {
@@ -152,9 +155,9 @@ pub(crate) fn check_device_records(
                 r.node, r.tid
             )));
         }
-        // The certificate is checked once (`Trust` remembers it), the record's signature
-        // every time.
-        gatemesh_ledger::check_redemption(trust, &cert, &r).map_err(why)?;
+        // The certificate is checked once (`Trust` remembers it), and so is the record's
+        // signature (`vouched`): the other gates upload the same record again.
+        gatemesh_ledger::check_redemption_vouched(trust, &cert, &r, vouched).map_err(why)?;
         writers.push((r.node, r.hlc.wall_ms));
     }
     Ok(writers)

@@ -991,3 +991,34 @@ fn a_certificate_found_good_once_vouches_for_nothing_else() {
     // A refused certificate is refused again: nothing is remembered of it.
     assert_eq!(trust.device(&forged).unwrap_err(), why);
 }
+
+#[test]
+fn a_signature_found_good_once_vouches_only_for_that_record() {
+    // The server is sent every admission by every gate; a signature found good is not
+    // verified again. A record altered after it was vouched for is still refused, and the
+    // checks that are not the signature's are made every time.
+    let event = super::event();
+    let trust = super::trust_of(&event);
+    let vouched = gatemesh_ledger::Vouched::default();
+    let mut south = Gate::new("South");
+    let tid = TicketId::generate();
+    south.scan(&tid, "s1", T0);
+    let r = south.ledger.ticket(&tid).redemptions[0].clone();
+    let cert = south.ledger.own_device().unwrap().cert_der.clone();
+    for _ in 0..2 {
+        gatemesh_ledger::check_redemption_vouched(&trust, &cert, &r, &vouched).unwrap();
+    }
+    let mut moved = r.clone();
+    moved.gate = "Elsewhere".into();
+    let why =
+        gatemesh_ledger::check_redemption_vouched(&trust, &cert, &moved, &vouched).unwrap_err();
+    assert!(why.contains("signature"), "{why}");
+    // The same good record under another device's certificate: not its writer.
+    let north = super::device_of(&event, gatemesh_ledger::Role::Gate, "North");
+    let other = north.device().cert_der.clone();
+    assert!(gatemesh_ledger::check_redemption_vouched(&trust, &other, &r, &vouched).is_err());
+    // Under another event's trust: refused, whatever was vouched for here.
+    let elsewhere = gatemesh_ticket::EventId::new("ELSEWHERE-2026").unwrap();
+    let foreign = super::trust_of(&elsewhere);
+    assert!(gatemesh_ledger::check_redemption_vouched(&foreign, &cert, &r, &vouched).is_err());
+}

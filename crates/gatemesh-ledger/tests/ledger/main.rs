@@ -1083,7 +1083,11 @@ fn sync_taking_parts(
         if let Some(m) = a.sync_message(&mut sa) {
             let mut parts = SyncInParts::parse(&m).unwrap();
             if precheck {
-                parts.precheck(&event(), &trust_of(&event()));
+                parts.precheck(
+                    &event(),
+                    &trust_of(&event()),
+                    &gatemesh_ledger::Vouched::default(),
+                );
                 // North's history, certificate and all: nearly every record's signature.
                 assert!(
                     parts.left() < 100 || parts.prechecked() * 10 > parts.left() * 9,
@@ -1204,6 +1208,24 @@ fn a_forged_record_in_a_later_part_refuses_that_part_and_keeps_what_came_before(
     doc.set_actor(automerge::ActorId::from(
         north.ledger.node().as_str().as_bytes(),
     ));
+    // A whole history in one message, as a catch-up sends it.
+    let message_of = |doc: &mut automerge::AutoCommit| {
+        automerge::sync::Message {
+            heads: doc.get_heads(),
+            need: Vec::new(),
+            have: Vec::new(),
+            changes: doc
+                .get_changes(&[])
+                .iter()
+                .map(|c| c.raw_bytes().to_vec())
+                .collect::<Vec<_>>()
+                .into(),
+            flags: None,
+            version: automerge::sync::MessageVersion::V1,
+        }
+        .encode()
+    };
+    let honest_message = message_of(&mut doc);
     let forged_tid = TicketId::generate();
     let mut r = redemption(&mut north.ledger, &forged_tid, T0 + 100);
     r.gate = "Forged".into();
@@ -1212,24 +1234,24 @@ fn a_forged_record_in_a_later_part_refuses_that_part_and_keeps_what_came_before(
     doc.put(&map, key, serde_json::to_string(&r).unwrap())
         .unwrap();
     doc.commit();
-    let all = doc.get_changes(&[]);
-    let message = automerge::sync::Message {
-        heads: doc.get_heads(),
-        need: Vec::new(),
-        have: Vec::new(),
-        changes: all
-            .iter()
-            .map(|c| c.raw_bytes().to_vec())
-            .collect::<Vec<_>>()
-            .into(),
-        flags: None,
-        version: automerge::sync::MessageVersion::V1,
-    }
-    .encode();
+    let message = message_of(&mut doc);
     let mut peer = gatemesh_ledger::PeerSync::default();
     let mut parts = gatemesh_ledger::SyncInParts::parse(&message).unwrap();
-    // Signatures checked ahead keep only good ones: the forged record is still refused.
-    parts.precheck(&event(), &trust_of(&event()));
+    // Signatures checked ahead keep only good ones: the forged record is still refused,
+    // also when the same message, honest, was checked ahead before.
+    let vouched = gatemesh_ledger::Vouched::default();
+    let mut honest = gatemesh_ledger::SyncInParts::parse(&honest_message).unwrap();
+    honest.precheck(&event(), &trust_of(&event()), &vouched);
+    assert!(honest.prechecked() >= 30, "{}", honest.prechecked());
+    let mut again = gatemesh_ledger::SyncInParts::parse(&honest_message).unwrap();
+    again.precheck(&event(), &trust_of(&event()), &vouched);
+    assert_eq!(again.prechecked(), honest.prechecked());
+    parts.precheck(&event(), &trust_of(&event()), &vouched);
+    assert_eq!(
+        parts.prechecked(),
+        honest.prechecked(),
+        "the forged record is not vouched for"
+    );
     let mut taken = 0;
     let refused = loop {
         match west.ledger.take_sync_part(&mut peer, &mut parts, 4, now()) {

@@ -112,8 +112,9 @@ pub(crate) async fn redeem(
                         )
                     })?;
                     let now = gatemesh_wire::time::now_ms();
-                    let writers = crate::signer::check_device_records(&trust, &redemptions, now)
-                        .map_err(bad)?;
+                    let writers =
+                        crate::signer::check_device_records(&trust, &signers.2, &redemptions, now)
+                            .map_err(bad)?;
                     Ok::<_, ApiError>((redemptions, Some(writers)))
                 })
                 .await
