@@ -638,11 +638,19 @@ impl Node {
                         let (commands, trust, vouched) =
                             (commands.clone(), trust.clone(), vouched.clone());
                         tokio::spawn(async move {
+                            let from = peer.clone();
                             let parts = tokio::task::spawn_blocking(move || {
                                 let mut parts = gatemesh_ledger::SyncInParts::parse(&bytes)?;
                                 if let Some((event, trust)) = trust.as_ref() {
                                     parts.precheck(event, trust, &vouched);
                                 }
+                                tracing::info!(
+                                    "a sync message of {} bytes from {from}: {} changes, {} \
+                                     signatures found good ahead",
+                                    bytes.len(),
+                                    parts.left(),
+                                    parts.prechecked()
+                                );
                                 Ok(parts)
                             })
                             .await;
