@@ -1324,7 +1324,47 @@ impl SyncInParts {
 /// One peer's side of the Automerge sync protocol: what this node believes the peer has.
 /// Kept per connection; a fresh state after a reconnect costs one extra round trip.
 #[derive(Debug, Default)]
-pub struct PeerSync(automerge::sync::State, Pending, Owed);
+pub struct PeerSync(automerge::sync::State, Pending, Owed, Sizes);
+
+/// How much one sync message to this peer may carry, and ask for.
+#[derive(Debug)]
+struct Sizes {
+    /// Whether messages to the peer say what this node has and needs (see
+    /// [`PeerSync::set_asking`]).
+    asking: bool,
+    /// The peer takes a whole document in one message (automerge's message V2): it says so
+    /// in every message. It gets one only while it holds less than a third of what this
+    /// node holds (see [`Ledger::next_message`]).
+    whole: bool,
+    /// Most bytes of changes in one message (see [`SYNC_CHANGES_MOST`]).
+    most: usize,
+}
+
+impl Default for Sizes {
+    fn default() -> Self {
+        Self {
+            asking: true,
+            whole: false,
+            most: SYNC_CHANGES_MOST,
+        }
+    }
+}
+
+/// Most bytes of changes one sync message carries to a peer that holds most of the ledger
+/// (after a partition heals, or a gate restarts): what is left goes in the next message of
+/// the round, which the peer's answer asks for. A gap of 30,000 redemptions would otherwise
+/// be one message of ~16 MB, over what a mesh frame takes; and a peer that heals with
+/// sixteen gates at once would get the same gap from each, where now it gets about this
+/// much from each and, in the next message, only what none of them sent (its answers say
+/// what it holds by then). Also bounds how long a sync message holds up the pushes behind
+/// it on the connection. One change larger than this still goes, alone.
+pub const SYNC_CHANGES_MOST: usize = 2 * 1024 * 1024;
+
+/// Most bytes of a sync message this ledger makes. A whole document (a gate that joins late
+/// gets one: cheaper to make, send and take than its changes one by one) larger than this
+/// is not sent; its changes go instead, [`SYNC_CHANGES_MOST`] at a time. Below the mesh's
+/// frame limit (16 MiB) with room for the frame's own bytes.
+pub const SYNC_MESSAGE_MOST: usize = 15 * 1024 * 1024;
 
 /// Whether the peer's last sync message carried changes and this node has not sent a
 /// message since: it is owed our heads (changes it sent that this node already knew reach
@@ -1406,6 +1446,15 @@ impl Ledger {
         Some(self.doc.get_changes_meta(theirs).len())
     }
 
+    /// Whether the peer last said heads this node does not hold: it has changes this node
+    /// lacks. `false` before the peer has said what it has.
+    pub fn lacks_from(&mut self, peer: &PeerSync) -> bool {
+        peer.0
+            .their_heads
+            .as_ref()
+            .is_some_and(|heads| heads.iter().any(|h| !holds(&mut self.doc, h)))
+    }
+
     /// Whether this node and the peer agree, as far as this node knows: the peer last said
     /// our heads are its heads, it was last told them, and none of its changes wait here. A
     /// round of the sync protocol is due whenever they do not.
@@ -1455,9 +1504,38 @@ impl Ledger {
         Some(message.encode())
     }
 
+    /// The next message of automerge's protocol, as large as [`Sizes`] lets it be: a whole
+    /// document only to a peer that holds less than a third of this one (automerge sends
+    /// one whenever a third of the document is to be sent, and after a partition heals
+    /// that is every gate from every gate of the other side, each parsing the whole ledger
+    /// once per peer), and no more than [`SYNC_CHANGES_MOST`] of changes otherwise.
     fn next_message(&mut self, peer: &mut PeerSync) -> Option<automerge::sync::Message> {
-        use automerge::sync::SyncDoc;
+        use automerge::sync::{MessageVersion, SyncDoc};
+        let whole = peer.3.whole && self.holds_little(&peer.0);
+        let kept = (
+            peer.0.last_sent_heads.clone(),
+            peer.0.have_responded,
+            peer.0.in_flight,
+        );
+        set_whole(&mut peer.0, whole);
         let mut message = self.doc.sync().generate_sync_message(&mut peer.0)?;
+        if message.version == MessageVersion::V2 && chunk_bytes(&message) > SYNC_MESSAGE_MOST {
+            // Too large for one frame: its changes instead, a part at a time. The document's
+            // hashes all counted as sent; forgetting what was sent only means a change may
+            // be sent again, which the peer ignores.
+            set_whole(&mut peer.0, false);
+            peer.0.sent_hashes.clear();
+            (
+                peer.0.last_sent_heads,
+                peer.0.have_responded,
+                peer.0.in_flight,
+            ) = kept;
+            message = self.doc.sync().generate_sync_message(&mut peer.0)?;
+        }
+        set_whole(&mut peer.0, false);
+        if message.version == MessageVersion::V1 {
+            cap_changes(&mut message, &mut peer.0.sent_hashes, peer.3.most);
+        }
         peer.2 = Owed(false);
         // Ask for what the changes held back build on, as automerge asks for what its own
         // queue lacks.
@@ -1473,7 +1551,68 @@ impl Ledger {
             }
             message.need = need.into_iter().collect();
         }
+        if !peer.3.asking {
+            // Says this node's heads and sends what the peer lacks, but neither what this
+            // node has nor what it needs: by those the peer would send what this node lacks.
+            message.have = Vec::new();
+            message.need = Vec::new();
+        }
         Some(message)
+    }
+
+    /// How many changes the peer holds that this node lacks, as far as the bloom filter of
+    /// what it has, in its last message, tells: every change of the filter (what the peer
+    /// holds past the heads it believes it shares with this node) but those of this node's
+    /// own past those heads that the filter holds. `Some(0)` when this node holds the
+    /// peer's heads; `None` when it cannot tell (the peer has not said its heads, or not
+    /// what it has since a round began).
+    pub fn lack_from(&mut self, peer: &PeerSync) -> Option<usize> {
+        let heads = peer.0.their_heads.as_ref()?;
+        if heads.iter().all(|h| holds(&mut self.doc, h)) {
+            return Some(0);
+        }
+        let Some([have]) = peer.0.their_have.as_deref() else {
+            return None;
+        };
+        if !have.last_sync.iter().all(|h| holds(&mut self.doc, h)) {
+            return None;
+        }
+        let theirs = bloom_entries(&have.bloom.to_bytes())?;
+        let common = self
+            .doc
+            .get_changes_meta(&have.last_sync)
+            .iter()
+            .filter(|c| have.bloom.contains_hash(&c.hash))
+            .count();
+        Some(
+            usize::try_from(theirs)
+                .unwrap_or(usize::MAX)
+                .saturating_sub(common),
+        )
+    }
+
+    /// Whether the peer holds less than a third as many changes as this ledger holds
+    /// redemptions, by what it last said it has: everything up to the heads it believes it
+    /// shares with this node (counted here: what this node holds but what came after them),
+    /// and the changes past them its bloom filter holds (the filter says how many).
+    fn holds_little(&mut self, state: &automerge::sync::State) -> bool {
+        let Some([have]) = state.their_have.as_deref() else {
+            return false;
+        };
+        let ours = self.redemptions_held as u64;
+        let past = bloom_entries(&have.bloom.to_bytes()).unwrap_or(u64::MAX);
+        if past.saturating_mul(3) >= ours {
+            return false;
+        }
+        if have.last_sync.is_empty() {
+            return true;
+        }
+        if !have.last_sync.iter().all(|h| holds(&mut self.doc, h)) {
+            return false;
+        }
+        let after = self.doc.get_changes_meta(&have.last_sync).len() as u64;
+        let shared = ours.saturating_sub(after);
+        (shared + past).saturating_mul(3) < ours
     }
 
     /// Takes a peer's sync message. Returns the changes that were new here, to store before
@@ -1532,7 +1671,7 @@ impl Ledger {
         // automerge 0.12 can panic on crafted input; if it does, this replica's state may be
         // half-updated, so the caller must reload it from storage.
         let (doc, deps) = (&mut self.doc, &self.deps);
-        guarded(|| take_message(doc, deps, &mut peer.0, parts.message))?;
+        guarded(|| take_message(doc, deps, (&mut peer.0, &mut peer.3.whole), parts.message))?;
         if parts.carried {
             peer.0.last_sent_heads = last_sent;
         }
@@ -1657,6 +1796,29 @@ impl Ledger {
 }
 
 impl PeerSync {
+    /// A peer's state whose messages carry at most `most` bytes of changes each (one change
+    /// larger than that still goes, alone), not [`SYNC_CHANGES_MOST`]: a peer on a slow link
+    /// gets smaller messages, which hold up fewer pushes behind them.
+    pub fn with_changes_most(most: usize) -> Self {
+        Self(
+            Default::default(),
+            Default::default(),
+            Default::default(),
+            Sizes {
+                most,
+                ..Sizes::default()
+            },
+        )
+    }
+
+    /// Whether the next messages to the peer ask it for what this node lacks (say what this
+    /// node has and needs): on by default. A gate catching up a large gap from one peer
+    /// (after a heal, on joining late) turns it off for the others that hold the same gap,
+    /// so it gets the gap once, not once from each; its own changes still go to them.
+    pub fn set_asking(&mut self, asking: bool) {
+        self.3.asking = asking;
+    }
+
     /// Begins a round of the sync protocol (on a timer, after missed pushes): what the peer
     /// said it has in its last message is stale by now (pushes went both ways since), so
     /// the next message sends no changes by it, only this node's heads and what it has; the
@@ -1694,6 +1856,65 @@ impl PeerSync {
     }
 }
 
+/// Lets automerge send `state`'s peer a whole document (its message V2), or not.
+fn set_whole(state: &mut automerge::sync::State, whole: bool) {
+    use automerge::sync::Capability;
+    let capabilities = state.their_capabilities.get_or_insert_with(Vec::new);
+    capabilities.retain(|c| *c != Capability::MessageV2);
+    if whole {
+        capabilities.push(Capability::MessageV2);
+    }
+}
+
+/// The bytes of the changes `message` carries.
+fn chunk_bytes(message: &automerge::sync::Message) -> usize {
+    message.changes.iter().map(<[u8]>::len).sum()
+}
+
+/// Keeps the changes of a V1 `message` (one change per chunk, in the order they build on
+/// each other) up to `most` bytes, at least one; the rest leave `sent`, so the next message
+/// to the peer carries them.
+fn cap_changes(
+    message: &mut automerge::sync::Message,
+    sent: &mut std::collections::BTreeSet<ChangeHash>,
+    most: usize,
+) {
+    if chunk_bytes(message) <= most {
+        return;
+    }
+    let mut kept: Vec<Vec<u8>> = Vec::new();
+    let (mut bytes, mut full) = (0, false);
+    for chunk in message.changes.iter() {
+        full = full || (!kept.is_empty() && bytes + chunk.len() > most);
+        if !full {
+            bytes += chunk.len();
+            kept.push(chunk.to_vec());
+            continue;
+        }
+        match change_hash(chunk) {
+            Some(hash) => {
+                sent.remove(&hash);
+            }
+            // Not a change chunk as automerge writes them: forget everything sent instead
+            // (the peer ignores what it already holds).
+            None => sent.clear(),
+        }
+    }
+    message.changes = kept.into();
+}
+
+/// The hash of a change chunk as automerge writes it (4 magic bytes, a 4-byte checksum,
+/// then its type, 1 for a change, its length and its data): the SHA-256 of everything after
+/// the checksum. `None` for any other chunk.
+fn change_hash(chunk: &[u8]) -> Option<ChangeHash> {
+    use sha2::{Digest, Sha256};
+    const CHANGE: u8 = 1;
+    match chunk.get(8) {
+        Some(&CHANGE) => Some(ChangeHash(Sha256::digest(&chunk[8..]).into())),
+        _ => None,
+    }
+}
+
 /// What automerge 0.12's `receive_sync_message` does with a message (its state rules, step
 /// by step), but for trimming the hashes sent to the peer. automerge removes from
 /// `sent_hashes` every ancestor of the peer's heads by walking the *whole* change graph for
@@ -1705,7 +1926,7 @@ impl PeerSync {
 fn take_message(
     doc: &mut AutoCommit,
     deps: &Deps,
-    state: &mut automerge::sync::State,
+    (state, whole): (&mut automerge::sync::State, &mut bool),
     message: automerge::sync::Message,
 ) -> Result<(), LedgerError> {
     use automerge::sync::{Capability, Message, MessageFlags};
@@ -1720,7 +1941,10 @@ fn take_message(
         ..
     } = message;
     if let Some(flags) = flags {
-        let mut capabilities = vec![Capability::MessageV2];
+        // A peer that sends flags takes a whole document; whether it gets one is decided as
+        // each message to it is made (`Ledger::next_message`).
+        *whole = true;
+        let mut capabilities = Vec::new();
         if flags.contains(MessageFlags::SUPPORTS_SYNC_RESET) {
             capabilities.push(Capability::SyncReset);
         }
@@ -1826,28 +2050,40 @@ fn check_message(message: &automerge::sync::Message) -> Result<(), LedgerError> 
     Ok(())
 }
 
+/// How many hashes a bloom filter holds (its first number, see [`check_bloom`]); `None` if
+/// it does not read.
+fn bloom_entries(mut bytes: &[u8]) -> Option<u64> {
+    if bytes.is_empty() {
+        return Some(0);
+    }
+    read_leb128(&mut bytes).ok()
+}
+
+/// Reads one unsigned LEB128 number off the front of `bytes`.
+fn read_leb128(bytes: &mut &[u8]) -> Result<u64, LedgerError> {
+    let mut value: u64 = 0;
+    for shift in (0..64).step_by(7) {
+        let (&byte, rest) = bytes
+            .split_first()
+            .ok_or_else(|| LedgerError::BadMessage("a truncated bloom filter".into()))?;
+        *bytes = rest;
+        value |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Ok(value);
+        }
+    }
+    Err(LedgerError::BadMessage(
+        "a bloom filter's number overflows".into(),
+    ))
+}
+
 /// `bytes` as `BloomFilter::to_bytes` writes them: nothing for an empty filter (never
 /// probed), else entries, bits per entry and probes (LEB128), then the bits.
 fn check_bloom(mut bytes: &[u8]) -> Result<(), LedgerError> {
     if bytes.is_empty() {
         return Ok(());
     }
-    let mut read = || -> Result<u64, LedgerError> {
-        let mut value: u64 = 0;
-        for shift in (0..64).step_by(7) {
-            let (&byte, rest) = bytes
-                .split_first()
-                .ok_or_else(|| LedgerError::BadMessage("a truncated bloom filter".into()))?;
-            bytes = rest;
-            value |= u64::from(byte & 0x7f) << shift;
-            if byte & 0x80 == 0 {
-                return Ok(value);
-            }
-        }
-        Err(LedgerError::BadMessage(
-            "a bloom filter's number overflows".into(),
-        ))
-    };
+    let mut read = || read_leb128(&mut bytes);
     let (_entries, _bits_per_entry, probes) = (read()?, read()?, read()?);
     if probes > u64::from(MAX_BLOOM_PROBES) {
         return Err(LedgerError::BadMessage(format!(

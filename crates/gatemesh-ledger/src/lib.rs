@@ -43,7 +43,8 @@ pub use decide::{
     decide,
 };
 pub use doc::{
-    Ledger, LedgerError, MAX_SYNC_MESSAGE, PeerSync, ReleasedLists, StoredChange, SyncInParts,
+    Ledger, LedgerError, MAX_SYNC_MESSAGE, PeerSync, ReleasedLists, SYNC_CHANGES_MOST,
+    SYNC_MESSAGE_MOST, StoredChange, SyncInParts,
 };
 pub use layout::{SHARDS, genesis, shard_of, ticket_map, ticket_maps};
 pub use model::{

@@ -746,19 +746,30 @@ fn sha_hex(bytes: &[u8]) -> String {
 /// Runs the sync protocol between two ledgers until neither has anything to send; returns
 /// the changes each side learned.
 fn sync_pair(a: &mut Ledger, b: &mut Ledger) -> (usize, usize) {
-    let (mut sa, mut sb) = (
-        gatemesh_ledger::PeerSync::default(),
-        gatemesh_ledger::PeerSync::default(),
-    );
+    let mut states = Default::default();
+    sync_pair_watched(a, b, &mut states, 20, |_, _| {})
+}
+
+/// [`sync_pair`] with the two sides' states given (`a`'s of `b`, `b`'s of `a`), at most
+/// `rounds` exchanges, and every message shown to `watch` (`true` when `a` sent it).
+fn sync_pair_watched(
+    a: &mut Ledger,
+    b: &mut Ledger,
+    (sa, sb): &mut (gatemesh_ledger::PeerSync, gatemesh_ledger::PeerSync),
+    rounds: usize,
+    mut watch: impl FnMut(bool, &[u8]),
+) -> (usize, usize) {
     let (mut learned_a, mut learned_b) = (0, 0);
-    for _ in 0..20 {
+    for _ in 0..rounds {
         let mut progressed = false;
-        if let Some(m) = a.sync_message(&mut sa) {
-            learned_b += b.receive_sync(&mut sb, &m, now()).unwrap().len();
+        if let Some(m) = a.sync_message(sa) {
+            watch(true, &m);
+            learned_b += b.receive_sync(sb, &m, now()).unwrap().len();
             progressed = true;
         }
-        if let Some(m) = b.sync_message(&mut sb) {
-            learned_a += a.receive_sync(&mut sa, &m, now()).unwrap().len();
+        if let Some(m) = b.sync_message(sb) {
+            watch(false, &m);
+            learned_a += a.receive_sync(sa, &m, now()).unwrap().len();
             progressed = true;
         }
         if !progressed {
@@ -766,6 +777,110 @@ fn sync_pair(a: &mut Ledger, b: &mut Ledger) -> (usize, usize) {
         }
     }
     panic!("sync did not converge");
+}
+
+/// The first byte of a sync message automerge writes as changes one by one (V1), and of one
+/// that may carry a whole document (V2).
+const CHANGES_MESSAGE: u8 = 0x42;
+const WHOLE_MESSAGE: u8 = 0x43;
+
+#[test]
+fn a_gap_larger_than_one_message_goes_in_several_and_never_as_the_whole_ledger() {
+    // North and South held the same 120 admissions, then were apart: each admitted 150
+    // more, 12 of the same tickets on both sides. Healed, each lacks about a third of the
+    // other's ledger, where automerge would send the whole document (the two sides'
+    // messages after a heal in an 8-gate rehearsal: every gate parsed the whole ledger
+    // from each of four peers). Each message carries at most 8 KiB of changes instead.
+    const MOST: usize = 8 * 1024;
+    let t0 = 1_795_000_000_000;
+    let (mut north, mut south) = (Gate::new("North"), Gate::new("South"));
+    for i in 0..120 {
+        north.scan(&TicketId::generate(), "n1", t0 + i);
+    }
+    sync_pair(&mut north.ledger, &mut south.ledger);
+    let both: Vec<TicketId> = (0..12).map(|_| TicketId::generate()).collect();
+    for i in 0..150 {
+        let at = t0 + 1_000 + i;
+        match both.get(i as usize) {
+            Some(tid) => {
+                north.scan(tid, "n1", at);
+                south.scan(tid, "s1", at);
+            }
+            None => {
+                north.scan(&TicketId::generate(), "n1", at);
+                south.scan(&TicketId::generate(), "s1", at);
+            }
+        }
+    }
+    let mut states = (
+        gatemesh_ledger::PeerSync::with_changes_most(MOST),
+        gatemesh_ledger::PeerSync::with_changes_most(MOST),
+    );
+    let mut carrying = [0usize; 2];
+    let (learned_n, learned_s) = sync_pair_watched(
+        &mut north.ledger,
+        &mut south.ledger,
+        &mut states,
+        200,
+        |from_north, m| {
+            assert_eq!(m[0], CHANGES_MESSAGE, "never the whole ledger");
+            let changes = gatemesh_ledger::SyncInParts::parse(m).unwrap().left();
+            // Heads, what it needs and a bloom filter of what it has: well under 4 KiB here.
+            assert!(
+                changes <= 1 || m.len() <= MOST + 4096,
+                "a message of {} bytes, {changes} changes",
+                m.len()
+            );
+            if changes > 0 {
+                carrying[usize::from(from_north)] += 1;
+            }
+        },
+    );
+    assert_eq!(
+        (learned_n, learned_s),
+        (150, 150),
+        "each learned the other's gap"
+    );
+    assert!(
+        carrying.iter().all(|&n| n >= 3),
+        "the gap went in several messages each way: {carrying:?}"
+    );
+    let (mut hn, mut hs) = (north.ledger.heads(), south.ledger.heads());
+    hn.sort();
+    hs.sort();
+    assert_eq!(hn, hs, "both hold the same history");
+    for g in [&north, &south] {
+        assert_eq!(flagged(g).len(), 12, "every ticket admitted on both sides");
+        assert_eq!(g.ledger.redemption_count(), 120 + 2 * 150);
+    }
+}
+
+#[test]
+fn a_gate_that_holds_nothing_yet_gets_the_whole_ledger_in_one_message() {
+    let mut north = Gate::new("North");
+    for i in 0..300 {
+        north.scan(&TicketId::generate(), "n1", 1_795_000_000_000 + i);
+    }
+    let mut late = Gate::new("Late");
+    let mut states = Default::default();
+    let mut from_north = Vec::new();
+    sync_pair_watched(
+        &mut north.ledger,
+        &mut late.ledger,
+        &mut states,
+        20,
+        |north, m| {
+            if north {
+                from_north.push((m[0], m.len()));
+            }
+        },
+    );
+    assert_eq!(late.ledger.redemption_count(), 300);
+    let whole: Vec<_> = from_north
+        .iter()
+        .filter(|(kind, _)| *kind == WHOLE_MESSAGE)
+        .collect();
+    assert_eq!(whole.len(), 1, "one whole ledger: {from_north:?}");
 }
 
 #[test]
