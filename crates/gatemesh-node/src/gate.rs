@@ -26,6 +26,10 @@ const COMPACT_ANYWAY: i64 = 200_000;
 /// Most commands applied under one commit.
 const MAX_BATCH: usize = 512;
 
+// Every sync message the ledger makes fits in one mesh frame, with the byte that marks a
+// round's start.
+const _: () = assert!(gatemesh_ledger::SYNC_MESSAGE_MOST < gatemesh_mesh::net::MAX_FRAME);
+
 /// The answer to one scan, as the node gives it.
 #[derive(Debug, Clone, Serialize)]
 pub struct ScanResult {
@@ -483,6 +487,8 @@ pub(crate) struct Writer {
     /// decided between them (a gate catching up a stadium's ledger in one message would
     /// otherwise answer no one for seconds).
     pub taking: std::collections::VecDeque<Taking>,
+    /// The one peer this gate asks for a large gap at a time ([`CatchUp`]).
+    pub catch_up: CatchUp,
     /// How many changes the next part takes: [`PART`] on a quick machine, fewer while
     /// parts take longer than [`PART_BUDGET`].
     pub part: usize,
@@ -503,6 +509,79 @@ pub(crate) struct Taking {
     /// Answered once the last part is stored: the session sends nothing to this peer
     /// until then.
     reply: tokio::sync::oneshot::Sender<Result<(), String>>,
+}
+
+/// The one peer a gate asks for a large gap (more than [`PART`] changes it lacks) at a time.
+///
+/// After a partition heals, every gate of one side lacks the same changes from every gate of
+/// the other, and a gate that joins late lacks the whole ledger from every peer. Asked by
+/// each (each sync message says what this node has, and the peer answers with what it
+/// lacks), each sends the same gap: sixteen times over in a stadium, a whole ledger per peer
+/// for a late gate. So one peer is asked; the others get this node's heads and what they
+/// lack, but not what it has or needs, and send nothing back but their heads. The others
+/// are asked once the one went [`CATCH_UP_WAIT`] without being asked for a gap or sending
+/// a large part of one: by then this node holds the gap, and they send only what it still
+/// lacks. A peer's first messages on a new connection count as a gap (what it has is not
+/// known yet); what a peer's bloom filter says this node lacks decides after that, so in
+/// steady state (a few changes apart) every peer is asked at every round.
+#[derive(Debug, Default)]
+pub struct CatchUp {
+    from: Option<(String, std::time::Instant)>,
+    /// Peers whose large sync message is being parsed off the writer (at most one each: a
+    /// session waits for its message to be taken before it sends anything else).
+    pub(crate) arriving: Arriving,
+}
+
+/// Peers whose large sync message is being parsed off the writer ([`CatchUp::arriving`]).
+pub(crate) type Arriving = std::sync::Arc<std::sync::Mutex<HashSet<String>>>;
+
+/// How long the peer asked for a gap keeps the others waiting without sending a part of it.
+const CATCH_UP_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+impl CatchUp {
+    /// Whether this node may ask `peer` for what it lacks of its `lack` changes (`None`:
+    /// not known yet, counted as a gap); asking for a large gap makes `peer` the one.
+    fn may_ask(
+        &mut self,
+        peer: &str,
+        lack: Option<usize>,
+        taking: &std::collections::VecDeque<Taking>,
+    ) -> bool {
+        if lack.is_some_and(|n| n <= PART) {
+            return true;
+        }
+        let now = std::time::Instant::now();
+        if let Some((from, until)) = &self.from
+            && from != peer
+            && (*until > now
+                || taking.iter().any(|t| t.peer == *from)
+                || self.arriving.lock().is_ok_and(|a| a.contains(from)))
+        {
+            return false;
+        }
+        if self.from.as_ref().is_none_or(|(from, _)| from != peer) {
+            tracing::info!("catching up from {peer}: other peers are asked once it sent its gap");
+        }
+        self.from = Some((peer.into(), now + CATCH_UP_WAIT));
+        true
+    }
+
+    /// A large message from `peer` was parsed, and is taken next.
+    fn parsed(&mut self, peer: &str) {
+        if let Ok(mut arriving) = self.arriving.lock() {
+            arriving.remove(peer);
+        }
+    }
+
+    /// A large message from `peer` (more than [`PART`] changes) was taken: if it is the one
+    /// peer asked, the others wait a while longer for what else it sends.
+    fn taken(&mut self, peer: &str) {
+        if let Some((from, until)) = &mut self.from
+            && from == peer
+        {
+            *until = std::time::Instant::now() + CATCH_UP_WAIT;
+        }
+    }
 }
 
 /// Most changes of a peer's sync message taken in one batch: ~1,000 signatures, tens of
@@ -951,6 +1030,7 @@ impl Writer {
             }
             Command::Sync(request) => self.sync(request, changes, events),
             Command::SyncParsed { peer, parts, reply } => {
+                self.catch_up.parsed(&peer);
                 // Its session ended while it was parsed: its state is forgotten already.
                 if reply.is_closed() {
                     return Box::new(|_| {});
@@ -1080,7 +1160,9 @@ impl Writer {
         match request {
             SyncRequest::Generate { peer, turn, reply } => {
                 use gatemesh_mesh::session::Turn;
-                let state = self.peers.entry(peer).or_default();
+                let state = self.peers.entry(peer.clone()).or_default();
+                let lack = self.ledger.lack_from(state);
+                state.set_asking(self.catch_up.may_ask(&peer, lack, &self.taking));
                 let message = match turn {
                     Turn::Start if self.ledger.agrees_with(state) => None,
                     Turn::Start => {
@@ -1190,10 +1272,13 @@ impl Writer {
                 self.taking.push_back(Taking { peer, parts, reply });
                 return Box::new(|_| {});
             }
-            Ok(_) => self.taking_in(&peer, changes, events, |ledger, state| {
-                ledger.finish_sync(state, parts)?;
-                Ok(Vec::new())
-            }),
+            Ok(_) => {
+                self.catch_up.taken(&peer);
+                self.taking_in(&peer, changes, events, |ledger, state| {
+                    ledger.finish_sync(state, parts)?;
+                    Ok(Vec::new())
+                })
+            }
             Err(e) => Err(e),
         };
         answer_after_store(reply, taken.map(|_| ()))

@@ -160,6 +160,9 @@ struct Shared {
     guests: Arc<guests::Guests>,
     /// This gate's counts as its writer publishes them, for the mesh sessions to send.
     stats: tokio::sync::watch::Receiver<Arc<Vec<u8>>>,
+    /// Peers whose large sync message is being parsed off the writer: the writer asks no
+    /// other peer for a gap meanwhile ([`gate::CatchUp`]).
+    arriving: gate::Arriving,
     _lock: File,
 }
 
@@ -325,6 +328,7 @@ impl Node {
             changed,
             pushes: pushes.clone(),
             taking: Default::default(),
+            catch_up: Default::default(),
             part: gate::PART,
             reload_after_commit: false,
             reload_pending: false,
@@ -333,6 +337,7 @@ impl Node {
         if let Some(manifest) = &config.manifest {
             writer.apply_manifest(manifest)?;
         }
+        let arriving = writer.catch_up.arriving.clone();
         let (commands, rx) = mpsc::channel(4096);
         let handle = std::thread::Builder::new()
             .name("gate-writer".into())
@@ -363,6 +368,7 @@ impl Node {
                 check_in,
                 guests,
                 stats,
+                arriving,
                 _lock: lock,
             }),
         })
@@ -627,6 +633,7 @@ impl Node {
         // Shared by the mesh's prechecks: what one peer's message vouched for is not
         // verified again when the next peer (or the next round) sends the same records.
         let vouched = std::sync::Arc::new(gatemesh_ledger::Vouched::default());
+        let arriving = self.shared.arriving.clone();
         tokio::spawn(async move {
             while let Some(request) = rx.recv().await {
                 use gatemesh_mesh::session::SyncRequest;
@@ -635,8 +642,15 @@ impl Node {
                     // which decides scans meanwhile. Its session waits for the answer, so
                     // nothing else of that peer's overtakes it.
                     SyncRequest::Receive { peer, bytes, reply } if bytes.len() >= PARSE_APART => {
-                        let (commands, trust, vouched) =
-                            (commands.clone(), trust.clone(), vouched.clone());
+                        let (commands, trust, vouched, arriving) = (
+                            commands.clone(),
+                            trust.clone(),
+                            vouched.clone(),
+                            arriving.clone(),
+                        );
+                        if let Ok(mut arriving) = arriving.lock() {
+                            arriving.insert(peer.clone());
+                        }
                         tokio::spawn(async move {
                             let from = peer.clone();
                             let parts = tokio::task::spawn_blocking(move || {
@@ -654,9 +668,17 @@ impl Node {
                                 Ok(parts)
                             })
                             .await;
-                            if let Ok(parts) = parts {
-                                let parsed = gate::Command::SyncParsed { peer, parts, reply };
-                                let _ = commands.send(parsed).await;
+                            match parts {
+                                // The writer marks it parsed as it takes it.
+                                Ok(parts) => {
+                                    let parsed = gate::Command::SyncParsed { peer, parts, reply };
+                                    let _ = commands.send(parsed).await;
+                                }
+                                Err(_) => {
+                                    if let Ok(mut arriving) = arriving.lock() {
+                                        arriving.remove(&peer);
+                                    }
+                                }
                             }
                         });
                         continue;

@@ -937,6 +937,73 @@ async fn a_peer_whose_link_stalls_catches_up_and_holds_no_one_back() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gate_that_joins_late_takes_the_ledger_from_one_peer_not_from_each() {
+    // A and B hold the same 1,500 admissions (more than a gate takes in one part). C joins
+    // late and dials both. Asked by each (each sync message says what C has), each would
+    // send C the whole ledger; in a stadium, thirty-one would. C asks one of them; the other
+    // gets C's heads, and once C holds the ledger it is asked for what C still lacks.
+    let w = World::new();
+    let (a, a_addr) = w.gate("gate-a", "ca", &[]).await;
+    let (b, b_addr) = w.gate("gate-b", "ca", &[a_addr]).await;
+    let tids: Vec<TicketId> = (0..1500).map(|_| TicketId::generate()).collect();
+    let mut scans = tokio::task::JoinSet::new();
+    for chunk in tids.chunks(tids.len() / 4) {
+        let (a, codes) = (
+            a.clone(),
+            chunk.iter().map(|t| w.code(t)).collect::<Vec<_>>(),
+        );
+        scans.spawn(async move {
+            for code in codes {
+                let scanned = a.scan(&code, "a1", Direction::Entry).await.unwrap();
+                assert_eq!(scanned.verdict, Verdict::Admit);
+            }
+        });
+    }
+    scans.join_all().await;
+    eventually("B holds A's admissions", || async {
+        b.snapshot().await.unwrap().redemptions == tids.len()
+    })
+    .await;
+    let (c, _) = w.gate("gate-c", "ca", &[a_addr, b_addr]).await;
+    eventually("C holds the ledger", || async {
+        c.snapshot().await.unwrap().redemptions == tids.len()
+    })
+    .await;
+    let dup = c
+        .scan(&w.code(&tids[0]), "c1", Direction::Entry)
+        .await
+        .unwrap();
+    assert_eq!(dup.verdict, Verdict::Duplicate);
+    let own = c
+        .scan(&w.code(&TicketId::generate()), "c1", Direction::Entry)
+        .await
+        .unwrap();
+    assert_eq!(own.verdict, Verdict::Admit);
+    eventually("A and B hold C's admission", || async {
+        a.snapshot().await.unwrap().redemptions == tids.len() + 1
+            && b.snapshot().await.unwrap().redemptions == tids.len() + 1
+    })
+    .await;
+    let received = |name: &str| {
+        let peers = c.peers();
+        peers
+            .iter()
+            .find(|p| p.name == name)
+            .unwrap()
+            .bytes_received
+    };
+    let (from_a, from_b) = (received("gate-a"), received("gate-b"));
+    let (most, least) = (from_a.max(from_b), from_a.min(from_b));
+    assert!(
+        least * 4 < most,
+        "C took the ledger from each peer: {from_a} bytes from A, {from_b} from B"
+    );
+    for n in [a, b, c] {
+        n.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gate_that_joins_late_decides_scans_while_it_catches_up() {
     // A holds three times the changes a gate takes in one part; B joins late, its staff
     // scanning all along. Taken whole, B's holding of A's admissions would jump from none to
