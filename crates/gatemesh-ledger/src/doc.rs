@@ -1332,38 +1332,35 @@ struct Sizes {
     /// Whether messages to the peer say what this node has and needs (see
     /// [`PeerSync::set_asking`]).
     asking: bool,
-    /// The peer takes a whole document in one message (automerge's message V2): it says so
-    /// in every message. It gets one only while it holds less than a third of what this
-    /// node holds (see [`Ledger::next_message`]).
-    whole: bool,
     /// Most bytes of changes in one message (see [`SYNC_CHANGES_MOST`]).
     most: usize,
+    /// Most bytes of a whole document in one message (see [`SYNC_MESSAGE_MOST`]).
+    whole_most: usize,
 }
 
 impl Default for Sizes {
     fn default() -> Self {
         Self {
             asking: true,
-            whole: false,
             most: SYNC_CHANGES_MOST,
+            whole_most: SYNC_MESSAGE_MOST - 64 * 1024,
         }
     }
 }
 
-/// Most bytes of changes one sync message carries to a peer that holds most of the ledger
-/// (after a partition heals, or a gate restarts): what is left goes in the next message of
-/// the round, which the peer's answer asks for. A gap of 30,000 redemptions would otherwise
-/// be one message of ~16 MB, over what a mesh frame takes; and a peer that heals with
-/// sixteen gates at once would get the same gap from each, where now it gets about this
-/// much from each and, in the next message, only what none of them sent (its answers say
-/// what it holds by then). Also bounds how long a sync message holds up the pushes behind
-/// it on the connection. One change larger than this still goes, alone.
+/// Most bytes of changes one sync message carries (a gap after a partition heals, or a
+/// restart, larger than a third of the ledger goes as the whole document instead, which is
+/// smaller): what is left goes in the next message of the round, which the peer's answer
+/// asks for. Bounds how long a sync message holds up the pushes behind it on the
+/// connection, and keeps a large gap under a mesh frame's limit (30,000 redemptions of
+/// changes are ~16 MB). One change larger than this still goes, alone.
 pub const SYNC_CHANGES_MOST: usize = 2 * 1024 * 1024;
 
-/// Most bytes of a sync message this ledger makes. A whole document (a gate that joins late
-/// gets one: cheaper to make, send and take than its changes one by one) larger than this
-/// is not sent; its changes go instead, [`SYNC_CHANGES_MOST`] at a time. Below the mesh's
-/// frame limit (16 MiB) with room for the frame's own bytes.
+/// Most bytes of a sync message this ledger makes. A whole document (automerge sends one
+/// when more than a third of it is to be sent: columnar, a third the size of its changes
+/// one by one) larger than this, less its heads and bloom filter, is not sent; its changes
+/// go instead, [`SYNC_CHANGES_MOST`] at a time. Below the mesh's frame limit (16 MiB) with
+/// room for the frame's own bytes.
 pub const SYNC_MESSAGE_MOST: usize = 15 * 1024 * 1024;
 
 /// Whether the peer's last sync message carried changes and this node has not sent a
@@ -1430,7 +1427,8 @@ fn bounded(bytes: &[u8], what: &str) -> Result<(), LedgerError> {
 }
 
 /// Longest sync message accepted from a peer. A message carrying a whole 100,000-redemption
-/// ledger is about 1 MB; anything far beyond that is refused, not parsed.
+/// ledger is about 15 MB (and this ledger makes none over [`SYNC_MESSAGE_MOST`]); anything
+/// far beyond that is refused, not parsed.
 pub const MAX_SYNC_MESSAGE: usize = 64 * 1024 * 1024;
 
 impl Ledger {
@@ -1505,34 +1503,41 @@ impl Ledger {
     }
 
     /// The next message of automerge's protocol, as large as [`Sizes`] lets it be: a whole
-    /// document only to a peer that holds less than a third of this one (automerge sends
-    /// one whenever a third of the document is to be sent, and after a partition heals
-    /// that is every gate from every gate of the other side, each parsing the whole ledger
-    /// once per peer), and no more than [`SYNC_CHANGES_MOST`] of changes otherwise.
+    /// document up to [`SYNC_MESSAGE_MOST`], changes up to [`SYNC_CHANGES_MOST`].
     fn next_message(&mut self, peer: &mut PeerSync) -> Option<automerge::sync::Message> {
         use automerge::sync::{MessageVersion, SyncDoc};
-        let whole = peer.3.whole && self.holds_little(&peer.0);
         let kept = (
             peer.0.last_sent_heads.clone(),
             peer.0.have_responded,
             peer.0.in_flight,
         );
-        set_whole(&mut peer.0, whole);
         let mut message = self.doc.sync().generate_sync_message(&mut peer.0)?;
-        if message.version == MessageVersion::V2 && chunk_bytes(&message) > SYNC_MESSAGE_MOST {
-            // Too large for one frame: its changes instead, a part at a time. The document's
-            // hashes all counted as sent; forgetting what was sent only means a change may
-            // be sent again, which the peer ignores.
-            set_whole(&mut peer.0, false);
-            peer.0.sent_hashes.clear();
-            (
-                peer.0.last_sent_heads,
-                peer.0.have_responded,
-                peer.0.in_flight,
-            ) = kept;
-            message = self.doc.sync().generate_sync_message(&mut peer.0)?;
+        if message.version == MessageVersion::V2 {
+            let whole = message.changes.iter().next().and_then(|c| c.get(8)) == Some(&DOCUMENT);
+            if whole && chunk_bytes(&message) > peer.3.whole_most {
+                // Too large for one frame: its changes instead, a part at a time. The
+                // document's hashes all counted as sent; forgetting what was sent only means
+                // a change may be sent again, which the peer ignores.
+                let v2 = take_v2(&mut peer.0);
+                peer.0.sent_hashes.clear();
+                (
+                    peer.0.last_sent_heads,
+                    peer.0.have_responded,
+                    peer.0.in_flight,
+                ) = kept;
+                let again = self.doc.sync().generate_sync_message(&mut peer.0);
+                if v2 {
+                    give_v2(&mut peer.0);
+                }
+                message = again?;
+            } else if !whole && chunk_bytes(&message) > peer.3.most {
+                // Changes one after another in one chunk: as V1 writes them, one a chunk.
+                if let Some(chunks) = split_changes(&message.changes) {
+                    message.changes = chunks.into();
+                    message.version = MessageVersion::V1;
+                }
+            }
         }
-        set_whole(&mut peer.0, false);
         if message.version == MessageVersion::V1 {
             cap_changes(&mut message, &mut peer.0.sent_hashes, peer.3.most);
         }
@@ -1591,30 +1596,6 @@ impl Ledger {
         )
     }
 
-    /// Whether the peer holds less than a third as many changes as this ledger holds
-    /// redemptions, by what it last said it has: everything up to the heads it believes it
-    /// shares with this node (counted here: what this node holds but what came after them),
-    /// and the changes past them its bloom filter holds (the filter says how many).
-    fn holds_little(&mut self, state: &automerge::sync::State) -> bool {
-        let Some([have]) = state.their_have.as_deref() else {
-            return false;
-        };
-        let ours = self.redemptions_held as u64;
-        let past = bloom_entries(&have.bloom.to_bytes()).unwrap_or(u64::MAX);
-        if past.saturating_mul(3) >= ours {
-            return false;
-        }
-        if have.last_sync.is_empty() {
-            return true;
-        }
-        if !have.last_sync.iter().all(|h| holds(&mut self.doc, h)) {
-            return false;
-        }
-        let after = self.doc.get_changes_meta(&have.last_sync).len() as u64;
-        let shared = ours.saturating_sub(after);
-        (shared + past).saturating_mul(3) < ours
-    }
-
     /// Takes a peer's sync message. Returns the changes that were new here, to store before
     /// anything else is sent. A message that does not decode, or that would make planning the
     /// next message for this peer fail (see `check_message`), is refused with
@@ -1671,7 +1652,7 @@ impl Ledger {
         // automerge 0.12 can panic on crafted input; if it does, this replica's state may be
         // half-updated, so the caller must reload it from storage.
         let (doc, deps) = (&mut self.doc, &self.deps);
-        guarded(|| take_message(doc, deps, (&mut peer.0, &mut peer.3.whole), parts.message))?;
+        guarded(|| take_message(doc, deps, &mut peer.0, parts.message))?;
         if parts.carried {
             peer.0.last_sent_heads = last_sent;
         }
@@ -1796,16 +1777,18 @@ impl Ledger {
 }
 
 impl PeerSync {
-    /// A peer's state whose messages carry at most `most` bytes of changes each (one change
-    /// larger than that still goes, alone), not [`SYNC_CHANGES_MOST`]: a peer on a slow link
+    /// A peer's state whose messages carry at most `changes` bytes of changes each (one
+    /// change larger than that still goes, alone) and whole documents of at most `whole`
+    /// bytes, not [`SYNC_CHANGES_MOST`] and [`SYNC_MESSAGE_MOST`]: a peer on a slow link
     /// gets smaller messages, which hold up fewer pushes behind them.
-    pub fn with_changes_most(most: usize) -> Self {
+    pub fn with_message_most(changes: usize, whole: usize) -> Self {
         Self(
             Default::default(),
             Default::default(),
             Default::default(),
             Sizes {
-                most,
+                most: changes,
+                whole_most: whole,
                 ..Sizes::default()
             },
         )
@@ -1856,14 +1839,45 @@ impl PeerSync {
     }
 }
 
-/// Lets automerge send `state`'s peer a whole document (its message V2), or not.
-fn set_whole(state: &mut automerge::sync::State, whole: bool) {
+/// The type byte of a document chunk, after its magic bytes and checksum (a change's is 1).
+const DOCUMENT: u8 = 0;
+
+/// Stops automerge sending `state`'s peer whole documents (its message V2); whether it did.
+fn take_v2(state: &mut automerge::sync::State) -> bool {
     use automerge::sync::Capability;
-    let capabilities = state.their_capabilities.get_or_insert_with(Vec::new);
+    let Some(capabilities) = state.their_capabilities.as_mut() else {
+        return false;
+    };
+    let had = capabilities.contains(&Capability::MessageV2);
     capabilities.retain(|c| *c != Capability::MessageV2);
-    if whole {
-        capabilities.push(Capability::MessageV2);
+    had
+}
+
+/// Lets automerge send `state`'s peer whole documents again.
+fn give_v2(state: &mut automerge::sync::State) {
+    use automerge::sync::Capability;
+    state
+        .their_capabilities
+        .get_or_insert_with(Vec::new)
+        .push(Capability::MessageV2);
+}
+
+/// Change chunks written one after another (a V2 message's changes), one by one: each is 4
+/// magic bytes, a 4-byte checksum, its type, its length (LEB128) and that many bytes.
+/// `None` if they do not read so.
+fn split_changes(chunks: &automerge::sync::ChunkList) -> Option<Vec<Vec<u8>>> {
+    let mut out = Vec::new();
+    for mut rest in chunks.iter() {
+        while !rest.is_empty() {
+            let mut after_type = rest.get(9..)?;
+            let len = usize::try_from(read_leb128(&mut after_type).ok()?).ok()?;
+            let header = rest.len() - after_type.len();
+            let end = header.checked_add(len)?;
+            out.push(rest.get(..end)?.to_vec());
+            rest = &rest[end..];
+        }
     }
+    Some(out)
 }
 
 /// The bytes of the changes `message` carries.
@@ -1926,7 +1940,7 @@ fn change_hash(chunk: &[u8]) -> Option<ChangeHash> {
 fn take_message(
     doc: &mut AutoCommit,
     deps: &Deps,
-    (state, whole): (&mut automerge::sync::State, &mut bool),
+    state: &mut automerge::sync::State,
     message: automerge::sync::Message,
 ) -> Result<(), LedgerError> {
     use automerge::sync::{Capability, Message, MessageFlags};
@@ -1941,10 +1955,7 @@ fn take_message(
         ..
     } = message;
     if let Some(flags) = flags {
-        // A peer that sends flags takes a whole document; whether it gets one is decided as
-        // each message to it is made (`Ledger::next_message`).
-        *whole = true;
-        let mut capabilities = Vec::new();
+        let mut capabilities = vec![Capability::MessageV2];
         if flags.contains(MessageFlags::SUPPORTS_SYNC_RESET) {
             capabilities.push(Capability::SyncReset);
         }

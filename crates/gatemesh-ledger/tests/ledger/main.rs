@@ -779,29 +779,56 @@ fn sync_pair_watched(
     panic!("sync did not converge");
 }
 
-/// The first byte of a sync message automerge writes as changes one by one (V1), and of one
-/// that may carry a whole document (V2).
-const CHANGES_MESSAGE: u8 = 0x42;
+/// The first byte of a sync message that may carry a whole document (automerge's V2).
 const WHOLE_MESSAGE: u8 = 0x43;
 
-#[test]
-fn a_gap_larger_than_one_message_goes_in_several_and_never_as_the_whole_ledger() {
-    // North and South held the same 120 admissions, then were apart: each admitted 150
-    // more, 12 of the same tickets on both sides. Healed, each lacks about a third of the
-    // other's ledger, where automerge would send the whole document (the two sides'
-    // messages after a heal in an 8-gate rehearsal: every gate parsed the whole ledger
-    // from each of four peers). Each message carries at most 8 KiB of changes instead.
-    const MOST: usize = 8 * 1024;
-    let t0 = 1_795_000_000_000;
-    let (mut north, mut south) = (Gate::new("North"), Gate::new("South"));
-    for i in 0..120 {
-        north.scan(&TicketId::generate(), "n1", t0 + i);
-    }
-    sync_pair(&mut north.ledger, &mut south.ledger);
-    let both: Vec<TicketId> = (0..12).map(|_| TicketId::generate()).collect();
-    for i in 0..150 {
-        let at = t0 + 1_000 + i;
-        match both.get(i as usize) {
+/// Syncs `north` and `south` with messages of at most `most` bytes of changes and whole
+/// ledgers of at most `whole`; asserts that no message carried more, and that each side sent
+/// at least three messages with changes. Returns what each learned.
+fn sync_in_small_messages(
+    north: &mut Gate,
+    south: &mut Gate,
+    (most, whole): (usize, usize),
+) -> (usize, usize) {
+    let mut states = (
+        gatemesh_ledger::PeerSync::with_message_most(most, whole),
+        gatemesh_ledger::PeerSync::with_message_most(most, whole),
+    );
+    let mut carrying = [0usize; 2];
+    let learned = sync_pair_watched(
+        &mut north.ledger,
+        &mut south.ledger,
+        &mut states,
+        200,
+        |from_north, m| {
+            let changes = gatemesh_ledger::SyncInParts::parse(m).unwrap().left();
+            // Heads, what it needs and a bloom filter of what it has: well under 4 KiB here.
+            assert!(
+                changes <= 1 || m.len() <= most + 4096,
+                "a message of {} bytes, {changes} changes",
+                m.len()
+            );
+            if changes > 0 {
+                carrying[usize::from(from_north)] += 1;
+            }
+        },
+    );
+    assert!(
+        carrying.iter().all(|&n| n >= 3),
+        "the gap went in several messages each way: {carrying:?}"
+    );
+    let (mut hn, mut hs) = (north.ledger.heads(), south.ledger.heads());
+    hn.sort();
+    hs.sort();
+    assert_eq!(hn, hs, "both hold the same history");
+    learned
+}
+
+/// Both sides admit `n` tickets, `both` of them on both sides.
+fn apart(north: &mut Gate, south: &mut Gate, n: usize, both: &[TicketId], t0: i64) {
+    for i in 0..n {
+        let at = t0 + i as i64;
+        match both.get(i) {
             Some(tid) => {
                 north.scan(tid, "n1", at);
                 south.scan(tid, "s1", at);
@@ -812,47 +839,36 @@ fn a_gap_larger_than_one_message_goes_in_several_and_never_as_the_whole_ledger()
             }
         }
     }
-    let mut states = (
-        gatemesh_ledger::PeerSync::with_changes_most(MOST),
-        gatemesh_ledger::PeerSync::with_changes_most(MOST),
-    );
-    let mut carrying = [0usize; 2];
-    let (learned_n, learned_s) = sync_pair_watched(
-        &mut north.ledger,
-        &mut south.ledger,
-        &mut states,
-        200,
-        |from_north, m| {
-            assert_eq!(m[0], CHANGES_MESSAGE, "never the whole ledger");
-            let changes = gatemesh_ledger::SyncInParts::parse(m).unwrap().left();
-            // Heads, what it needs and a bloom filter of what it has: well under 4 KiB here.
-            assert!(
-                changes <= 1 || m.len() <= MOST + 4096,
-                "a message of {} bytes, {changes} changes",
-                m.len()
-            );
-            if changes > 0 {
-                carrying[usize::from(from_north)] += 1;
-            }
-        },
-    );
-    assert_eq!(
-        (learned_n, learned_s),
-        (150, 150),
-        "each learned the other's gap"
-    );
-    assert!(
-        carrying.iter().all(|&n| n >= 3),
-        "the gap went in several messages each way: {carrying:?}"
-    );
-    let (mut hn, mut hs) = (north.ledger.heads(), south.ledger.heads());
-    hn.sort();
-    hs.sort();
-    assert_eq!(hn, hs, "both hold the same history");
+}
+
+#[test]
+fn a_gap_larger_than_one_message_goes_in_several() {
+    // North and South held the same 120 admissions, then were apart: each admitted 150
+    // more, 12 of the same tickets on both sides. Healed, each lacks more than a third of
+    // the other's ledger, where automerge sends the whole document; here one larger than
+    // 16 KiB is not sent (as one over 15 MiB is not: over a mesh frame's limit), and the
+    // changes go in messages of at most 8 KiB of changes each.
+    const MOST: (usize, usize) = (8 * 1024, 16 * 1024);
+    let t0 = 1_795_000_000_000;
+    let (mut north, mut south) = (Gate::new("North"), Gate::new("South"));
+    for i in 0..120 {
+        north.scan(&TicketId::generate(), "n1", t0 + i);
+    }
+    sync_pair(&mut north.ledger, &mut south.ledger);
+    let both: Vec<TicketId> = (0..12).map(|_| TicketId::generate()).collect();
+    apart(&mut north, &mut south, 150, &both, t0 + 1_000);
+    let learned = sync_in_small_messages(&mut north, &mut south, MOST);
+    assert_eq!(learned, (150, 150), "each learned the other's gap");
     for g in [&north, &south] {
         assert_eq!(flagged(g).len(), 12, "every ticket admitted on both sides");
         assert_eq!(g.ledger.redemption_count(), 120 + 2 * 150);
     }
+    // Apart again, for less than a third of the ledger: automerge sends the changes in one
+    // chunk, which goes as changes one by one, 8 KiB at a time.
+    apart(&mut north, &mut south, 60, &[], t0 + 2_000);
+    let learned = sync_in_small_messages(&mut north, &mut south, (MOST.0, usize::MAX));
+    assert_eq!(learned, (60, 60));
+    assert_eq!(north.ledger.redemption_count(), 120 + 2 * 150 + 2 * 60);
 }
 
 #[test]
