@@ -275,6 +275,8 @@ pub(crate) struct Checker<'a> {
     pub per_ticket: &'a HashMap<gatemesh_ticket::TicketId, usize>,
     /// Signatures found good already ([`precheck`]).
     pub checked: &'a Checked,
+    /// Where signatures verified here are kept for later prechecks, if anywhere.
+    pub vouched: Option<&'a Vouched>,
 }
 
 /// Every put of `changes`, read (a put anywhere the layout does not allow refuses them).
@@ -410,6 +412,19 @@ pub struct Vouched(std::sync::Mutex<Checked>);
 const VOUCHED_MOST: usize = 262_144;
 
 impl Vouched {
+    /// How many signatures it holds.
+    pub fn len(&self) -> usize {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Whether the signature `fact` stands for was found good.
     pub(crate) fn contains(&self, fact: &[u8; 32]) -> bool {
         self.0
@@ -420,8 +435,15 @@ impl Vouched {
 
     /// Keeps that the signature `fact` stands for was found good.
     pub(crate) fn keep(&self, fact: [u8; 32]) {
+        self.keep_all([fact]);
+    }
+
+    /// Keeps that the signatures `facts` stand for were found good.
+    pub(crate) fn keep_all(&self, facts: impl IntoIterator<Item = [u8; 32]>) {
         let mut found = Checked::default();
-        found.insert(fact);
+        for fact in facts {
+            found.insert(fact);
+        }
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -570,6 +592,16 @@ pub(crate) fn check(
     }
     signatures(&signed, checker.event, checker.checked)
         .map_err(|(i, why)| in_change(&puts[i].change, why))?;
+    // Verified here, not found among those a precheck found good (which keeps its own).
+    if let Some(vouched) = checker.vouched
+        && checker.checked.len() == 0
+    {
+        let facts = signed.iter().filter_map(|(_, r, device)| {
+            let (message, sig) = r.message(checker.event)?;
+            Some(Checked::fact(device, &message, sig))
+        });
+        vouched.keep_all(facts);
+    }
     checker.devices.extend(brought);
     // The tickets these changes write records of: what the ledger recomputes once they are
     // in (only puts of new keys get this far, so this is what a diff of the document would

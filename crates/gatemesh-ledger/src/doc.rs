@@ -151,6 +151,9 @@ pub struct Ledger {
     lists: (Option<Arc<ReleasedLists>>, usize),
     /// What the changes this ledger made or took in since it was opened build on.
     deps: Deps,
+    /// Where the signatures this ledger made or verified are kept, when its owner shares
+    /// one with its prechecks ([`Ledger::share_vouched`]).
+    vouched: Option<Arc<crate::admit::Vouched>>,
 }
 
 /// What changes build on, by hash, for the changes a ledger made or took in since it was
@@ -350,6 +353,7 @@ impl Ledger {
             set_aside: HashMap::new(),
             lists: (None, 0),
             deps: Deps::default(),
+            vouched: None,
         };
         ledger.revoked = ledger.read_revocations();
         ledger.reread_lists();
@@ -800,6 +804,14 @@ impl Ledger {
                 && !self.audit().iter().any(|a| a.node == self.node))
     }
 
+    /// Keeps in `vouched` the signatures this ledger makes and those of peers' records it
+    /// verifies: the gate's prechecks of large messages then skip them. After a partition
+    /// heals, the whole document a gate gets holds every record it already has (its own,
+    /// and its side's, taken by push), half of what it would verify again.
+    pub fn share_vouched(&mut self, vouched: Arc<crate::admit::Vouched>) {
+        self.vouched = Some(vouched);
+    }
+
     /// This node's device, when it signs.
     pub fn own_device(&self) -> Option<&Arc<Device>> {
         self.signer.as_ref().map(Signer::device)
@@ -869,7 +881,11 @@ impl Ledger {
                 let unsigned = record
                     .unsigned_json()
                     .map_err(|e| LedgerError::Corrupt(e.to_string()))?;
-                let sig = signer.sign(&crate::sign::message(&self.event, R::MAP, &unsigned))?;
+                let message = crate::sign::message(&self.event, R::MAP, &unsigned);
+                let sig = signer.sign(&message)?;
+                if let Some(vouched) = &self.vouched {
+                    vouched.keep(crate::sign::Checked::fact(signer.device(), &message, &sig));
+                }
                 *record.sig_mut() = Some(sig);
             }
         } else if self.trust.is_some() {
@@ -1214,6 +1230,7 @@ impl Ledger {
             devices: &mut self.devices,
             per_ticket: &self.per_ticket,
             checked: &crate::sign::Checked::default(),
+            vouched: self.vouched.as_deref(),
         };
         guarded(|| crate::admit::check(&self.doc, &self.roots, &incoming, now_ms, &mut checker))?;
         // Merge into a copy first: a change that the engine rejects half-way must not leave
@@ -1735,6 +1752,7 @@ impl Ledger {
             devices: &mut self.devices,
             per_ticket: &self.per_ticket,
             checked,
+            vouched: self.vouched.as_deref(),
         };
         let touched = guarded(|| {
             crate::admit::check(&self.doc, &self.roots, &incoming, now_ms, &mut checker)

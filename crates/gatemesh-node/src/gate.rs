@@ -489,6 +489,9 @@ pub(crate) struct Writer {
     pub taking: std::collections::VecDeque<Taking>,
     /// The one peer this gate asks for a large gap at a time ([`CatchUp`]).
     pub catch_up: CatchUp,
+    /// Signatures found good, shared with the mesh's prechecks (every ledger the writer
+    /// opens keeps what it signs and verifies there).
+    pub vouched: std::sync::Arc<gatemesh_ledger::Vouched>,
     /// How many changes the next part takes: [`PART`] on a quick machine, fewer while
     /// parts take longer than [`PART_BUDGET`].
     pub part: usize,
@@ -913,6 +916,7 @@ impl Writer {
         match reopened {
             Ok((store, mut ledger)) => {
                 ledger.set_local_standings(self.ledger.local_standings());
+                ledger.share_vouched(self.vouched.clone());
                 self.store = store;
                 self.ledger = ledger;
                 // Peers may have been told of changes that are gone: start their sync over.

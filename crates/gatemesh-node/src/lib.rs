@@ -163,6 +163,9 @@ struct Shared {
     /// Peers whose large sync message is being parsed off the writer: the writer asks no
     /// other peer for a gap meanwhile ([`gate::CatchUp`]).
     arriving: gate::Arriving,
+    /// Signatures found good: by the mesh's prechecks, and those the writer made or
+    /// verified (`Ledger::share_vouched`).
+    vouched: Arc<gatemesh_ledger::Vouched>,
     _lock: File,
 }
 
@@ -287,8 +290,11 @@ impl Node {
         )?);
         let lock = lock_data_dir(&config.data_dir)?;
         let keys = keys_of(config.identity.as_ref(), &config.event)?;
-        let (store, ledger) =
+        let (store, mut ledger) =
             open_ledger(&config.data_dir, &config.event, config.durability, keys)?;
+        // What the writer signs and verifies, and what the mesh's prechecks found good.
+        let vouched = Arc::new(gatemesh_ledger::Vouched::default());
+        ledger.share_vouched(vouched.clone());
         let uncompacted = store.pending_changes()?;
         let (counts, refusals) = gate::tally_of(&store.tally()?);
         // The latest release of the lists the ledger holds replaces the file.
@@ -329,6 +335,7 @@ impl Node {
             pushes: pushes.clone(),
             taking: Default::default(),
             catch_up: Default::default(),
+            vouched: vouched.clone(),
             part: gate::PART,
             reload_after_commit: false,
             reload_pending: false,
@@ -369,6 +376,7 @@ impl Node {
                 guests,
                 stats,
                 arriving,
+                vouched,
                 _lock: lock,
             }),
         })
@@ -630,9 +638,10 @@ impl Node {
         let event = self.info().event.clone();
         let trust = keys_of(self.shared.identity.as_ref(), &event)?.map(|(_, trust)| trust);
         let trust = std::sync::Arc::new(trust.map(|t| (event, t)));
-        // Shared by the mesh's prechecks: what one peer's message vouched for is not
-        // verified again when the next peer (or the next round) sends the same records.
-        let vouched = std::sync::Arc::new(gatemesh_ledger::Vouched::default());
+        // Shared by the mesh's prechecks and the writer: what one peer's message vouched for,
+        // or the writer signed or verified, is not verified again when a peer (or the next
+        // round) sends the same records.
+        let vouched = self.shared.vouched.clone();
         let arriving = self.shared.arriving.clone();
         tokio::spawn(async move {
             while let Some(request) = rx.recv().await {

@@ -1254,6 +1254,50 @@ fn sync_taking_parts(
 }
 
 #[test]
+fn records_a_gate_signed_or_verified_are_not_verified_again_when_a_peer_sends_them_back() {
+    // East signs its 40 admissions and verifies North's 60 as it takes them. After a heal
+    // a peer sends East the whole ledger, both sides' records: its precheck finds all 100
+    // good without verifying one (what it verifies joins the shared set; it stays at 100).
+    let vouched = std::sync::Arc::new(gatemesh_ledger::Vouched::default());
+    let (mut north, mut east) = (Gate::new("North"), Gate::new("East"));
+    east.ledger.share_vouched(vouched.clone());
+    let t0 = 1_795_000_000_000;
+    for i in 0..60 {
+        north.scan(&TicketId::generate(), "n1", t0 + i);
+    }
+    for i in 0..40 {
+        east.scan(&TicketId::generate(), "e1", t0 + i);
+    }
+    assert_eq!(vouched.len(), 40, "East's own signatures");
+    sync_pair(&mut north.ledger, &mut east.ledger);
+    assert_eq!(
+        vouched.len(),
+        100,
+        "and North's, verified as East took them"
+    );
+    // North's whole ledger, as it sends it to a gate that holds nothing.
+    let mut late = Gate::new("Late");
+    let (mut to_north, mut to_late) = Default::default();
+    let hello = late.ledger.sync_message(&mut to_north).unwrap();
+    north
+        .ledger
+        .receive_sync(&mut to_late, &hello, now())
+        .unwrap();
+    let whole = north.ledger.sync_message(&mut to_late).unwrap();
+    let precheck = |vouched: &gatemesh_ledger::Vouched| {
+        let mut parts = gatemesh_ledger::SyncInParts::parse(&whole).unwrap();
+        parts.precheck(&event(), &trust_of(&event()), vouched);
+        parts.prechecked()
+    };
+    assert_eq!(precheck(&vouched), 100);
+    assert_eq!(vouched.len(), 100, "nothing verified again");
+    // A gate that shares nothing verifies every one.
+    let fresh = gatemesh_ledger::Vouched::default();
+    assert_eq!(precheck(&fresh), 100);
+    assert_eq!(fresh.len(), 100);
+}
+
+#[test]
 fn a_message_taken_in_parts_with_scans_between_ends_where_one_taken_whole_does() {
     for precheck in [false, true] {
         taken_in_parts_ends_where_taken_whole(precheck);
