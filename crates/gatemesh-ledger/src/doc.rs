@@ -1374,8 +1374,8 @@ impl Default for Sizes {
 pub const SYNC_CHANGES_MOST: usize = 2 * 1024 * 1024;
 
 /// Most bytes of a sync message this ledger makes. A whole document (automerge sends one
-/// when more than a third of it is to be sent: columnar, a third the size of its changes
-/// one by one) larger than this, less its heads and bloom filter, is not sent; its changes
+/// when more than a third of it is to be sent: columnar, about a quarter of the bytes of its
+/// changes one by one) larger than this, less its heads and bloom filter, is not sent; its changes
 /// go instead, [`SYNC_CHANGES_MOST`] at a time. Below the mesh's frame limit (16 MiB) with
 /// room for the frame's own bytes.
 pub const SYNC_MESSAGE_MOST: usize = 15 * 1024 * 1024;
@@ -1459,15 +1459,6 @@ impl Ledger {
         // Counted from the change graph: the changes themselves would be rebuilt from the
         // document's operations (a quarter of a busy gate's time, polled each second).
         Some(self.doc.get_changes_meta(theirs).len())
-    }
-
-    /// Whether the peer last said heads this node does not hold: it has changes this node
-    /// lacks. `false` before the peer has said what it has.
-    pub fn lacks_from(&mut self, peer: &PeerSync) -> bool {
-        peer.0
-            .their_heads
-            .as_ref()
-            .is_some_and(|heads| heads.iter().any(|h| !holds(&mut self.doc, h)))
     }
 
     /// Whether this node and the peer agree, as far as this node knows: the peer last said

@@ -527,9 +527,18 @@ pub(crate) struct Taking {
 /// lacks. A peer's first messages on a new connection count as a gap (what it has is not
 /// known yet); what a peer's bloom filter says this node lacks decides after that, so in
 /// steady state (a few changes apart) every peer is asked at every round.
+///
+/// One peer holds the others back for at most [`CATCH_UP_MOST`] in a row, and is then not
+/// made the one again for as long: an enrolled device gone dishonest that keeps sending
+/// large messages (or says it holds much this node lacks) delays what the others send, and
+/// cannot stop it.
 #[derive(Debug, Default)]
 pub struct CatchUp {
-    from: Option<(String, std::time::Instant)>,
+    /// The peer asked: until when it holds the others back, and since when it has.
+    from: Option<(String, std::time::Instant, std::time::Instant)>,
+    /// A peer that held the others back for [`CATCH_UP_MOST`], and until when it waits its
+    /// turn.
+    rested: Option<(String, std::time::Instant)>,
     /// Peers whose large sync message is being parsed off the writer (at most one each: a
     /// session waits for its message to be taken before it sends anything else).
     pub(crate) arriving: Arriving,
@@ -541,31 +550,52 @@ pub(crate) type Arriving = std::sync::Arc<std::sync::Mutex<HashSet<String>>>;
 /// How long the peer asked for a gap keeps the others waiting without sending a part of it.
 const CATCH_UP_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// Longest one peer holds the others back (a gate joining 100,000 late takes ~17 s on two
+/// busy cores), and how long it then waits before it is the one again.
+const CATCH_UP_MOST: std::time::Duration = std::time::Duration::from_secs(30);
+
 impl CatchUp {
     /// Whether this node may ask `peer` for what it lacks of its `lack` changes (`None`:
     /// not known yet, counted as a gap); asking for a large gap makes `peer` the one.
+    /// `sending(p)`: a large message of `p`'s is being parsed or taken.
     fn may_ask(
         &mut self,
         peer: &str,
         lack: Option<usize>,
-        taking: &std::collections::VecDeque<Taking>,
+        sending: impl Fn(&str) -> bool,
+        now: std::time::Instant,
     ) -> bool {
         if lack.is_some_and(|n| n <= PART) {
             return true;
         }
-        let now = std::time::Instant::now();
-        if let Some((from, until)) = &self.from
-            && from != peer
-            && (*until > now
-                || taking.iter().any(|t| t.peer == *from)
-                || self.arriving.lock().is_ok_and(|a| a.contains(from)))
+        if let Some((from, until, since)) = &self.from {
+            if *until <= now && !sending(from) {
+                self.from = None;
+            } else if now.duration_since(*since) > CATCH_UP_MOST {
+                tracing::warn!(
+                    "{from} held the others back for {} s: they are asked now",
+                    CATCH_UP_MOST.as_secs()
+                );
+                self.rested = Some((from.clone(), now + CATCH_UP_MOST));
+                self.from = None;
+            }
+        }
+        if let Some((rested, until)) = &self.rested
+            && rested == peer
+            && *until > now
         {
             return false;
         }
-        if self.from.as_ref().is_none_or(|(from, _)| from != peer) {
-            tracing::info!("catching up from {peer}: other peers are asked once it sent its gap");
+        match &mut self.from {
+            Some((from, until, _)) if from == peer => *until = now + CATCH_UP_WAIT,
+            Some(_) => return false,
+            None => {
+                tracing::info!(
+                    "catching up from {peer}: other peers are asked once it sent its gap"
+                );
+                self.from = Some((peer.into(), now + CATCH_UP_WAIT, now));
+            }
         }
-        self.from = Some((peer.into(), now + CATCH_UP_WAIT));
         true
     }
 
@@ -578,11 +608,11 @@ impl CatchUp {
 
     /// A large message from `peer` (more than [`PART`] changes) was taken: if it is the one
     /// peer asked, the others wait a while longer for what else it sends.
-    fn taken(&mut self, peer: &str) {
-        if let Some((from, until)) = &mut self.from
+    fn taken(&mut self, peer: &str, now: std::time::Instant) {
+        if let Some((from, until, _)) = &mut self.from
             && from == peer
         {
-            *until = std::time::Instant::now() + CATCH_UP_WAIT;
+            *until = now + CATCH_UP_WAIT;
         }
     }
 }
@@ -1166,7 +1196,13 @@ impl Writer {
                 use gatemesh_mesh::session::Turn;
                 let state = self.peers.entry(peer.clone()).or_default();
                 let lack = self.ledger.lack_from(state);
-                state.set_asking(self.catch_up.may_ask(&peer, lack, &self.taking));
+                let (taking, catch_up) = (&self.taking, &mut self.catch_up);
+                let arriving = catch_up.arriving.clone();
+                let sending = |p: &str| {
+                    taking.iter().any(|t| t.peer == p)
+                        || arriving.lock().is_ok_and(|a| a.contains(p))
+                };
+                state.set_asking(catch_up.may_ask(&peer, lack, sending, std::time::Instant::now()));
                 let message = match turn {
                     Turn::Start if self.ledger.agrees_with(state) => None,
                     Turn::Start => {
@@ -1277,7 +1313,7 @@ impl Writer {
                 return Box::new(|_| {});
             }
             Ok(_) => {
-                self.catch_up.taken(&peer);
+                self.catch_up.taken(&peer, std::time::Instant::now());
                 self.taking_in(&peer, changes, events, |ledger, state| {
                     ledger.finish_sync(state, parts)?;
                     Ok(Vec::new())
@@ -1761,5 +1797,67 @@ impl Writer {
         changes.extend(self.ledger.record_resolution(&resolution)?);
         events.push(NodeEvent::Resolved { tid, action, staff });
         Ok(resolution)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CATCH_UP_MOST, CATCH_UP_WAIT, CatchUp, PART};
+    use std::time::{Duration, Instant};
+
+    const GAP: Option<usize> = Some(PART + 1);
+
+    #[test]
+    fn one_peer_is_asked_for_a_gap_the_others_once_it_is_done() {
+        let (mut c, t0) = (CatchUp::default(), Instant::now());
+        let idle = |_: &str| false;
+        assert!(c.may_ask("north", GAP, idle, t0));
+        assert!(!c.may_ask("south", GAP, idle, t0), "one peer at a time");
+        assert!(
+            !c.may_ask("east", None, idle, t0),
+            "not known yet counts as a gap"
+        );
+        assert!(
+            c.may_ask("south", Some(PART), idle, t0),
+            "a small gap is always asked"
+        );
+        // North's large part keeps the others waiting; so does one still being taken.
+        c.taken("north", t0 + CATCH_UP_WAIT);
+        assert!(!c.may_ask("south", GAP, idle, t0 + CATCH_UP_WAIT * 3 / 2));
+        let late = t0 + CATCH_UP_WAIT * 4;
+        assert!(!c.may_ask("south", GAP, |p: &str| p == "north", late));
+        assert!(
+            c.may_ask("south", GAP, idle, late),
+            "north went quiet: south is asked"
+        );
+        assert!(!c.may_ask("north", GAP, idle, late), "now south is the one");
+    }
+
+    #[test]
+    fn a_peer_that_keeps_sending_large_parts_holds_the_others_back_for_a_while_only() {
+        // A dishonest device sends a large message every second, forever.
+        let (mut c, t0) = (CatchUp::default(), Instant::now());
+        let idle = |_: &str| false;
+        assert!(c.may_ask("rogue", GAP, idle, t0));
+        let mut t = t0;
+        while t < t0 + CATCH_UP_MOST {
+            t += Duration::from_secs(1);
+            c.taken("rogue", t);
+            assert!(c.may_ask("rogue", GAP, idle, t));
+            if t < t0 + CATCH_UP_MOST {
+                assert!(!c.may_ask("north", GAP, idle, t));
+            }
+        }
+        t += Duration::from_secs(1);
+        c.taken("rogue", t);
+        assert!(
+            c.may_ask("north", GAP, idle, t),
+            "held them long enough: north is asked"
+        );
+        // The rogue waits its turn: north's gap done, another honest peer comes next.
+        let after = t + CATCH_UP_WAIT * 2;
+        assert!(!c.may_ask("rogue", GAP, idle, after));
+        assert!(c.may_ask("south", GAP, idle, after));
+        assert!(c.may_ask("rogue", GAP, idle, t + CATCH_UP_MOST + CATCH_UP_WAIT * 3));
     }
 }
