@@ -105,6 +105,25 @@ impl World {
     }
 }
 
+/// `gate` admits every ticket of `tids`, four scanners at once (a commit holds at most four
+/// admissions).
+async fn admit_with_four_scanners(w: &World, gate: &Node, tids: &[TicketId]) {
+    let mut scans = tokio::task::JoinSet::new();
+    for chunk in tids.chunks(tids.len().div_ceil(4)) {
+        let (gate, codes) = (
+            gate.clone(),
+            chunk.iter().map(|t| w.code(t)).collect::<Vec<_>>(),
+        );
+        scans.spawn(async move {
+            for code in codes {
+                let scanned = gate.scan(&code, "a1", Direction::Entry).await.unwrap();
+                assert_eq!(scanned.verdict, Verdict::Admit);
+            }
+        });
+    }
+    scans.join_all().await;
+}
+
 /// Waits up to 20 s until `check` holds.
 async fn eventually(what: &str, check: impl AsyncFnMut() -> bool) {
     let (within, every) = (Duration::from_secs(20), Duration::from_millis(50));
@@ -895,20 +914,7 @@ async fn a_peer_whose_link_stalls_catches_up_and_holds_no_one_back() {
     // well past both bounds (256 KiB in flight, then 64 commits queued).
     relay.pause(true);
     let tids: Vec<TicketId> = (0..1200).map(|_| TicketId::generate()).collect();
-    let mut scans = tokio::task::JoinSet::new();
-    for chunk in tids.chunks(tids.len() / 4) {
-        let (a, codes) = (
-            a.clone(),
-            chunk.iter().map(|t| w.code(t)).collect::<Vec<_>>(),
-        );
-        scans.spawn(async move {
-            for code in codes {
-                let scanned = a.scan(&code, "a1", Direction::Entry).await.unwrap();
-                assert_eq!(scanned.verdict, Verdict::Admit);
-            }
-        });
-    }
-    scans.join_all().await;
+    admit_with_four_scanners(&w, &a, &tids).await;
     eventually(
         "B holds every admission while C's link is stalled",
         || async { b.snapshot().await.unwrap().redemptions == tids.len() },
@@ -946,20 +952,7 @@ async fn a_gate_that_joins_late_takes_the_ledger_from_one_peer_not_from_each() {
     let (a, a_addr) = w.gate("gate-a", "ca", &[]).await;
     let (b, b_addr) = w.gate("gate-b", "ca", &[a_addr]).await;
     let tids: Vec<TicketId> = (0..1500).map(|_| TicketId::generate()).collect();
-    let mut scans = tokio::task::JoinSet::new();
-    for chunk in tids.chunks(tids.len() / 4) {
-        let (a, codes) = (
-            a.clone(),
-            chunk.iter().map(|t| w.code(t)).collect::<Vec<_>>(),
-        );
-        scans.spawn(async move {
-            for code in codes {
-                let scanned = a.scan(&code, "a1", Direction::Entry).await.unwrap();
-                assert_eq!(scanned.verdict, Verdict::Admit);
-            }
-        });
-    }
-    scans.join_all().await;
+    admit_with_four_scanners(&w, &a, &tids).await;
     eventually("B holds A's admissions", || async {
         b.snapshot().await.unwrap().redemptions == tids.len()
     })
