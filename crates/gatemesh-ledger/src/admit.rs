@@ -435,15 +435,8 @@ impl Vouched {
 
     /// Keeps that the signature `fact` stands for was found good.
     pub(crate) fn keep(&self, fact: [u8; 32]) {
-        self.keep_all([fact]);
-    }
-
-    /// Keeps that the signatures `facts` stand for were found good.
-    pub(crate) fn keep_all(&self, facts: impl IntoIterator<Item = [u8; 32]>) {
         let mut found = Checked::default();
-        for fact in facts {
-            found.insert(fact);
-        }
+        found.insert(fact);
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -590,18 +583,11 @@ pub(crate) fn check(
         let device = record.taken(key, now_ms, &mut lookup).map_err(why)?;
         signed.push((i, record, device));
     }
-    signatures(&signed, checker.event, checker.checked)
+    // What is verified here is kept for later prechecks; what a precheck found good, it
+    // kept itself.
+    let keep = checker.vouched.filter(|_| checker.checked.len() == 0);
+    signatures(&signed, checker.event, (checker.checked, keep))
         .map_err(|(i, why)| in_change(&puts[i].change, why))?;
-    // Verified here, not found among those a precheck found good (which keeps its own).
-    if let Some(vouched) = checker.vouched
-        && checker.checked.len() == 0
-    {
-        let facts = signed.iter().filter_map(|(_, r, device)| {
-            let (message, sig) = r.message(checker.event)?;
-            Some(Checked::fact(device, &message, sig))
-        });
-        vouched.keep_all(facts);
-    }
     checker.devices.extend(brought);
     // The tickets these changes write records of: what the ledger recomputes once they are
     // in (only puts of new keys get this far, so this is what a diff of the document would
@@ -832,13 +818,18 @@ impl Signed {
         }
     }
 
-    fn signed_by(&self, device: &Device, event: &EventId, checked: &Checked) -> Result<(), String> {
+    fn signed_by(
+        &self,
+        device: &Device,
+        event: &EventId,
+        (checked, keep): (&Checked, Option<&Vouched>),
+    ) -> Result<(), String> {
         match self {
-            Self::Redemption(r) => signed_by_checked(r, device, event, checked),
-            Self::Resolution(r) => signed_by_checked(r, device, event, checked),
-            Self::Status(s) => signed_by_checked(s, device, event, checked),
-            Self::Audit(a) => signed_by_checked(a, device, event, checked),
-            Self::Lists(l) => signed_by_checked(l.as_ref(), device, event, checked),
+            Self::Redemption(r) => signed_by_keeping(r, device, event, checked, keep),
+            Self::Resolution(r) => signed_by_keeping(r, device, event, checked, keep),
+            Self::Status(s) => signed_by_keeping(s, device, event, checked, keep),
+            Self::Audit(a) => signed_by_keeping(a, device, event, checked, keep),
+            Self::Lists(l) => signed_by_keeping(l.as_ref(), device, event, checked, keep),
         }
     }
 
@@ -885,16 +876,18 @@ impl Signed {
 /// threads costs more than a few dozen checks (each ~50 µs).
 const PARALLEL_FROM: usize = 64;
 
-/// Checks every record's signature (`signed_by`), on every core for a large batch. The
-/// error is the first in the batch's order, with its index, whichever thread found it.
+/// Checks every record's signature (`signed_by`), on every core for a large batch; those
+/// verified join `keep`, if given. The error is the first in the batch's order, with its
+/// index, whichever thread found it.
 fn signatures(
     items: &[(usize, Signed, Arc<Device>)],
     event: &EventId,
-    checked: &Checked,
+    (checked, keep): (&Checked, Option<&Vouched>),
 ) -> Result<(), (usize, String)> {
     let check = |items: &[(usize, Signed, Arc<Device>)]| {
         items.iter().try_for_each(|(i, r, device)| {
-            r.signed_by(device, event, checked).map_err(|why| (*i, why))
+            r.signed_by(device, event, (checked, keep))
+                .map_err(|why| (*i, why))
         })
     };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
@@ -974,6 +967,17 @@ pub(crate) fn signed_by_checked<R: Record>(
     event: &EventId,
     checked: &Checked,
 ) -> Result<(), String> {
+    signed_by_keeping(r, device, event, checked, None)
+}
+
+/// [`signed_by_checked`], and the signature kept in `keep` (if given) once found good.
+fn signed_by_keeping<R: Record>(
+    r: &R,
+    device: &Device,
+    event: &EventId,
+    checked: &Checked,
+    keep: Option<&Vouched>,
+) -> Result<(), String> {
     let what = R::MAP;
     if r.writer() != &device.node || r.hlc().node != device.node {
         return Err(format!(
@@ -993,11 +997,15 @@ pub(crate) fn signed_by_checked<R: Record>(
         return Err(format!("an unsigned {what} record of node {}", device.node));
     };
     let unsigned = r.unsigned_json().map_err(|e| e.to_string())?;
-    if !device.verifies_with(&crate::sign::message(event, what, &unsigned), sig, checked) {
+    let message = crate::sign::message(event, what, &unsigned);
+    if !device.verifies_with(&message, sig, checked) {
         return Err(format!(
             "a {what} record whose signature is not {:?}'s",
             device.peer.name
         ));
+    }
+    if let Some(keep) = keep {
+        keep.keep(Checked::fact(device, &message, sig));
     }
     Ok(())
 }
