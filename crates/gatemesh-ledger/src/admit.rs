@@ -232,6 +232,20 @@ pub(crate) fn all_changes(bytes: &[u8]) -> Result<Vec<Change>, LedgerError> {
     })
 }
 
+/// `bytes` when they are one whole document (a catch-up's sync message): the document,
+/// loaded, and every change of it, found in one pass over its operations. `None` for
+/// anything else (changes, or a document with changes after it).
+pub(crate) fn whole_document(
+    bytes: &[u8],
+) -> Result<Option<(AutoCommit, Vec<Change>)>, LedgerError> {
+    let [(DOCUMENT, chunk)] = chunks(bytes)?[..] else {
+        return Ok(None);
+    };
+    let mut doc = AutoCommit::load(chunk).map_err(|e| LedgerError::BadMessage(e.to_string()))?;
+    let changes = automerge::Automerge::new().get_changes_added(doc.document());
+    Ok(Some((doc, changes)))
+}
+
 /// The changes of `bytes`' chunks, a document's as `of_document` finds them.
 fn parsed(
     bytes: &[u8],

@@ -302,7 +302,7 @@ impl Ledger {
                 }
                 batch.push(change);
             }
-            doc.apply_changes(batch)?;
+            apply_in_steps(&mut doc, batch)?;
             doc.set_actor(ActorId::from(node.as_str().as_bytes()));
             Self::from_doc(doc, event, genesis_heads, node)
         })
@@ -1267,6 +1267,12 @@ pub struct SyncInParts {
     carried: bool,
     /// Its signatures found good already ([`SyncInParts::precheck`]).
     checked: crate::sign::Checked,
+    /// The document it carried, when it carried one whole document and nothing else (a
+    /// catch-up), loaded as it was parsed.
+    whole: Option<Box<AutoCommit>>,
+    /// That document as a ledger, checked and derived off the writer
+    /// ([`SyncInParts::prepare_whole`]), for [`Ledger::take_whole`].
+    ready: Option<Box<Ledger>>,
 }
 
 impl SyncInParts {
@@ -1294,12 +1300,18 @@ impl SyncInParts {
             inflation.all(chunk)?;
         }
         let carried = !message.changes.is_empty();
-        let changes = guarded(|| {
+        let (changes, whole) = guarded(|| {
+            let mut chunks = message.changes.iter();
+            if let (Some(only), None) = (chunks.next(), chunks.next())
+                && let Some((doc, changes)) = crate::admit::whole_document(only)?
+            {
+                return Ok((changes, Some(Box::new(doc))));
+            }
             let mut all = Vec::new();
             for chunk in message.changes.iter() {
                 all.extend(crate::admit::all_changes(chunk)?);
             }
-            Ok(all)
+            Ok((all, None))
         })?;
         message.changes = Vec::<Vec<u8>>::new().into();
         Ok(Self {
@@ -1307,7 +1319,40 @@ impl SyncInParts {
             changes: changes.into(),
             carried,
             checked: Default::default(),
+            whole,
+            ready: None,
         })
+    }
+
+    /// When the message carried a whole document (a catch-up): checks every change of it as
+    /// a ledger that holds only the event's genesis would ([`Ledger::receive_sync`]'s
+    /// checks, with the signatures [`SyncInParts::precheck`] found good), and derives the
+    /// ledger it makes for `node`, off the thread that decides scans. [`Ledger::take_whole`]
+    /// then takes it in one step where taking it in parts of 1,024 changes cost ten
+    /// seconds of the writer's time at 100,000 redemptions (each part a walk of the
+    /// shards it touches, and every ticket derived again). A document that fails a check
+    /// is left to the parts, which refuse it as they would have.
+    pub fn prepare_whole(
+        &mut self,
+        node: &NodeId,
+        event: &EventId,
+        trust: &Trust,
+        now_ms: i64,
+    ) -> Result<(), LedgerError> {
+        let Some(doc) = self.whole.take() else {
+            return Ok(());
+        };
+        let changes = self.changes.make_contiguous();
+        let ledger = guarded(|| {
+            Ledger::checked_whole(*doc, changes, node, event, trust, &self.checked, now_ms)
+        })?;
+        self.ready = Some(Box::new(ledger));
+        Ok(())
+    }
+
+    /// Whether a whole document is ready to take ([`SyncInParts::prepare_whole`]).
+    pub fn is_ready_whole(&self) -> bool {
+        self.ready.is_some()
     }
 
     /// Checks, on every core, the signatures of the records whose writers' certificates
@@ -1398,12 +1443,34 @@ struct Pending {
 }
 
 /// Most changes waiting for the changes they build on, per peer, and their bytes.
+/// Most changes a ledger may hold that a whole document a peer sent lacks for
+/// [`Ledger::take_whole`] to take the document in one step: they are checked and applied
+/// onto it on the writer, as a part of a message in parts would be (about 1,024 of those
+/// cost the writer ~100 ms at 100,000 redemptions).
+pub const WHOLE_BESIDES_MOST: usize = 1024;
+
 const MAX_PENDING: usize = 200_000;
 const MAX_PENDING_BYTES: usize = 64 * 1024 * 1024;
 
 /// Whether `doc` holds the change: a lookup in its change graph. (`get_change_meta_by_hash`
 /// builds the change's whole metadata from automerge's columns to say the same.) A change in
 /// automerge's own queue lacks something it builds on, so it counts as not held.
+/// Most changes handed to automerge in one call ([`apply_in_steps`]).
+const APPLY_AT_ONCE: usize = 16;
+
+/// Applies `changes` to `doc` at most [`APPLY_AT_ONCE`] at a time. automerge 0.12 keeps a
+/// loaded document's values (a snapshot the gate reopened, a whole ledger a peer sent) as
+/// one block that only a change landing in it splits, and a large batch applied onto such
+/// a block copies it over and over: 400 changes onto a loaded 100,000-record document took
+/// 7-8 s in one call and 0.4 s in calls of 16 (0.7 s in calls of 32; a document built
+/// change by change took them in 0.1 s either way).
+fn apply_in_steps(doc: &mut AutoCommit, changes: Vec<Change>) -> Result<(), LedgerError> {
+    for step in changes.chunks(APPLY_AT_ONCE) {
+        doc.apply_changes(step.to_vec())?;
+    }
+    Ok(())
+}
+
 pub(crate) fn holds(doc: &mut AutoCommit, hash: &ChangeHash) -> bool {
     doc.get_missing_deps(std::slice::from_ref(hash)).is_empty()
 }
@@ -1667,6 +1734,113 @@ impl Ledger {
         Ok(())
     }
 
+    /// The ledger `doc` (a whole document a peer sent, `changes` every change of it) makes
+    /// for `node`, every change checked as a ledger holding only the event's genesis
+    /// checks what it is sent.
+    fn checked_whole(
+        doc: AutoCommit,
+        changes: &[Change],
+        node: &NodeId,
+        event: &EventId,
+        trust: &Trust,
+        checked: &crate::sign::Checked,
+        now_ms: i64,
+    ) -> Result<Self, LedgerError> {
+        let mut genesis = AutoCommit::load(&crate::layout::genesis(event))
+            .map_err(|e| LedgerError::Corrupt(e.to_string()))?;
+        let genesis_heads = genesis.get_heads();
+        let made: HashSet<ChangeHash> = genesis.get_changes(&[]).iter().map(|c| c.hash()).collect();
+        let roots = roots_of(&genesis)?;
+        let theirs: Vec<Change> = changes
+            .iter()
+            .filter(|c| !made.contains(&c.hash()))
+            .cloned()
+            .collect();
+        let (mut devices, per_ticket) = (HashMap::new(), HashMap::new());
+        let mut checker = crate::admit::Checker {
+            event,
+            trust: Some(trust),
+            devices: &mut devices,
+            per_ticket: &per_ticket,
+            checked,
+            vouched: None,
+        };
+        crate::admit::check(&genesis, &roots, &theirs, now_ms, &mut checker)?;
+        check_roots(&doc)?;
+        let mut ledger = Self::from_doc(doc, event, genesis_heads, node.clone())?;
+        ledger.devices = devices;
+        Ok(ledger)
+    }
+
+    /// Takes the whole document of `parts` ([`SyncInParts::prepare_whole`]) in one step:
+    /// what this ledger holds that the document lacks (the gate's own scans meanwhile,
+    /// pushes from other peers) is checked and applied onto it, and the result replaces
+    /// this ledger, which keeps its signer, trust, clock, local standings and the flags it
+    /// had not reported. `None`, with nothing changed, when there is no such document,
+    /// when this ledger holds more than [`WHOLE_BESIDES_MOST`] changes the document lacks
+    /// (it is taken in parts), or when those changes do not go onto it (the parts then
+    /// refuse the message, or take it, as they would have). Otherwise the message has no
+    /// changes left to take ([`Ledger::finish_sync`] comes next), and the document's
+    /// changes that were new here are returned, to store.
+    pub fn take_whole(
+        &mut self,
+        parts: &mut SyncInParts,
+        now_ms: i64,
+    ) -> Option<Vec<StoredChange>> {
+        let mut new = parts.ready.take()?;
+        if new.node != self.node
+            || new.event != self.event
+            || new.genesis_heads != self.genesis_heads
+        {
+            return None;
+        }
+        let (theirs, ours) = (new.doc.document(), self.doc.document());
+        let besides = guarded(|| Ok(theirs.get_changes_added(ours))).ok()?;
+        if besides.len() > WHOLE_BESIDES_MOST {
+            return None;
+        }
+        new.trust = self.trust.clone();
+        new.vouched = self.vouched.clone();
+        for (node, device) in &self.devices {
+            new.devices
+                .entry(node.clone())
+                .or_insert_with(|| device.clone());
+        }
+        let mut scratch = PeerSync::default();
+        let unchecked = crate::sign::Checked::default();
+        match new.take_changes(&mut scratch, besides, now_ms, &unchecked) {
+            Ok(_) if scratch.waiting() == 0 => {}
+            _ => return None,
+        }
+        new.doc
+            .set_actor(ActorId::from(self.node.as_str().as_bytes()));
+        new.signer = self.signer.take();
+        new.clock.join(&self.clock);
+        new.local = std::mem::take(&mut self.local);
+        // Flags this ledger reported stay reported; those it had not, and the document's
+        // new ones, are the replacement's to report.
+        let mut newly = std::mem::take(&mut self.newly_flagged);
+        let pending: HashSet<TicketId> = newly.iter().cloned().collect();
+        newly.extend(
+            new.flagged
+                .iter()
+                .filter(|t| !self.flagged.contains(*t) && !pending.contains(*t))
+                .cloned(),
+        );
+        new.newly_flagged = newly;
+        let stored = parts
+            .changes
+            .drain(..)
+            .filter(|c| !holds(&mut self.doc, &c.hash()))
+            .map(|c| {
+                new.deps.note(&c);
+                StoredChange::from(&c)
+            })
+            .collect();
+        *self = *new;
+        Some(stored)
+    }
+
     /// Takes changes a peer pushed as it made them (change chunks, one after another),
     /// through the checks of [`Ledger::receive_sync`]: bounded, decoded and checked before
     /// any reaches the document; one that builds on a change this node lacks waits with the
@@ -1705,8 +1879,7 @@ impl Ledger {
         // automerge 0.12 can panic on crafted changes; if it does, this replica's document
         // may be half-updated, so the caller must reload it from storage.
         let doc = &mut self.doc;
-        let applying = incoming.clone();
-        guarded(|| Ok(doc.apply_changes(applying)?))?;
+        guarded(|| apply_in_steps(doc, incoming.clone()))?;
         self.applied(&incoming, touched)
     }
 

@@ -52,6 +52,15 @@ impl HlcClock {
         }
     }
 
+    /// Moves the clock past every reading `other` gave or observed (the clock of the same
+    /// node's ledger that this one replaces).
+    pub fn join(&mut self, other: &HlcClock) {
+        if (other.last_wall, other.last_counter) > (self.last_wall, self.last_counter) {
+            self.last_wall = other.last_wall;
+            self.last_counter = other.last_counter;
+        }
+    }
+
     /// Moves the clock past a reading seen in a record from elsewhere.
     pub fn observe(&mut self, seen: &Hlc) {
         if (seen.wall_ms, seen.counter) > (self.last_wall, self.last_counter) {

@@ -457,6 +457,7 @@ async fn live(State(s): State<AppState>) -> Sse<impl Stream<Item = Result<Event,
                         NodeEvent::Flagged { .. } => "flagged",
                         NodeEvent::Resolved { .. } => "resolved",
                         NodeEvent::Imported { .. } => "imported",
+                        NodeEvent::CaughtUp { .. } => "caught_up",
                     };
                     let data = match &event {
                         NodeEvent::Verdict(r) => {

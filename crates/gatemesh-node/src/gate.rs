@@ -92,6 +92,12 @@ pub enum NodeEvent {
     Imported {
         changes: usize,
     },
+    /// The gate took a peer's whole ledger in one step (a catch-up): `changes` were new
+    /// here.
+    CaughtUp {
+        peer: String,
+        changes: usize,
+    },
 }
 
 type Reply<T> = oneshot::Sender<Result<T, NodeError>>;
@@ -1262,6 +1268,31 @@ impl Writer {
         changes: &mut Vec<StoredChange>,
         events: &mut Vec<NodeEvent>,
     ) -> Deferred {
+        // A whole ledger checked and derived off the writer (a catch-up): taken in one step.
+        let parts = match parts {
+            Ok(mut parts) if parts.is_ready_whole() => {
+                match self.ledger.take_whole(&mut parts, now_ms()) {
+                    Some(new) => {
+                        tracing::info!(
+                            "took the whole ledger from {peer}: {} changes new here",
+                            new.len()
+                        );
+                        events.push(NodeEvent::CaughtUp {
+                            peer: peer.clone(),
+                            changes: new.len(),
+                        });
+                        self.catch_up.taken(&peer, std::time::Instant::now());
+                        let taken = self.taking_in(&peer, changes, events, |ledger, state| {
+                            ledger.finish_sync(state, parts)?;
+                            Ok(new)
+                        });
+                        return answer_after_store(reply, taken.map(|_| ()));
+                    }
+                    None => Ok(parts),
+                }
+            }
+            parts => parts,
+        };
         let taken = match parts {
             Ok(parts) if parts.left() > PART => {
                 self.taking.push_back(Taking { peer, parts, reply });

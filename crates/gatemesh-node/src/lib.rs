@@ -643,6 +643,7 @@ impl Node {
         // round) sends the same records.
         let vouched = self.shared.vouched.clone();
         let arriving = self.shared.arriving.clone();
+        let node = self.info().node_id.clone();
         tokio::spawn(async move {
             while let Some(request) = rx.recv().await {
                 use gatemesh_mesh::session::SyncRequest;
@@ -651,11 +652,12 @@ impl Node {
                     // which decides scans meanwhile. Its session waits for the answer, so
                     // nothing else of that peer's overtakes it.
                     SyncRequest::Receive { peer, bytes, reply } if bytes.len() >= PARSE_APART => {
-                        let (commands, trust, vouched, arriving) = (
+                        let (commands, trust, vouched, arriving, node) = (
                             commands.clone(),
                             trust.clone(),
                             vouched.clone(),
                             arriving.clone(),
+                            node.clone(),
                         );
                         if let Ok(mut arriving) = arriving.lock() {
                             arriving.insert(peer.clone());
@@ -664,15 +666,32 @@ impl Node {
                             let from = peer.clone();
                             let parts = tokio::task::spawn_blocking(move || {
                                 let mut parts = gatemesh_ledger::SyncInParts::parse(&bytes)?;
+                                let began = std::time::Instant::now();
                                 if let Some((event, trust)) = trust.as_ref() {
                                     parts.precheck(event, trust, &vouched);
+                                    // A whole ledger (a catch-up) is checked and derived
+                                    // here too, and taken in one step; one that fails a
+                                    // check is left to the writer's parts to refuse.
+                                    if let Err(e) =
+                                        parts.prepare_whole(&node, event, trust, gate::now_ms())
+                                    {
+                                        tracing::info!(
+                                            "the whole ledger from {from} goes in parts: {e}"
+                                        );
+                                    }
                                 }
                                 tracing::info!(
                                     "a sync message of {} bytes from {from}: {} changes, {} \
-                                     signatures found good ahead",
+                                     signatures found good ahead, {} in {} ms",
                                     bytes.len(),
                                     parts.left(),
-                                    parts.prechecked()
+                                    parts.prechecked(),
+                                    if parts.is_ready_whole() {
+                                        "the whole ledger ready to take"
+                                    } else {
+                                        "to take in parts"
+                                    },
+                                    began.elapsed().as_millis()
                                 );
                                 Ok(parts)
                             })

@@ -1542,3 +1542,165 @@ fn who_is_inside_each_scope_is_what_reading_every_redemption_counts() {
     let reopened = reopened(&mut a);
     assert_eq!(reopened.occupancy(), a.occupancy());
 }
+
+/// A sync message that carries `doc` whole, as automerge sends a catch-up.
+fn whole_message(doc: &mut automerge::AutoCommit) -> Vec<u8> {
+    automerge::sync::Message {
+        heads: doc.get_heads(),
+        need: Vec::new(),
+        have: Vec::new(),
+        changes: vec![doc.save()].into(),
+        flags: None,
+        version: automerge::sync::MessageVersion::V2,
+    }
+    .encode()
+}
+
+/// `message` parsed, its signatures checked ahead and, when it is a whole document, checked
+/// and derived for `node`, as a gate does off its writer.
+fn prepared(message: &[u8], node: &NodeId) -> gatemesh_ledger::SyncInParts {
+    let mut parts = gatemesh_ledger::SyncInParts::parse(message).unwrap();
+    let (event, trust) = (event(), trust_of(&event()));
+    parts.precheck(&event, &trust, &gatemesh_ledger::Vouched::default());
+    // An error leaves the message to its parts.
+    let _ = parts.prepare_whole(node, &event, &trust, now());
+    parts
+}
+
+#[test]
+fn a_whole_ledger_checked_ahead_is_taken_in_one_step_with_the_scans_made_meanwhile() {
+    // North holds 200 admissions. West, late, admitted five of its own and one of North's
+    // tickets (a copy across the gap) before North's whole ledger reached it. West takes it
+    // in one step and ends where taking it in parts ends: North's history and its own, the
+    // copy flagged and reported once, what to store making the same ledger after a
+    // restart, and its next records signed and in clock order.
+    let (mut north, mut west) = (Gate::new("North"), Gate::new("West"));
+    let tickets: Vec<TicketId> = (0..200).map(|_| TicketId::generate()).collect();
+    for (i, tid) in tickets.iter().enumerate() {
+        north.scan(tid, "n1", T0 + i as i64);
+    }
+    let own: Vec<TicketId> = (0..5).map(|_| TicketId::generate()).collect();
+    for tid in &own {
+        west.scan(tid, "w1", T0 + 10);
+    }
+    west.scan(&tickets[7], "w1", T0 + 20);
+    let _ = west.ledger.take_newly_flagged();
+    let before = west.ledger.save();
+    let mut doc = automerge::AutoCommit::load(&north.ledger.save()).unwrap();
+    let mut parts = prepared(&whole_message(&mut doc), west.ledger.node());
+    assert!(parts.is_ready_whole());
+    let mut state = gatemesh_ledger::PeerSync::default();
+    let stored = west
+        .ledger
+        .take_whole(&mut parts, now())
+        .expect("taken whole");
+    assert_eq!(parts.left(), 0);
+    west.ledger.finish_sync(&mut state, parts).unwrap();
+    assert_eq!(west.ledger.redemption_count(), 200 + 6);
+    assert_eq!(west.ledger.take_newly_flagged(), vec![tickets[7].clone()]);
+    assert_eq!(flagged(&west), vec![tickets[7].clone()]);
+    assert_eq!(
+        west.scan(&tickets[100], "w1", now()).verdict,
+        Verdict::Duplicate
+    );
+    // What take_whole returned is what West lacked: stored after what it had, it reopens
+    // as the same ledger.
+    let mut heads = west.ledger.heads();
+    let mut reopened = Ledger::open(
+        &event(),
+        west.ledger.node().clone(),
+        &genesis(&event()),
+        Some(&before),
+        stored,
+    )
+    .unwrap();
+    assert_eq!(reopened.redemption_count(), 200 + 6);
+    let mut again = reopened.heads();
+    heads.sort();
+    again.sort();
+    assert_eq!(again, heads, "nothing West took is left unstored");
+    // West signs on, after every reading it gave before; North takes its records.
+    let later = TicketId::generate();
+    assert_eq!(west.scan(&later, "w1", T0 + 10).verdict, Verdict::Admit);
+    let hlc = |g: &Gate, tid: &TicketId| g.ledger.ticket(tid).redemptions[0].hlc.clone();
+    assert!(hlc(&west, &later) > hlc(&west, &own[4]));
+    sync_pair(&mut north.ledger, &mut west.ledger);
+    // West's five, its copy of North's ticket and the one after; a duplicate writes none.
+    assert_eq!(north.ledger.redemption_count(), 200 + 5 + 1 + 1);
+    for tid in own.iter().chain([&later]) {
+        assert_eq!(north.ledger.ticket(tid).redemptions.len(), 1);
+    }
+    let (mut hn, mut hw) = (north.ledger.heads(), west.ledger.heads());
+    hn.sort();
+    hw.sort();
+    assert_eq!(hn, hw);
+}
+
+#[test]
+fn a_whole_ledger_with_a_forged_record_is_not_taken_in_one_step_and_its_parts_refuse_it() {
+    use automerge::transaction::Transactable;
+    // A dishonest North slips one record it did not sign into its whole ledger. Checked
+    // ahead, the document is not made ready; the parts then refuse it, and West holds what
+    // it held.
+    let (mut north, mut west) = (Gate::new("North"), Gate::new("West"));
+    for i in 0..30 {
+        north.scan(&TicketId::generate(), "n1", T0 + i);
+    }
+    west.scan(&TicketId::generate(), "w1", T0);
+    let mut doc = automerge::AutoCommit::load(&north.ledger.save()).unwrap();
+    doc.set_actor(automerge::ActorId::from(
+        north.ledger.node().as_str().as_bytes(),
+    ));
+    let forged_tid = TicketId::generate();
+    let mut r = redemption(&mut north.ledger, &forged_tid, T0 + 100);
+    r.gate = "Forged".into();
+    let map = gatemesh_ledger::ticket_map(&doc, "redemptions", &forged_tid).unwrap();
+    doc.put(
+        &map,
+        format!("{},{}", r.tid, r.id),
+        serde_json::to_string(&r).unwrap(),
+    )
+    .unwrap();
+    doc.commit();
+    let before = west.ledger.save();
+    let mut parts = prepared(&whole_message(&mut doc), west.ledger.node());
+    assert!(!parts.is_ready_whole(), "a forged record made it ready");
+    assert!(west.ledger.take_whole(&mut parts, now()).is_none());
+    let mut state = gatemesh_ledger::PeerSync::default();
+    let refused = west
+        .ledger
+        .take_sync_part(&mut state, &mut parts, usize::MAX, now())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("an unsigned redemptions record"),
+        "{refused}"
+    );
+    assert_eq!(west.ledger.save(), before);
+}
+
+#[test]
+fn a_whole_ledger_made_ready_for_another_node_is_taken_in_parts() {
+    // Made ready for East, the document is no ledger of West's: take_whole leaves it, and
+    // West's parts take it as they would have.
+    let (mut north, mut west, east) = (Gate::new("North"), Gate::new("West"), Gate::new("East"));
+    for i in 0..40 {
+        north.scan(&TicketId::generate(), "n1", T0 + i);
+    }
+    let mut doc = automerge::AutoCommit::load(&north.ledger.save()).unwrap();
+    let mut parts = prepared(&whole_message(&mut doc), east.ledger.node());
+    assert!(parts.is_ready_whole());
+    assert!(west.ledger.take_whole(&mut parts, now()).is_none());
+    let mut state = gatemesh_ledger::PeerSync::default();
+    let taken = west
+        .ledger
+        .take_sync_part(&mut state, &mut parts, usize::MAX, now())
+        .unwrap();
+    west.ledger.finish_sync(&mut state, parts).unwrap();
+    assert_eq!(
+        taken.len(),
+        40,
+        "North's 40 admissions, its device with the first"
+    );
+    assert_eq!(west.ledger.redemption_count(), 40);
+}

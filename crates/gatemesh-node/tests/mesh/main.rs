@@ -999,9 +999,10 @@ async fn a_gate_that_joins_late_takes_the_ledger_from_one_peer_not_from_each() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gate_that_joins_late_decides_scans_while_it_catches_up() {
     // A holds three times the changes a gate takes in one part; B joins late, its staff
-    // scanning all along. Taken whole, B's holding of A's admissions would jump from none to
-    // all at once; taken in parts, B answers between them: its scans go on counting while
-    // it holds some of A's and not all.
+    // scanning all along. A sends its whole ledger, which B parses, checks and derives off
+    // its writer and then takes in one step (or, when it cannot, in parts with scans
+    // between them): either way B's scans go on counting from the moment it connects to
+    // the moment it holds all of A's.
     let w = World::new();
     let (a, a_addr) = w.gate("gate-a", "ca", &[]).await;
     let held: Vec<TicketId> = (0..3300).map(|_| TicketId::generate()).collect();
@@ -1011,6 +1012,7 @@ async fn a_gate_that_joins_late_decides_scans_while_it_catches_up() {
     }
     let codes: Vec<String> = (0..3000).map(|_| w.code(&TicketId::generate())).collect();
     let (b, _) = w.gate("gate-b", "ca", &[a_addr]).await;
+    let mut events = b.subscribe();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let staff = {
         let (b, stop) = (b.clone(), stop.clone());
@@ -1024,7 +1026,8 @@ async fn a_gate_that_joins_late_decides_scans_while_it_catches_up() {
             }
         })
     };
-    // B's own admissions against what it holds of A's, read together.
+    // B's own admissions against what it holds of A's, read together, from the moment B
+    // is connected to A.
     let mut meanwhile = Vec::new();
     let own = loop {
         let s = b.snapshot().await.unwrap();
@@ -1032,17 +1035,32 @@ async fn a_gate_that_joins_late_decides_scans_while_it_catches_up() {
         if of_a == held.len() {
             break s.counts.admit;
         }
-        if of_a > 0 {
+        if !b.peers().is_empty() {
             meanwhile.push(s.counts.admit);
         }
         assert!(!staff.is_finished(), "B never caught up");
     };
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     staff.await.unwrap();
-    let (first, last) = (meanwhile.first(), meanwhile.last());
     assert!(
-        matches!((first, last), (Some(f), Some(l)) if l > f),
-        "B decided no scan while it held part of A's ledger: {meanwhile:?}"
+        matches!(meanwhile.first(), Some(f) if own > *f + 1),
+        "B decided no scan while it caught up: {meanwhile:?}, then {own}"
+    );
+    // In one step, checked and derived off its writer: every admission of A's at once.
+    let mut whole = None;
+    loop {
+        use tokio::sync::broadcast::error::TryRecvError;
+        match events.try_recv() {
+            Ok(gatemesh_node::NodeEvent::CaughtUp { peer, changes }) => {
+                whole = Some((peer, changes))
+            }
+            Ok(_) | Err(TryRecvError::Lagged(_)) => {}
+            Err(_) => break,
+        }
+    }
+    assert!(
+        matches!(&whole, Some((peer, n)) if peer == "gate-a" && *n >= held.len()),
+        "B took A's ledger in parts: {whole:?}"
     );
     // Caught up: A's admissions are duplicates at B, and A holds B's.
     let dup = b
