@@ -44,7 +44,7 @@ pub use decide::{
 };
 pub use doc::{
     Ledger, LedgerError, MAX_SYNC_MESSAGE, PeerSync, ReleasedLists, SYNC_CHANGES_MOST,
-    SYNC_MESSAGE_MOST, StoredChange, SyncInParts,
+    SYNC_MESSAGE_MOST, Saving, StoredChange, SyncInParts, WHOLE_BESIDES_MOST,
 };
 pub use layout::{SHARDS, genesis, shard_of, ticket_map, ticket_maps};
 pub use model::{

@@ -240,12 +240,37 @@ impl Store {
     /// Replaces the change rows stored so far with `snapshot`, a saved document that holds
     /// them all. One transaction: a crash leaves either the old rows or the new snapshot.
     pub fn compact(&mut self, snapshot: &[u8]) -> Result<(), StoreError> {
+        let through = self.last_seq()?;
+        self.compact_through(snapshot, through)
+    }
+
+    /// Where the change rows stored so far end: a document saved now holds every row up to
+    /// it, for [`Store::compact_through`] once the save is done elsewhere.
+    pub fn last_seq(&self) -> Result<i64, StoreError> {
+        Ok(self
+            .conn
+            .query_row("SELECT COALESCE(MAX(seq), 0) FROM changes", [], |r| {
+                r.get(0)
+            })?)
+    }
+
+    /// Replaces the change rows up to `through` ([`Store::last_seq`] when the document was
+    /// copied) with `snapshot`, a saved document that holds them all; rows stored since stay
+    /// and are applied after it on open. One transaction, as [`Store::compact`]. A snapshot
+    /// older than the one stored (`through` below its) changes nothing.
+    pub fn compact_through(&mut self, snapshot: &[u8], through: i64) -> Result<(), StoreError> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let through: i64 = tx.query_row("SELECT COALESCE(MAX(seq), 0) FROM changes", [], |r| {
-            r.get(0)
-        })?;
+        let stored: i64 = tx
+            .query_row("SELECT through_seq FROM snapshot WHERE id = 1", [], |r| {
+                r.get(0)
+            })
+            .optional()?
+            .unwrap_or(0);
+        if through < stored {
+            return Ok(());
+        }
         tx.execute(
             "INSERT INTO snapshot (id, bytes, through_seq) VALUES (1, ?1, ?2)
              ON CONFLICT (id) DO UPDATE SET bytes = excluded.bytes, through_seq = excluded.through_seq",

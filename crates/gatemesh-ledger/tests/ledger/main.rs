@@ -706,6 +706,64 @@ fn storage_restores_the_same_ledger_and_node_after_restart_and_compaction() {
 }
 
 #[test]
+fn a_snapshot_saved_elsewhere_folds_only_the_rows_it_holds() {
+    // The gate copies its document, saves it on another thread and stores the snapshot
+    // when it is done: rows stored meanwhile stay rows, and a snapshot older than the one
+    // stored is not taken.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gate.sqlite");
+    let mut store = Store::open(&path, Durability::Power).unwrap();
+    let stored = store.load_or_init(&event()).unwrap();
+    let mut ledger =
+        Ledger::open(&event(), stored.node.clone(), &stored.genesis, None, []).unwrap();
+    let tids: Vec<TicketId> = (0..30).map(|_| TicketId::generate()).collect();
+    let admit = |ledger: &mut Ledger, store: &mut Store, tids: &[TicketId]| {
+        for tid in tids {
+            let r = redemption(ledger, tid, T0);
+            store
+                .append(&[ledger.record_redemption(&r).unwrap().unwrap()])
+                .unwrap();
+        }
+    };
+    admit(&mut ledger, &mut store, &tids[..10]);
+    let (old_copy, old_through) = (ledger.to_save(), store.last_seq().unwrap());
+    admit(&mut ledger, &mut store, &tids[10..20]);
+    let (copy, through) = (ledger.to_save(), store.last_seq().unwrap());
+    admit(&mut ledger, &mut store, &tids[20..]);
+    let saved = std::thread::spawn(move || copy.save()).join().unwrap();
+    store.compact_through(&saved, through).unwrap();
+    assert_eq!(
+        store.pending_changes().unwrap(),
+        10,
+        "the rows stored meanwhile"
+    );
+    store
+        .compact_through(&old_copy.save(), old_through)
+        .unwrap();
+    assert_eq!(
+        store.pending_changes().unwrap(),
+        10,
+        "an older snapshot is not taken"
+    );
+    let expected = ledger.save();
+    drop((store, ledger));
+    let mut store = Store::open(&path, Durability::Power).unwrap();
+    let again = store.load_or_init(&event()).unwrap();
+    let mut ledger = Ledger::open(
+        &event(),
+        again.node,
+        &again.genesis,
+        again.snapshot.as_deref(),
+        again.changes,
+    )
+    .unwrap();
+    assert_eq!(ledger.save(), expected);
+    for tid in &tids {
+        assert_eq!(ledger.ticket(tid).redemptions.len(), 1);
+    }
+}
+
+#[test]
 fn a_damaged_change_row_is_caught_on_load() {
     let event = event();
     let mut g = Gate::new("A");

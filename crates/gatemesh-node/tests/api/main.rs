@@ -627,6 +627,54 @@ async fn a_restart_restores_the_same_node_and_ledger() {
     gate.stop().await;
 }
 
+#[tokio::test]
+async fn a_compaction_saved_off_the_writer_folds_the_rows_and_a_restart_finds_everything() {
+    // Compacting after every 10 rows, the gate copies its document at an idle moment,
+    // saves it on a thread of its own and stores the snapshot when it comes back, while it
+    // goes on admitting: what it admitted, before and after, is there after a restart.
+    let dir = tempfile::tempdir().unwrap();
+    let issuer = Issuer::new();
+    let tids: Vec<TicketId> = (0..60).map(|_| TicketId::generate()).collect();
+    let gate = Gate::start_with(dir.path(), "G", &issuer, |c| c.compact_after = 10).await;
+    let store_path = dir.path().join("ledger.sqlite");
+    let pending = || {
+        gatemesh_ledger::Store::open(&store_path, gatemesh_ledger::Durability::Power)
+            .unwrap()
+            .pending_changes()
+            .unwrap()
+    };
+    let folded = || async {
+        for _ in 0..1500 {
+            if pending() <= 10 {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        panic!("{} rows, none folded into a snapshot", pending());
+    };
+    for tid in &tids[..30] {
+        assert_eq!(
+            verdict(&gate.scan(&issuer.ticket(tid), "s1").await).0,
+            "admit"
+        );
+    }
+    folded().await;
+    for tid in &tids[30..] {
+        assert_eq!(
+            verdict(&gate.scan(&issuer.ticket(tid), "s1").await).0,
+            "admit"
+        );
+    }
+    folded().await;
+    gate.stop().await;
+    let gate = Gate::start(dir.path(), "G", &issuer, None, Policy::default()).await;
+    for tid in &tids {
+        let v = gate.scan(&issuer.ticket(tid), "s2").await;
+        assert_eq!(verdict(&v), ("duplicate", "already_admitted"));
+    }
+    gate.stop().await;
+}
+
 /// Arbitrary JSON and bytes to every gate endpoint that takes a body: never a 5xx, every
 /// refusal a JSON error, and a refused request changes nothing in the ledger.
 #[test]
