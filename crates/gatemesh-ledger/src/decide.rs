@@ -190,6 +190,25 @@ pub fn decide(
     if state.denied() {
         return Outcome::Answer(Answer::reject(Reason::Denied));
     }
+    // The same scanner again within the window: the same green answer. Also when another
+    // gate's concurrent entry has arrived in between (the ticket is flagged then), or a
+    // refund or a transfer has: the holder in front of this scanner was admitted a moment
+    // ago under the standing the gate knew, and the server learns of both.
+    if scan.direction == Direction::Entry
+        && let Some(r) = repeat(state, policy, scan)
+    {
+        return Outcome::Answer(Answer {
+            verdict: Verdict::Admit,
+            reason: if r.unlisted {
+                Reason::Unlisted
+            } else {
+                Reason::Valid
+            },
+            first: None,
+            redemption_id: Some(r.id.clone()),
+            transferred_to: None,
+        });
+    }
     match state.standing() {
         Standing::Active => {}
         Standing::Void { .. } => return Outcome::Answer(Answer::reject(Reason::Void)),
@@ -219,22 +238,9 @@ pub fn decide(
                 unlisted,
             },
         },
-        Direction::Entry => match (repeat(state, policy, scan), holding) {
-            // The same scanner again within the window: the same green answer. Also when
-            // another gate's concurrent entry has arrived in between (the ticket is flagged
-            // then; the holder in front of this scanner was admitted a moment ago).
-            (Some(r), _) => Outcome::Answer(Answer {
-                verdict: Verdict::Admit,
-                reason: if r.unlisted {
-                    Reason::Unlisted
-                } else {
-                    Reason::Valid
-                },
-                first: None,
-                redemption_id: Some(r.id.clone()),
-                transferred_to: None,
-            }),
-            (None, None) => {
+        // A repeat within the window was answered above.
+        Direction::Entry => match holding {
+            None => {
                 let reason = if unlisted {
                     Reason::Unlisted
                 } else if state.effective().any(|r| r.direction == Direction::Exit) {
@@ -248,7 +254,7 @@ pub fn decide(
                     unlisted,
                 }
             }
-            (None, Some(r)) => Outcome::Answer(Answer {
+            Some(r) => Outcome::Answer(Answer {
                 verdict: Verdict::Duplicate,
                 reason: Reason::AlreadyAdmitted,
                 first: Some(FirstUse::from(r)),

@@ -1292,6 +1292,9 @@ pub struct SyncInParts {
     /// That document as a ledger, checked and derived off the writer
     /// ([`SyncInParts::prepare_whole`]), for [`Ledger::take_whole`].
     ready: Option<Box<Ledger>>,
+    /// What the writer's ledger held that the document lacked, to apply onto it off the
+    /// writer ([`SyncInParts::take_besides`]).
+    besides: Vec<Change>,
 }
 
 impl SyncInParts {
@@ -1340,6 +1343,7 @@ impl SyncInParts {
             checked: Default::default(),
             whole,
             ready: None,
+            besides: Vec::new(),
         })
     }
 
@@ -1372,6 +1376,18 @@ impl SyncInParts {
     /// Whether a whole document is ready to take ([`SyncInParts::prepare_whole`]).
     pub fn is_ready_whole(&self) -> bool {
         self.ready.is_some()
+    }
+
+    /// Applies onto the whole document what the writer's ledger held that it lacked
+    /// ([`Ledger::hand_besides`]), checked as they would be on the writer; when they do not
+    /// go onto it, the document is dropped and the message goes to the parts.
+    pub fn take_besides(&mut self, now_ms: i64) {
+        let besides = std::mem::take(&mut self.besides);
+        if let Some(ready) = self.ready.as_mut()
+            && !ready.takes_besides(besides, now_ms)
+        {
+            self.ready = None;
+        }
     }
 
     /// Checks, on every core, the signatures of the records whose writers' certificates
@@ -1791,6 +1807,60 @@ impl Ledger {
         Ok(ledger)
     }
 
+    /// What this ledger holds that the whole document of `parts` lacks, with what the
+    /// document needs to check it (this ledger's trust, vouched signatures and devices);
+    /// `None` (the document dropped) when it is no ledger of this node's or more than
+    /// [`WHOLE_BESIDES_MOST`] are lacking.
+    fn besides_of(&mut self, parts: &mut SyncInParts) -> Option<Vec<Change>> {
+        let new = parts.ready.as_mut()?;
+        if new.node != self.node
+            || new.event != self.event
+            || new.genesis_heads != self.genesis_heads
+        {
+            parts.ready = None;
+            return None;
+        }
+        let (theirs, ours) = (new.doc.document(), self.doc.document());
+        let besides = guarded(|| Ok(theirs.get_changes_added(ours))).ok();
+        if besides
+            .as_ref()
+            .is_none_or(|b| b.len() > WHOLE_BESIDES_MOST)
+        {
+            parts.ready = None;
+            return None;
+        }
+        new.trust = self.trust.clone();
+        new.vouched = self.vouched.clone();
+        for (node, device) in &self.devices {
+            new.devices
+                .entry(node.clone())
+                .or_insert_with(|| device.clone());
+        }
+        besides
+    }
+
+    /// Checks and applies `besides` (what the ledger this one is to replace holds that it
+    /// lacks); `false` when they do not go onto it, and it is to be dropped.
+    fn takes_besides(&mut self, besides: Vec<Change>, now_ms: i64) -> bool {
+        let mut scratch = PeerSync::default();
+        let unchecked = crate::sign::Checked::default();
+        let taken = self.take_changes(&mut scratch, besides, now_ms, &unchecked);
+        taken.is_ok() && scratch.waiting() == 0
+    }
+
+    /// Hands what this ledger holds that the whole document of `parts` lacks to `parts`, to
+    /// apply onto the document off the writer ([`SyncInParts::take_besides`]): onto a
+    /// loaded document each costs milliseconds (automerge splits its block of values where
+    /// the change lands), and a gate scanning while the document was checked has hundreds.
+    /// [`Ledger::take_whole`] then applies only what came since. Returns how many; none
+    /// when `parts` holds no document for this ledger.
+    pub fn hand_besides(&mut self, parts: &mut SyncInParts) -> usize {
+        let besides = self.besides_of(parts).unwrap_or_default();
+        let n = besides.len();
+        parts.besides = besides;
+        n
+    }
+
     /// Takes the whole document of `parts` ([`SyncInParts::prepare_whole`]) in one step:
     /// what this ledger holds that the document lacks (the gate's own scans meanwhile,
     /// pushes from other peers) is checked and applied onto it, and the result replaces
@@ -1806,30 +1876,11 @@ impl Ledger {
         parts: &mut SyncInParts,
         now_ms: i64,
     ) -> Option<Vec<StoredChange>> {
+        parts.besides.clear();
+        let besides = self.besides_of(parts)?;
         let mut new = parts.ready.take()?;
-        if new.node != self.node
-            || new.event != self.event
-            || new.genesis_heads != self.genesis_heads
-        {
+        if !new.takes_besides(besides, now_ms) {
             return None;
-        }
-        let (theirs, ours) = (new.doc.document(), self.doc.document());
-        let besides = guarded(|| Ok(theirs.get_changes_added(ours))).ok()?;
-        if besides.len() > WHOLE_BESIDES_MOST {
-            return None;
-        }
-        new.trust = self.trust.clone();
-        new.vouched = self.vouched.clone();
-        for (node, device) in &self.devices {
-            new.devices
-                .entry(node.clone())
-                .or_insert_with(|| device.clone());
-        }
-        let mut scratch = PeerSync::default();
-        let unchecked = crate::sign::Checked::default();
-        match new.take_changes(&mut scratch, besides, now_ms, &unchecked) {
-            Ok(_) if scratch.waiting() == 0 => {}
-            _ => return None,
         }
         new.doc
             .set_actor(ActorId::from(self.node.as_str().as_bytes()));

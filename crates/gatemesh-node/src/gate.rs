@@ -165,6 +165,9 @@ pub(crate) enum Command {
         peer: String,
         parts: Result<gatemesh_ledger::SyncInParts, gatemesh_ledger::LedgerError>,
         reply: tokio::sync::oneshot::Sender<Result<(), String>>,
+        /// Times what the writer held beside a whole ledger was applied onto it off the
+        /// writer ([`Writer::receive`]).
+        rounds: u32,
     },
     /// The next part of a peer's sync message being taken in parts ([`Writer::taking`]);
     /// the writer adds it to a batch itself, never sent.
@@ -646,6 +649,12 @@ impl CatchUp {
 /// Most changes of a peer's sync message taken in one batch: ~1,000 signatures, tens of
 /// milliseconds on a laptop's cores, between which scans are decided.
 pub(crate) const PART: usize = 1024;
+
+/// Most changes the writer applies onto a whole ledger before taking it
+/// ([`Writer::receive`]); more go onto it off the writer first, at most [`WHOLE_ROUNDS`]
+/// times.
+const WHOLE_BESIDES_HERE: usize = 32;
+const WHOLE_ROUNDS: u32 = 4;
 
 /// Fewest changes of a part ([`Writer::part`]).
 const PART_LEAST: usize = 32;
@@ -1146,13 +1155,18 @@ impl Writer {
                 defer(reply, result)
             }
             Command::Sync(request) => self.sync(request, changes, events),
-            Command::SyncParsed { peer, parts, reply } => {
+            Command::SyncParsed {
+                peer,
+                parts,
+                reply,
+                rounds,
+            } => {
                 self.catch_up.parsed(&peer);
                 // Its session ended while it was parsed: its state is forgotten already.
                 if reply.is_closed() {
                     return Box::new(|_| {});
                 }
-                self.receive(peer, parts, reply, changes, events)
+                self.receive(peer, parts, (reply, rounds), changes, events)
             }
             Command::TakePart => self.take_part(changes, events),
             Command::Unsent {
@@ -1316,7 +1330,7 @@ impl Writer {
             }
             SyncRequest::Receive { peer, bytes, reply } => {
                 let parts = gatemesh_ledger::SyncInParts::parse(&bytes);
-                self.receive(peer, parts, reply, changes, events)
+                self.receive(peer, parts, (reply, 0), changes, events)
             }
             SyncRequest::Push { peer, bytes, reply } => {
                 let taken = self.taking_in(&peer, changes, events, |ledger, state| {
@@ -1349,12 +1363,45 @@ impl Writer {
         &mut self,
         peer: String,
         parts: Result<gatemesh_ledger::SyncInParts, gatemesh_ledger::LedgerError>,
-        reply: tokio::sync::oneshot::Sender<Result<(), String>>,
+        (reply, rounds): (tokio::sync::oneshot::Sender<Result<(), String>>, u32),
         changes: &mut Vec<StoredChange>,
         events: &mut Vec<NodeEvent>,
     ) -> Deferred {
-        // A whole ledger checked and derived off the writer (a catch-up): taken in one step.
+        // A whole ledger checked and derived off the writer (a catch-up): taken in one step,
+        // once what this gate did while it was checked (hundreds of scans, each milliseconds
+        // onto a loaded document) was applied onto it off the writer too, in rounds that
+        // shrink.
+        let mut parts = parts;
+        let hand_over = match &mut parts {
+            Ok(parts) if parts.is_ready_whole() && rounds < WHOLE_ROUNDS => {
+                self.ledger.hand_besides(parts) > WHOLE_BESIDES_HERE
+            }
+            _ => false,
+        };
         let parts = match parts {
+            Ok(mut parts) if hand_over => {
+                if let Ok(mut arriving) = self.catch_up.arriving.lock() {
+                    arriving.insert(peer.clone());
+                }
+                let (wake, now) = (self.wake.clone(), now_ms());
+                let applying = std::thread::Builder::new()
+                    .name("gate-catch-up".into())
+                    .spawn(move || {
+                        parts.take_besides(now);
+                        if let Some(writer) = wake.upgrade() {
+                            let _ = writer.blocking_send(Command::SyncParsed {
+                                peer,
+                                parts: Ok(parts),
+                                reply,
+                                rounds: rounds + 1,
+                            });
+                        }
+                    });
+                if let Err(e) = applying {
+                    tracing::warn!("a catch-up's thread did not start: {e}");
+                }
+                return Box::new(|_| {});
+            }
             Ok(mut parts) if parts.is_ready_whole() => {
                 match self.ledger.take_whole(&mut parts, now_ms()) {
                     Some(new) => {

@@ -707,7 +707,12 @@ impl Node {
                             match parts {
                                 // The writer marks it parsed as it takes it.
                                 Ok(parts) => {
-                                    let parsed = gate::Command::SyncParsed { peer, parts, reply };
+                                    let parsed = gate::Command::SyncParsed {
+                                        peer,
+                                        parts,
+                                        reply,
+                                        rounds: 0,
+                                    };
                                     let _ = commands.send(parsed).await;
                                 }
                                 Err(_) => {

@@ -496,6 +496,30 @@ fn standings_void_and_transfer_are_refused() {
 }
 
 #[test]
+fn a_double_fire_stays_green_when_a_refund_arrives_in_between() {
+    // A scanner reads the code twice; the refund reaches the gate between the two reads.
+    // The holder in front of it was admitted under the standing the gate knew: the second
+    // read is the same green answer. Another scanner, or the same one after the window,
+    // refuses the ticket as void.
+    let mut a = Gate::new("A");
+    let tid = TicketId::generate();
+    let first = a.scan(&tid, "a1", T0);
+    assert_eq!(first.verdict, Verdict::Admit);
+    let void = Standing::Void {
+        reason: "refund".into(),
+    };
+    server_says(&mut a.ledger, &tid, void, T0 + 100);
+    let again = a.scan(&tid, "a1", T0 + 300);
+    assert_eq!(
+        (again.verdict, again.redemption_id),
+        (Verdict::Admit, first.redemption_id)
+    );
+    assert_eq!(a.scan(&tid, "a2", T0 + 400).reason, Reason::Void);
+    assert_eq!(a.scan(&tid, "a1", T0 + 60_000).reason, Reason::Void);
+    assert_eq!(a.ledger.ticket(&tid).redemptions.len(), 1);
+}
+
+#[test]
 fn reentry_needs_an_exit_scan_between_entries() {
     let mut a = Gate::new("A");
     a.policy.entry = EntryPolicy::Reentry;
@@ -1643,10 +1667,17 @@ fn a_whole_ledger_checked_ahead_is_taken_in_one_step_with_the_scans_made_meanwhi
     }
     west.scan(&tickets[7], "w1", T0 + 20);
     let _ = west.ledger.take_newly_flagged();
-    let before = west.ledger.save();
     let mut doc = automerge::AutoCommit::load(&north.ledger.save()).unwrap();
     let mut parts = prepared(&whole_message(&mut doc), west.ledger.node());
     assert!(parts.is_ready_whole());
+    // What West did while the document was checked goes onto it off the writer; what it
+    // does after that, on the writer as it takes the document.
+    assert!(west.ledger.hand_besides(&mut parts) >= 6);
+    parts.take_besides(now());
+    assert!(parts.is_ready_whole());
+    let meanwhile = TicketId::generate();
+    assert_eq!(west.scan(&meanwhile, "w1", T0 + 30).verdict, Verdict::Admit);
+    let before = west.ledger.save();
     let mut state = gatemesh_ledger::PeerSync::default();
     let stored = west
         .ledger
@@ -1654,7 +1685,7 @@ fn a_whole_ledger_checked_ahead_is_taken_in_one_step_with_the_scans_made_meanwhi
         .expect("taken whole");
     assert_eq!(parts.left(), 0);
     west.ledger.finish_sync(&mut state, parts).unwrap();
-    assert_eq!(west.ledger.redemption_count(), 200 + 6);
+    assert_eq!(west.ledger.redemption_count(), 200 + 6 + 1);
     assert_eq!(west.ledger.take_newly_flagged(), vec![tickets[7].clone()]);
     assert_eq!(flagged(&west), vec![tickets[7].clone()]);
     assert_eq!(
@@ -1672,7 +1703,7 @@ fn a_whole_ledger_checked_ahead_is_taken_in_one_step_with_the_scans_made_meanwhi
         stored,
     )
     .unwrap();
-    assert_eq!(reopened.redemption_count(), 200 + 6);
+    assert_eq!(reopened.redemption_count(), 200 + 6 + 1);
     let mut again = reopened.heads();
     heads.sort();
     again.sort();
@@ -1683,9 +1714,9 @@ fn a_whole_ledger_checked_ahead_is_taken_in_one_step_with_the_scans_made_meanwhi
     let hlc = |g: &Gate, tid: &TicketId| g.ledger.ticket(tid).redemptions[0].hlc.clone();
     assert!(hlc(&west, &later) > hlc(&west, &own[4]));
     sync_pair(&mut north.ledger, &mut west.ledger);
-    // West's five, its copy of North's ticket and the one after; a duplicate writes none.
-    assert_eq!(north.ledger.redemption_count(), 200 + 5 + 1 + 1);
-    for tid in own.iter().chain([&later]) {
+    // West's five, its copy of North's ticket and the two after; a duplicate writes none.
+    assert_eq!(north.ledger.redemption_count(), 200 + 5 + 1 + 2);
+    for tid in own.iter().chain([&meanwhile, &later]) {
         assert_eq!(north.ledger.ticket(tid).redemptions.len(), 1);
     }
     let (mut hn, mut hw) = (north.ledger.heads(), west.ledger.heads());
