@@ -354,7 +354,7 @@ async fn catch_up(b: &Bench, seed: &Path, ledger: usize) -> Result<Value> {
     let scanner = {
         let (late, scanned) = (late.clone(), scanned.clone());
         tokio::spawn(async move {
-            let mut latencies = Vec::new();
+            let (mut latencies, mut slowest) = (Vec::new(), Vec::new());
             for (_, code) in &codes {
                 if *done.borrow() {
                     break;
@@ -362,10 +362,13 @@ async fn catch_up(b: &Bench, seed: &Path, ledger: usize) -> Result<Value> {
                 let t = Instant::now();
                 late.scan(code, "late", Direction::Entry).await?;
                 latencies.push(t.elapsed());
+                slowest.push((t.elapsed(), t.duration_since(start)));
+                slowest.sort_by(|a, b| b.cmp(a));
+                slowest.truncate(5);
                 scanned.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 tokio::time::sleep(CATCH_UP_SCAN_EVERY).await;
             }
-            anyhow::Ok(latencies)
+            anyhow::Ok((latencies, slowest))
         })
     };
     let mut connected = None;
@@ -383,7 +386,7 @@ async fn catch_up(b: &Bench, seed: &Path, ledger: usize) -> Result<Value> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let _ = done_tx.send(true);
-    let latencies = scanner.await??;
+    let (latencies, slowest) = scanner.await??;
     let caught_up = caught_up.with_context(|| {
         format!(
             "the late gate did not catch up within {} scans",
@@ -400,6 +403,14 @@ async fn catch_up(b: &Bench, seed: &Path, ledger: usize) -> Result<Value> {
         "connected_ms": connected.map(|d| round(d.as_secs_f64() * 1000.0)),
         "caught_up_ms": round(caught_up.as_secs_f64() * 1000.0),
         "scans_meanwhile": summary(latencies),
+        // The longest waits, and when their scans began (ms after the late gate dialled).
+        "slowest_scans": slowest
+            .iter()
+            .map(|(took, at)| json!({
+                "ms": round(took.as_secs_f64() * 1000.0),
+                "at_ms": round(at.as_secs_f64() * 1000.0),
+            }))
+            .collect::<Vec<_>>(),
         "wire_bytes": wire,
     });
     eprintln!("{report}");
