@@ -704,14 +704,7 @@ fn storage_restores_the_same_ledger_and_node_after_restart_and_compaction() {
     assert_eq!(again.node, stored.node, "the node id survives a restart");
     assert_eq!(again.genesis, stored.genesis);
     assert_eq!(again.changes.len(), 29);
-    let mut ledger = Ledger::open(
-        &event(),
-        again.node,
-        &again.genesis,
-        again.snapshot.as_deref(),
-        again.changes,
-    )
-    .unwrap();
+    let mut ledger = reopened_from(again);
     assert_eq!(ledger.save(), expected);
     for tid in &tids {
         assert_eq!(ledger.ticket(tid).redemptions.len(), 1);
@@ -772,19 +765,23 @@ fn a_snapshot_saved_elsewhere_folds_only_the_rows_it_holds() {
     let expected = ledger.save();
     drop((store, ledger));
     let mut store = Store::open(&path, Durability::Power).unwrap();
-    let again = store.load_or_init(&event()).unwrap();
-    let mut ledger = Ledger::open(
-        &event(),
-        again.node,
-        &again.genesis,
-        again.snapshot.as_deref(),
-        again.changes,
-    )
-    .unwrap();
+    let mut ledger = reopened_from(store.load_or_init(&event()).unwrap());
     assert_eq!(ledger.save(), expected);
     for tid in &tids {
         assert_eq!(ledger.ticket(tid).redemptions.len(), 1);
     }
+}
+
+/// The ledger a store's rows open as, after a restart.
+fn reopened_from(stored: gatemesh_ledger::Stored) -> Ledger {
+    Ledger::open(
+        &event(),
+        stored.node,
+        &stored.genesis,
+        stored.snapshot.as_deref(),
+        stored.changes,
+    )
+    .unwrap()
 }
 
 #[test]
