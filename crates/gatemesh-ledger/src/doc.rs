@@ -1477,19 +1477,16 @@ struct Pending {
     changes: Vec<Change>,
 }
 
-/// Most changes waiting for the changes they build on, per peer, and their bytes.
 /// Most changes a ledger may hold that a whole document a peer sent lacks for
 /// [`Ledger::take_whole`] to take the document in one step: they are checked and applied
-/// onto it on the writer, as a part of a message in parts would be (about 1,024 of those
-/// cost the writer ~100 ms at 100,000 redemptions).
+/// onto it (off the writer first, [`Ledger::hand_besides`]), as a part of a message in
+/// parts would be.
 pub const WHOLE_BESIDES_MOST: usize = 1024;
 
+/// Most changes waiting for the changes they build on, per peer, and their bytes.
 const MAX_PENDING: usize = 200_000;
 const MAX_PENDING_BYTES: usize = 64 * 1024 * 1024;
 
-/// Whether `doc` holds the change: a lookup in its change graph. (`get_change_meta_by_hash`
-/// builds the change's whole metadata from automerge's columns to say the same.) A change in
-/// automerge's own queue lacks something it builds on, so it counts as not held.
 /// Most changes handed to automerge in one call ([`apply_in_steps`]).
 const APPLY_AT_ONCE: usize = 16;
 
@@ -1506,6 +1503,9 @@ fn apply_in_steps(doc: &mut AutoCommit, changes: Vec<Change>) -> Result<(), Ledg
     Ok(())
 }
 
+/// Whether `doc` holds the change: a lookup in its change graph. (`get_change_meta_by_hash`
+/// builds the change's whole metadata from automerge's columns to say the same.) A change in
+/// automerge's own queue lacks something it builds on, so it counts as not held.
 pub(crate) fn holds(doc: &mut AutoCommit, hash: &ChangeHash) -> bool {
     doc.get_missing_deps(std::slice::from_ref(hash)).is_empty()
 }

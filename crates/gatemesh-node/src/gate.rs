@@ -206,9 +206,9 @@ pub(crate) enum Command {
         reply: Reply<usize>,
     },
     /// A compaction's snapshot, saved off the writer ([`Writer::compact_apart`]): it holds
-    /// every change row up to `through`.
+    /// every change row up to `through` (`None`: the save failed, the rows stay).
     Saved {
-        snapshot: Vec<u8>,
+        snapshot: Option<Vec<u8>>,
         through: i64,
         generation: u64,
     },
@@ -978,7 +978,9 @@ impl Writer {
         let saving = std::thread::Builder::new()
             .name("gate-compact".into())
             .spawn(move || {
-                let snapshot = copy.save();
+                // automerge 0.12 can panic; the writer must still hear that it ended.
+                let saved = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| copy.save()));
+                let snapshot = saved.ok();
                 if let Some(writer) = wake.upgrade() {
                     let _ = writer.blocking_send(Command::Saved {
                         snapshot,
@@ -995,11 +997,15 @@ impl Writer {
 
     /// Stores a snapshot saved off the writer ([`Writer::compact_apart`]), unless the ledger
     /// was reloaded since it was copied.
-    fn saved(&mut self, snapshot: &[u8], through: i64, generation: u64) {
+    fn saved(&mut self, snapshot: Option<&[u8]>, through: i64, generation: u64) {
         if generation != self.generation {
             return;
         }
         self.saving = false;
+        let Some(snapshot) = snapshot else {
+            tracing::warn!("compaction failed saving the document (the change rows stay)");
+            return;
+        };
         let stored = self
             .store
             .compact_through(snapshot, through)
@@ -1207,7 +1213,7 @@ impl Writer {
                 through,
                 generation,
             } => {
-                self.saved(&snapshot, through, generation);
+                self.saved(snapshot.as_deref(), through, generation);
                 Box::new(|_| {})
             }
             Command::Shutdown => Box::new(|_| {}),
