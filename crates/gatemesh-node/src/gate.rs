@@ -974,25 +974,39 @@ impl Writer {
                 return;
             }
         };
-        let (copy, wake, generation) = (self.ledger.to_save(), self.wake.clone(), self.generation);
-        let saving = std::thread::Builder::new()
-            .name("gate-compact".into())
-            .spawn(move || {
-                // automerge 0.12 can panic; the writer must still hear that it ended.
-                let saved = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| copy.save()));
-                let snapshot = saved.ok();
-                if let Some(writer) = wake.upgrade() {
-                    let _ = writer.blocking_send(Command::Saved {
-                        snapshot,
-                        through,
-                        generation,
-                    });
-                }
-            });
+        let (copy, generation) = (self.ledger.to_save(), self.generation);
+        let saving = self.apart("gate-compact", move || {
+            // automerge 0.12 can panic; the writer must still hear that it ended.
+            let saved = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| copy.save()));
+            Command::Saved {
+                snapshot: saved.ok(),
+                through,
+                generation,
+            }
+        });
         match saving {
-            Ok(_) => self.saving = true,
+            Ok(()) => self.saving = true,
             Err(e) => tracing::warn!("compaction put off (the change rows stay): {e}"),
         }
+    }
+
+    /// Runs `work` on a thread of its own and hands the command it makes back to this
+    /// writer (dropped when the node shut down meanwhile).
+    fn apart(
+        &self,
+        name: &str,
+        work: impl FnOnce() -> Command + Send + 'static,
+    ) -> std::io::Result<()> {
+        let wake = self.wake.clone();
+        std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || {
+                let command = work();
+                if let Some(writer) = wake.upgrade() {
+                    let _ = writer.blocking_send(command);
+                }
+            })
+            .map(|_| ())
     }
 
     /// Stores a snapshot saved off the writer ([`Writer::compact_apart`]), unless the ledger
@@ -1389,20 +1403,16 @@ impl Writer {
                 if let Ok(mut arriving) = self.catch_up.arriving.lock() {
                     arriving.insert(peer.clone());
                 }
-                let (wake, now) = (self.wake.clone(), now_ms());
-                let applying = std::thread::Builder::new()
-                    .name("gate-catch-up".into())
-                    .spawn(move || {
-                        parts.take_besides(now);
-                        if let Some(writer) = wake.upgrade() {
-                            let _ = writer.blocking_send(Command::SyncParsed {
-                                peer,
-                                parts: Ok(parts),
-                                reply,
-                                rounds: rounds + 1,
-                            });
-                        }
-                    });
+                let now = now_ms();
+                let applying = self.apart("gate-catch-up", move || {
+                    parts.take_besides(now);
+                    Command::SyncParsed {
+                        peer,
+                        parts: Ok(parts),
+                        reply,
+                        rounds: rounds + 1,
+                    }
+                });
                 if let Err(e) = applying {
                     tracing::warn!("a catch-up's thread did not start: {e}");
                 }

@@ -138,6 +138,26 @@ fn refused(mut s: Scene, attack: impl FnOnce(&mut AutoCommit), expect: &str) {
         Err(LedgerError::Refused(why)) => assert!(why.contains(expect), "{why}"),
         other => panic!("the attack went through by sync: {other:?} (wanted {expect:?})"),
     }
+    // Sent whole, as a catch-up is: checked ahead off the writer, it is never taken in one
+    // step, and its parts refuse it.
+    let mut parts = super::prepared(
+        &super::whole_message(&mut s.attacker),
+        s.victim.ledger.node(),
+    );
+    assert!(
+        s.victim.ledger.take_whole(&mut parts, now()).is_none(),
+        "the attack was taken whole (wanted {expect:?})"
+    );
+    let by_parts =
+        s.victim
+            .ledger
+            .take_sync_part(&mut PeerSync::default(), &mut parts, usize::MAX, now());
+    match &by_parts {
+        Err(LedgerError::Refused(why)) => assert!(why.contains(expect), "{why}"),
+        Err(LedgerError::WrongEvent { .. }) => {}
+        other => panic!("the attack went through whole: {other:?} (wanted {expect:?})"),
+    }
+    assert_eq!(held(&s.victim.ledger, &s.tickets), before);
     // A file is refused too (one that rewrote `meta` already for naming another event).
     let by_file = s.victim.ledger.merge_saved(&file, now());
     match &by_file {
