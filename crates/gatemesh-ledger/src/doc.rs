@@ -154,6 +154,10 @@ pub struct Ledger {
     /// Where the signatures this ledger made or verified are kept, when its owner shares
     /// one with its prechecks ([`Ledger::share_vouched`]).
     vouched: Option<Arc<crate::admit::Vouched>>,
+    /// The newest change of each writer this ledger holds (see `summary.rs`).
+    tips: crate::summary::Summary,
+    /// The changes it made or took most recently, to relay.
+    recent: crate::summary::Recent,
 }
 
 /// What changes build on, by hash, for the changes a ledger made or took in since it was
@@ -302,9 +306,14 @@ impl Ledger {
                 }
                 batch.push(change);
             }
-            apply_in_steps(&mut doc, batch)?;
+            apply_in_steps(&mut doc, batch.clone())?;
             doc.set_actor(ActorId::from(node.as_str().as_bytes()));
-            Self::from_doc(doc, event, genesis_heads, node)
+            let mut ledger = Self::from_doc(doc, event, genesis_heads, node)?;
+            // The rows stored since the last compaction are what a peer may lack of late.
+            for change in &batch {
+                ledger.recent.note(change);
+            }
+            Ok(ledger)
         })
     }
 
@@ -354,7 +363,10 @@ impl Ledger {
             lists: (None, 0),
             deps: Deps::default(),
             vouched: None,
+            tips: crate::summary::Summary::default(),
+            recent: crate::summary::Recent::default(),
         };
+        ledger.tips = crate::summary::Summary::of(ledger.doc.document());
         ledger.revoked = ledger.read_revocations();
         ledger.reread_lists();
         let all: HashSet<TicketId> = ledger.all_tickets();
@@ -934,11 +946,20 @@ impl Ledger {
         self.last_own_change()
     }
 
+    /// A change this ledger made or took: what it builds on is noted for [`trim_sent`], its
+    /// writer's newest change for the summary, and its bytes for relays.
+    fn note(&mut self, change: &Change) {
+        self.deps.note(change);
+        self.tips
+            .note(change.actor_id(), change.seq(), change.hash());
+        self.recent.note(change);
+    }
+
     /// The change this node just committed, to store; what it builds on is noted for
     /// [`trim_sent`].
     fn last_own_change(&mut self) -> Option<StoredChange> {
         let change = self.doc.get_last_local_change()?;
-        self.deps.note(&change);
+        self.note(&change);
         Some(StoredChange::from(&change))
     }
 
@@ -1258,6 +1279,7 @@ impl Ledger {
         let roots = roots_of(&trial)?;
         self.doc = trial;
         self.roots = roots;
+        self.tips = crate::summary::Summary::of(self.doc.document());
         self.refresh_after(&before, &after);
         Ok(new)
     }
@@ -1421,7 +1443,13 @@ impl SyncInParts {
 /// One peer's side of the Automerge sync protocol: what this node believes the peer has.
 /// Kept per connection; a fresh state after a reconnect costs one extra round trip.
 #[derive(Debug, Default)]
-pub struct PeerSync(automerge::sync::State, Pending, Owed, Sizes);
+pub struct PeerSync(
+    automerge::sync::State,
+    Pending,
+    Owed,
+    Sizes,
+    crate::summary::Relayed,
+);
 
 /// How much one sync message to this peer may carry, and ask for.
 #[derive(Debug)]
@@ -1554,6 +1582,11 @@ impl Ledger {
     /// How many changes this node holds that the peer, as far as it last told us, lacks.
     /// `None` before the peer has said what it has.
     pub fn peer_lag(&mut self, peer: &PeerSync) -> Option<usize> {
+        // By the peer's last summary, writer by writer: what it lacked a second ago at most,
+        // counted without walking the change graph.
+        if let Some(theirs) = &peer.4.theirs {
+            return Some(self.tips.lacked_by(theirs));
+        }
         let theirs = peer.0.their_heads.as_ref()?;
         if *theirs == self.doc.get_heads() {
             return Some(0);
@@ -1561,6 +1594,123 @@ impl Ledger {
         // Counted from the change graph: the changes themselves would be rebuilt from the
         // document's operations (a quarter of a busy gate's time, polled each second).
         Some(self.doc.get_changes_meta(theirs).len())
+    }
+
+    /// This ledger's summary: the newest change of each writer it holds.
+    pub fn summary(&self) -> &crate::summary::Summary {
+        &self.tips
+    }
+
+    /// How many changes this ledger made or took since it was opened (with those it was
+    /// opened with since the last compaction): a position in their order, for
+    /// [`crate::RelayPlan::noted_before`].
+    pub fn noted(&self) -> u64 {
+        self.recent.noted()
+    }
+
+    /// The message that tells a peer this ledger's summary and the devices this node
+    /// reaches now (see `summary.rs`).
+    pub fn summary_message(&self, reaches: &[String]) -> Vec<u8> {
+        self.tips.encode(reaches)
+    }
+
+    /// What to send `peer` after its summary message: the changes it lacks that this node
+    /// relays to it (its own, and those of writers the peer does not reach, see
+    /// `summary.rs`), from what is at hand, or a round of the sync protocol. A message that
+    /// does not read is refused ([`LedgerError::BadMessage`]); nothing of the ledger
+    /// changes either way.
+    pub fn relay(
+        &mut self,
+        peer: &mut PeerSync,
+        message: &[u8],
+        plan: &crate::summary::RelayPlan<'_>,
+    ) -> Result<crate::summary::Relay, LedgerError> {
+        let (theirs, reaches) = crate::summary::Summary::decode(message)?;
+        let actors: Vec<ActorId> = self.tips.tips().map(|(a, _)| a.clone()).collect();
+        let mut names: HashMap<ActorId, String> = HashMap::new();
+        for actor in actors {
+            let Some(node) = std::str::from_utf8(actor.to_bytes())
+                .ok()
+                .and_then(NodeId::parse)
+            else {
+                continue;
+            };
+            if let Some(device) = self.known_device(&node) {
+                names.insert(actor, device.peer.name.clone());
+            }
+        }
+        let node = ActorId::from(self.node.as_str().as_bytes());
+        Ok(crate::summary::plan_relay(
+            (&self.tips, &self.recent, &node),
+            |actor| names.get(actor).cloned(),
+            &mut peer.4,
+            (theirs, reaches),
+            plan,
+        ))
+    }
+
+    /// These changes of this node's were pushed to `peer`: counted as sent, by the sync
+    /// protocol (a round that starts while they travel does not send them again) and by the
+    /// relays (a summary the peer made before they arrived does not have them relayed).
+    pub fn pushed(&self, peer: &mut PeerSync, hashes: impl IntoIterator<Item = [u8; 32]>) {
+        for hash in hashes {
+            let hash = ChangeHash(hash);
+            if let Some(slot) = self.recent.by_hash(&hash) {
+                let sent = peer.4.sent.entry(slot.actor.clone()).or_insert(0);
+                *sent = (*sent).max(slot.seq);
+            }
+            peer.0.sent_hashes.insert(hash);
+        }
+    }
+
+    /// A request for what the changes `peer` pushed that wait here build on (see
+    /// [`PeerSync::waiting`]), `None` when none wait: the changes' hashes, at most
+    /// [`crate::summary::NEED_MOST`]. The peer took or made them a moment before the
+    /// changes that build on them, so it has them at hand ([`Ledger::answer_need`]).
+    pub fn need_message(&mut self, peer: &PeerSync) -> Option<Vec<u8>> {
+        let waiting: HashSet<ChangeHash> = peer.1.changes.iter().map(|c| c.hash()).collect();
+        let mut need: BTreeSet<ChangeHash> = BTreeSet::new();
+        for c in &peer.1.changes {
+            for d in c.deps() {
+                if !waiting.contains(d) && !holds(&mut self.doc, d) {
+                    need.insert(*d);
+                }
+            }
+        }
+        if need.is_empty() {
+            return None;
+        }
+        let need: Vec<ChangeHash> = need.into_iter().take(crate::summary::NEED_MOST).collect();
+        Some(crate::summary::encode_need(&need))
+    }
+
+    /// What to send `peer` after its request for changes ([`Ledger::need_message`]): those
+    /// at hand, or a round of the sync protocol when any is not. A request that does not
+    /// read is refused ([`LedgerError::BadMessage`]).
+    pub fn answer_need(
+        &mut self,
+        message: &[u8],
+        frame_most: usize,
+    ) -> Result<crate::summary::Relay, LedgerError> {
+        let hashes = crate::summary::decode_need(message)?;
+        let mut slots = Vec::with_capacity(hashes.len());
+        for hash in &hashes {
+            match self.recent.by_hash(hash) {
+                Some(slot) => slots.push(slot),
+                None => {
+                    return Ok(crate::summary::Relay {
+                        round: Some("the peer asks for changes no longer at hand here"),
+                        ..Default::default()
+                    });
+                }
+            }
+        }
+        slots.sort_by_key(|s| s.noted);
+        Ok(crate::summary::Relay {
+            frames: crate::summary::frames_of(slots.iter().copied(), frame_most),
+            changes: slots.len(),
+            round: None,
+        })
     }
 
     /// Whether this node and the peer agree, as far as this node knows: the peer last said
@@ -1879,7 +2029,10 @@ impl Ledger {
         parts.besides.clear();
         let besides = self.besides_of(parts)?;
         let mut new = parts.ready.take()?;
+        // What this ledger took of late stays at hand to relay (the besides among it).
+        new.recent = std::mem::take(&mut self.recent);
         if !new.takes_besides(besides, now_ms) {
+            self.recent = std::mem::take(&mut new.recent);
             return None;
         }
         new.doc
@@ -2020,7 +2173,7 @@ impl Ledger {
         let mut taken = Vec::with_capacity(applied.len());
         for c in applied {
             if holds(&mut self.doc, &c.hash()) {
-                self.deps.note(c);
+                self.note(c);
                 taken.push(StoredChange::from(c));
             }
         }
@@ -2043,6 +2196,7 @@ impl PeerSync {
                 whole_most: whole,
                 ..Sizes::default()
             },
+            Default::default(),
         )
     }
 
@@ -2066,16 +2220,6 @@ impl PeerSync {
         // Sent even if automerge believes the peer knows our heads: a round is asked for
         // because this node believes otherwise.
         self.0.have_responded = false;
-    }
-
-    /// These changes were pushed to the peer: counted as sent, so a round that starts while
-    /// they are on their way does not send them again (automerge would rebuild each from the
-    /// document's operations, at a cost that grows with the ledger). A push that never
-    /// arrives ends the connection, and with it this state.
-    pub fn pushed(&mut self, hashes: impl IntoIterator<Item = [u8; 32]>) {
-        self.0
-            .sent_hashes
-            .extend(hashes.into_iter().map(ChangeHash));
     }
 
     /// The peer began a round: the answer goes out (our heads, what we have) even when

@@ -33,6 +33,7 @@ mod revoke;
 mod sign;
 mod state;
 mod store;
+mod summary;
 mod tally;
 
 pub use admit::{
@@ -58,4 +59,8 @@ pub use sign::{
 };
 pub use state::TicketState;
 pub use store::{Durability, Store, StoreError, Stored};
+pub use summary::{
+    NEED_MOST, NEED_VERSION, RELAY_BACKUP_MS, Relay, RelayPlan, SUMMARY_REACHES_MOST,
+    SUMMARY_VERSION, SUMMARY_WRITERS_MOST, Summary, Tip,
+};
 pub use tally::{Activity, EntryTally, GateActivity, Occupancy};

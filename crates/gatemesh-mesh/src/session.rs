@@ -79,18 +79,64 @@ pub enum SyncRequest {
         /// The peer's device name.
         peer: String,
     },
+    /// This node's summary for `peer` (what it holds, writer by writer, and the devices it
+    /// reaches now: `gatemesh_ledger::Summary`), sent every [`SUMMARY_EVERY`] when it
+    /// changed.
+    Summary {
+        /// The peer's device name.
+        peer: String,
+        /// The devices this node is connected to now, by name.
+        reaches: Vec<String>,
+        /// Gets the message.
+        reply: oneshot::Sender<Vec<u8>>,
+    },
+    /// `peer`'s summary, as it came ([`SUMMARY_FRAME`]); the reply says what to send it.
+    TheirSummary {
+        /// The peer's device name.
+        peer: String,
+        /// The message, not yet decoded.
+        bytes: Vec<u8>,
+        /// When it was read from the connection: changes taken here within a moment of it
+        /// may still be on their way to the peer, and are not relayed yet.
+        received: std::time::Instant,
+        /// What to send the peer; `Err` with why, and the peer loses its connection.
+        reply: oneshot::Sender<Result<Answer, String>>,
+    },
+    /// `peer` asks for changes by hash ([`NEED_FRAME`]): what its pushed changes build on.
+    Need {
+        /// The peer's device name.
+        peer: String,
+        /// The request, not yet decoded.
+        bytes: Vec<u8>,
+        /// What to send the peer; `Err` with why, and the peer loses its connection.
+        reply: oneshot::Sender<Result<Answer, String>>,
+    },
+}
+
+/// What a session sends a peer after its summary or its request for changes.
+#[derive(Debug, Default)]
+pub struct Answer {
+    /// Frames of changes (change chunks, one after another), each sent as a push.
+    pub frames: Vec<Vec<u8>>,
+    /// How many changes they hold.
+    pub changes: usize,
+    /// A round of the sync protocol should follow: what the peer lacks is not at hand, or
+    /// more than a relay carries.
+    pub round: bool,
 }
 
 /// The ledger side of the mesh: a request channel, and the owner's own changes as it stores
 /// them.
 ///
 /// Propagation costs what changed, not the ledger: each commit's own changes go to every
-/// peer at once, as they are (a push frame; no sync state is consulted), and the sync
-/// protocol runs in rounds — on connect (catch-up), every [`SYNC_CHECK`] while the two sides
-/// do not agree on what they hold (the check that nothing was missed, and how what this
-/// node learned from one peer reaches a peer that could not hear it), [`MISSING_GRACE`]
-/// after a pushed change waited for one it builds on (if it still does), and after a session
-/// missed pushes.
+/// peer at once, as they are (a push frame; no sync state is consulted). Every
+/// [`SUMMARY_EVERY`] the two sides tell each other what they hold, writer by writer (a
+/// summary: the check that nothing was missed, costing what the event has writers), and
+/// each relays from its recent changes what the other lacks and cannot get from its writer
+/// directly; a pushed change that waits for one it builds on asks the peer for it by hash
+/// ([`MISSING_GRACE`] later, if it still waits). The sync protocol runs in rounds for
+/// catch-up only: on connect, after a session missed pushes, and when what a peer lacks is
+/// not at hand or more than a relay carries (at most one round per [`ROUND_EVERY`]).
 #[derive(Debug, Clone)]
 pub struct SyncPort {
     /// Where sessions send their requests; the ledger's owner answers each.
@@ -119,10 +165,11 @@ pub enum Turn {
     /// carries changes or asks for some (`gatemesh_ledger::Ledger::sync_followup`), so a
     /// round ends instead of the two sides telling each other their moving heads forever.
     FollowUp,
-    /// Asks for what pushed changes build on, if they still wait for it: nothing otherwise.
-    /// Asked [`MISSING_GRACE`] after such a push, by when what they build on has mostly
-    /// arrived by its own writer's push (in a busy mesh a change often reaches a gate before
-    /// one it builds on, from a third gate, does).
+    /// Asks for what pushed changes build on, by hash, if they still wait for it: nothing
+    /// otherwise. Asked [`MISSING_GRACE`] after such a push, by when what they build on has
+    /// mostly arrived by its own writer's push (in a busy mesh a change often reaches a gate
+    /// before one it builds on, from a third gate, does). Sent as a [`NEED_FRAME`]; the peer
+    /// answers with the changes, or a round when they are no longer at hand.
     Missing,
 }
 
@@ -141,6 +188,10 @@ pub enum Frame<'a> {
     Start(&'a [u8]),
     /// The peer's own counts, JSON ([`STATS_FRAME`]).
     Stats(&'a [u8]),
+    /// The peer's summary ([`SUMMARY_FRAME`]).
+    Summary(&'a [u8]),
+    /// The peer asks for changes by hash ([`NEED_FRAME`]).
+    Need(&'a [u8]),
     /// Any other sync message.
     Sync(&'a [u8]),
 }
@@ -153,6 +204,8 @@ impl<'a> Frame<'a> {
             Some((&PUSH_FRAME, rest)) => Self::Push(rest),
             Some((&ROUND_FRAME, rest)) => Self::Start(rest),
             Some((&STATS_FRAME, rest)) => Self::Stats(rest),
+            Some((&SUMMARY_FRAME, rest)) => Self::Summary(rest),
+            Some((&NEED_FRAME, rest)) => Self::Need(rest),
             Some(_) => Self::Sync(bytes),
         }
     }
@@ -192,13 +245,27 @@ pub const STATS_FRAME: u8 = 0x03;
 /// Most bytes of counts a peer may send in one frame; a larger frame is ignored.
 pub const STATS_MOST: usize = 4096;
 
+/// The first byte of a frame of the sender's summary (`gatemesh_ledger::Summary`: what it
+/// holds, writer by writer, and the devices it reaches).
+pub const SUMMARY_FRAME: u8 = 0x04;
+
+/// The first byte of a frame that asks for changes by hash (what pushed changes build on).
+pub const NEED_FRAME: u8 = 0x05;
+
+/// How often a session tells its peer its summary, when it changed (and every
+/// [`SUMMARY_QUIET`] anyway, so the peer's count of what this node lacks stays true).
+pub const SUMMARY_EVERY: Duration = Duration::from_secs(1);
+
+/// Longest a session goes without telling its peer its summary.
+pub const SUMMARY_QUIET: Duration = Duration::from_secs(5);
+
+/// Fewest time between two rounds of the sync protocol a session starts because of what a
+/// summary or a request showed (a dishonest peer that says it lacks everything gets a round
+/// at this pace at most).
+pub const ROUND_EVERY: Duration = Duration::from_secs(2);
+
 /// Most bytes of changes one push frame carries: a backlog goes in several.
 const PUSH_FRAME_MOST: usize = 1024 * 1024;
-
-/// How often a session runs a sync round while the two sides do not agree. A round builds a bloom
-/// filter of what changed since the last one on both sides, so it is kept rare; pushes carry
-/// the steady traffic.
-pub const SYNC_CHECK: Duration = Duration::from_secs(2);
 
 impl SyncPort {
     async fn generate(&self, peer: &str, turn: Turn) -> Result<Option<Vec<u8>>> {
@@ -212,6 +279,43 @@ impl SyncPort {
             .await
             .map_err(|_| invalid!("the ledger stopped"))?;
         rx.await.map_err(|_| invalid!("the ledger stopped"))
+    }
+
+    async fn summary(&self, peer: &str, reaches: Vec<String>) -> Result<Vec<u8>> {
+        let (reply, rx) = oneshot::channel();
+        self.requests
+            .send(SyncRequest::Summary {
+                peer: peer.into(),
+                reaches,
+                reply,
+            })
+            .await
+            .map_err(|_| invalid!("the ledger stopped"))?;
+        rx.await.map_err(|_| invalid!("the ledger stopped"))
+    }
+
+    async fn their_summary(
+        &self,
+        peer: &str,
+        bytes: Vec<u8>,
+        received: std::time::Instant,
+    ) -> Result<Answer> {
+        self.ask(|reply| SyncRequest::TheirSummary {
+            peer: peer.into(),
+            bytes,
+            received,
+            reply,
+        })
+        .await
+    }
+
+    async fn need(&self, peer: &str, bytes: Vec<u8>) -> Result<Answer> {
+        self.ask(|reply| SyncRequest::Need {
+            peer: peer.into(),
+            bytes,
+            reply,
+        })
+        .await
     }
 
     async fn push(&self, peer: &str, bytes: Vec<u8>) -> Result<bool> {
@@ -279,6 +383,11 @@ pub struct PeerStatus {
     /// Times the session fell [`PUSH_QUEUE`] commits behind (a slow link) and caught up by
     /// a sync round instead.
     pub fell_behind: u64,
+    /// Rounds of the sync protocol this side started on the current connection.
+    pub rounds: u64,
+    /// Changes relayed to this peer on the current connection (what its summary or its
+    /// requests showed it lacked), pushes of this node's own not counted.
+    pub relayed: u64,
     /// The peer's own counts, as it last sent them ([`STATS_FRAME`]), if it sent any that
     /// read as JSON.
     pub stats: Option<serde_json::Value>,
@@ -654,6 +763,8 @@ async fn serve(
         pushes: 0,
         push_backlog_max: 0,
         fell_behind: 0,
+        rounds: 0,
+        relayed: 0,
         stats: None,
     };
     {
@@ -862,12 +973,17 @@ async fn syncing(
     // The owner's counts as they stand go out first, then each change.
     let mut stats = ctx.port.stats.clone();
     stats.mark_changed();
-    let mut check = tokio::time::interval(SYNC_CHECK);
-    check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    check.tick().await;
+    let mut summary = tokio::time::interval(SUMMARY_EVERY);
+    summary.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The round on connect goes first; the first summary a moment after.
+    summary.tick().await;
+    // The summary last sent, and when.
+    let mut told: Option<(Vec<u8>, tokio::time::Instant)> = None;
     let gone = || invalid!("the session's sending side ended");
     // What the sync protocol sends next: a round's start on connect.
     let mut next = Some(Turn::Start);
+    // When this side last started a round.
+    let mut last_round: Option<tokio::time::Instant> = None;
     // A frame read while gathering pushes that is not one: handled next.
     let mut held: Option<Vec<u8>> = None;
     // When to ask for what pushed changes build on, if they still wait for it.
@@ -876,8 +992,14 @@ async fn syncing(
         if let Some(turn) = next.take()
             && let Some(mut message) = ctx.port.generate(peer, turn).await?
         {
-            if turn == Turn::Start {
-                message.insert(0, ROUND_FRAME);
+            match turn {
+                Turn::Start => {
+                    message.insert(0, ROUND_FRAME);
+                    last_round = Some(tokio::time::Instant::now());
+                    update(ctx, peer, |s| s.rounds += 1);
+                }
+                Turn::Missing => message.insert(0, NEED_FRAME),
+                Turn::Answer | Turn::FollowUp => {}
             }
             out.send(message).await.map_err(|_| gone())?;
         }
@@ -899,9 +1021,19 @@ async fn syncing(
                     next = Some(Turn::Missing);
                     continue;
                 }
-                // The ledger's owner starts a round only if the two do not agree.
-                _ = check.tick() => {
-                    next = Some(Turn::Start);
+                _ = summary.tick() => {
+                    let reaches = reached(ctx);
+                    let message = ctx.port.summary(peer, reaches).await?;
+                    let due = told.as_ref().is_none_or(|(last, at)| {
+                        *last != message || at.elapsed() >= SUMMARY_QUIET
+                    });
+                    if due {
+                        let mut frame = Vec::with_capacity(message.len() + 1);
+                        frame.push(SUMMARY_FRAME);
+                        frame.extend_from_slice(&message);
+                        out.send(frame).await.map_err(|_| gone())?;
+                        told = Some((message, tokio::time::Instant::now()));
+                    }
                     continue;
                 }
                 changed = stats.changed() => {
@@ -966,6 +1098,23 @@ async fn syncing(
                 count_message(ctx, peer, len);
                 next = Some(Turn::FollowUp);
             }
+            Frame::Summary(message) => {
+                let answer = ctx
+                    .port
+                    .their_summary(peer, message.to_vec(), std::time::Instant::now())
+                    .await?;
+                update(ctx, peer, |s| s.bytes_received += len);
+                if answered(&out, answer, last_round, peer, ctx).await? {
+                    next = Some(Turn::Start);
+                }
+            }
+            Frame::Need(message) => {
+                let answer = ctx.port.need(peer, message.to_vec()).await?;
+                update(ctx, peer, |s| s.bytes_received += len);
+                if answered(&out, answer, last_round, peer, ctx).await? {
+                    next = Some(Turn::Start);
+                }
+            }
             Frame::Stats(json) => {
                 // Shown, never decided on: what does not read is left out.
                 let read = (json.len() <= STATS_MOST)
@@ -983,6 +1132,43 @@ async fn syncing(
             }
         }
     }
+}
+
+/// Sends the changes of `answer` as pushes; whether a round of the sync protocol is to start
+/// now (the answer asks for one, and this side started none within [`ROUND_EVERY`]).
+async fn answered(
+    out: &mpsc::Sender<Vec<u8>>,
+    answer: Answer,
+    last_round: Option<tokio::time::Instant>,
+    peer: &str,
+    ctx: &Ctx,
+) -> Result<bool> {
+    for changes in answer.frames {
+        let mut frame = Vec::with_capacity(changes.len() + 1);
+        frame.push(PUSH_FRAME);
+        frame.extend_from_slice(&changes);
+        out.send(frame)
+            .await
+            .map_err(|_| invalid!("the session's sending side ended"))?;
+    }
+    if answer.changes > 0 {
+        update(ctx, peer, |s| s.relayed += answer.changes as u64);
+    }
+    Ok(answer.round && last_round.is_none_or(|at| at.elapsed() >= ROUND_EVERY))
+}
+
+/// The devices this node is connected to now, by name.
+fn reached(ctx: &Ctx) -> Vec<String> {
+    ctx.registry
+        .lock()
+        .map(|r| {
+            r.live
+                .iter()
+                .filter(|(_, l)| l.conn.close_reason().is_none())
+                .map(|(name, _)| name.clone())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// A session's sending side: writes what the sync side hands it (`out`) and the owner's

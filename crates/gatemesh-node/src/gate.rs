@@ -256,6 +256,9 @@ impl Command {
                 SyncRequest::Push { .. } => "peer push",
                 SyncRequest::Pushed { .. } => "pushed",
                 SyncRequest::Forget { .. } => "forget",
+                SyncRequest::Summary { .. } => "summary",
+                SyncRequest::TheirSummary { .. } => "peer summary",
+                SyncRequest::Need { .. } => "peer request for changes",
             },
             Command::SyncParsed { .. } => "peer catch-up",
             Command::TakePart => "catch-up part",
@@ -532,6 +535,8 @@ pub(crate) struct Writer {
     pub generation: u64,
     /// Change rows kept before compacting ([`COMPACT_AFTER`] unless configured).
     pub compact_after: i64,
+    /// How many changes the ledger had taken, a moment ago and before (for relays).
+    pub marks: Marks,
 }
 
 /// A peer's sync message being taken a part at a time ([`Writer::taking`]).
@@ -664,6 +669,62 @@ const PART_LEAST: usize = 32;
 /// shrink (to [`PART_LEAST`]) while they take longer than this and grow back when quick.
 const PART_BUDGET: std::time::Duration = std::time::Duration::from_millis(50);
 
+/// Most changes relayed to a peer after one summary: a larger gap (a partition's worth) goes
+/// to the sync protocol, built for catch-up.
+const RELAY_MOST: usize = 512;
+
+/// How long a change taken here waits before it is relayed to a peer whose summary lacks
+/// it: meanwhile it may be on its way to the peer already (this node's own push, whose mark
+/// comes back from the session after it was written).
+const RELAY_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How many changes the ledger had taken at moments of the last few seconds, for
+/// [`gatemesh_ledger::RelayPlan::noted_before`].
+#[derive(Debug, Default)]
+pub(crate) struct Marks(std::collections::VecDeque<(std::time::Instant, u64)>);
+
+impl Marks {
+    /// Marks the ledger's count `noted` now (at most every 100 ms; kept 10 s).
+    pub(crate) fn mark(&mut self, noted: u64) {
+        let now = std::time::Instant::now();
+        if self
+            .0
+            .back()
+            .is_some_and(|(at, _)| now.duration_since(*at) < std::time::Duration::from_millis(100))
+        {
+            return;
+        }
+        self.0.push_back((now, noted));
+        while self.0.len() > 1
+            && self
+                .0
+                .front()
+                .is_some_and(|(at, _)| now.duration_since(*at) > std::time::Duration::from_secs(10))
+        {
+            self.0.pop_front();
+        }
+    }
+
+    /// Forgets every mark (the ledger was reopened, and counts again), then marks `noted`.
+    pub(crate) fn restart(&mut self, noted: u64) {
+        self.0.clear();
+        self.mark(noted);
+    }
+
+    /// The position before which changes were taken at least [`RELAY_GRACE`] before
+    /// `received`; none if no mark is that old.
+    fn noted_before(&self, received: std::time::Instant) -> u64 {
+        let Some(by) = received.checked_sub(RELAY_GRACE) else {
+            return 0;
+        };
+        self.0
+            .iter()
+            .rev()
+            .find(|(at, _)| *at <= by)
+            .map_or(0, |(_, noted)| noted + 1)
+    }
+}
+
 /// How long a count of what a peer lacks stands (see [`Writer::peer_lag`]).
 pub(crate) const LAG_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -741,6 +802,7 @@ impl Writer {
     }
 
     pub fn run(mut self, mut rx: mpsc::Receiver<Command>) {
+        self.marks.mark(self.ledger.noted());
         let mut stopping = false;
         // While a peer's message is being taken in parts, batches of what was asked and
         // parts take turns: a scan's answer waits for its batch to be stored, so it must not
@@ -891,6 +953,7 @@ impl Writer {
             // A release of the lists (from the uplink or a peer) counts from the next scan.
             self.check_in.follow(self.ledger.lists());
             self.publish_stats();
+            self.marks.mark(self.ledger.noted());
             if stopping {
                 break;
             }
@@ -1066,6 +1129,7 @@ impl Writer {
                 // A compaction being saved is of the ledger before: it is not stored.
                 self.generation += 1;
                 self.saving = false;
+                self.marks.restart(self.ledger.noted());
             }
             Err(e) => {
                 tracing::error!("could not reload the ledger from disk (trying again): {e}");
@@ -1340,7 +1404,7 @@ impl Writer {
                     }
                     Turn::FollowUp => self.ledger.sync_followup(state),
                     Turn::Missing if state.waiting() == 0 => None,
-                    Turn::Missing => self.ledger.sync_followup(state),
+                    Turn::Missing => self.ledger.need_message(state),
                 };
                 // Sent only once this batch is on disk: a peer never holds a change that a
                 // failed commit could take back.
@@ -1365,9 +1429,36 @@ impl Writer {
             }
             SyncRequest::Pushed { peer, hashes } => {
                 if let Some(state) = self.peers.get_mut(&peer) {
-                    state.pushed(hashes);
+                    self.ledger.pushed(state, hashes);
                 }
                 Box::new(|_| {})
+            }
+            SyncRequest::Summary { reaches, reply, .. } => {
+                let _ = reply.send(self.ledger.summary_message(&reaches));
+                Box::new(|_| {})
+            }
+            SyncRequest::TheirSummary {
+                peer,
+                bytes,
+                received,
+                reply,
+            } => {
+                let plan = gatemesh_ledger::RelayPlan {
+                    now_ms: now_ms(),
+                    noted_before: self.marks.noted_before(received),
+                    me: &self.gate_name,
+                    most: RELAY_MOST,
+                    frame_most: gatemesh_mesh::session::PUSH_MOST,
+                };
+                let state = self.peers.entry(peer.clone()).or_default();
+                let answer = self.ledger.relay(state, &bytes, &plan);
+                self.answer(&peer, answer, reply)
+            }
+            SyncRequest::Need { peer, bytes, reply } => {
+                let answer = self
+                    .ledger
+                    .answer_need(&bytes, gatemesh_mesh::session::PUSH_MOST);
+                self.answer(&peer, answer, reply)
             }
             SyncRequest::Forget { peer } => {
                 self.peers.remove(&peer);
@@ -1375,6 +1466,30 @@ impl Writer {
                 Box::new(|_| {})
             }
         }
+    }
+
+    /// What the session sends a peer after its summary or request: the changes relayed go
+    /// out once this batch is stored (a peer never holds a change a failed commit could
+    /// take back); a message that does not read ends the peer's connection.
+    fn answer(
+        &mut self,
+        peer: &str,
+        relay: Result<gatemesh_ledger::Relay, gatemesh_ledger::LedgerError>,
+        reply: tokio::sync::oneshot::Sender<Result<gatemesh_mesh::session::Answer, String>>,
+    ) -> Deferred {
+        let answer = relay
+            .map(|r| gatemesh_mesh::session::Answer {
+                frames: r.frames,
+                changes: r.changes,
+                round: r.round.is_some(),
+            })
+            .map_err(|e| self.refused(peer, e));
+        Box::new(move |failed| {
+            let _ = reply.send(match failed {
+                Some(_) => Ok(Default::default()),
+                None => answer,
+            });
+        })
     }
 
     /// A peer's sync message: taken at once when it is one part, otherwise queued to be

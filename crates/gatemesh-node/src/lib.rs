@@ -349,6 +349,7 @@ impl Node {
             saving: false,
             generation: 0,
             compact_after: config.compact_after.max(1),
+            marks: gate::Marks::default(),
         };
         if let Some(manifest) = &config.manifest {
             writer.apply_manifest(manifest)?;

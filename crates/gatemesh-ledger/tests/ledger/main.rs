@@ -3,6 +3,7 @@
 
 mod attacks;
 mod lists;
+mod relay;
 mod revoke;
 mod sync_fuzz;
 

@@ -164,6 +164,11 @@ async fn an_admit_at_a_reaches_every_gate_and_is_a_duplicate_there() {
     names.sort();
     assert_eq!(names, ["gate-a", "gate-c"]);
     assert!(peers.iter().all(|p| p.connected && p.rtt_ms.is_some()));
+    // B relayed A's admission to C when C's summary showed it lacked it (C does not reach
+    // A); no round of the sync protocol but the one on connect carried it.
+    let to_c = peers.iter().find(|p| p.name == "gate-c").unwrap();
+    assert!(to_c.relayed >= 1, "{to_c:?}");
+    assert_eq!(to_c.rounds, 1, "{to_c:?}");
     for n in [a, b, c] {
         n.shutdown().await;
     }
@@ -645,6 +650,7 @@ fn a_peer_sending_arbitrary_streams_changes_nothing_and_the_gate_stays_up() {
     let event = EventId::new(EVENT).unwrap();
     let mut empty = Ledger::open(&event, NodeId::random(), &genesis(&event), None, []).unwrap();
     let hello = empty.sync_message(&mut PeerSync::default()).unwrap();
+    let summary = empty.summary_message(&["gate-broken".to_owned()]);
     let g = empty.heads()[0].0;
     let crafted = vec![
         sync_message(&[g], &[g, g], &[]),       // a change asked for twice
@@ -663,6 +669,17 @@ fn a_peer_sending_arbitrary_streams_changes_nothing_and_the_gate_stays_up() {
             m
         }),
         prop::sample::select(crafted),
+        // Summaries and requests for changes: real ones, with bytes changed, and noise.
+        prop::collection::vec((any::<Index>(), any::<u8>()), 0..3).prop_map(move |edits| {
+            let mut m = [&[gatemesh_mesh::session::SUMMARY_FRAME][..], &summary].concat();
+            for (i, byte) in edits {
+                let at = i.index(m.len() - 1) + 1;
+                m[at] = byte;
+            }
+            m
+        }),
+        prop::collection::vec(any::<u8>(), 0..100)
+            .prop_map(|noise| { [&[gatemesh_mesh::session::NEED_FRAME, 1][..], &noise].concat() }),
     ];
     let frame = payload.prop_map(|p| {
         let mut f = (p.len() as u32).to_be_bytes().to_vec();
@@ -722,6 +739,100 @@ fn a_peer_sending_arbitrary_streams_changes_nothing_and_the_gate_stays_up() {
             n.shutdown().await;
         }
     });
+}
+
+/// An enrolled device gone dishonest says, over and over, that it lacks what the gate holds
+/// (its summary of a ledger holding only the genesis), then that it lacks even the genesis
+/// (which no gate keeps at hand to relay): it is relayed each of the gate's changes once, and
+/// gets a round of the sync protocol at most every `ROUND_EVERY`; garbage in a summary or
+/// a request for changes ends its connection, and the gate keeps syncing with the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_that_keeps_saying_it_lacks_everything_gets_each_change_once_and_rounds_at_a_pace() {
+    use gatemesh_mesh::session::{NEED_FRAME, ROUND_EVERY, ROUND_FRAME, SUMMARY_FRAME};
+    let w = World::new();
+    let (a, a_addr) = w.gate("gate-a", "ca", &[]).await;
+    let (b, _) = w.gate("gate-b", "ca", &[a_addr]).await;
+    let tids: Vec<TicketId> = (0..20).map(|_| TicketId::generate()).collect();
+    for tid in &tids {
+        a.scan(&w.code(tid), "a1", Direction::Entry).await.unwrap();
+    }
+    eventually("B holds A's admissions", || async {
+        b.snapshot().await.unwrap().redemptions == tids.len()
+    })
+    .await;
+    // What A relays waits a moment after A made it (a push may be on its way).
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+
+    let broken = w.broken_identity();
+    let (_ep, conn, mut send, mut recv) = broken_session(&broken, a_addr).await;
+    let event = EventId::new(EVENT).unwrap();
+    let genesis_only = gatemesh_ledger::Ledger::open(
+        &event,
+        gatemesh_ledger::NodeId::random(),
+        &gatemesh_ledger::genesis(&event),
+        None,
+        [],
+    )
+    .unwrap()
+    .summary_message(&["gate-broken".to_owned()]);
+    let frame = |kind: u8, body: &[u8]| [&[kind][..], body].concat();
+    let counting = tokio::spawn(async move {
+        let mut rounds = 0;
+        while let Ok(Ok(Some(bytes))) = tokio::time::timeout(
+            Duration::from_secs(3),
+            gatemesh_mesh::net::read_frame(&mut recv),
+        )
+        .await
+        {
+            rounds += usize::from(bytes.first() == Some(&ROUND_FRAME));
+        }
+        rounds
+    });
+    let began = std::time::Instant::now();
+    let lacking_everything = gatemesh_ledger::Summary::default().encode(&[]);
+    for i in 0..40 {
+        let says = if i < 20 {
+            &genesis_only
+        } else {
+            &lacking_everything
+        };
+        gatemesh_mesh::net::write_frame(&mut send, &frame(SUMMARY_FRAME, says))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let sent_for = began.elapsed();
+    let relayed = || {
+        a.peers()
+            .into_iter()
+            .find(|p| p.name == "gate-broken")
+            .map_or(0, |p| p.relayed)
+    };
+    eventually("A relayed its admissions", || async {
+        relayed() == tids.len() as u64
+    })
+    .await;
+    let rounds = counting.await.unwrap();
+    let pace = 1 + (sent_for.as_millis() / ROUND_EVERY.as_millis()) as usize + 1;
+    assert!(
+        (1..=pace).contains(&rounds),
+        "{rounds} rounds in {sent_for:?}"
+    );
+    assert_eq!(relayed(), tids.len() as u64, "each change once");
+
+    // A request for changes that does not read ends the connection.
+    gatemesh_mesh::net::write_frame(&mut send, &frame(NEED_FRAME, &[1, 3, 0]))
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(10), conn.closed())
+        .await
+        .expect("A drops the peer");
+    let tid = TicketId::generate();
+    b.scan(&w.code(&tid), "b1", Direction::Entry).await.unwrap();
+    eventually("A still hears from B", || knows(&a, &tid, "gate-b")).await;
+    for n in [a, b] {
+        n.shutdown().await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -836,13 +947,17 @@ async fn admissions_reach_a_peer_by_push_not_one_sync_round_each() {
         assert_eq!(scanned.verdict, Verdict::Admit);
         eventually("B holds the admission", || knows(&b, &tid, "gate-a")).await;
     }
-    // The admissions went to B in push frames (about one each, as each was waited for; one
-    // that a round's answer carried first may share the next one's frame); the sync protocol
-    // only ran its rounds (on connect, and every couple of seconds while the two did not
-    // agree), where it used to run one round (a message each way) per admission.
+    // The admissions went to B in push frames (about one each, as each was waited for); the
+    // sync protocol ran its round on connect and no other (the summaries each second found
+    // nothing missing), where it used to run one round (a message each way) per admission,
+    // then one every couple of seconds while the two did not agree.
     let of_a = b.peers().into_iter().find(|p| p.name == "gate-a").unwrap();
-    assert!(of_a.pushes >= admissions / 2, "{of_a:?}");
-    assert!(of_a.messages < admissions / 2, "{of_a:?}");
+    assert!(of_a.pushes >= admissions - 1, "{of_a:?}");
+    assert!(of_a.messages <= 4, "{of_a:?}");
+    for (node, peer) in [(&a, "gate-b"), (&b, "gate-a")] {
+        let session = node.peers().into_iter().find(|p| p.name == peer).unwrap();
+        assert_eq!((session.rounds, session.relayed), (1, 0), "{session:?}");
+    }
     for n in [a, b] {
         n.shutdown().await;
     }

@@ -1,0 +1,697 @@
+//! What a ledger holds, writer by writer, in a few bytes ([`Summary`]), and the changes it
+//! took recently, to relay from ([`Recent`]).
+//!
+//! Peers tell each other their summaries every second. That is the steady-state check that
+//! nothing was missed, in place of a round of automerge's sync protocol (a bloom filter of
+//! every change since the last round, and a walk of the change graph to answer it: in a
+//! busy mesh, where two gates never agree for long, a round every two seconds with each
+//! peer). Comparing two summaries costs what the event has writers, not what it has changes.
+//!
+//! Automerge holds a writer's changes in order: it takes a change only after the one before
+//! it of the same writer (sequence numbers 1, 2, …, each applied once). So a ledger holds,
+//! of each writer, every change up to its newest, and the summary's newest change of each
+//! writer (its number and hash) says which changes of it the ledger holds. Two ledgers whose
+//! summaries are equal hold the same changes from every honest writer (an honest writer's
+//! change builds on its previous one, so its hash covers them all); a dishonest one that
+//! writes two different changes under one number is seen where the hashes differ, and the
+//! sync protocol's round then compares the changes themselves.
+//!
+//! What a peer lacks is relayed from [`Recent`], as the changes came, to a bound: a gap
+//! larger than that, or older than what is at hand, goes to the sync protocol, which is built
+//! for catch-up. A writer's own changes reach a peer by its pushes; another writer's are
+//! relayed only to a peer that writer cannot reach itself, and then by one peer first (a
+//! rank drawn from the writer and the relayer's names), the others only if the peer still
+//! lacks them a while later: a gate whose link to one writer is down gets that writer's
+//! admissions once, not from each of its thirty peers.
+
+use std::{
+    collections::{BTreeMap, HashMap, HashSet, VecDeque},
+    sync::Arc,
+};
+
+use automerge::{ActorId, Change, ChangeHash};
+
+use crate::doc::LedgerError;
+
+/// The newest change of one writer that a ledger holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tip {
+    /// Its sequence number: the ledger holds this writer's changes 1 to `seq`.
+    pub seq: u64,
+    /// Its hash.
+    pub hash: ChangeHash,
+}
+
+/// What a ledger holds: the newest change of each writer (automerge actor).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary(BTreeMap<ActorId, Tip>);
+
+/// The version of a summary message this build writes; a message of another version is
+/// refused ([`LedgerError::BadMessage`]).
+pub const SUMMARY_VERSION: u8 = 1;
+
+/// Most writers one summary message may name: an event has tens of devices (gates,
+/// observers, their replacements).
+pub const SUMMARY_WRITERS_MOST: usize = 1024;
+
+/// Most devices one summary message may say its sender reaches.
+pub const SUMMARY_REACHES_MOST: usize = 256;
+
+/// Longest writer id (automerge actor) and device name a summary message carries, in bytes.
+const ID_MOST: usize = 64;
+
+impl Summary {
+    /// The summary of a ledger's document, from every change it holds (at open, and when a
+    /// whole document replaces the ledger's).
+    pub(crate) fn of(doc: &automerge::Automerge) -> Self {
+        let mut summary = Self::default();
+        for meta in doc.get_changes_meta(&[]) {
+            summary.note(&meta.actor, meta.seq, meta.hash);
+        }
+        summary
+    }
+
+    /// A change the ledger took (or made): the newest of its writer if it is newer.
+    pub(crate) fn note(&mut self, actor: &ActorId, seq: u64, hash: ChangeHash) {
+        match self.0.get_mut(actor) {
+            Some(tip) if tip.seq >= seq => {}
+            Some(tip) => *tip = Tip { seq, hash },
+            None => {
+                self.0.insert(actor.clone(), Tip { seq, hash });
+            }
+        }
+    }
+
+    /// The newest change of `actor` held, if any.
+    pub fn tip(&self, actor: &ActorId) -> Option<&Tip> {
+        self.0.get(actor)
+    }
+
+    /// Every writer and its newest change, in the order of their ids.
+    pub fn tips(&self) -> impl Iterator<Item = (&ActorId, &Tip)> {
+        self.0.iter()
+    }
+
+    /// How many changes this summary's ledger holds that `other`'s lacks, by the writers'
+    /// sequence numbers.
+    pub fn lacked_by(&self, other: &Summary) -> usize {
+        self.0
+            .iter()
+            .map(|(actor, tip)| {
+                let theirs = other.0.get(actor).map_or(0, |t| t.seq);
+                usize::try_from(tip.seq.saturating_sub(theirs)).unwrap_or(usize::MAX)
+            })
+            .fold(0, usize::saturating_add)
+    }
+
+    /// The message that tells a peer this summary and the devices its sender reaches now
+    /// (their names; at most [`SUMMARY_REACHES_MOST`], longer ones left out): version,
+    /// then each writer (its id's length and bytes, its newest change's number as LEB128
+    /// and hash), then each device name (length and bytes).
+    pub fn encode(&self, reaches: &[String]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(16 + self.0.len() * 72 + reaches.len() * 24);
+        out.push(SUMMARY_VERSION);
+        let writers: Vec<_> = self
+            .0
+            .iter()
+            .filter(|(actor, _)| (1..=ID_MOST).contains(&actor.to_bytes().len()))
+            .take(SUMMARY_WRITERS_MOST)
+            .collect();
+        write_leb128(&mut out, writers.len() as u64);
+        for (actor, tip) in writers {
+            let id = actor.to_bytes();
+            out.push(id.len() as u8);
+            out.extend_from_slice(id);
+            write_leb128(&mut out, tip.seq);
+            out.extend_from_slice(&tip.hash.0);
+        }
+        let names: Vec<&String> = reaches
+            .iter()
+            .filter(|n| (1..=ID_MOST).contains(&n.len()))
+            .take(SUMMARY_REACHES_MOST)
+            .collect();
+        write_leb128(&mut out, names.len() as u64);
+        for name in names {
+            out.push(name.len() as u8);
+            out.extend_from_slice(name.as_bytes());
+        }
+        out
+    }
+
+    /// Reads a peer's summary message ([`Summary::encode`]): the summary and the names of
+    /// the devices the peer reaches. Anything but exactly such a message, within the
+    /// bounds, is refused with [`LedgerError::BadMessage`].
+    pub fn decode(bytes: &[u8]) -> Result<(Summary, Vec<String>), LedgerError> {
+        let bad = |why: &str| LedgerError::BadMessage(format!("a summary message: {why}"));
+        let mut at = bytes;
+        match take(&mut at, 1).map_err(|_| bad("empty"))? {
+            [SUMMARY_VERSION] => {}
+            [v] => {
+                return Err(bad(&format!(
+                    "of version {v}, this build reads {SUMMARY_VERSION}"
+                )));
+            }
+            _ => return Err(bad("empty")),
+        }
+        let writers = bounded_count(&mut at, SUMMARY_WRITERS_MOST).map_err(|e| bad(&e))?;
+        let mut summary = Summary::default();
+        for _ in 0..writers {
+            let id = id(&mut at).map_err(|e| bad(&e))?;
+            let seq = read_leb128(&mut at).map_err(|e| bad(&e))?;
+            let hash: [u8; 32] = take(&mut at, 32)
+                .map_err(|e| bad(&e))?
+                .try_into()
+                .map_err(|_| bad("a hash cut short"))?;
+            if seq == 0 {
+                return Err(bad("a writer with no changes"));
+            }
+            let actor = ActorId::from(id);
+            if summary.0.contains_key(&actor) {
+                return Err(bad("a writer named twice"));
+            }
+            summary.0.insert(
+                actor,
+                Tip {
+                    seq,
+                    hash: ChangeHash(hash),
+                },
+            );
+        }
+        let names = bounded_count(&mut at, SUMMARY_REACHES_MOST).map_err(|e| bad(&e))?;
+        let mut reaches = Vec::with_capacity(names);
+        for _ in 0..names {
+            let name = std::str::from_utf8(id(&mut at).map_err(|e| bad(&e))?)
+                .map_err(|_| bad("a device name that is not UTF-8"))?;
+            reaches.push(name.to_owned());
+        }
+        if !at.is_empty() {
+            return Err(bad("bytes after its end"));
+        }
+        Ok((summary, reaches))
+    }
+}
+
+fn take<'a>(at: &mut &'a [u8], n: usize) -> Result<&'a [u8], String> {
+    if at.len() < n {
+        return Err("cut short".into());
+    }
+    let (head, rest) = at.split_at(n);
+    *at = rest;
+    Ok(head)
+}
+
+/// A writer id or device name: its length (1 to [`ID_MOST`]), then its bytes.
+fn id<'a>(at: &mut &'a [u8]) -> Result<&'a [u8], String> {
+    let len = usize::from(take(at, 1)?[0]);
+    if !(1..=ID_MOST).contains(&len) {
+        return Err(format!("an id of {len} bytes"));
+    }
+    take(at, len)
+}
+
+fn bounded_count(at: &mut &[u8], most: usize) -> Result<usize, String> {
+    let n = read_leb128(at)?;
+    usize::try_from(n)
+        .ok()
+        .filter(|n| *n <= most)
+        .ok_or_else(|| format!("{n} items, more than {most}"))
+}
+
+fn write_leb128(out: &mut Vec<u8>, mut n: u64) {
+    loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+fn read_leb128(at: &mut &[u8]) -> Result<u64, String> {
+    let mut n = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = take(at, 1)?[0];
+        let bits = u64::from(byte & 0x7f);
+        if shift == 63 && bits > 1 {
+            return Err("a number past 64 bits".into());
+        }
+        n |= bits << shift;
+        if byte & 0x80 == 0 {
+            return Ok(n);
+        }
+    }
+    Err("a number past 64 bits".into())
+}
+
+/// Most changes [`Recent`] keeps, and their bytes: a stadium's busiest minutes (32 gates at
+/// ~10 admissions a second) are ~20,000 changes, ~11 MB.
+const RECENT_MOST: usize = 65_536;
+const RECENT_BYTES: usize = 48 * 1024 * 1024;
+
+/// One change [`Recent`] keeps.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    pub actor: ActorId,
+    pub seq: u64,
+    /// Where it came in the order the ledger took changes ([`Recent::noted`]).
+    pub noted: u64,
+    pub bytes: Arc<[u8]>,
+}
+
+/// The changes a ledger made or took most recently, as they came (automerge 0.12 keeps no
+/// change's bytes, and rebuilds one it is asked for from its operations at a cost that
+/// grows with the ledger), by hash and by writer and number: what a peer's summary or
+/// request says it lacks is relayed from here.
+#[derive(Debug, Default)]
+pub(crate) struct Recent {
+    slots: HashMap<ChangeHash, Slot>,
+    by_writer: HashMap<ActorId, BTreeMap<u64, ChangeHash>>,
+    /// In the order noted, oldest first: the next to go.
+    order: VecDeque<ChangeHash>,
+    bytes: usize,
+    noted: u64,
+}
+
+impl Recent {
+    /// A change the ledger made or took, in the order it did.
+    pub fn note(&mut self, change: &Change) {
+        self.noted += 1;
+        let hash = change.hash();
+        if self.slots.contains_key(&hash) {
+            return;
+        }
+        let bytes: Arc<[u8]> = change.raw_bytes().into();
+        self.bytes += bytes.len();
+        self.by_writer
+            .entry(change.actor_id().clone())
+            .or_default()
+            .insert(change.seq(), hash);
+        self.slots.insert(
+            hash,
+            Slot {
+                actor: change.actor_id().clone(),
+                seq: change.seq(),
+                noted: self.noted,
+                bytes,
+            },
+        );
+        self.order.push_back(hash);
+        while self.order.len() > RECENT_MOST || self.bytes > RECENT_BYTES {
+            let Some(old) = self.order.pop_front() else {
+                break;
+            };
+            if let Some(slot) = self.slots.remove(&old) {
+                self.bytes -= slot.bytes.len();
+                if let Some(seqs) = self.by_writer.get_mut(&slot.actor) {
+                    seqs.remove(&slot.seq);
+                    if seqs.is_empty() {
+                        self.by_writer.remove(&slot.actor);
+                    }
+                }
+            }
+        }
+    }
+
+    /// How many changes were noted so far (kept or not): a position in their order.
+    pub fn noted(&self) -> u64 {
+        self.noted
+    }
+
+    /// The change of `actor` numbered `seq`, if it is kept.
+    pub fn get(&self, actor: &ActorId, seq: u64) -> Option<&Slot> {
+        let hash = self.by_writer.get(actor)?.get(&seq)?;
+        self.slots.get(hash)
+    }
+
+    /// The change `hash`, if it is kept.
+    pub fn by_hash(&self, hash: &ChangeHash) -> Option<&Slot> {
+        self.slots.get(hash)
+    }
+}
+
+/// What this node relays to one peer, kept per connection with its sync state.
+#[derive(Debug, Default)]
+pub(crate) struct Relayed {
+    /// Per writer, the newest change sent to the peer on this connection (pushed or
+    /// relayed): the changes up to it are on their way, and not sent again.
+    pub sent: HashMap<ActorId, u64>,
+    /// Per writer this node relays but is not the first to, the peer's newest change of
+    /// it when it was first seen lacking what follows, and when (ms): the others relay
+    /// once [`RELAY_BACKUP_MS`] passed with the peer still there.
+    pub lacking: HashMap<ActorId, (u64, i64)>,
+    /// The peer's last summary.
+    pub theirs: Option<Summary>,
+}
+
+/// How long a peer may lack a writer's changes that a first relayer should have sent before
+/// every other peer that holds them sends them too (a first relayer that lacks them as
+/// well, or whose link is slow).
+pub const RELAY_BACKUP_MS: i64 = 3_000;
+
+/// How a relay is planned ([`crate::Ledger::relay`]).
+#[derive(Debug, Clone, Copy)]
+pub struct RelayPlan<'a> {
+    /// This node's time, ms.
+    pub now_ms: i64,
+    /// Only changes noted before this position ([`crate::Ledger::noted`]) are relayed: a
+    /// change taken a moment ago may still be on its way to the peer from another side (a
+    /// push whose mark has not come back yet).
+    pub noted_before: u64,
+    /// This device's name.
+    pub me: &'a str,
+    /// Most changes relayed in one answer; a larger gap goes to the sync protocol.
+    pub most: usize,
+    /// Most bytes of changes per frame.
+    pub frame_most: usize,
+}
+
+/// What to send a peer after its summary or its request for changes.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Relay {
+    /// Frames of changes, each change chunks one after another (as pushed), in the order
+    /// this node took them.
+    pub frames: Vec<Vec<u8>>,
+    /// How many changes they hold.
+    pub changes: usize,
+    /// Why a round of the sync protocol should follow, when one should: what the peer lacks
+    /// is not at hand, too much for a relay, or a writer's newest change differs.
+    pub round: Option<&'static str>,
+}
+
+/// Whether `me` is the first of the devices `candidates` to relay `actor`'s changes to a
+/// peer: the one whose SHA-256 of the writer's id and the device's name is lowest, so each
+/// writer's changes have a first relayer, and each relayer a share of writers.
+pub(crate) fn first_relayer<'a>(
+    actor: &ActorId,
+    me: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> bool {
+    use sha2::{Digest, Sha256};
+    let rank = |name: &str| -> [u8; 32] {
+        let mut h = Sha256::new();
+        h.update(actor.to_bytes());
+        h.update([0]);
+        h.update(name.as_bytes());
+        h.finalize().into()
+    };
+    let mine = rank(me);
+    candidates
+        .into_iter()
+        .filter(|c| *c != me)
+        .all(|c| rank(c) > mine)
+}
+
+/// Frames of the `slots`' changes, in the order given, each at most `frame_most` bytes of
+/// changes (one larger change alone).
+pub(crate) fn frames_of<'a>(
+    slots: impl IntoIterator<Item = &'a Slot>,
+    frame_most: usize,
+) -> Vec<Vec<u8>> {
+    let mut frames: Vec<Vec<u8>> = Vec::new();
+    for slot in slots {
+        match frames.last_mut() {
+            Some(last) if last.len() + slot.bytes.len() <= frame_most => {
+                last.extend_from_slice(&slot.bytes);
+            }
+            _ => frames.push(slot.bytes.to_vec()),
+        }
+    }
+    frames
+}
+
+/// What to relay to a peer whose summary is `theirs` and who reaches the devices
+/// `reaches`, from a ledger whose summary is `mine`, recent changes `recent` and node
+/// `node`; `name_of` names the device that writes under an actor, when the ledger knows it.
+/// `relayed` (kept per connection) learns what is sent.
+pub(crate) fn plan_relay(
+    (mine, recent, node): (&Summary, &Recent, &ActorId),
+    name_of: impl Fn(&ActorId) -> Option<String>,
+    relayed: &mut Relayed,
+    (theirs, reaches): (Summary, Vec<String>),
+    plan: &RelayPlan<'_>,
+) -> Relay {
+    let reached: HashSet<&str> = reaches.iter().map(String::as_str).collect();
+    let candidates: Vec<&str> = reached.iter().copied().chain([plan.me]).collect();
+    let mut round = None;
+    let mut picked: Vec<&Slot> = Vec::new();
+    'writers: for (actor, tip) in &mine.0 {
+        let their = theirs.0.get(actor);
+        let their_seq = their.map_or(0, |t| t.seq);
+        if their_seq >= tip.seq {
+            relayed.lacking.remove(actor);
+            if their.is_some_and(|t| t.seq == tip.seq && t.hash != tip.hash) {
+                round = Some("a writer's newest change differs here and at the peer");
+            }
+            continue;
+        }
+        if actor != node {
+            // Its writer pushes to the peer itself.
+            let name = name_of(actor);
+            if name.as_deref().is_some_and(|n| reached.contains(n)) {
+                relayed.lacking.remove(actor);
+                continue;
+            }
+            let since = relayed
+                .lacking
+                .entry(actor.clone())
+                .or_insert((their_seq, plan.now_ms));
+            if since.0 != their_seq {
+                *since = (their_seq, plan.now_ms);
+            }
+            let backup_due = plan.now_ms.saturating_sub(since.1) >= RELAY_BACKUP_MS;
+            if !backup_due && !first_relayer(actor, plan.me, candidates.iter().copied()) {
+                continue;
+            }
+        }
+        let sent = relayed.sent.get(actor).copied().unwrap_or(0);
+        for seq in their_seq.max(sent).saturating_add(1)..=tip.seq {
+            match recent.get(actor, seq) {
+                None => {
+                    round = Some("the peer lacks changes no longer at hand here");
+                    break 'writers;
+                }
+                // The rest are newer still.
+                Some(slot) if slot.noted >= plan.noted_before => break,
+                Some(slot) => picked.push(slot),
+            }
+            if picked.len() > plan.most {
+                round = Some("the peer lacks more than a relay carries");
+                break 'writers;
+            }
+        }
+    }
+    relayed.theirs = Some(theirs);
+    if round.is_some() {
+        return Relay {
+            round,
+            ..Relay::default()
+        };
+    }
+    picked.sort_by_key(|s| s.noted);
+    for slot in &picked {
+        let sent = relayed.sent.entry(slot.actor.clone()).or_insert(0);
+        *sent = (*sent).max(slot.seq);
+    }
+    Relay {
+        frames: frames_of(picked.iter().copied(), plan.frame_most),
+        changes: picked.len(),
+        round: None,
+    }
+}
+
+/// The version of a request for changes by hash ([`crate::Ledger::need_message`]).
+pub const NEED_VERSION: u8 = 1;
+
+/// Most hashes one request for changes asks for.
+pub const NEED_MOST: usize = 1024;
+
+/// A request for the changes `hashes`: version, their count as LEB128, then each.
+pub(crate) fn encode_need(hashes: &[ChangeHash]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + 32 * hashes.len());
+    out.push(NEED_VERSION);
+    write_leb128(&mut out, hashes.len() as u64);
+    for h in hashes {
+        out.extend_from_slice(&h.0);
+    }
+    out
+}
+
+/// Reads a request for changes ([`encode_need`]); anything else is refused with
+/// [`LedgerError::BadMessage`].
+pub(crate) fn decode_need(bytes: &[u8]) -> Result<Vec<ChangeHash>, LedgerError> {
+    let bad = |why: String| LedgerError::BadMessage(format!("a request for changes: {why}"));
+    let mut at = bytes;
+    match take(&mut at, 1).map_err(bad)? {
+        [NEED_VERSION] => {}
+        [v] => {
+            return Err(bad(format!(
+                "of version {v}, this build reads {NEED_VERSION}"
+            )));
+        }
+        _ => return Err(bad("empty".into())),
+    }
+    let n = bounded_count(&mut at, NEED_MOST).map_err(bad)?;
+    if at.len() != 32 * n {
+        return Err(bad(format!("{} bytes for {n} hashes", at.len())));
+    }
+    let mut seen = HashSet::with_capacity(n);
+    let hashes: Vec<ChangeHash> = at
+        .chunks_exact(32)
+        .map(|c| {
+            let mut h = [0u8; 32];
+            h.copy_from_slice(c);
+            ChangeHash(h)
+        })
+        .filter(|h| seen.insert(*h))
+        .collect();
+    Ok(hashes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn summary(tips: &[(&str, u64, u8)]) -> Summary {
+        let mut s = Summary::default();
+        for (actor, seq, h) in tips {
+            s.note(&ActorId::from(actor.as_bytes()), *seq, ChangeHash([*h; 32]));
+        }
+        s
+    }
+
+    #[test]
+    fn a_summary_reads_back_as_it_was_written() {
+        let s = summary(&[
+            ("NODE-A", 1, 1),
+            ("NODE-B", 300, 2),
+            ("NODE-C", u64::MAX, 3),
+        ]);
+        let reaches = vec!["Main-Entrance".to_owned(), "VIP-Door".to_owned()];
+        let (read, names) = Summary::decode(&s.encode(&reaches)).unwrap();
+        assert_eq!(read, s);
+        assert_eq!(names, reaches);
+    }
+
+    #[test]
+    fn a_newer_change_moves_the_tip_and_an_older_one_does_not() {
+        let mut s = summary(&[("NODE-A", 5, 5)]);
+        let a = ActorId::from("NODE-A".as_bytes());
+        s.note(&a, 3, ChangeHash([3; 32]));
+        assert_eq!(s.tip(&a).unwrap().seq, 5);
+        s.note(&a, 6, ChangeHash([6; 32]));
+        assert_eq!(
+            s.tip(&a).unwrap(),
+            &Tip {
+                seq: 6,
+                hash: ChangeHash([6; 32])
+            }
+        );
+        let other = summary(&[("NODE-A", 2, 2), ("NODE-Z", 9, 9)]);
+        assert_eq!(s.lacked_by(&other), 4);
+        assert_eq!(other.lacked_by(&s), 9);
+    }
+
+    #[test]
+    fn summaries_out_of_bounds_or_malformed_are_refused() {
+        let ok = summary(&[("NODE-A", 1, 1)]).encode(&["gate".into()]);
+        let mut cases: Vec<(&str, Vec<u8>)> = vec![
+            ("empty", vec![]),
+            ("another version", {
+                let mut b = ok.clone();
+                b[0] = 2;
+                b
+            }),
+            ("cut short", ok[..ok.len() - 1].to_vec()),
+            ("bytes after its end", {
+                let mut b = ok.clone();
+                b.push(0);
+                b
+            }),
+        ];
+        // Too many writers: the count alone is refused, before anything is read.
+        let mut many = vec![SUMMARY_VERSION];
+        write_leb128(&mut many, SUMMARY_WRITERS_MOST as u64 + 1);
+        cases.push(("too many writers", many));
+        // A writer named twice, a writer at number 0, an id of 0 or 65 bytes.
+        let mut twice = vec![SUMMARY_VERSION, 2];
+        for _ in 0..2 {
+            twice.extend([1, b'A', 1]);
+            twice.extend([7; 32]);
+        }
+        twice.push(0);
+        cases.push(("a writer named twice", twice));
+        let mut zero = vec![SUMMARY_VERSION, 1, 1, b'A', 0];
+        zero.extend([7; 32]);
+        zero.push(0);
+        cases.push(("number 0", zero));
+        cases.push(("an empty id", vec![SUMMARY_VERSION, 1, 0]));
+        let mut long = vec![SUMMARY_VERSION, 1, 65];
+        long.extend([b'A'; 65]);
+        cases.push(("an id too long", long));
+        let mut not_utf8 = vec![SUMMARY_VERSION, 0, 1, 2, 0xff, 0xfe];
+        not_utf8.truncate(6);
+        cases.push(("a name that is not UTF-8", not_utf8));
+        for (what, bytes) in cases {
+            assert!(
+                matches!(Summary::decode(&bytes), Err(LedgerError::BadMessage(_))),
+                "{what}: {:?}",
+                Summary::decode(&bytes)
+            );
+        }
+    }
+
+    #[test]
+    fn requests_for_changes_read_back_and_malformed_ones_are_refused() {
+        let hashes = vec![ChangeHash([1; 32]), ChangeHash([2; 32])];
+        assert_eq!(decode_need(&encode_need(&hashes)).unwrap(), hashes);
+        let mut twice = encode_need(&[ChangeHash([1; 32]), ChangeHash([1; 32])]);
+        assert_eq!(decode_need(&twice).unwrap(), vec![ChangeHash([1; 32])]);
+        twice.pop();
+        let mut too_many = vec![NEED_VERSION];
+        write_leb128(&mut too_many, NEED_MOST as u64 + 1);
+        for bytes in [vec![], vec![2, 0], twice, too_many] {
+            assert!(matches!(
+                decode_need(&bytes),
+                Err(LedgerError::BadMessage(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn each_writer_has_one_first_relayer_among_the_same_candidates() {
+        let names = ["gate-a", "gate-b", "gate-c", "gate-d", "observer"];
+        for writer in ["NODE-1", "NODE-2", "NODE-3"] {
+            let actor = ActorId::from(writer.as_bytes());
+            let first: Vec<_> = names
+                .iter()
+                .filter(|me| first_relayer(&actor, me, names))
+                .collect();
+            assert_eq!(first.len(), 1, "{writer}: {first:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn no_bytes_make_the_readers_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let _ = Summary::decode(&bytes);
+            let _ = decode_need(&bytes);
+        }
+
+        #[test]
+        fn any_summary_reads_back(
+            tips in proptest::collection::btree_map("[A-Z0-9]{1,64}", (1u64.., any::<u8>()), 0..40),
+            reaches in proptest::collection::vec("[a-zA-Z0-9._-]{1,63}", 0..20),
+        ) {
+            let mut s = Summary::default();
+            for (actor, (seq, h)) in &tips {
+                s.note(&ActorId::from(actor.as_bytes()), *seq, ChangeHash([*h; 32]));
+            }
+            let (read, names) = Summary::decode(&s.encode(&reaches)).unwrap();
+            prop_assert_eq!(read, s);
+            prop_assert_eq!(names, reaches);
+        }
+    }
+}

@@ -1,0 +1,350 @@
+//! Summaries and relays: what a peer lacks, by what it says it holds writer by writer,
+//! relayed from the changes at hand (see `summary.rs`).
+
+use gatemesh_ledger::{
+    Ledger, LedgerError, PeerSync, RELAY_BACKUP_MS, Relay, RelayPlan, Role, StoredChange, Summary,
+};
+use gatemesh_ticket::TicketId;
+
+use super::{T0, event, now, redemption, signed_ledger};
+
+/// A ledger of device `name`, signing and checking.
+fn device(name: &str) -> Ledger {
+    signed_ledger(&event(), Role::Gate, name)
+}
+
+/// `n` admissions at `ledger`: the changes it made, to pass on.
+fn admit(ledger: &mut Ledger, n: usize) -> Vec<StoredChange> {
+    (0..n)
+        .map(|i| {
+            let r = redemption(ledger, &TicketId::generate(), T0 + i as i64);
+            ledger.record_redemption(&r).unwrap().unwrap()
+        })
+        .collect()
+}
+
+/// `changes` one after another, as a push carries them.
+fn pushed(changes: &[StoredChange]) -> Vec<u8> {
+    changes.iter().flat_map(|c| c.bytes.clone()).collect()
+}
+
+/// A plan for `me` that relays everything `ledger` took so far.
+fn plan<'a>(ledger: &Ledger, me: &'a str, now_ms: i64) -> RelayPlan<'a> {
+    RelayPlan {
+        now_ms,
+        noted_before: ledger.noted() + 1,
+        me,
+        most: 512,
+        frame_most: 256 * 1024,
+    }
+}
+
+/// Takes every frame of `relay` into `ledger`, as pushes from one peer; how many changes
+/// were new.
+fn take(ledger: &mut Ledger, relay: &Relay) -> usize {
+    let mut state = PeerSync::default();
+    relay
+        .frames
+        .iter()
+        .map(|f| ledger.receive_changes(&mut state, f, now()).unwrap().len())
+        .sum()
+}
+
+fn reaching(names: &[&str]) -> Vec<String> {
+    names.iter().map(|n| (*n).to_owned()).collect()
+}
+
+#[test]
+fn a_writer_a_peer_cannot_reach_is_relayed_to_it_once_and_one_it_reaches_is_not() {
+    let (mut a, mut b, mut c) = (device("gate-a"), device("gate-b"), device("gate-c"));
+    let made = admit(&mut a, 3);
+    b.receive_changes(&mut PeerSync::default(), &pushed(&made), now())
+        .unwrap();
+    let mut to_c = PeerSync::default();
+
+    // C reaches B and A: A pushes to C itself, B relays nothing.
+    let says = c.summary_message(&reaching(&["gate-b", "gate-a"]));
+    let relay = b
+        .relay(&mut to_c, &says, &plan(&b, "gate-b", now()))
+        .unwrap();
+    assert_eq!(relay, Relay::default());
+
+    // C reaches only B: B, the one relayer C has, relays A's changes, in the order taken.
+    let says = c.summary_message(&reaching(&["gate-b"]));
+    let relay = b
+        .relay(&mut to_c, &says, &plan(&b, "gate-b", now()))
+        .unwrap();
+    assert_eq!((relay.changes, relay.round), (3, None));
+    assert_eq!(take(&mut c, &relay), 3);
+    assert_eq!(c.redemption_count(), 3);
+    assert_eq!(c.summary().tip(&actor(&a)), a.summary().tip(&actor(&a)));
+
+    // The same summary again (C's next one crossed the relay): nothing is sent twice.
+    let again = b
+        .relay(&mut to_c, &says, &plan(&b, "gate-b", now()))
+        .unwrap();
+    assert_eq!(again, Relay::default());
+    // C's next summary: nothing lacked, nothing sent; B counts C as lacking nothing.
+    let says = c.summary_message(&reaching(&["gate-b"]));
+    let relay = b
+        .relay(&mut to_c, &says, &plan(&b, "gate-b", now()))
+        .unwrap();
+    assert_eq!(relay, Relay::default());
+    assert_eq!(b.peer_lag(&to_c), Some(0));
+}
+
+fn actor(ledger: &Ledger) -> automerge::ActorId {
+    automerge::ActorId::from(ledger.node().as_str().as_bytes())
+}
+
+#[test]
+fn changes_taken_a_moment_ago_wait_before_they_are_relayed() {
+    let (mut a, mut b, c) = (device("gate-a"), device("gate-b"), device("gate-c"));
+    let before = b.noted();
+    let made = admit(&mut a, 2);
+    b.receive_changes(&mut PeerSync::default(), &pushed(&made), now())
+        .unwrap();
+    let says = c.summary_message(&reaching(&["gate-b"]));
+    let young = RelayPlan {
+        noted_before: before + 1,
+        ..plan(&b, "gate-b", now())
+    };
+    let mut to_c = PeerSync::default();
+    assert_eq!(b.relay(&mut to_c, &says, &young).unwrap(), Relay::default());
+    let relay = b
+        .relay(&mut to_c, &says, &plan(&b, "gate-b", now()))
+        .unwrap();
+    assert_eq!(relay.changes, 2);
+}
+
+#[test]
+fn a_writers_own_changes_pushed_to_a_peer_are_not_relayed_and_those_it_missed_are() {
+    let (mut a, c) = (device("gate-a"), device("gate-c"));
+    let made = admit(&mut a, 4);
+    let mut to_c = PeerSync::default();
+    // The first three were written to C's connection; the fourth never was.
+    a.pushed(&mut to_c, made[..3].iter().map(|c| c.hash));
+    let says = c.summary_message(&reaching(&["gate-a"]));
+    let relay = a
+        .relay(&mut to_c, &says, &plan(&a, "gate-a", now()))
+        .unwrap();
+    assert_eq!(relay.changes, 1);
+    assert_eq!(relay.frames, vec![made[3].bytes.clone()]);
+}
+
+#[test]
+fn one_peer_relays_a_writer_first_and_the_others_only_if_it_is_still_lacked() {
+    let (mut a, mut b, mut d, c) = (
+        device("gate-a"),
+        device("gate-b"),
+        device("gate-d"),
+        device("gate-c"),
+    );
+    let made = admit(&mut a, 2);
+    for relayer in [&mut b, &mut d] {
+        relayer
+            .receive_changes(&mut PeerSync::default(), &pushed(&made), now())
+            .unwrap();
+    }
+    // C reaches B and D, not A: one of them is A's first relayer to C.
+    let says = c.summary_message(&reaching(&["gate-b", "gate-d"]));
+    let t = now();
+    let (mut b_to_c, mut d_to_c) = (PeerSync::default(), PeerSync::default());
+    let by_b = b.relay(&mut b_to_c, &says, &plan(&b, "gate-b", t)).unwrap();
+    let by_d = d.relay(&mut d_to_c, &says, &plan(&d, "gate-d", t)).unwrap();
+    assert_eq!(
+        (by_b.changes, by_d.changes),
+        if by_b.changes > 0 { (2, 0) } else { (0, 2) },
+        "exactly one relays at once"
+    );
+    let (late, late_state, late_name) = if by_b.changes > 0 {
+        (&mut d, &mut d_to_c, "gate-d")
+    } else {
+        (&mut b, &mut b_to_c, "gate-b")
+    };
+    // C still lacks them a little later: the other waits on.
+    let soon = late
+        .relay(late_state, &says, &plan(late, late_name, t + 1_000))
+        .unwrap();
+    assert_eq!(soon.changes, 0);
+    // … and relays them once C lacked them for the backup's wait.
+    let backup = late
+        .relay(
+            late_state,
+            &says,
+            &plan(late, late_name, t + RELAY_BACKUP_MS),
+        )
+        .unwrap();
+    assert_eq!(backup.changes, 2);
+}
+
+#[test]
+fn a_gap_too_large_or_no_longer_at_hand_goes_to_the_sync_protocol() {
+    let (mut a, c) = (device("gate-a"), device("gate-c"));
+    admit(&mut a, 20);
+    let says = c.summary_message(&reaching(&["gate-a"]));
+    let small = RelayPlan {
+        most: 10,
+        ..plan(&a, "gate-a", now())
+    };
+    let relay = a.relay(&mut PeerSync::default(), &says, &small).unwrap();
+    assert!(
+        relay.frames.is_empty() && relay.round.is_some(),
+        "{relay:?}"
+    );
+
+    // A reopened from a snapshot holds its history, but not its changes' bytes.
+    let node = a.node().clone();
+    let snapshot = a.save();
+    let mut reopened = Ledger::open(
+        &event(),
+        node,
+        &gatemesh_ledger::genesis(&event()),
+        Some(&snapshot),
+        [],
+    )
+    .unwrap();
+    assert_eq!(
+        reopened.summary(),
+        a.summary(),
+        "the summary is the document's"
+    );
+    let relay = reopened
+        .relay(
+            &mut PeerSync::default(),
+            &says,
+            &plan(&reopened, "gate-a", now()),
+        )
+        .unwrap();
+    assert!(
+        relay.frames.is_empty() && relay.round.is_some(),
+        "{relay:?}"
+    );
+}
+
+#[test]
+fn a_writer_whose_newest_change_differs_at_the_peer_calls_for_the_sync_protocol() {
+    // Two ledgers writing under one node id (a device's data copied to a second laptop):
+    // each holds a change numbered 1 of that writer, with different contents.
+    let event = event();
+    let node = gatemesh_ledger::NodeId::random();
+    let open = || {
+        Ledger::open(
+            &event,
+            node.clone(),
+            &gatemesh_ledger::genesis(&event),
+            None,
+            [],
+        )
+    };
+    let (mut one, mut two) = (open().unwrap(), open().unwrap());
+    admit(&mut one, 1);
+    admit(&mut two, 1);
+    let says = two.summary_message(&[]);
+    let relay = one
+        .relay(
+            &mut PeerSync::default(),
+            &says,
+            &plan(&one, "laptop", now()),
+        )
+        .unwrap();
+    assert!(relay.round.is_some(), "{relay:?}");
+}
+
+#[test]
+fn what_pushed_changes_wait_for_is_asked_for_by_hash_and_answered_from_what_is_at_hand() {
+    let (mut a, mut b, mut c) = (device("gate-a"), device("gate-b"), device("gate-c"));
+    // B takes A's admission, then admits on top of it; C gets B's change first.
+    let from_a = admit(&mut a, 1);
+    b.receive_changes(&mut PeerSync::default(), &pushed(&from_a), now())
+        .unwrap();
+    let from_b = admit(&mut b, 1);
+    let mut from_b_state = PeerSync::default();
+    assert!(
+        c.receive_changes(&mut from_b_state, &pushed(&from_b), now())
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(from_b_state.waiting(), 1);
+    let need = c.need_message(&from_b_state).expect("a request");
+    let answer = b.answer_need(&need, 256 * 1024).unwrap();
+    assert_eq!((answer.changes, answer.round), (1, None));
+    // B's answer comes as a push from B: the change that waited is taken with it.
+    let taken: usize = answer
+        .frames
+        .iter()
+        .map(|f| {
+            c.receive_changes(&mut from_b_state, f, now())
+                .unwrap()
+                .len()
+        })
+        .sum();
+    assert_eq!(taken, 2);
+    assert_eq!(from_b_state.waiting(), 0);
+    assert!(c.need_message(&from_b_state).is_none());
+    // A request for a change B does not have at hand calls for a round.
+    let mut unknown = vec![gatemesh_ledger::NEED_VERSION, 1];
+    unknown.extend([9u8; 32]);
+    let answer = b.answer_need(&unknown, 256 * 1024).unwrap();
+    assert!(answer.frames.is_empty() && answer.round.is_some());
+}
+
+#[test]
+fn a_summary_or_request_that_does_not_read_is_refused_and_changes_nothing() {
+    let (mut a, _) = (device("gate-a"), ());
+    admit(&mut a, 2);
+    let before = a.save();
+    let mut state = PeerSync::default();
+    for bytes in [
+        vec![],
+        vec![9],
+        vec![
+            gatemesh_ledger::SUMMARY_VERSION,
+            0xff,
+            0xff,
+            0xff,
+            0xff,
+            0x0f,
+        ],
+    ] {
+        let err = a
+            .relay(&mut state, &bytes, &plan(&a, "gate-a", now()))
+            .unwrap_err();
+        assert!(matches!(err, LedgerError::BadMessage(_)), "{err}");
+        let err = a.answer_need(&bytes, 1024).unwrap_err();
+        assert!(matches!(err, LedgerError::BadMessage(_)), "{err}");
+    }
+    assert_eq!(a.save(), before);
+    assert_eq!(a.peer_lag(&state), None, "no summary was taken");
+}
+
+#[test]
+fn a_peer_that_says_it_lacks_everything_gets_each_change_once_per_connection() {
+    // An enrolled device gone dishonest sends the same summary over and over: what it is
+    // relayed is bounded by what it lacks, once; the empty summary (it lacks even the
+    // genesis, which is never at hand) gets a round of the sync protocol, nothing relayed.
+    let (mut a, mut b, c) = (device("gate-a"), device("gate-b"), device("gate-c"));
+    let made = admit(&mut a, 30);
+    b.receive_changes(&mut PeerSync::default(), &pushed(&made), now())
+        .unwrap();
+    let lacking = c.summary_message(&[]);
+    let mut state = PeerSync::default();
+    let first = b
+        .relay(&mut state, &lacking, &plan(&b, "gate-b", now()))
+        .unwrap();
+    assert_eq!(first.changes, made.len());
+    for _ in 0..5 {
+        let again = b
+            .relay(&mut state, &lacking, &plan(&b, "gate-b", now()))
+            .unwrap();
+        assert_eq!(again, Relay::default());
+    }
+    let empty = Summary::default().encode(&[]);
+    let relay = b
+        .relay(&mut state, &empty, &plan(&b, "gate-b", now()))
+        .unwrap();
+    assert!(
+        relay.frames.is_empty() && relay.round.is_some(),
+        "{relay:?}"
+    );
+}
