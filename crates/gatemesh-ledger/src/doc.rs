@@ -1649,17 +1649,17 @@ impl Ledger {
         ))
     }
 
-    /// These changes of this node's were pushed to `peer`: counted as sent, by the sync
-    /// protocol (a round that starts while they travel does not send them again) and by the
-    /// relays (a summary the peer made before they arrived does not have them relayed).
+    /// These changes of this node's were pushed to `peer`: counted as sent by the relays (a
+    /// summary the peer made before they arrived does not have them relayed). Not by the
+    /// sync protocol, whose set of hashes sent would grow by every push for the
+    /// connection's life now that rounds are rare (a round's bloom filter may miss what is
+    /// in flight, and it is sent again: the peer ignores it).
     pub fn pushed(&self, peer: &mut PeerSync, hashes: impl IntoIterator<Item = [u8; 32]>) {
         for hash in hashes {
-            let hash = ChangeHash(hash);
-            if let Some(slot) = self.recent.by_hash(&hash) {
+            if let Some(slot) = self.recent.by_hash(&ChangeHash(hash)) {
                 let sent = peer.4.sent.entry(slot.actor.clone()).or_insert(0);
                 *sent = (*sent).max(slot.seq);
             }
-            peer.0.sent_hashes.insert(hash);
         }
     }
 
@@ -1710,6 +1710,7 @@ impl Ledger {
             frames: crate::summary::frames_of(slots.iter().copied(), frame_most),
             changes: slots.len(),
             round: None,
+            catch_up: false,
         })
     }
 

@@ -60,7 +60,7 @@ pub use sign::{
 pub use state::TicketState;
 pub use store::{Durability, Store, StoreError, Stored};
 pub use summary::{
-    NEED_MOST, NEED_VERSION, RELAY_BACKUP_MS, Relay, RelayPlan, SUMMARY_REACHES_MOST,
-    SUMMARY_VERSION, SUMMARY_WRITERS_MOST, Summary, Tip,
+    CATCH_UP_LACK, NEED_MOST, NEED_VERSION, RELAY_BACKUP_MS, Relay, RelayPlan,
+    SUMMARY_REACHES_MOST, SUMMARY_VERSION, SUMMARY_WRITERS_MOST, Summary, Tip,
 };
 pub use tally::{Activity, EntryTally, GateActivity, Occupancy};

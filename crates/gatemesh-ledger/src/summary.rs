@@ -355,9 +355,9 @@ pub const RELAY_BACKUP_MS: i64 = 3_000;
 pub struct RelayPlan<'a> {
     /// This node's time, ms.
     pub now_ms: i64,
-    /// Only changes noted before this position ([`crate::Ledger::noted`]) are relayed: a
-    /// change taken a moment ago may still be on its way to the peer from another side (a
-    /// push whose mark has not come back yet).
+    /// Only this node's own changes noted before this position ([`crate::Ledger::noted`])
+    /// are relayed: one made a moment ago may still be on its way to the peer by a push
+    /// whose mark has not come back yet.
     pub noted_before: u64,
     /// This device's name.
     pub me: &'a str,
@@ -376,8 +376,12 @@ pub struct Relay {
     /// How many changes they hold.
     pub changes: usize,
     /// Why a round of the sync protocol should follow, when one should: what the peer lacks
-    /// is not at hand, too much for a relay, or a writer's newest change differs.
+    /// is not at hand, too much for a relay (and not so much that the peer catches up by a
+    /// round of its own, see [`CATCH_UP_LACK`]), or a writer's newest change differs.
     pub round: Option<&'static str>,
+    /// This node lacks more than [`CATCH_UP_LACK`] changes the peer holds: it starts a
+    /// round itself.
+    pub catch_up: bool,
 }
 
 /// Whether `me` is the first of the devices `candidates` to relay `actor`'s changes to a
@@ -446,7 +450,8 @@ pub(crate) fn plan_relay(
             }
             continue;
         }
-        if actor != node {
+        let own = actor == node;
+        if !own {
             // Its writer pushes to the peer itself.
             let name = name_of(actor);
             if name.as_deref().is_some_and(|n| reached.contains(n)) {
@@ -472,20 +477,30 @@ pub(crate) fn plan_relay(
                     round = Some("the peer lacks changes no longer at hand here");
                     break 'writers;
                 }
-                // The rest are newer still.
-                Some(slot) if slot.noted >= plan.noted_before => break,
+                // This node's own, too recent: a push of it may be on its way (the rest are
+                // newer still). Another writer's goes at once: it does not reach the peer.
+                Some(slot) if own && slot.noted >= plan.noted_before => break,
                 Some(slot) => picked.push(slot),
             }
             if picked.len() > plan.most {
-                round = Some("the peer lacks more than a relay carries");
+                round = Some(TOO_MANY);
                 break 'writers;
             }
         }
     }
+    // A gap too large to relay that is a catch-up (the peer lacks more than
+    // [`CATCH_UP_LACK`] in all) is the peer's to ask for: its round's first message is
+    // small (its bloom filter holds what it has), ours would hold every change held here.
+    let peer_catches_up = mine.lacked_by(&theirs) > CATCH_UP_LACK;
+    let catch_up = theirs.lacked_by(mine) > CATCH_UP_LACK;
     relayed.theirs = Some(theirs);
     if round.is_some() {
+        if round == Some(TOO_MANY) && peer_catches_up {
+            round = None;
+        }
         return Relay {
             round,
+            catch_up,
             ..Relay::default()
         };
     }
@@ -498,8 +513,16 @@ pub(crate) fn plan_relay(
         frames: frames_of(picked.iter().copied(), plan.frame_most),
         changes: picked.len(),
         round: None,
+        catch_up,
     }
 }
+
+const TOO_MANY: &str = "the peer lacks more than a relay carries";
+
+/// Changes a node lacks, by a peer's summary, past which it catches up by a round of the
+/// sync protocol it starts itself (after a partition healed, on joining late), rather than
+/// by its peers' relays.
+pub const CATCH_UP_LACK: usize = 2048;
 
 /// The version of a request for changes by hash ([`crate::Ledger::need_message`]).
 pub const NEED_VERSION: u8 = 1;

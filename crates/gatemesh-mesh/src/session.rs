@@ -80,8 +80,7 @@ pub enum SyncRequest {
         peer: String,
     },
     /// This node's summary for `peer` (what it holds, writer by writer, and the devices it
-    /// reaches now: `gatemesh_ledger::Summary`), sent every [`SUMMARY_EVERY`] when it
-    /// changed.
+    /// reaches now: `gatemesh_ledger::Summary`), sent every [`SUMMARY_EVERY`].
     Summary {
         /// The peer's device name.
         peer: String,
@@ -135,8 +134,9 @@ pub struct Answer {
 /// each relays from its recent changes what the other lacks and cannot get from its writer
 /// directly; a pushed change that waits for one it builds on asks the peer for it by hash
 /// ([`MISSING_GRACE`] later, if it still waits). The sync protocol runs in rounds for
-/// catch-up only: on connect, after a session missed pushes, and when what a peer lacks is
-/// not at hand or more than a relay carries (at most one round per [`ROUND_EVERY`]).
+/// catch-up only: after a session missed pushes, and when what a peer lacks (on connect,
+/// after a partition, when it joins late) is not at hand or more than a relay carries (at
+/// most one round per [`ROUND_EVERY`]).
 #[derive(Debug, Clone)]
 pub struct SyncPort {
     /// Where sessions send their requests; the ledger's owner answers each.
@@ -153,8 +153,9 @@ pub struct SyncPort {
 /// Where a sync message is in a round of the protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Turn {
-    /// Begins a round (on connect, on the timer, after missed pushes): by what the peer
-    /// says from now on, not by what it said it had before
+    /// Begins a round (after missed pushes, or when the peer's summary shows a gap that a
+    /// relay does not carry): by what the peer says from now on, not by what it said it had
+    /// before
     /// (`gatemesh_ledger::PeerSync::start_round`). Sent as a [`ROUND_FRAME`]; the peer
     /// answers it.
     Start,
@@ -252,12 +253,8 @@ pub const SUMMARY_FRAME: u8 = 0x04;
 /// The first byte of a frame that asks for changes by hash (what pushed changes build on).
 pub const NEED_FRAME: u8 = 0x05;
 
-/// How often a session tells its peer its summary, when it changed (and every
-/// [`SUMMARY_QUIET`] anyway, so the peer's count of what this node lacks stays true).
+/// How often a session tells its peer its summary (a few kilobytes at a stadium's 32 gates).
 pub const SUMMARY_EVERY: Duration = Duration::from_secs(1);
-
-/// Longest a session goes without telling its peer its summary.
-pub const SUMMARY_QUIET: Duration = Duration::from_secs(5);
 
 /// Fewest time between two rounds of the sync protocol a session starts because of what a
 /// summary or a request showed (a dishonest peer that says it lacks everything gets a round
@@ -975,13 +972,12 @@ async fn syncing(
     stats.mark_changed();
     let mut summary = tokio::time::interval(SUMMARY_EVERY);
     summary.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // The round on connect goes first; the first summary a moment after.
-    summary.tick().await;
-    // The summary last sent, and when.
-    let mut told: Option<(Vec<u8>, tokio::time::Instant)> = None;
     let gone = || invalid!("the session's sending side ended");
-    // What the sync protocol sends next: a round's start on connect.
-    let mut next = Some(Turn::Start);
+    // What the sync protocol sends next. Nothing on connect: the summaries go first (the
+    // first at once), and a round starts only if they show a gap a relay does not carry
+    // (the first message of a round from a fresh state holds a bloom filter of every change
+    // the ledger holds: a second of the writer at 100,000, once per peer after a restart).
+    let mut next = None;
     // When this side last started a round.
     let mut last_round: Option<tokio::time::Instant> = None;
     // A frame read while gathering pushes that is not one: handled next.
@@ -1021,19 +1017,16 @@ async fn syncing(
                     next = Some(Turn::Missing);
                     continue;
                 }
+                // Sent every time, changed or not: the peer decides what to relay when one
+                // arrives, and what it held back a moment ago (too recent, or another's to
+                // relay first) is due by the next.
                 _ = summary.tick() => {
                     let reaches = reached(ctx);
                     let message = ctx.port.summary(peer, reaches).await?;
-                    let due = told.as_ref().is_none_or(|(last, at)| {
-                        *last != message || at.elapsed() >= SUMMARY_QUIET
-                    });
-                    if due {
-                        let mut frame = Vec::with_capacity(message.len() + 1);
-                        frame.push(SUMMARY_FRAME);
-                        frame.extend_from_slice(&message);
-                        out.send(frame).await.map_err(|_| gone())?;
-                        told = Some((message, tokio::time::Instant::now()));
-                    }
+                    let mut frame = Vec::with_capacity(message.len() + 1);
+                    frame.push(SUMMARY_FRAME);
+                    frame.extend_from_slice(&message);
+                    out.send(frame).await.map_err(|_| gone())?;
                     continue;
                 }
                 changed = stats.changed() => {

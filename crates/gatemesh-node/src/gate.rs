@@ -1481,7 +1481,7 @@ impl Writer {
             .map(|r| gatemesh_mesh::session::Answer {
                 frames: r.frames,
                 changes: r.changes,
-                round: r.round.is_some(),
+                round: r.round.is_some() || r.catch_up,
             })
             .map_err(|e| self.refused(peer, e));
         Box::new(move |failed| {

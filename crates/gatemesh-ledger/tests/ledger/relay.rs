@@ -98,23 +98,31 @@ fn actor(ledger: &Ledger) -> automerge::ActorId {
 }
 
 #[test]
-fn changes_taken_a_moment_ago_wait_before_they_are_relayed() {
+fn own_changes_made_a_moment_ago_wait_and_another_writers_go_at_once() {
+    // A's own admissions may be on their way to C by push (the session marks them pushed
+    // once written): they wait. B relays A's at once: A does not reach C.
     let (mut a, mut b, c) = (device("gate-a"), device("gate-b"), device("gate-c"));
-    let before = b.noted();
+    let before = (a.noted(), b.noted());
     let made = admit(&mut a, 2);
     b.receive_changes(&mut PeerSync::default(), &pushed(&made), now())
         .unwrap();
-    let says = c.summary_message(&reaching(&["gate-b"]));
-    let young = RelayPlan {
-        noted_before: before + 1,
-        ..plan(&b, "gate-b", now())
+    let says = c.summary_message(&reaching(&["gate-a", "gate-b"]));
+    let young = |ledger: &Ledger, me: &'static str, noted: u64| RelayPlan {
+        noted_before: noted + 1,
+        ..plan(ledger, me, now())
     };
-    let mut to_c = PeerSync::default();
-    assert_eq!(b.relay(&mut to_c, &says, &young).unwrap(), Relay::default());
-    let relay = b
-        .relay(&mut to_c, &says, &plan(&b, "gate-b", now()))
-        .unwrap();
-    assert_eq!(relay.changes, 2);
+    let mut a_to_c = PeerSync::default();
+    let by_a = a.relay(&mut a_to_c, &says, &young(&a, "gate-a", before.0));
+    assert_eq!(by_a.unwrap(), Relay::default());
+    let by_a = a.relay(&mut a_to_c, &says, &plan(&a, "gate-a", now()));
+    assert_eq!(by_a.unwrap().changes, 2);
+    let says = c.summary_message(&reaching(&["gate-b"]));
+    let by_b = b.relay(
+        &mut PeerSync::default(),
+        &says,
+        &young(&b, "gate-b", before.1),
+    );
+    assert_eq!(by_b.unwrap().changes, 2);
 }
 
 #[test]
@@ -347,4 +355,31 @@ fn a_peer_that_says_it_lacks_everything_gets_each_change_once_per_connection() {
         relay.frames.is_empty() && relay.round.is_some(),
         "{relay:?}"
     );
+}
+
+#[test]
+fn a_peer_that_lacks_a_catch_ups_worth_asks_for_it_by_a_round_of_its_own() {
+    // A gate joining late, or back after a long partition: its holder relays none of it and
+    // starts no round (its first message would hold a bloom filter of every change it holds),
+    // and the gate that lacks it starts the round, whose first message is small.
+    let (mut a, mut c) = (device("gate-a"), device("gate-c"));
+    admit(&mut a, gatemesh_ledger::CATCH_UP_LACK + 10);
+    let c_says = c.summary_message(&reaching(&["gate-a"]));
+    let by_a = a
+        .relay(
+            &mut PeerSync::default(),
+            &c_says,
+            &plan(&a, "gate-a", now()),
+        )
+        .unwrap();
+    assert_eq!(by_a, Relay::default(), "A leaves it to C");
+    let a_says = a.summary_message(&reaching(&["gate-c"]));
+    let by_c = c
+        .relay(
+            &mut PeerSync::default(),
+            &a_says,
+            &plan(&c, "gate-c", now()),
+        )
+        .unwrap();
+    assert!(by_c.catch_up && by_c.frames.is_empty(), "{by_c:?}");
 }

@@ -168,7 +168,7 @@ async fn an_admit_at_a_reaches_every_gate_and_is_a_duplicate_there() {
     // A); no round of the sync protocol but the one on connect carried it.
     let to_c = peers.iter().find(|p| p.name == "gate-c").unwrap();
     assert!(to_c.relayed >= 1, "{to_c:?}");
-    assert_eq!(to_c.rounds, 1, "{to_c:?}");
+    assert_eq!(to_c.rounds, 0, "{to_c:?}");
     for n in [a, b, c] {
         n.shutdown().await;
     }
@@ -776,13 +776,12 @@ async fn a_peer_that_keeps_saying_it_lacks_everything_gets_each_change_once_and_
     .unwrap()
     .summary_message(&["gate-broken".to_owned()]);
     let frame = |kind: u8, body: &[u8]| [&[kind][..], body].concat();
+    // What A sends it over the next 6 s (the summaries below, and 2 s more).
     let counting = tokio::spawn(async move {
         let mut rounds = 0;
-        while let Ok(Ok(Some(bytes))) = tokio::time::timeout(
-            Duration::from_secs(3),
-            gatemesh_mesh::net::read_frame(&mut recv),
-        )
-        .await
+        let until = tokio::time::Instant::now() + Duration::from_secs(6);
+        while let Ok(Ok(Some(bytes))) =
+            tokio::time::timeout_at(until, gatemesh_mesh::net::read_frame(&mut recv)).await
         {
             rounds += usize::from(bytes.first() == Some(&ROUND_FRAME));
         }
@@ -956,7 +955,7 @@ async fn admissions_reach_a_peer_by_push_not_one_sync_round_each() {
     assert!(of_a.messages <= 4, "{of_a:?}");
     for (node, peer) in [(&a, "gate-b"), (&b, "gate-a")] {
         let session = node.peers().into_iter().find(|p| p.name == peer).unwrap();
-        assert_eq!((session.rounds, session.relayed), (1, 0), "{session:?}");
+        assert_eq!((session.rounds, session.relayed), (0, 0), "{session:?}");
     }
     for n in [a, b] {
         n.shutdown().await;
