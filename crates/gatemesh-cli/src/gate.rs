@@ -247,6 +247,7 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
                     bind: args.mesh,
                     static_peers: args.peers.clone(),
                     discovery,
+                    exchange_peers: true,
                 };
                 Some(node.start_mesh(mesh)?.to_string())
             }

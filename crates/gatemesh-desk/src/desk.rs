@@ -146,6 +146,7 @@ async fn start_gate(
             discovery: config
                 .discovery
                 .then_some(gatemesh_mesh::discovery::Interfaces::Physical),
+            exchange_peers: true,
         })?;
     }
     if let (Some(server), Some(token)) = (&config.server, &config.server_token) {

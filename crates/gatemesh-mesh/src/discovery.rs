@@ -86,6 +86,44 @@ fn fingerprint(der: &[u8]) -> String {
         .collect()
 }
 
+/// How long a host's IPv4 address is asked for by name ([`ask_addresses`]).
+const ASK_ADDRESSES_FOR_MS: u64 = 60_000;
+
+/// Asks mDNS for `host`'s addresses (queries go out, spaced, for
+/// [`ASK_ADDRESSES_FOR_MS`]) and sends each IPv4 one found, with `port`, on `found`.
+fn ask_addresses(
+    daemon: &ServiceDaemon,
+    host: String,
+    port: u16,
+    found: mpsc::UnboundedSender<SocketAddr>,
+) {
+    let events = match daemon.resolve_hostname(&host, Some(ASK_ADDRESSES_FOR_MS)) {
+        Ok(events) => events,
+        Err(e) => return tracing::info!("mDNS: could not ask for {host}'s address: {e}"),
+    };
+    let spawned = std::thread::Builder::new()
+        .name("mdns-host".into())
+        .spawn(move || {
+            while let Ok(event) = events.recv() {
+                let mdns_sd::HostnameResolutionEvent::AddressesFound(_, ips) = event else {
+                    continue;
+                };
+                for ip in ips {
+                    let ip = ip.to_ip_addr();
+                    if ip.is_ipv4()
+                        && !ip.is_loopback()
+                        && found.send(SocketAddr::new(ip, port)).is_err()
+                    {
+                        return;
+                    }
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::info!("mDNS: could not ask for {host}'s address: {e}");
+    }
+}
+
 impl Discovery {
     /// Starts announcing and browsing; every peer address found is sent on `found`
     /// (possibly more than once).
@@ -137,10 +175,13 @@ impl Discovery {
             .browse(SERVICE_TYPE)
             .map_err(|e| invalid!("mDNS: {e}"))?;
         let (event, me) = (config.event.clone(), config.name.clone());
+        let resolver = daemon.clone();
         std::thread::Builder::new()
             .name("mdns-browse".into())
             .spawn(move || {
                 let mut announced = HashSet::new();
+                // Hosts whose IPv4 address is being asked for by name.
+                let mut asking = HashSet::new();
                 while let Ok(ev) = events.recv() {
                     let ServiceEvent::ServiceResolved(service) = ev else {
                         continue;
@@ -164,6 +205,17 @@ impl Discovery {
                         remote if !remote.is_empty() => remote,
                         _ => v4,
                     };
+                    if usable.is_empty() {
+                        // Resolved without an IPv4 address: the packet that carried it was
+                        // lost (32 gates starting at once overflow a receiver's socket), and
+                        // the responders leave the service out of their answers to the next
+                        // browse, which names it as known. Ask for the host's addresses.
+                        let host = service.get_hostname().to_owned();
+                        if asking.insert(host.clone()) {
+                            ask_addresses(&resolver, host, service.port, found.clone());
+                        }
+                        continue;
+                    }
                     for ip in usable {
                         let addr = SocketAddr::new(ip.into(), service.port);
                         if announced.insert(addr) && found.send(addr).is_err() {

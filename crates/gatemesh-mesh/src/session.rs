@@ -193,6 +193,8 @@ pub enum Frame<'a> {
     Summary(&'a [u8]),
     /// The peer asks for changes by hash ([`NEED_FRAME`]).
     Need(&'a [u8]),
+    /// The addresses of the devices the peer is connected to ([`PEERS_FRAME`]).
+    Peers(&'a [u8]),
     /// Any other sync message.
     Sync(&'a [u8]),
 }
@@ -207,6 +209,7 @@ impl<'a> Frame<'a> {
             Some((&STATS_FRAME, rest)) => Self::Stats(rest),
             Some((&SUMMARY_FRAME, rest)) => Self::Summary(rest),
             Some((&NEED_FRAME, rest)) => Self::Need(rest),
+            Some((&PEERS_FRAME, rest)) => Self::Peers(rest),
             Some(_) => Self::Sync(bytes),
         }
     }
@@ -252,6 +255,17 @@ pub const SUMMARY_FRAME: u8 = 0x04;
 
 /// The first byte of a frame that asks for changes by hash (what pushed changes build on).
 pub const NEED_FRAME: u8 = 0x05;
+
+/// The first byte of a frame that tells the peer where the devices this node is connected to
+/// are: `IP:port`, one a line, at most [`PEERS_MOST`] (the peer's own left out), sent when
+/// they change. mDNS loses packets when a stadium's 32 gates start at once (a gate resolved
+/// with no IPv4 address is left out of the answers to later queries): what one peer found,
+/// every peer finds. Sent and taken only with [`MeshConfig::exchange_peers`].
+pub const PEERS_FRAME: u8 = 0x06;
+
+/// Most addresses one [`PEERS_FRAME`] carries, and its most bytes.
+pub const PEERS_MOST: usize = 256;
+const PEERS_BYTES: usize = PEERS_MOST * 48;
 
 /// How often a session tells its peer its summary (a few kilobytes at a stadium's 32 gates).
 pub const SUMMARY_EVERY: Duration = Duration::from_secs(1);
@@ -363,7 +377,8 @@ pub struct PeerStatus {
     pub connected: bool,
     /// The connection's round-trip time estimate, ms.
     pub rtt_ms: Option<f64>,
-    /// Milliseconds since 1970 of the last message received.
+    /// Milliseconds since 1970 of the last message received that says what the peer holds
+    /// (a push, a summary, a sync message).
     pub last_sync_ms: Option<i64>,
     /// Sync messages received from this peer on the current connection.
     pub messages: u64,
@@ -463,6 +478,11 @@ pub struct MeshConfig {
     /// Find peers by mDNS on these interfaces; `None` for static peers only. Never start
     /// discovery where multicast must not leave the machine (see ARCHITECTURE.md).
     pub discovery: Option<crate::discovery::Interfaces>,
+    /// Tell peers where this node's other peers are, and dial those they tell of
+    /// ([`PEERS_FRAME`]): what mDNS missed (packets lost when many gates start at once, or
+    /// multicast blocked on the venue's Wi-Fi and one peer given by hand), one peer's
+    /// connections complete. Off where the topology is the point (tests of relays).
+    pub exchange_peers: bool,
 }
 
 /// A running mesh.
@@ -492,6 +512,9 @@ struct Ctx {
     /// The SHA-256 of this device's certificate.
     me_cert: [u8; 32],
     self_revoked: Arc<std::sync::atomic::AtomicBool>,
+    /// Where the addresses peers tell of go to be dialled ([`PEERS_FRAME`]), when this
+    /// device exchanges them ([`MeshConfig::exchange_peers`]).
+    told: std::sync::OnceLock<mpsc::UnboundedSender<SocketAddr>>,
 }
 
 impl Ctx {
@@ -534,12 +557,17 @@ impl Mesh {
             revoked,
             me_cert,
             self_revoked: self_revoked.clone(),
+            told: std::sync::OnceLock::new(),
         });
         let mut tasks = vec![
             tokio::spawn(accept_loop(endpoint.clone(), ctx.clone())),
             tokio::spawn(watch_revoked(ctx.clone())),
         ];
         let (found_tx, mut found) = mpsc::unbounded_channel();
+        let (told_tx, mut told) = mpsc::unbounded_channel::<SocketAddr>();
+        if config.exchange_peers {
+            let _ = ctx.told.set(told_tx);
+        }
         for addr in &config.static_peers {
             let _ = found_tx.send(*addr);
         }
@@ -564,13 +592,44 @@ impl Mesh {
                 None
             }
         };
-        // One dialer per address, however often it is announced.
+        // One dialer per address, however often it is announced or told.
         let (dial_endpoint, dial_ctx) = (endpoint.clone(), ctx.clone());
         tasks.push(tokio::spawn(async move {
-            let mut dialing = std::collections::HashSet::new();
-            while let Some(addr) = found.recv().await {
-                if dialing.insert(addr) {
-                    tokio::spawn(dial_loop(dial_endpoint.clone(), addr, dial_ctx.clone()));
+            let dialing: Dialing = Default::default();
+            let (mut found_open, mut told_open) = (true, true);
+            while found_open || told_open {
+                let (addr, tries) = tokio::select! {
+                    addr = found.recv(), if found_open => match addr {
+                        Some(addr) => (addr, None),
+                        None => { found_open = false; continue }
+                    },
+                    addr = told.recv(), if told_open => match addr {
+                        Some(addr) => (addr, Some(TOLD_TRIES)),
+                        None => { told_open = false; continue }
+                    },
+                };
+                let new = dialing.lock().is_ok_and(|mut d| {
+                    if tries.is_some() {
+                        let now = tokio::time::Instant::now();
+                        d.quiet.retain(|_, until| *until > now);
+                        let told = d.at.values().filter(|t| t.is_some()).count();
+                        if d.quiet.contains_key(&addr) || told >= TOLD_DIALLING_MOST {
+                            return false;
+                        }
+                    }
+                    if d.at.contains_key(&addr) {
+                        return false;
+                    }
+                    d.at.insert(addr, tries);
+                    true
+                });
+                if new {
+                    tokio::spawn(dial_loop(
+                        dial_endpoint.clone(),
+                        (addr, tries),
+                        dial_ctx.clone(),
+                        dialing.clone(),
+                    ));
                 }
             }
         }));
@@ -652,7 +711,36 @@ async fn accept_loop(endpoint: Endpoint, ctx: Arc<Ctx>) {
     }
 }
 
-async fn dial_loop(endpoint: Endpoint, addr: SocketAddr, ctx: Arc<Ctx>) {
+/// The addresses dial loops run for (with the attempts a told one makes), and the told
+/// addresses given up on lately, until when they are not dialled again.
+#[derive(Debug, Default)]
+struct DialingState {
+    at: std::collections::HashMap<SocketAddr, Option<u32>>,
+    quiet: std::collections::HashMap<SocketAddr, tokio::time::Instant>,
+}
+
+type Dialing = Arc<Mutex<DialingState>>;
+
+/// Failed attempts in a row after which a dial loop for an address a peer told of gives up
+/// (about ten seconds), and how long that address is then not dialled again when told of:
+/// a dishonest peer's made-up addresses cost a few packets each every few minutes, not a
+/// packet a second for ever. Addresses mDNS or the configuration found are dialled until
+/// the mesh stops.
+const TOLD_TRIES: u32 = 5;
+const TOLD_QUIET: Duration = Duration::from_secs(600);
+
+/// Most dial loops for told addresses at once (a mesh has tens of devices).
+const TOLD_DIALLING_MOST: usize = 64;
+
+/// Dials `addr` (again whenever its connection ends) until the mesh stops, or, with
+/// `tries`, until that many attempts in a row failed (it then leaves `dialing`).
+async fn dial_loop(
+    endpoint: Endpoint,
+    (addr, tries): (SocketAddr, Option<u32>),
+    ctx: Arc<Ctx>,
+    dialing: Dialing,
+) {
+    let mut failed = 0u32;
     let mut backoff = Duration::from_millis(200);
     let mut stop = ctx.stop.clone();
     // Who answered at this address last time; while that device is connected (whoever
@@ -679,6 +767,16 @@ async fn dial_loop(endpoint: Endpoint, addr: SocketAddr, ctx: Arc<Ctx>) {
         // first packet resent after 1, 3, 7 s: after a partition healed, the link came back
         // only when the next resend went out (2–2.6 s in the rehearsal). Short attempts,
         // each starting over, keep a first packet going out at least every 1.5 s.
+        if tries.is_some_and(|most| failed >= most) {
+            tracing::debug!("peer at {addr}: given up after {failed} attempts");
+            if let Ok(mut d) = dialing.lock() {
+                d.at.remove(&addr);
+                d.quiet
+                    .insert(addr, tokio::time::Instant::now() + TOLD_QUIET);
+            }
+            return;
+        }
+        failed += 1;
         let attempt = tokio::time::timeout(DIAL_ATTEMPT, dial(&endpoint, addr, &ctx.me.event));
         match attempt.await {
             Err(_) => tracing::debug!("peer at {addr}: no answer within {DIAL_ATTEMPT:?}"),
@@ -688,6 +786,7 @@ async fn dial_loop(endpoint: Endpoint, addr: SocketAddr, ctx: Arc<Ctx>) {
             }
             Ok(Ok((conn, peer))) => {
                 known = Some(peer.name.clone());
+                failed = 0;
                 match conn.open_bi().await {
                     Ok((mut send, recv)) => {
                         // Streams open lazily; a first empty frame makes it exist for the peer.
@@ -980,6 +1079,8 @@ async fn syncing(
     let mut next = None;
     // When this side last started a round.
     let mut last_round: Option<tokio::time::Instant> = None;
+    // The addresses of this node's other peers, as last told to this one.
+    let mut told_peer: Option<String> = None;
     // A frame read while gathering pushes that is not one: handled next.
     let mut held: Option<Vec<u8>> = None;
     // When to ask for what pushed changes build on, if they still wait for it.
@@ -1021,6 +1122,16 @@ async fn syncing(
                 // arrives, and what it held back a moment ago (too recent, or another's to
                 // relay first) is due by the next.
                 _ = summary.tick() => {
+                    if ctx.told.get().is_some() {
+                        let addresses = addresses_except(ctx, peer);
+                        if told_peer.as_ref() != Some(&addresses) {
+                            let mut frame = Vec::with_capacity(addresses.len() + 1);
+                            frame.push(PEERS_FRAME);
+                            frame.extend_from_slice(addresses.as_bytes());
+                            out.send(frame).await.map_err(|_| gone())?;
+                            told_peer = Some(addresses);
+                        }
+                    }
                     let reaches = reached(ctx);
                     let message = ctx.port.summary(peer, reaches).await?;
                     let mut frame = Vec::with_capacity(message.len() + 1);
@@ -1096,7 +1207,10 @@ async fn syncing(
                     .port
                     .their_summary(peer, message.to_vec(), std::time::Instant::now())
                     .await?;
-                update(ctx, peer, |s| s.bytes_received += len);
+                update(ctx, peer, |s| {
+                    s.last_sync_ms = Some(now_ms());
+                    s.bytes_received += len;
+                });
                 if answered(&out, answer, last_round, peer, ctx).await? {
                     next = Some(Turn::Start);
                 }
@@ -1106,6 +1220,16 @@ async fn syncing(
                 update(ctx, peer, |s| s.bytes_received += len);
                 if answered(&out, answer, last_round, peer, ctx).await? {
                     next = Some(Turn::Start);
+                }
+            }
+            Frame::Peers(list) => {
+                update(ctx, peer, |s| s.bytes_received += len);
+                if let Some(told) = ctx.told.get() {
+                    let addresses = told_addresses(list, conn.remote_address(), ctx);
+                    tracing::debug!("{peer} tells of {} peers new here", addresses.len());
+                    for addr in addresses {
+                        let _ = told.send(addr);
+                    }
                 }
             }
             Frame::Stats(json) => {
@@ -1148,6 +1272,53 @@ async fn answered(
         update(ctx, peer, |s| s.relayed += answer.changes as u64);
     }
     Ok(answer.round && last_round.is_none_or(|at| at.elapsed() >= ROUND_EVERY))
+}
+
+/// The addresses of the devices this node is connected to now, but `peer`'s, sorted, one a
+/// line ([`PEERS_FRAME`]).
+fn addresses_except(ctx: &Ctx, peer: &str) -> String {
+    let mut addresses: Vec<String> = ctx
+        .registry
+        .lock()
+        .map(|r| {
+            r.live
+                .iter()
+                .filter(|(name, l)| name.as_str() != peer && l.conn.close_reason().is_none())
+                .map(|(_, l)| l.conn.remote_address().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    addresses.sort();
+    addresses.truncate(PEERS_MOST);
+    addresses.join("\n")
+}
+
+/// The addresses a peer at `from` told of ([`PEERS_FRAME`]) that no connection of this
+/// node's is to: at most [`PEERS_MOST`] of a frame of at most its bytes; what does not read
+/// as `IP:port`, or is unspecified or multicast, is left out, and so is a loopback address
+/// told by a peer that is not on this machine itself.
+fn told_addresses(list: &[u8], from: SocketAddr, ctx: &Ctx) -> Vec<SocketAddr> {
+    if list.len() > PEERS_BYTES {
+        return Vec::new();
+    }
+    let connected: std::collections::HashSet<SocketAddr> = ctx
+        .registry
+        .lock()
+        .map(|r| r.live.values().map(|l| l.conn.remote_address()).collect())
+        .unwrap_or_default();
+    String::from_utf8_lossy(list)
+        .lines()
+        .take(PEERS_MOST)
+        .filter_map(|line| line.trim().parse::<SocketAddr>().ok())
+        .filter(|a| {
+            let ip = a.ip();
+            a.port() != 0
+                && !ip.is_unspecified()
+                && (!ip.is_loopback() || from.ip().is_loopback())
+                && !ip.is_multicast()
+                && !connected.contains(a)
+        })
+        .collect()
 }
 
 /// The devices this node is connected to now, by name.

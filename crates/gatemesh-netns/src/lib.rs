@@ -8,6 +8,8 @@
 //!   another namespace ([`Namespace::plug`]), links up and down, a slow link
 //!   ([`Namespace::throttle`], a token bucket), a multicast route, and commands run inside it
 //!   (`ip netns exec`).
+//! - [`NeighbourRoom`]: room in the machine's one neighbour (ARP) table for every
+//!   namespace's neighbours (a venue of 32 gates passes the kernel's default bound).
 //! - [`NsHandle`]: an open namespace a thread can enter (`setns`), for clients that must act
 //!   from inside one; [`NsId`] tells where a thread is.
 //!
@@ -30,6 +32,9 @@
 //! # Ok::<(), gatemesh_netns::Error>(())
 //! ```
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+mod neighbours;
+pub use neighbours::NeighbourRoom;
 
 use std::{
     ffi::OsStr,

@@ -127,6 +127,7 @@ impl World {
                 bind: "127.0.0.1:0".parse().unwrap(),
                 static_peers: peers.to_vec(),
                 discovery: None,
+                exchange_peers: false,
             })
             .unwrap();
         let api_config = api::ApiConfig::for_data_dir(&self.data(name)).unwrap();

@@ -591,6 +591,7 @@ async fn a_list_changed_at_the_server_reaches_a_gate_and_its_uplinkless_peer_by_
                 bind: "127.0.0.1:0".parse().unwrap(),
                 static_peers: peers,
                 discovery: None,
+                exchange_peers: false,
             })
             .unwrap();
         (node, addr)

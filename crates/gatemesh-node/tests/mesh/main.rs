@@ -99,6 +99,7 @@ impl World {
             bind: "127.0.0.1:0".parse().unwrap(),
             static_peers: peers.to_vec(),
             discovery: None,
+            exchange_peers: false,
         };
         let addr = node.start_mesh(mesh).unwrap();
         (node, addr)
@@ -863,6 +864,7 @@ async fn a_gate_restarted_mid_sync_converges() {
         bind: "127.0.0.1:0".parse().unwrap(),
         static_peers: vec![a_addr],
         discovery: None,
+        exchange_peers: false,
     })
     .unwrap();
     eventually("B holds all 200 admissions", || async {
@@ -957,6 +959,143 @@ async fn admissions_reach_a_peer_by_push_not_one_sync_round_each() {
         let session = node.peers().into_iter().find(|p| p.name == peer).unwrap();
         assert_eq!((session.rounds, session.relayed), (0, 0), "{session:?}");
     }
+    for n in [a, b] {
+        n.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gates_given_one_peer_each_find_the_others_through_it() {
+    // Multicast blocked on the venue's Wi-Fi, and each gate given the one address of a
+    // gate that was up: B tells A and C where the other is, and they connect.
+    let w = World::new();
+    let exchanging = |name: &'static str, peers: Vec<SocketAddr>| {
+        let w = &w;
+        async move {
+            let root = w.dir.path();
+            let id_dir = root.join(format!("id-{name}"));
+            pki::enroll_into(&root.join("ca"), &id_dir, Role::Gate, name, 30).unwrap();
+            let mut config = Config::new(
+                root.join(format!("data-{name}")),
+                EventId::new(EVENT).unwrap(),
+                name.into(),
+            );
+            config.keyring = Keyring::from_keys([w.issuer.public()]).unwrap();
+            config.identity = Some(pki::Identity::load(&id_dir).unwrap());
+            let node = Node::start(config).unwrap();
+            let addr = node
+                .start_mesh(MeshConfig {
+                    identity: pki::Identity::load(&id_dir).unwrap(),
+                    bind: "127.0.0.1:0".parse().unwrap(),
+                    static_peers: peers,
+                    discovery: None,
+                    exchange_peers: true,
+                })
+                .unwrap();
+            (node, addr)
+        }
+    };
+    let (b, b_addr) = exchanging("gate-b", vec![]).await;
+    let (a, _) = exchanging("gate-a", vec![b_addr]).await;
+    let (c, _) = exchanging("gate-c", vec![b_addr]).await;
+    let names = |n: &Node| {
+        let mut names: Vec<String> = n.peers().into_iter().map(|p| p.name).collect();
+        names.sort();
+        names
+    };
+    eventually("A and C found each other through B", || async {
+        names(&a) == ["gate-b", "gate-c"] && names(&c) == ["gate-a", "gate-b"]
+    })
+    .await;
+    let tid = TicketId::generate();
+    a.scan(&w.code(&tid), "a1", Direction::Entry).await.unwrap();
+    eventually("C knows A's admission", || knows(&c, &tid, "gate-a")).await;
+    // Straight from A, as A's own push: nobody relayed it.
+    let to_c = b.peers().into_iter().find(|p| p.name == "gate-c").unwrap();
+    assert_eq!(to_c.relayed, 0, "{to_c:?}");
+    for n in [a, b, c] {
+        n.shutdown().await;
+    }
+}
+
+/// An enrolled device gone dishonest tells a gate of a hundred addresses where nothing
+/// answers (UDP sockets of the test's, counting what arrives): the gate dials at most 64 of
+/// them at once, each a few times, then lets them be even when told of them again; and it
+/// keeps scanning and syncing meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_that_tells_of_made_up_addresses_gets_a_few_packets_sent_to_each() {
+    use std::sync::{Arc, atomic::AtomicUsize, atomic::Ordering::Relaxed};
+    let w = World::new();
+    let root = w.dir.path();
+    let id_dir = root.join("id-gate-a");
+    pki::enroll_into(&root.join("ca"), &id_dir, Role::Gate, "gate-a", 30).unwrap();
+    let mut config = Config::new(
+        root.join("data-gate-a"),
+        EventId::new(EVENT).unwrap(),
+        "gate-a".into(),
+    );
+    config.keyring = Keyring::from_keys([w.issuer.public()]).unwrap();
+    config.identity = Some(pki::Identity::load(&id_dir).unwrap());
+    let a = Node::start(config).unwrap();
+    let a_addr = a
+        .start_mesh(MeshConfig {
+            identity: pki::Identity::load(&id_dir).unwrap(),
+            bind: "127.0.0.1:0".parse().unwrap(),
+            static_peers: vec![],
+            discovery: None,
+            exchange_peers: true,
+        })
+        .unwrap();
+    let (b, _) = w.gate("gate-b", "ca", &[a_addr]).await;
+
+    // A hundred sockets that never answer, each counting the packets it gets.
+    let mut sinks = Vec::new();
+    let mut list = Vec::new();
+    for _ in 0..100 {
+        let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        list.push(socket.local_addr().unwrap().to_string());
+        let count = Arc::new(AtomicUsize::new(0));
+        let counted = count.clone();
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 2048];
+            while socket.recv(&mut buf).await.is_ok() {
+                counted.fetch_add(1, Relaxed);
+            }
+        });
+        sinks.push(count);
+    }
+    let broken = w.broken_identity();
+    let (_ep, _conn, mut send, _recv) = broken_session(&broken, a_addr).await;
+    let frame = [
+        &[gatemesh_mesh::session::PEERS_FRAME][..],
+        list.join("\n").as_bytes(),
+    ]
+    .concat();
+    gatemesh_mesh::net::write_frame(&mut send, &frame)
+        .await
+        .unwrap();
+    // Five attempts of at most 2 s each, and the waits between them.
+    tokio::time::sleep(Duration::from_secs(16)).await;
+    let counts = || sinks.iter().map(|c| c.load(Relaxed)).collect::<Vec<_>>();
+    let first = counts();
+    let dialled = first.iter().filter(|n| **n > 0).count();
+    assert!((1..=64).contains(&dialled), "{dialled} addresses dialled");
+    assert!(first.iter().all(|n| *n <= 40), "{first:?}");
+    // Told again: the ones given up on stay quiet.
+    gatemesh_mesh::net::write_frame(&mut send, &frame)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let again = counts();
+    for (i, (before, now)) in first.iter().zip(&again).enumerate() {
+        assert!(
+            *before == 0 || now == before,
+            "address {i}: {before} then {now}"
+        );
+    }
+    let tid = TicketId::generate();
+    b.scan(&w.code(&tid), "b1", Direction::Entry).await.unwrap();
+    eventually("A still hears from B", || knows(&a, &tid, "gate-b")).await;
     for n in [a, b] {
         n.shutdown().await;
     }

@@ -48,6 +48,7 @@ impl LocalEvent {
             bind: "127.0.0.1:0".parse()?,
             static_peers: peers,
             discovery: None,
+            exchange_peers: false,
         })
     }
 

@@ -231,6 +231,7 @@ pub async fn run_remote(args: &RemoteArgs) -> Result<serde_json::Value> {
         bind: args.bind,
         static_peers: vec![args.peer],
         discovery: None,
+        exchange_peers: false,
     })?;
     let total = 2 * args.diverged;
     wait_until(

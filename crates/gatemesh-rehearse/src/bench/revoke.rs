@@ -145,6 +145,7 @@ impl Central {
             bind: "127.0.0.1:0".parse()?,
             static_peers: peers.to_vec(),
             discovery: None,
+            exchange_peers: false,
         })?;
         if uplink {
             let file = pairing.gate_file();

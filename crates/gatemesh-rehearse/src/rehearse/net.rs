@@ -66,6 +66,9 @@ struct Netns {
     /// The switches: `br0` and `br1` for the venue LAN (side A and side B of a partition),
     /// `brw` for the "internet" between the gates and the server.
     hub: Namespace,
+    /// Room in the machine's neighbour table for every gate's neighbours (each gate talks
+    /// to every other and the server: 32 gates pass the kernel's default bound).
+    _neighbours: gatemesh_netns::NeighbourRoom,
 }
 
 struct Loopback {
@@ -136,6 +139,9 @@ impl Lan {
                     runtimes: Vec::new(),
                     hosts: Vec::new(),
                     hub: Namespace::create(format!("{prefix}hub"))?,
+                    _neighbours: gatemesh_netns::NeighbourRoom::at_least(
+                        (gates as u64 + 1) * (gates as u64 + 1) + 256,
+                    )?,
                 }),
             };
             // Built inside `lan`, so a failure half-way still cleans up on drop.
