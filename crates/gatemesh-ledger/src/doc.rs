@@ -160,28 +160,63 @@ pub struct Ledger {
     recent: crate::summary::Recent,
 }
 
-/// What changes build on, by hash, for the changes a ledger made or took in since it was
-/// opened: [`trim_sent`] walks back through them after every sync message, and automerge
-/// 0.12 answers "what does this change build on" only by building the change's whole
-/// metadata from its columns (a tenth of a busy gate's time in a rehearsal at 8 gates).
-/// A change not noted here (loaded from disk) is asked of automerge.
+/// What changes build on, by hash, for every change a ledger holds (read at open, noted as
+/// it makes or takes in more): [`trim_sent`] walks back through them after every sync
+/// message, and automerge 0.12 answers "what does this change build on" only by building
+/// the change's whole metadata from its columns (a tenth of a busy gate's time in a
+/// rehearsal at 8 gates). It also says whether a change is held, a lookup where automerge
+/// allocates and walks its queue ([`Ledger::knows`]): a peer's change that waits for one it
+/// builds on is looked at again with each push, by each peer's. Past [`DEPS_KEPT`] it starts
+/// again, and a change not noted is asked of automerge.
 #[derive(Debug, Default)]
-struct Deps(HashMap<ChangeHash, Box<[ChangeHash]>>);
+struct Deps {
+    of: HashMap<ChangeHash, Box<[ChangeHash]>>,
+    /// It holds every change the document holds: a hash it lacks is not held.
+    complete: bool,
+}
 
-/// Changes [`Deps`] notes before it starts again, empty (about 100 bytes each).
-const DEPS_KEPT: usize = 1 << 18;
+/// Changes [`Deps`] notes before it starts again, empty (about 120 bytes each).
+const DEPS_KEPT: usize = 1 << 19;
 
 impl Deps {
-    fn note(&mut self, change: &Change) {
-        if self.0.len() >= DEPS_KEPT {
-            self.0.clear();
+    /// Every change of `doc`, and its newest per writer ([`crate::summary::Summary`]), in
+    /// one pass over its change metadata.
+    fn of(doc: &automerge::Automerge) -> (Self, crate::summary::Summary) {
+        let metas = doc.get_changes_meta(&[]);
+        let mut summary = crate::summary::Summary::default();
+        let complete = metas.len() < DEPS_KEPT;
+        let mut of = HashMap::with_capacity(if complete { metas.len() } else { 0 });
+        for meta in metas {
+            summary.note(&meta.actor, meta.seq, meta.hash);
+            if complete {
+                of.insert(meta.hash, meta.deps.into_boxed_slice());
+            }
         }
-        self.0.insert(change.hash(), change.deps().into());
+        (Self { of, complete }, summary)
+    }
+
+    fn note(&mut self, change: &Change) {
+        if self.of.len() >= DEPS_KEPT {
+            self.of.clear();
+            self.complete = false;
+        }
+        self.of.insert(change.hash(), change.deps().into());
+    }
+
+    /// Whether the change `hash` is held: `None` when only automerge can tell.
+    fn holds(&self, hash: &ChangeHash) -> Option<bool> {
+        if self.of.contains_key(hash) {
+            Some(true)
+        } else if self.complete {
+            Some(false)
+        } else {
+            None
+        }
     }
 
     /// Adds what `hash` builds on to `into`; `false` if `doc` does not hold it.
     fn extend(&self, doc: &mut AutoCommit, hash: &ChangeHash, into: &mut Vec<ChangeHash>) -> bool {
-        if let Some(deps) = self.0.get(hash) {
+        if let Some(deps) = self.of.get(hash) {
             into.extend_from_slice(deps);
             return true;
         }
@@ -366,7 +401,7 @@ impl Ledger {
             tips: crate::summary::Summary::default(),
             recent: crate::summary::Recent::default(),
         };
-        ledger.tips = crate::summary::Summary::of(ledger.doc.document());
+        (ledger.deps, ledger.tips) = Deps::of(ledger.doc.document());
         ledger.revoked = ledger.read_revocations();
         ledger.reread_lists();
         let all: HashSet<TicketId> = ledger.all_tickets();
@@ -1279,7 +1314,7 @@ impl Ledger {
         let roots = roots_of(&trial)?;
         self.doc = trial;
         self.roots = roots;
-        self.tips = crate::summary::Summary::of(self.doc.document());
+        (self.deps, self.tips) = Deps::of(self.doc.document());
         self.refresh_after(&before, &after);
         Ok(new)
     }
@@ -1538,9 +1573,22 @@ pub(crate) fn holds(doc: &mut AutoCommit, hash: &ChangeHash) -> bool {
     doc.get_missing_deps(std::slice::from_ref(hash)).is_empty()
 }
 
-/// Splits `changes` (none held by `doc`) into those that can be applied now — every change
-/// they build on held or among them — and those that wait, in the order given.
-fn applicable(doc: &mut AutoCommit, changes: Vec<Change>) -> (Vec<Change>, Vec<Change>) {
+impl Ledger {
+    /// Whether this ledger holds the change `hash`: a lookup in [`Deps`] while it holds
+    /// every change, automerge's answer otherwise.
+    fn knows(&mut self, hash: &ChangeHash) -> bool {
+        self.deps
+            .holds(hash)
+            .unwrap_or_else(|| holds(&mut self.doc, hash))
+    }
+}
+
+/// Splits `changes` (none held) into those that can be applied now — every change they build
+/// on `held` or among them — and those that wait, in the order given.
+fn applicable(
+    changes: Vec<Change>,
+    mut held: impl FnMut(&ChangeHash) -> bool,
+) -> (Vec<Change>, Vec<Change>) {
     let mut ready: HashSet<ChangeHash> = HashSet::new();
     let mut waiting = changes;
     let mut out = Vec::new();
@@ -1548,7 +1596,7 @@ fn applicable(doc: &mut AutoCommit, changes: Vec<Change>) -> (Vec<Change>, Vec<C
         let before = out.len();
         let mut still = Vec::new();
         for c in waiting {
-            if c.deps().iter().all(|d| ready.contains(d) || holds(doc, d)) {
+            if c.deps().iter().all(|d| ready.contains(d) || held(d)) {
                 ready.insert(c.hash());
                 out.push(c);
             } else {
@@ -1672,7 +1720,7 @@ impl Ledger {
         let mut need: BTreeSet<ChangeHash> = BTreeSet::new();
         for c in &peer.1.changes {
             for d in c.deps() {
-                if !waiting.contains(d) && !holds(&mut self.doc, d) {
+                if !waiting.contains(d) && !self.knows(d) {
                     need.insert(*d);
                 }
             }
@@ -2087,6 +2135,22 @@ impl Ledger {
         self.take_changes(peer, incoming, now_ms, &crate::sign::Checked::default())
     }
 
+    /// Takes those of `peer`'s held-back changes ([`PeerSync::waiting`]) whose changes they
+    /// build on arrived since, by another peer or another path: checked as if pushed now.
+    /// Without this a change that came before what it builds on would wait for the peer's
+    /// next message, however long that is. Errors mean what they mean for
+    /// [`Ledger::receive_changes`]; the peer's held-back changes are dropped with one.
+    pub fn take_waiting(
+        &mut self,
+        peer: &mut PeerSync,
+        now_ms: i64,
+    ) -> Result<Vec<StoredChange>, LedgerError> {
+        if peer.1.changes.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.take_changes(peer, Vec::new(), now_ms, &crate::sign::Checked::default())
+    }
+
     /// Checks `incoming` (none held here) with what `peer` holds back, and applies what
     /// passes and builds on what is here.
     fn take_changes(
@@ -2118,15 +2182,14 @@ impl Ledger {
         checked: &crate::sign::Checked,
     ) -> Result<(Vec<Change>, HashSet<TicketId>), LedgerError> {
         let mut seen: HashSet<ChangeHash> = HashSet::new();
-        let all: Vec<Change> = peer
-            .1
-            .changes
-            .iter()
-            .cloned()
+        // Taken, not copied: what still waits goes back below; after an error the peer's
+        // connection ends, and its state with it.
+        let all: Vec<Change> = std::mem::take(&mut peer.1.changes)
+            .into_iter()
             .chain(incoming)
-            .filter(|c| seen.insert(c.hash()) && !holds(&mut self.doc, &c.hash()))
+            .filter(|c| seen.insert(c.hash()) && !self.knows(&c.hash()))
             .collect();
-        let (incoming, waiting) = applicable(&mut self.doc, all);
+        let (incoming, waiting) = applicable(all, |h| self.knows(h));
         let waiting_bytes: usize = waiting.iter().map(|c| c.raw_bytes().len()).sum();
         if waiting.len() > MAX_PENDING || waiting_bytes > MAX_PENDING_BYTES {
             return Err(LedgerError::Refused(format!(

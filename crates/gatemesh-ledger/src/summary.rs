@@ -61,16 +61,6 @@ pub const SUMMARY_REACHES_MOST: usize = 256;
 const ID_MOST: usize = 64;
 
 impl Summary {
-    /// The summary of a ledger's document, from every change it holds (at open, and when a
-    /// whole document replaces the ledger's).
-    pub(crate) fn of(doc: &automerge::Automerge) -> Self {
-        let mut summary = Self::default();
-        for meta in doc.get_changes_meta(&[]) {
-            summary.note(&meta.actor, meta.seq, meta.hash);
-        }
-        summary
-    }
-
     /// A change the ledger took (or made): the newest of its writer if it is newer.
     pub(crate) fn note(&mut self, actor: &ActorId, seq: u64, hash: ChangeHash) {
         match self.0.get_mut(actor) {

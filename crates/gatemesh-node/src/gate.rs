@@ -599,9 +599,6 @@ impl CatchUp {
         sending: impl Fn(&str) -> bool,
         now: std::time::Instant,
     ) -> bool {
-        if lack.is_some_and(|n| n <= PART) {
-            return true;
-        }
         if let Some((from, until, since)) = &self.from {
             if *until <= now && !sending(from) {
                 self.from = None;
@@ -614,6 +611,16 @@ impl CatchUp {
                 self.from = None;
             }
         }
+        let small = lack.is_some_and(|n| n <= PART);
+        match &self.from {
+            // While one peer sends a gap, another is not asked even for a small one: what it
+            // holds that this node lacks is, mostly, what the one is sending (its count
+            // shrinks as the gap arrives, and past a point it would be sent twice). Its
+            // changes still come as it pushes and relays them.
+            Some((from, _, _)) if from != peer => return false,
+            _ if small => return true,
+            _ => {}
+        }
         if let Some((rested, until)) = &self.rested
             && rested == peer
             && *until > now
@@ -621,8 +628,7 @@ impl CatchUp {
             return false;
         }
         match &mut self.from {
-            Some((from, until, _)) if from == peer => *until = now + CATCH_UP_WAIT,
-            Some(_) => return false,
+            Some((_, until, _)) => *until = now + CATCH_UP_WAIT,
             None => {
                 tracing::info!(
                     "catching up from {peer}: other peers are asked once it sent its gap"
@@ -1636,13 +1642,52 @@ impl Writer {
         let state = self.peers.entry(peer.to_owned()).or_default();
         match take(&mut self.ledger, state) {
             Ok(new) => {
+                let waiting = state.waiting() > 0;
+                let took = !new.is_empty();
                 changes.extend(new);
+                if took {
+                    self.take_waiting(changes);
+                }
                 for tid in self.ledger.take_newly_flagged() {
                     events.push(NodeEvent::Flagged { tid });
                 }
-                Ok(state.waiting() > 0)
+                Ok(waiting && self.peers.get(peer).is_some_and(|s| s.waiting() > 0))
             }
             Err(e) => Err(self.refused(peer, e)),
+        }
+    }
+
+    /// After changes were taken: the changes any peer pushed that waited for what they build
+    /// on, and now may have it (a gate's push often arrives before the changes of a third
+    /// gate it builds on, which that gate pushes itself), are taken too, until none more
+    /// are. A peer whose held-back changes are refused loses them (and is refused again,
+    /// its connection ended, if it sends them again).
+    fn take_waiting(&mut self, changes: &mut Vec<StoredChange>) {
+        loop {
+            let mut took = false;
+            let waiting: Vec<String> = self
+                .peers
+                .iter()
+                .filter(|(_, s)| s.waiting() > 0)
+                .map(|(p, _)| p.clone())
+                .collect();
+            for peer in waiting {
+                let Some(state) = self.peers.get_mut(&peer) else {
+                    continue;
+                };
+                match self.ledger.take_waiting(state, now_ms()) {
+                    Ok(new) => {
+                        took |= !new.is_empty();
+                        changes.extend(new);
+                    }
+                    Err(e) => {
+                        let _ = self.refused(&peer, e);
+                    }
+                }
+            }
+            if !took {
+                return;
+            }
         }
     }
 
@@ -2112,9 +2157,10 @@ mod tests {
             "not known yet counts as a gap"
         );
         assert!(
-            c.may_ask("south", Some(PART), idle, t0),
-            "a small gap is always asked"
+            !c.may_ask("south", Some(PART), idle, t0),
+            "a small gap waits too: it is mostly what north sends"
         );
+        assert!(c.may_ask("north", Some(PART), idle, t0), "north's rest is");
         // North's large part keeps the others waiting; so does one still being taken.
         c.taken("north", t0 + CATCH_UP_WAIT);
         assert!(!c.may_ask("south", GAP, idle, t0 + CATCH_UP_WAIT * 3 / 2));
