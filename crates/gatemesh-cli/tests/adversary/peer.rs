@@ -115,7 +115,7 @@ impl Attacker {
             if let Ok(Ok(Some(bytes))) =
                 tokio::time::timeout(Duration::from_secs(2), net::read_frame(&mut s.recv)).await
             {
-                s.take(&bytes);
+                let _ = s.take(&bytes);
             }
         }
         s
@@ -132,8 +132,9 @@ pub struct Session {
 
 impl Session {
     /// Takes a frame from the victim: its sync messages (this peer syncs; the victim's
-    /// pushes carry what its sync messages also will).
-    fn take(&mut self, frame: &[u8]) {
+    /// pushes carry what its sync messages also will). Whether it was one: the victim's
+    /// summaries, sent every second, are no part of the exchange.
+    fn take(&mut self, frame: &[u8]) -> bool {
         use gatemesh_mesh::session::Frame;
         if let Frame::Start(m) | Frame::Sync(m) = Frame::of(frame) {
             let m = sync::Message::decode(m).unwrap();
@@ -141,6 +142,9 @@ impl Session {
                 .sync()
                 .receive_sync_message(&mut self.state, m)
                 .unwrap();
+            true
+        } else {
+            false
         }
     }
 
@@ -176,12 +180,16 @@ impl Session {
     pub async fn offer(mut self) -> Option<quinn::ConnectionError> {
         self.doc.commit();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        // Quiet: no sync message for 3 s (the victim's summaries keep coming).
+        let mut quiet_from = tokio::time::Instant::now() + Duration::from_secs(3);
         while tokio::time::Instant::now() < deadline {
             self.push().await;
-            match tokio::time::timeout(Duration::from_secs(3), net::read_frame(&mut self.recv))
-                .await
-            {
-                Ok(Ok(Some(bytes))) => self.take(&bytes),
+            match tokio::time::timeout_at(quiet_from, net::read_frame(&mut self.recv)).await {
+                Ok(Ok(Some(bytes))) => {
+                    if self.take(&bytes) {
+                        quiet_from = tokio::time::Instant::now() + Duration::from_secs(3);
+                    }
+                }
                 Ok(_) => return Some(self.closed().await),
                 Err(_) => {
                     // Quiet: taken, unless the close is on its way.
