@@ -15,7 +15,7 @@ use serde_json::Value;
 use tokio::runtime::Handle;
 
 use super::{
-    load::{Cpu, cpu_time, cpu_time_of_killed},
+    load::{Cpu, cpu_time, cpu_time_of_killed, peak_memory},
     net::{Lan, Place},
 };
 
@@ -130,7 +130,8 @@ pub(super) struct Gates {
     lives: Mutex<Vec<Lives>>,
 }
 
-/// One gate's CPU time: lives that ended, and where the current one's count starts.
+/// One gate's CPU time: lives that ended, and where the current one's count starts; and its
+/// peak memory.
 #[derive(Debug, Default, Clone)]
 struct Lives {
     /// CPU time of the lives that ended (counted from the doors opening).
@@ -140,6 +141,8 @@ struct Lives {
     lives: u32,
     /// A life whose CPU time could not be read.
     unread: bool,
+    /// The most memory (resident set, bytes) any life ended so far held at once.
+    peak: u64,
 }
 
 impl Gates {
@@ -182,6 +185,7 @@ impl Gates {
                 base: base.unwrap_or_default(),
                 lives: 1,
                 unread: base.is_none(),
+                peak: lives[i].peak,
             };
         }
         Ok(())
@@ -190,16 +194,20 @@ impl Gates {
     /// Gate `i`'s CPU time since the doors opened, over every life; `None` if a life's
     /// could not be read.
     pub(super) fn cpu(&self, i: usize) -> Result<Option<Cpu>> {
-        let now = match self.pid(i)? {
+        let pid = self.pid(i)?;
+        let now = match pid {
             Some(pid) => cpu_time(pid).ok(),
             None => Some(Duration::ZERO),
         };
+        let peak_now = pid.and_then(|pid| peak_memory(pid).ok()).unwrap_or(0);
         let lives = self.lives.lock().map_err(|_| anyhow!("poisoned"))?;
         let l = &lives[i];
+        let peak = l.peak.max(peak_now);
         Ok(match now {
             Some(now) if !l.unread => Some(Cpu {
                 spent: l.spent + now.saturating_sub(l.base),
                 lives: l.lives,
+                peak_memory: (peak > 0).then_some(peak),
             }),
             _ => None,
         })
@@ -230,12 +238,15 @@ impl Gates {
         let mut children = self.children.lock().map_err(|_| anyhow!("poisoned"))?;
         if let Some(mut c) = children.0.remove(&format!("gate-{i}")) {
             let before = cpu_time(c.id()).ok();
+            // A dead process's status has no memory lines: read before the kill.
+            let peak = peak_memory(c.id()).unwrap_or(0);
             c.kill()?;
             // Killed and not yet reaped, it still reports its whole life.
             let last = cpu_time_of_killed(c.id()).ok().or(before);
             c.wait()?;
             let mut lives = self.lives.lock().map_err(|_| anyhow!("poisoned"))?;
             let l = &mut lives[i];
+            l.peak = l.peak.max(peak);
             match last {
                 Some(t) => l.spent += t.saturating_sub(l.base),
                 None => l.unread = true,

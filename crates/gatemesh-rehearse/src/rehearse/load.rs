@@ -72,6 +72,30 @@ fn cpu_of_stat(stat: &str) -> Result<(Duration, char)> {
     Ok((Duration::from_secs_f64(total as f64 / ticks_per_s()), state))
 }
 
+/// The most memory process `pid` has held at once so far (its resident set's high-water
+/// mark, `VmHWM` of `/proc/PID/status`), in bytes. A process that died has none to read.
+pub(super) fn peak_memory(pid: u32) -> Result<u64> {
+    let path = format!("/proc/{pid}/status");
+    let status = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    vm_hwm_of_status(&status).with_context(|| format!("{path}: no VmHWM"))
+}
+
+/// `VmHWM` of a `/proc/PID/status`, in bytes (the file says kB: KiB).
+fn vm_hwm_of_status(status: &str) -> Result<u64> {
+    let line = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .ok_or_else(|| anyhow!("no VmHWM line"))?;
+    let kib = line
+        .trim()
+        .strip_suffix("kB")
+        .ok_or_else(|| anyhow!("VmHWM not in kB: {line:?}"))?
+        .trim()
+        .parse::<u64>()
+        .with_context(|| format!("VmHWM {line:?}"))?;
+    Ok(kib * 1024)
+}
+
 /// The machine's 1-minute load average now.
 fn load_1m() -> Result<f64> {
     let s = std::fs::read_to_string("/proc/loadavg").context("reading /proc/loadavg")?;
@@ -179,11 +203,13 @@ pub(super) async fn sample(shared: Arc<Shared>, gates: Vec<At>) -> Seen {
     }
 }
 
-/// Each gate's CPU time through the event, over all its lives.
+/// Each gate's CPU time through the event, over all its lives; and the most memory one of
+/// its lives held at once (start-up included), when it could be read.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct Cpu {
     pub spent: Duration,
     pub lives: u32,
+    pub peak_memory: Option<u64>,
 }
 
 /// What the event cost, for the report: `(per gate, summary)`; each gate's entry goes into
@@ -193,6 +219,8 @@ pub(super) fn report(seen: &Seen, cpu: &[Option<Cpu>], admitted: &[usize]) -> (V
     let mut backlogs: Vec<u64> = Vec::new();
     let (mut fell, mut sessions_fell, mut sessions) = (0, 0, 0);
     let mut cpu_total = Duration::ZERO;
+    let mib = |bytes: u64| round(bytes as f64 / (1024.0 * 1024.0));
+    let peaks: Vec<u64> = cpu.iter().flatten().filter_map(|c| c.peak_memory).collect();
     for (g, links) in seen.links.iter().enumerate() {
         let admitted = admitted.get(g).copied().unwrap_or(0);
         let held = seen.held.get(g).copied().flatten();
@@ -220,6 +248,9 @@ pub(super) fn report(seen: &Seen, cpu: &[Option<Cpu>], admitted: &[usize]) -> (V
                 "ms_per_admission": per(admitted as u64),
                 "redemptions_held": held,
                 "ms_per_redemption_held": held.map_or(Value::Null, per),
+            },
+            "memory": {
+                "peak_mib": c.and_then(|c| c.peak_memory).map(mib),
             },
             "push_queue": {
                 "peer_links": links.len(),
@@ -254,6 +285,11 @@ pub(super) fn report(seen: &Seen, cpu: &[Option<Cpu>], admitted: &[usize]) -> (V
                 "mean": (!load.is_empty()).then(|| round(load.iter().sum::<f64>() / load.len() as f64)),
                 "max": load.iter().copied().reduce(f64::max).map(round),
             },
+        },
+        "gate_memory": {
+            "peak_mib_max": peaks.iter().max().copied().map(mib),
+            "peak_mib_mean": (!peaks.is_empty())
+                .then(|| mib(peaks.iter().sum::<u64>() / peaks.len() as u64)),
         },
         "gate_cpu": {
             "s": round(cpu_total.as_secs_f64()),
@@ -379,6 +415,7 @@ mod tests {
             Some(Cpu {
                 spent: Duration::from_secs(2),
                 lives: 2,
+                peak_memory: Some(300 * 1024 * 1024),
             }),
             None,
         ];
@@ -396,5 +433,22 @@ mod tests {
         assert_eq!(summary["push_queues"]["backlog_max"], 5);
         assert_eq!(summary["push_queues"]["peer_links"], 2);
         assert_eq!(summary["gate_cpu"]["ms_per_admission"], 20.0);
+        assert_eq!(per_gate[0]["memory"]["peak_mib"], 300.0);
+        assert_eq!(per_gate[1]["memory"]["peak_mib"], Value::Null);
+        assert_eq!(summary["gate_memory"]["peak_mib_max"], 300.0);
+    }
+
+    #[test]
+    fn peak_memory_is_the_high_water_mark_in_bytes() {
+        let status = "Name:\tgatemesh\nVmPeak:\t 900 kB\nVmHWM:\t  2048 kB\nVmRSS:\t 1024 kB\n";
+        assert_eq!(vm_hwm_of_status(status).unwrap(), 2048 * 1024);
+        assert!(vm_hwm_of_status("Name:\tx\n").is_err(), "a zombie has none");
+        assert!(vm_hwm_of_status("VmHWM:\t12 MB\n").is_err());
+        assert!(vm_hwm_of_status("VmHWM:\tlots kB\n").is_err());
+        // This process holds at least the buffer it touched.
+        let buffer = vec![1u8; 32 * 1024 * 1024];
+        std::hint::black_box(&buffer);
+        assert!(peak_memory(std::process::id()).unwrap() >= 32 * 1024 * 1024);
+        assert!(peak_memory(u32::MAX).is_err());
     }
 }

@@ -340,6 +340,7 @@ pub(super) fn build(i: Inputs<'_>) -> Result<Value> {
         },
         "machine": cost["machine"],
         "gate_cpu": cost["gate_cpu"],
+        "gate_memory": cost["gate_memory"],
         "push_queues": cost["push_queues"],
         "agreement": i.agreement.to_json(),
         "staff_resolution": {
@@ -873,12 +874,14 @@ pub fn text(r: &Value) -> String {
     let q = &r["push_queues"];
     let _ = writeln!(
         s,
-        "  machine: {} cores, load average (1 min) mean {}, max {} ({} samples); gates' CPU {} ms per admission",
+        "  machine: {} cores, load average (1 min) mean {}, max {} ({} samples); gates' CPU {} ms per admission; gates' peak memory mean {} MiB, max {} MiB",
         m["cores"],
         m["load_average_1m"]["mean"],
         m["load_average_1m"]["max"],
         m["load_average_1m"]["samples"],
-        r["gate_cpu"]["ms_per_admission"]
+        r["gate_cpu"]["ms_per_admission"],
+        r["gate_memory"]["peak_mib_mean"],
+        r["gate_memory"]["peak_mib_max"]
     );
     let _ = writeln!(
         s,
@@ -894,7 +897,7 @@ pub fn text(r: &Value) -> String {
         let (c, p) = (&g["cpu"], &g["push_queue"]);
         let _ = writeln!(
             s,
-            "  {:<14} CPU {:>7} s ({})  {:>7} ms/admission  {:>7} ms/redemption held ({} held)  push backlog max {:>4}  fell behind {} in {} sessions",
+            "  {:<14} CPU {:>7} s ({})  {:>7} ms/admission  {:>7} ms/redemption held ({} held)  push backlog max {:>4}  fell behind {} in {} sessions  peak memory {} MiB",
             g["gate"].as_str().unwrap_or_default(),
             c["s"],
             if c["lives"] == 1 {
@@ -907,7 +910,8 @@ pub fn text(r: &Value) -> String {
             c["redemptions_held"],
             p["backlog_max"],
             p["fell_behind"],
-            p["sessions_fell_behind"]
+            p["sessions_fell_behind"],
+            g["memory"]["peak_mib"]
         );
     }
     let z = &r["staff_resolution"];
