@@ -102,6 +102,44 @@ fn run(command: &mut Command) -> Result<(), Error> {
     Ok(())
 }
 
+/// Deletes the namespaces named `kind` then a process id, then anything, whose process is
+/// gone: what a harness killed with SIGKILL (a timeout, an operator) left behind, its
+/// drops never run. A namespace whose process id is alive is left alone (even if the id
+/// was reused: the cautious way round). Returns the names deleted.
+pub fn remove_orphans(kind: &str) -> Result<Vec<String>, Error> {
+    let dir = Path::new("/run/netns");
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(Error::Open {
+                path: dir.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = orphan_pid(&name, kind) else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            ip(&["netns", "del", &name])?;
+            removed.push(name);
+        }
+    }
+    removed.sort();
+    Ok(removed)
+}
+
+/// The process id in a namespace name `kind` + digits + anything, if it is one.
+fn orphan_pid(name: &str, kind: &str) -> Option<u32> {
+    let rest = name.strip_prefix(kind)?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
 /// A named network namespace, deleted (with every link inside it) when dropped.
 #[derive(Debug)]
 pub struct Namespace {

@@ -161,3 +161,37 @@ fn a_throttled_cable_carries_a_trickle_of_a_burst_until_the_limit_is_lifted() {
     let e = hub.unthrottle("hv1").unwrap_err();
     assert!(e.to_string().starts_with("ip netns exec "), "{e}");
 }
+
+#[test]
+fn orphan_pids_are_read_from_the_name() {
+    assert_eq!(orphan_pid("gmr12345hub", "gmr"), Some(12345));
+    assert_eq!(orphan_pid("gmt77x3a", "gmt"), Some(77));
+    assert_eq!(orphan_pid("gmrhub", "gmr"), None, "no pid");
+    assert_eq!(orphan_pid("gmn12hub", "gmr"), None, "another kind");
+    assert_eq!(
+        orphan_pid("gmr99999999999999999999x", "gmr"),
+        None,
+        "no pid is that big"
+    );
+}
+
+/// A harness killed with SIGKILL leaves its namespaces; the next one clears them, and only
+/// them: a living process's stay.
+#[test]
+fn namespaces_of_a_dead_process_are_removed_and_a_living_ones_are_not() {
+    if skip() {
+        return;
+    }
+    // A process that has exited: its id is free (and, so soon, not yet reused).
+    let mut gone = Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let orphan = format!("gmo{dead}x");
+    ip(&["netns", "add", &orphan]).unwrap();
+    let mine = Namespace::create(format!("gmo{}x", std::process::id())).unwrap();
+    let removed = remove_orphans("gmo").unwrap();
+    assert!(removed.contains(&orphan), "{removed:?}");
+    assert!(!listed(&orphan));
+    assert!(listed(mine.name()), "a living process's namespace stays");
+    assert!(!removed.iter().any(|n| n == mine.name()));
+}

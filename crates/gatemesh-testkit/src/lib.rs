@@ -223,6 +223,8 @@ impl Net {
         }
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // What a test process killed outright (a timeout) left behind goes first.
+        must(gatemesh_netns::remove_orphans("gmt"));
         let prefix = format!("gmt{}x{k}", std::process::id());
         // Built into `net` step by step, so a failure half-way still cleans up on drop.
         let mut net = Self {

@@ -132,6 +132,10 @@ impl Lan {
     /// Namespaces when `netns`, loopback otherwise. Call from inside the main runtime.
     pub async fn new(gates: usize, netns: bool) -> Result<Self> {
         let kind = if netns {
+            // What an earlier rehearsal killed outright left behind goes first.
+            for name in gatemesh_netns::remove_orphans("gmr")? {
+                eprintln!("rehearsal: removed {name}, left by a rehearsal that was killed");
+            }
             let prefix = format!("gmr{}", std::process::id());
             let mut lan = Self {
                 gates,
