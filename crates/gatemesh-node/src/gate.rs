@@ -520,6 +520,10 @@ pub(crate) struct Writer {
     pub part: usize,
     /// A peer's message was refused after it may have reached the document.
     pub reload_after_commit: bool,
+    /// Peers whose held-back changes were refused when another peer's changes let them be
+    /// taken ([`Writer::take_waiting`]): why, answered to the peer's next message, which
+    /// ends its connection as a refusal of its own message would have.
+    pub refused_waiting: std::collections::HashMap<String, String>,
     /// The ledger in memory may hold changes that are not on disk and reopening it failed
     /// (the file still locked, the disk gone): until a reload succeeds, nothing is stored
     /// and every command is answered with the storage's failure.
@@ -1468,6 +1472,7 @@ impl Writer {
             }
             SyncRequest::Forget { peer } => {
                 self.peers.remove(&peer);
+                self.refused_waiting.remove(&peer);
                 self.taking.retain(|t| t.peer != peer);
                 Box::new(|_| {})
             }
@@ -1483,13 +1488,16 @@ impl Writer {
         relay: Result<gatemesh_ledger::Relay, gatemesh_ledger::LedgerError>,
         reply: tokio::sync::oneshot::Sender<Result<gatemesh_mesh::session::Answer, String>>,
     ) -> Deferred {
-        let answer = relay
-            .map(|r| gatemesh_mesh::session::Answer {
-                frames: r.frames,
-                changes: r.changes,
-                round: r.round.is_some() || r.catch_up,
-            })
-            .map_err(|e| self.refused(peer, e));
+        let answer = match self.refused_waiting.remove(peer) {
+            Some(why) => Err(why),
+            None => relay
+                .map(|r| gatemesh_mesh::session::Answer {
+                    frames: r.frames,
+                    changes: r.changes,
+                    round: r.round.is_some() || r.catch_up,
+                })
+                .map_err(|e| self.refused(peer, e)),
+        };
         Box::new(move |failed| {
             let _ = reply.send(match failed {
                 Some(_) => Ok(Default::default()),
@@ -1638,11 +1646,13 @@ impl Writer {
             &mut gatemesh_ledger::PeerSync,
         ) -> Result<Vec<StoredChange>, gatemesh_ledger::LedgerError>,
     ) -> Result<bool, String> {
+        if let Some(why) = self.refused_waiting.remove(peer) {
+            return Err(why);
+        }
         let _ = self.ledger.take_newly_flagged();
         let state = self.peers.entry(peer.to_owned()).or_default();
         match take(&mut self.ledger, state) {
             Ok(new) => {
-                let waiting = state.waiting() > 0;
                 let took = !new.is_empty();
                 changes.extend(new);
                 if took {
@@ -1651,7 +1661,7 @@ impl Writer {
                 for tid in self.ledger.take_newly_flagged() {
                     events.push(NodeEvent::Flagged { tid });
                 }
-                Ok(waiting && self.peers.get(peer).is_some_and(|s| s.waiting() > 0))
+                Ok(self.peers.get(peer).is_some_and(|s| s.waiting() > 0))
             }
             Err(e) => Err(self.refused(peer, e)),
         }
@@ -1660,8 +1670,8 @@ impl Writer {
     /// After changes were taken: the changes any peer pushed that waited for what they build
     /// on, and now may have it (a gate's push often arrives before the changes of a third
     /// gate it builds on, which that gate pushes itself), are taken too, until none more
-    /// are. A peer whose held-back changes are refused loses them (and is refused again,
-    /// its connection ended, if it sends them again).
+    /// are. A peer whose held-back changes are refused loses them, and its connection at
+    /// its next message ([`Writer::refused_waiting`]).
     fn take_waiting(&mut self, changes: &mut Vec<StoredChange>) {
         loop {
             let mut took = false;
@@ -1681,7 +1691,8 @@ impl Writer {
                         changes.extend(new);
                     }
                     Err(e) => {
-                        let _ = self.refused(&peer, e);
+                        let why = self.refused(&peer, e);
+                        self.refused_waiting.insert(peer, why);
                     }
                 }
             }

@@ -343,6 +343,7 @@ impl Node {
             vouched: vouched.clone(),
             part: gate::PART,
             reload_after_commit: false,
+            refused_waiting: Default::default(),
             reload_pending: false,
             revoked: revoked.clone(),
             wake: commands.downgrade(),

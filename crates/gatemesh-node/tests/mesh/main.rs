@@ -81,6 +81,24 @@ impl World {
         peers: &[SocketAddr],
         configure: impl FnOnce(&mut Config),
     ) -> (Node, SocketAddr) {
+        self.launch(name, ca, role, peers, configure, false)
+    }
+
+    /// A gate that tells its peers where its other peers are, and dials what it is told of
+    /// (as `gatemesh gate` and the app do).
+    async fn exchanging_gate(&self, name: &str, peers: &[SocketAddr]) -> (Node, SocketAddr) {
+        self.launch(name, "ca", Role::Gate, peers, |_| {}, true)
+    }
+
+    fn launch(
+        &self,
+        name: &str,
+        ca: &str,
+        role: Role,
+        peers: &[SocketAddr],
+        configure: impl FnOnce(&mut Config),
+        exchange_peers: bool,
+    ) -> (Node, SocketAddr) {
         let root = self.dir.path();
         let id_dir = root.join(format!("id-{name}"));
         pki::enroll_into(&root.join(ca), &id_dir, role, name, 30).unwrap();
@@ -98,7 +116,7 @@ impl World {
             bind: "127.0.0.1:0".parse().unwrap(),
             static_peers: peers.to_vec(),
             discovery: None,
-            exchange_peers: false,
+            exchange_peers,
         };
         let addr = node.start_mesh(mesh).unwrap();
         (node, addr)
@@ -165,7 +183,7 @@ async fn an_admit_at_a_reaches_every_gate_and_is_a_duplicate_there() {
     assert_eq!(names, ["gate-a", "gate-c"]);
     assert!(peers.iter().all(|p| p.connected && p.rtt_ms.is_some()));
     // B relayed A's admission to C when C's summary showed it lacked it (C does not reach
-    // A); no round of the sync protocol but the one on connect carried it.
+    // A); no round of the sync protocol carried it.
     let to_c = peers.iter().find(|p| p.name == "gate-c").unwrap();
     assert!(to_c.relayed >= 1, "{to_c:?}");
     assert_eq!(to_c.rounds, 0, "{to_c:?}");
@@ -1046,40 +1064,77 @@ async fn a_change_that_came_before_what_it_builds_on_is_taken_when_that_comes_by
     a.shutdown().await;
 }
 
+/// The same order of arrival, from an enrolled device gone dishonest: X pushes a forged
+/// change (a device record that does not read) built on Y's admission, which gate A does
+/// not hold yet; Y's arrives by Y. A checks X's change when it can take it, refuses it, and
+/// ends X's connection at X's next message (here its summary), as it would have had the
+/// change come after what it builds on; Y's admission is taken and Y stays connected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_change_that_waited_for_another_peers_is_refused_and_its_sender_dropped() {
+    use automerge::{ROOT, ReadDoc, transaction::Transactable};
+    let w = World::new();
+    let (a, a_addr) = w.gate("gate-a", "ca", &[]).await;
+    let (x_id, y_id) = (w.identity("gate-x"), w.identity("gate-y"));
+    let mut y = ledger_of(&y_id);
+    let tid = TicketId::generate();
+    let of_y = admitted(&mut y, &tid, "gate-y");
+
+    let event = EventId::new(EVENT).unwrap();
+    let mut forged = automerge::AutoCommit::load(&gatemesh_ledger::genesis(&event)).unwrap();
+    forged.load_incremental(&of_y).unwrap();
+    let (x_signer, _) = gatemesh_ledger::Signer::from_identity(&x_id, &event).unwrap();
+    let x_node = x_signer.node().as_str().to_owned();
+    forged.set_actor(automerge::ActorId::from(x_node.as_bytes()));
+    let devices = forged.get(ROOT, "devices").unwrap().unwrap().1;
+    forged
+        .put(&devices, x_node.as_str(), "not a device record")
+        .unwrap();
+    forged.commit();
+    let forged_change = forged.get_last_local_change().unwrap().raw_bytes().to_vec();
+
+    let push = |changes: &[u8]| {
+        let mut frame = vec![gatemesh_mesh::session::PUSH_FRAME];
+        frame.extend_from_slice(changes);
+        frame
+    };
+    let (_ep_x, conn_x, mut send_x, _recv_x) = broken_session(&x_id, a_addr).await;
+    gatemesh_mesh::net::write_frame(&mut send_x, &push(&forged_change))
+        .await
+        .unwrap();
+    eventually("A is connected to X", || async { a.peers().len() == 1 }).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        conn_x.close_reason().is_none(),
+        "X's change waits, unchecked"
+    );
+    let (_ep_y, conn_y, mut send_y, _recv_y) = broken_session(&y_id, a_addr).await;
+    gatemesh_mesh::net::write_frame(&mut send_y, &push(&of_y))
+        .await
+        .unwrap();
+    eventually("A holds Y's admission", || knows(&a, &tid, "gate-y")).await;
+
+    // X says what it holds, as every peer does each second: A's answer is the end.
+    let mut summary = vec![gatemesh_mesh::session::SUMMARY_FRAME];
+    summary.extend_from_slice(&gatemesh_ledger::Summary::default().encode(&[]));
+    let _ = gatemesh_mesh::net::write_frame(&mut send_x, &summary).await;
+    tokio::time::timeout(Duration::from_secs(10), conn_x.closed())
+        .await
+        .expect("A drops X");
+    assert!(conn_y.close_reason().is_none(), "Y stays");
+    let (redemptions, audit) = a.records().await.unwrap();
+    assert_eq!(redemptions.len(), 1, "{redemptions:?}");
+    assert!(audit.iter().all(|e| e.node.as_str() != x_node), "{audit:?}");
+    a.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gates_given_one_peer_each_find_the_others_through_it() {
     // Multicast blocked on the venue's Wi-Fi, and each gate given the one address of a
     // gate that was up: B tells A and C where the other is, and they connect.
     let w = World::new();
-    let exchanging = |name: &'static str, peers: Vec<SocketAddr>| {
-        let w = &w;
-        async move {
-            let root = w.dir.path();
-            let id_dir = root.join(format!("id-{name}"));
-            pki::enroll_into(&root.join("ca"), &id_dir, Role::Gate, name, 30).unwrap();
-            let mut config = Config::new(
-                root.join(format!("data-{name}")),
-                EventId::new(EVENT).unwrap(),
-                name.into(),
-            );
-            config.keyring = Keyring::from_keys([w.issuer.public()]).unwrap();
-            config.identity = Some(pki::Identity::load(&id_dir).unwrap());
-            let node = Node::start(config).unwrap();
-            let addr = node
-                .start_mesh(MeshConfig {
-                    identity: pki::Identity::load(&id_dir).unwrap(),
-                    bind: "127.0.0.1:0".parse().unwrap(),
-                    static_peers: peers,
-                    discovery: None,
-                    exchange_peers: true,
-                })
-                .unwrap();
-            (node, addr)
-        }
-    };
-    let (b, b_addr) = exchanging("gate-b", vec![]).await;
-    let (a, _) = exchanging("gate-a", vec![b_addr]).await;
-    let (c, _) = exchanging("gate-c", vec![b_addr]).await;
+    let (b, b_addr) = w.exchanging_gate("gate-b", &[]).await;
+    let (a, _) = w.exchanging_gate("gate-a", &[b_addr]).await;
+    let (c, _) = w.exchanging_gate("gate-c", &[b_addr]).await;
     let names = |n: &Node| {
         let mut names: Vec<String> = n.peers().into_iter().map(|p| p.name).collect();
         names.sort();
@@ -1108,26 +1163,7 @@ async fn gates_given_one_peer_each_find_the_others_through_it() {
 async fn a_peer_that_tells_of_made_up_addresses_gets_a_few_packets_sent_to_each() {
     use std::sync::{Arc, atomic::AtomicUsize, atomic::Ordering::Relaxed};
     let w = World::new();
-    let root = w.dir.path();
-    let id_dir = root.join("id-gate-a");
-    pki::enroll_into(&root.join("ca"), &id_dir, Role::Gate, "gate-a", 30).unwrap();
-    let mut config = Config::new(
-        root.join("data-gate-a"),
-        EventId::new(EVENT).unwrap(),
-        "gate-a".into(),
-    );
-    config.keyring = Keyring::from_keys([w.issuer.public()]).unwrap();
-    config.identity = Some(pki::Identity::load(&id_dir).unwrap());
-    let a = Node::start(config).unwrap();
-    let a_addr = a
-        .start_mesh(MeshConfig {
-            identity: pki::Identity::load(&id_dir).unwrap(),
-            bind: "127.0.0.1:0".parse().unwrap(),
-            static_peers: vec![],
-            discovery: None,
-            exchange_peers: true,
-        })
-        .unwrap();
+    let (a, a_addr) = w.exchanging_gate("gate-a", &[]).await;
     let (b, _) = w.gate("gate-b", "ca", &[a_addr]).await;
 
     // A hundred sockets that never answer, each counting the packets it gets.
