@@ -317,6 +317,7 @@ pub(super) fn build(i: Inputs<'_>) -> Result<Value> {
             "copies_where_the_first_gate_could_be_reached": copies.reachable,
             "of_them_caught_at_the_gate": copies.reachable_caught,
             "double_fires": findings.double_fires,
+            "double_fires_past_the_window_after_a_restart": findings.double_fires_past_the_window,
             "void_or_transferred_presented": changed.refused + changed.before_reach + changed.after_reach.len(),
             "void_or_transferred_refused": changed.refused,
             "void_or_transferred_admitted_before_it_reached_the_gate": changed.before_reach,
@@ -364,6 +365,9 @@ struct Findings {
     copies: Copies,
     unanswered: usize,
     double_fires: usize,
+    /// Double fires whose second shot waited for the gate to come back from a crash until
+    /// the repeat window had passed: the gate rightly took it as the code held up again.
+    double_fires_past_the_window: usize,
     /// Double fires whose second shot got another answer than the first.
     double_mismatch: Vec<String>,
     admissions: Admissions,
@@ -477,7 +481,15 @@ impl Findings {
         agreement: &Agreement,
         plan: &Plan,
     ) -> Self {
-        let double_fired: Vec<_> = scans.iter().filter(|s| s.second.is_some()).collect();
+        // A second shot that waited out a gate's restart past the repeat window is decided
+        // as the code held up again (yellow), not as the scanner firing twice.
+        let window_ms = gatemesh_ledger::Policy::default().repeat_window_ms as f64;
+        let past_window =
+            |s: &ScanRecord| s.second_waited_ms > 0.0 && s.second_apart_ms > window_ms;
+        let double_fired: Vec<_> = scans
+            .iter()
+            .filter(|s| s.second.is_some() && !past_window(s))
+            .collect();
         let double_mismatch: Vec<String> = double_fired
             .iter()
             .filter_map(|s| {
@@ -495,6 +507,10 @@ impl Findings {
                 .filter(|s| s.first.verdict == "unanswered")
                 .count(),
             double_fires: double_fired.len(),
+            double_fires_past_the_window: scans
+                .iter()
+                .filter(|s| s.second.is_some() && past_window(s))
+                .count(),
             double_mismatch,
             admissions: Admissions::of(scans, &agreement.server),
             changed: Changed::of(scans, reached),
@@ -790,13 +806,18 @@ pub fn text(r: &Value) -> String {
     let k = &r["counts"];
     let _ = writeln!(
         s,
-        "  presented {}  admitted {}  copies {} (caught at the gate {}, admitted then flagged {})  double fires {}",
+        "  presented {}  admitted {}  copies {} (caught at the gate {}, admitted then flagged {})  double fires {}{}",
         k["presentations"],
         k["admitted"],
         k["copies"],
         k["copies_caught_at_the_gate"],
         k["copies_admitted_then_flagged"],
-        k["double_fires"]
+        k["double_fires"],
+        match k["double_fires_past_the_window_after_a_restart"].as_u64() {
+            Some(n) if n > 0 =>
+                format!(" (and {n} whose second read waited out a restart past the repeat window)"),
+            _ => String::new(),
+        }
     );
     let _ = writeln!(
         s,

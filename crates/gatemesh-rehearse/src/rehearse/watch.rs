@@ -62,6 +62,11 @@ pub struct ScanRecord {
     pub first: Shot,
     /// The second shot of a double-firing scanner.
     pub second: Option<Shot>,
+    /// For a double fire, how long the second shot waited for a gate that was down, and
+    /// the time from the first shot's answer to the second's last try: the gate's two
+    /// decisions were at least that far apart.
+    pub second_waited_ms: f64,
+    pub second_apart_ms: f64,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -208,11 +213,25 @@ impl Watch {
         let gate = &self.gates[scan.gate];
         let scanner = format!("lane-{}", scan.lane + 1);
         let sent_s = self.shared.now();
+        let sent = Instant::now();
         let (first, waited_ms) = shoot(gate, &code, &scanner).await;
+        let (mut second_waited_ms, mut second_apart_ms) = (0.0, 0.0);
         let second = match scan.double_fire_ms {
             Some(ms) => {
                 tokio::time::sleep(Duration::from_millis(ms)).await;
-                Some(shoot(gate, &code, &scanner).await.0)
+                let second_sent = Instant::now();
+                let (shot, waited) = shoot(gate, &code, &scanner).await;
+                second_waited_ms = waited;
+                let first_answered =
+                    sent + Duration::from_secs_f64((waited_ms + first.latency_ms) / 1000.0);
+                let second_last_try = second_sent + Duration::from_secs_f64(waited / 1000.0);
+                second_apart_ms = round(
+                    second_last_try
+                        .saturating_duration_since(first_answered)
+                        .as_secs_f64()
+                        * 1000.0,
+                );
+                Some(shot)
             }
             None => None,
         };
@@ -239,6 +258,8 @@ impl Watch {
                 waited_ms,
                 first,
                 second,
+                second_waited_ms,
+                second_apart_ms,
             });
         }
     }

@@ -26,6 +26,8 @@ fn scan(ticket: usize, gate: usize, who: Who, sent_s: f64, first: Shot) -> ScanR
         waited_ms: 0.0,
         first,
         second: None,
+        second_waited_ms: 0.0,
+        second_apart_ms: 0.0,
     }
 }
 
@@ -187,6 +189,51 @@ fn a_double_fire_gets_the_same_answer_twice() {
         &plan(),
     );
     assert_eq!((f.double_fires, f.double_mismatch.len()), (3, 2));
+}
+
+/// A second read that reached the gate only after it came back from a crash, past the
+/// repeat window, is the code held up again: yellow is right. Within the window, or without
+/// a crash to wait out, it is still a double fire and must get the first answer.
+#[test]
+fn a_double_fire_that_waited_out_a_restart_past_the_window_is_not_one() {
+    let mut late = scan(0, 0, Who::Holder, 1.0, shot("admit", Some("r1")));
+    late.second = Some(shot("duplicate", None));
+    late.second_waited_ms = 9_000.0;
+    late.second_apart_ms = 10_400.0;
+    let mut waited_within = late.clone();
+    waited_within.second_apart_ms = 9_600.0;
+    let mut slow_without_a_crash = late.clone();
+    slow_without_a_crash.second_waited_ms = 0.0;
+    let agreement = server(&["r1"], false);
+
+    let f = Findings::of(
+        std::slice::from_ref(&late),
+        &HashMap::new(),
+        &agreement,
+        &plan(),
+    );
+    assert_eq!(
+        (
+            f.double_fires,
+            f.double_fires_past_the_window,
+            f.double_mismatch.len()
+        ),
+        (0, 1, 0)
+    );
+    let f = Findings::of(
+        &[waited_within, slow_without_a_crash],
+        &HashMap::new(),
+        &agreement,
+        &plan(),
+    );
+    assert_eq!(
+        (
+            f.double_fires,
+            f.double_fires_past_the_window,
+            f.double_mismatch.len()
+        ),
+        (2, 0, 2)
+    );
 }
 
 #[test]
