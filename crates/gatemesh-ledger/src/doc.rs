@@ -325,9 +325,7 @@ impl Ledger {
             let mut genesis_doc = genesis_doc;
             let genesis_heads = genesis_doc.get_heads();
             let mut doc = match snapshot {
-                Some(bytes) => {
-                    AutoCommit::load(bytes).map_err(|e| LedgerError::Corrupt(e.to_string()))?
-                }
+                Some(bytes) => crate::snapshot::load(bytes)?,
                 None => genesis_doc,
             };
             let mut batch = Vec::new();
@@ -1245,9 +1243,19 @@ impl Ledger {
         self.doc.get_heads()
     }
 
-    /// A compacted copy of the whole document.
+    /// A compacted copy of the whole document, as automerge saves it (a ledger file,
+    /// [`Ledger::merge_saved`]).
     pub fn save(&mut self) -> Vec<u8> {
         self.doc.save()
+    }
+
+    /// The whole document in the form a store keeps as its snapshot ([`Store::compact`],
+    /// read back by [`Ledger::open`]): saved with a fraction of the memory automerge's own
+    /// compression takes (`snapshot.rs`).
+    ///
+    /// [`Store::compact`]: crate::Store::compact
+    pub fn snapshot(&mut self) -> Vec<u8> {
+        crate::snapshot::save(&mut self.doc)
     }
 
     /// A copy of the document as it is now, to save on another thread ([`Saving::save`]):
@@ -1326,9 +1334,9 @@ impl Ledger {
 pub struct Saving(Box<AutoCommit>);
 
 impl Saving {
-    /// The document saved, as [`Ledger::save`] would have.
+    /// The document saved as a store's snapshot, as [`Ledger::snapshot`] would have.
     pub fn save(mut self) -> Vec<u8> {
-        self.0.save()
+        crate::snapshot::save(&mut self.0)
     }
 }
 

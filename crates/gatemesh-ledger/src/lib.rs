@@ -31,6 +31,7 @@ mod layout;
 mod model;
 mod revoke;
 mod sign;
+mod snapshot;
 mod state;
 mod store;
 mod summary;

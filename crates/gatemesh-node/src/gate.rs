@@ -1104,7 +1104,7 @@ impl Writer {
     }
 
     fn compact(&mut self) {
-        let snapshot = self.ledger.save();
+        let snapshot = self.ledger.snapshot();
         match self.store.compact(&snapshot) {
             Ok(()) => self.uncompacted = 0,
             Err(e) => tracing::warn!("compaction failed (the change rows stay): {e}"),

@@ -416,6 +416,14 @@ async fn a_flag_from_an_imported_ledger_is_resolved_and_audited() {
     assert_eq!(audit.len(), 1);
     assert_eq!(audit[0]["actor"], "Sam (api token)");
     assert_eq!(audit[0]["action"], "resolve:deny");
+    let redemptions = export["redemptions"].as_array().unwrap();
+    assert_eq!(redemptions.len(), 2);
+    for r in redemptions {
+        assert!(
+            r["id"].is_string() && r["tid"].is_string() && r["gate"].is_string(),
+            "{r}"
+        );
+    }
     let csv = a
         .client
         .get(format!("{}/v1/export?format=csv", a.base))
