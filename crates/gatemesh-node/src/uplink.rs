@@ -721,8 +721,10 @@ impl Up {
     }
 
     /// Resolutions staff made on this gate or its peers, so the server's flag clears too. A
-    /// ticket the server has no flag for (it never saw both admissions) answers 409, which
-    /// settles it as well; a revert of one answers 403 (the organizer's alone), skipped. The
+    /// ticket the server has no flag for (it never saw both admissions, or another gate
+    /// uploaded the decision first) answers 409, which settles it as well, and so does a
+    /// revert another gate's upload carried out already; a revert of an admission nobody
+    /// flagged answers 403 (the organizer's alone), skipped. The
     /// server records the decision as this gate's (`GATE / STAFF`, the gate's name from its
     /// credential).
     async fn resolutions(&mut self) -> anyhow::Result<()> {

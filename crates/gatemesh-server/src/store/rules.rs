@@ -229,6 +229,22 @@ pub(crate) fn resolve(
     }
     let ticket = tx.ticket(eid, tid)?.ok_or_else(|| not_found(tid))?;
     if !ticket.flagged {
+        // Every gate uploads the decisions its ledger holds, its peers' too: a revert
+        // another gate's upload carried out already finds no admission left that counts
+        // (what it covers was all reverted). Nothing to do, as for the organizer's revert of
+        // nothing, and not the organizer's to decide either: settled, not refused.
+        if by_device
+            && resolution.action == Action::Revert
+            && resolution
+                .covers
+                .iter()
+                .all(|c| ticket.reverted.contains(c))
+        {
+            return Err(StoreError::Conflict(format!(
+                "ticket {tid} has no admission left to revert: its admissions were reverted \
+                 already"
+            )));
+        }
         if by_device && resolution.action == Action::Revert {
             return Err(StoreError::Forbidden(format!(
                 "ticket {tid} is not flagged: only the organizer reverts it"

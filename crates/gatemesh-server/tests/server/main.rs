@@ -1277,6 +1277,13 @@ async fn devices_resolve_only_flags_of_their_event_and_sign_as_themselves(backen
     let (status, _) = resolve("observer", "HOME", tid(2), "revert", "Alice").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(admissions("HOME", tid(2)).await, 0);
+    // The same revert uploaded again by a gate whose ledger holds it (every gate uploads
+    // its peers' decisions too): nothing is left to revert, so it is settled (409, which a
+    // gate takes as done), not refused as the organizer's (403, which a gate shows staff
+    // as skipped); nothing changes, nothing is audited.
+    let (status, e) = resolve("north", "HOME", tid(2), "revert", "Alice").await;
+    assert_eq!(status, StatusCode::CONFLICT, "{e}");
+    assert_eq!(admissions("HOME", tid(2)).await, 0);
     // The organizer still reverts the unflagged admission.
     let (status, _) = s
         .post(
