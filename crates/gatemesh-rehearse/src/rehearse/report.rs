@@ -37,6 +37,10 @@ pub struct Agreement {
     pub disagreements: Vec<String>,
     pub server: HashMap<String, Held>,
     pub tickets: usize,
+    /// Per gate whose uplink skipped items in its current life (what the server would not
+    /// take from it, what it could not read: each one shown to its staff), how many and
+    /// the last; in a rehearsal every one is a fault.
+    pub skipped: Vec<(usize, u64, String)>,
 }
 
 impl Agreement {
@@ -45,7 +49,21 @@ impl Agreement {
             "tickets_checked": self.tickets,
             "disagreements": self.disagreements.iter().take(20).collect::<Vec<_>>(),
             "disagreement_count": self.disagreements.len(),
+            "uplink_items_skipped": self.skipped_total(),
         })
+    }
+
+    /// Items the gates' uplinks skipped, all together.
+    pub fn skipped_total(&self) -> u64 {
+        self.skipped.iter().map(|(_, n, _)| n).sum()
+    }
+
+    /// Each gate that skipped items, and the last one it skipped.
+    fn skipped_details(&self) -> Vec<String> {
+        self.skipped
+            .iter()
+            .map(|(g, n, last)| format!("gate {g}: {n} skipped, the last: {last}"))
+            .collect()
     }
 }
 
@@ -109,6 +127,11 @@ pub(super) async fn agreement(
         if backlog != 0 {
             out.disagreements
                 .push(format!("gate {g}: {backlog} redemptions not yet uploaded"));
+        }
+        let skipped = status["uplink"]["skipped"].as_u64().unwrap_or(0);
+        if skipped > 0 {
+            let last = str_of(&status["uplink"]["last_skipped"]);
+            out.skipped.push((g, skipped, last));
         }
         let export = gate.get("/v1/export").await?;
         let mut held: HashMap<String, Held> = HashMap::new();
@@ -569,6 +592,12 @@ impl Findings {
                 resolution.agreement.disagreements.len(),
                 0,
                 &resolution.agreement.disagreements,
+            ),
+            inv(
+                "uplink_items_skipped",
+                usize::try_from(resolution.agreement.skipped_total()).unwrap_or(usize::MAX),
+                0,
+                &resolution.agreement.skipped_details(),
             ),
             inv(
                 "server_admissions_minus_admissions_scanners_saw",

@@ -43,6 +43,7 @@ fn server(entries: &[&str], flagged: bool) -> Agreement {
         disagreements: Vec::new(),
         server: HashMap::from([("T0".to_owned(), held)]),
         tickets: 1,
+        skipped: Vec::new(),
     }
 }
 
@@ -317,4 +318,55 @@ fn the_lists_must_refuse_the_wrong_day_and_door_and_only_them() {
     // Refused presentations are no one's first entry.
     let c = Copies::of(&right[..2], &agreement, &plan());
     assert!(c.false_rejects.is_empty());
+}
+
+/// An item a gate's uplink skipped (what the server refused from it, shown to its staff) is
+/// a fault in a rehearsal: the invariant names the gate and the last item.
+#[test]
+fn an_item_a_gates_uplink_skipped_fails_the_rehearsal() {
+    let admitted = scan(0, 0, Who::Holder, 1.0, shot("admit", Some("r1")));
+    let agreement = server(&["r1"], false);
+    let findings = Findings::of(
+        std::slice::from_ref(&admitted),
+        &HashMap::new(),
+        &agreement,
+        &plan(),
+    );
+    let resolved = |skipped: Vec<(usize, u64, String)>| Resolution {
+        flagged: 0,
+        actions: BTreeMap::new(),
+        flags_left: 0,
+        agreement: Agreement {
+            skipped,
+            ..server(&["r1"], false)
+        },
+        converged_s: 0.0,
+    };
+    let skipped_invariant = |r: &Resolution| {
+        findings
+            .invariants(&agreement, r)
+            .into_iter()
+            .find(|i| i["name"] == "uplink_items_skipped")
+            .unwrap()
+    };
+    let clean = skipped_invariant(&resolved(Vec::new()));
+    assert_eq!(
+        (clean["value"].as_u64(), clean["ok"].as_bool()),
+        (Some(0), Some(true))
+    );
+    let faulty = skipped_invariant(&resolved(vec![(
+        2,
+        3,
+        "resolution r9 of ticket T0: only the organizer reverts it".into(),
+    )]));
+    assert_eq!(
+        (faulty["value"].as_u64(), faulty["ok"].as_bool()),
+        (Some(3), Some(false))
+    );
+    assert!(
+        faulty["examples"][0]
+            .as_str()
+            .is_some_and(|e| e.starts_with("gate 2: 3 skipped") && e.contains("r9")),
+        "{faulty}"
+    );
 }
