@@ -6,7 +6,9 @@
 # from the unpacked package under Xvfb: on a fresh machine its window shows the first-run
 # screen, and with --demo its local API answers. Needs the debug build of gatemesh-app and
 # gatemesh (scripts/test.sh runs this after the tests built them).
-set -euo pipefail
+set -Eeuo pipefail
+# A command that fails outside a check ends the script: say which, not just the exit code.
+trap 'echo "package: line $LINENO failed: $BASH_COMMAND" >&2' ERR
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 
@@ -71,7 +73,9 @@ mkdir -p "$shots"
 window_drawn() {
   local id=
   for _ in $(seq 150); do
-    id=$(xwininfo -root -tree 2>/dev/null | sed -n 's/^ *\(0x[0-9a-f]*\) "gatemesh — gate".*/\1/p' | head -n 1)
+    # xwininfo fails now and then while windows come and go under it (and `head` may close
+    # the pipe early): under `set -e -o pipefail` that ended this script with no message.
+    id=$(xwininfo -root -tree 2>/dev/null | sed -n 's/^ *\(0x[0-9a-f]*\) "gatemesh — gate".*/\1/p' | head -n 1) || id=
     [[ -n $id ]] && break
     sleep 0.2
   done
