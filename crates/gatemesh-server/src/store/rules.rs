@@ -232,9 +232,11 @@ pub(crate) fn resolve(
         // Every gate uploads the decisions its ledger holds, its peers' too: a revert
         // another gate's upload carried out already finds no admission left that counts
         // (what it covers was all reverted). Nothing to do, as for the organizer's revert of
-        // nothing, and not the organizer's to decide either: settled, not refused.
+        // nothing, and not the organizer's to decide either: settled, not refused. A ticket
+        // never reverted (never admitted, or admitted once) stays the organizer's.
         if by_device
             && resolution.action == Action::Revert
+            && !ticket.reverted.is_empty()
             && resolution
                 .covers
                 .iter()

@@ -1192,7 +1192,8 @@ async fn devices_pair_once_and_reach_only_their_own_event(backend: Backend) {
 /// decision signed with the device's own name whatever `staff` says.
 async fn devices_resolve_only_flags_of_their_event_and_sign_as_themselves(backend: Backend) {
     let s = Running::start(backend).await;
-    let tickets = s.event_with_tickets("HOME", 3).await;
+    // Ticket 3 is never admitted.
+    let tickets = s.event_with_tickets("HOME", 4).await;
     let away = s.event_with_tickets("AWAY", 1).await;
     let tid = |i: usize| tickets[i]["tid"].as_str().unwrap().to_owned();
     let north = s.paired("HOME", "North-1", "gate").await;
@@ -1284,6 +1285,24 @@ async fn devices_resolve_only_flags_of_their_event_and_sign_as_themselves(backen
     let (status, e) = resolve("north", "HOME", tid(2), "revert", "Alice").await;
     assert_eq!(status, StatusCode::CONFLICT, "{e}");
     assert_eq!(admissions("HOME", tid(2)).await, 0);
+    // Admitted again since: that admission is nobody's flag, so its revert is the
+    // organizer's again; and a ticket never admitted has no revert behind it to settle.
+    let (status, a) = s
+        .post(
+            "/v1/events/HOME/redemptions",
+            redemption("North-2b", &json!(tid(2)), "North"),
+        )
+        .await;
+    assert_eq!(
+        (status, a["verdict"].as_str()),
+        (StatusCode::OK, Some("admit")),
+        "{a}"
+    );
+    let (status, e) = resolve("north", "HOME", tid(2), "revert", "Alice").await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{e}");
+    assert_eq!(admissions("HOME", tid(2)).await, 1);
+    let (status, e) = resolve("north", "HOME", tid(3), "revert", "Alice").await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{e}");
     // The organizer still reverts the unflagged admission.
     let (status, _) = s
         .post(
