@@ -30,6 +30,7 @@ mod doc;
 mod layout;
 mod model;
 mod revoke;
+mod seal;
 mod sign;
 mod snapshot;
 mod state;
@@ -46,7 +47,7 @@ pub use decide::{
 };
 pub use doc::{
     Ledger, LedgerError, MAX_SYNC_MESSAGE, PeerSync, ReleasedLists, SYNC_CHANGES_MOST,
-    SYNC_MESSAGE_MOST, Saving, StoredChange, SyncInParts, WHOLE_BESIDES_MOST,
+    SYNC_MESSAGE_MOST, Saving, StoredChange, SyncInParts, TakenWhole, WHOLE_BESIDES_MOST,
 };
 pub use layout::{SHARDS, genesis, shard_of, ticket_map, ticket_maps};
 pub use model::{
@@ -54,6 +55,7 @@ pub use model::{
     ResolutionId, Role, Standing, Status,
 };
 pub use revoke::{Revocation, cuts as revocation_cuts};
+pub use seal::{SEAL_AFTER_MS, SEAL_EVERY};
 pub use sign::{
     CaSigner, Device, DeviceRecord, Signer, Trust, check_redemption, check_redemption_vouched,
     node_of_key,

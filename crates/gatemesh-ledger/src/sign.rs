@@ -14,6 +14,9 @@
 //! - Roles ([`may_write`]): a gate writes redemptions, resolutions and audit lines; an
 //!   observer writes resolutions and audit lines only; the server writes any record, and is
 //!   the only writer of standings (voids, transfers), which gates take as it signed them.
+//! - Seals (`seal.rs`): a writer's signed audit line naming its newest change vouches for
+//!   its own records in every change of its own beneath it; a batch that carries the seal
+//!   takes those records without verifying their signatures one by one.
 
 use std::sync::Arc;
 
@@ -81,9 +84,15 @@ pub struct Device {
 
 /// Signatures found good already (off the thread that decides scans, for a catch-up), each
 /// as one digest of the device's certificate, the message and the signature: a check that
-/// finds its digest here is as good as the ECDSA check it stands for.
+/// finds its digest here is as good as the ECDSA check it stands for. And the changes whose
+/// own writers' seals vouch for them (`seal.rs`), with their writers.
 #[derive(Debug, Default)]
-pub(crate) struct Checked(std::collections::HashSet<[u8; 32]>);
+pub(crate) struct Checked {
+    facts: std::collections::HashSet<[u8; 32]>,
+    sealed: std::collections::HashMap<automerge::ChangeHash, NodeId>,
+    /// How many records those changes hold, written by their authors.
+    sealed_records: usize,
+}
 
 impl Checked {
     /// What a good signature `sig` of `message` by `device` is kept as.
@@ -97,23 +106,46 @@ impl Checked {
     }
 
     pub(crate) fn contains(&self, fact: &[u8; 32]) -> bool {
-        self.0.contains(fact)
+        self.facts.contains(fact)
     }
 
     pub(crate) fn insert(&mut self, fact: [u8; 32]) {
-        self.0.insert(fact);
+        self.facts.insert(fact);
     }
 
     pub(crate) fn facts(&self) -> impl Iterator<Item = &[u8; 32]> {
-        self.0.iter()
+        self.facts.iter()
     }
 
     pub(crate) fn extend(&mut self, other: Checked) {
-        self.0.extend(other.0);
+        self.facts.extend(other.facts);
+        self.sealed.extend(other.sealed);
+        self.sealed_records += other.sealed_records;
     }
 
+    /// Signatures found good (not counting the records seals vouch for).
     pub(crate) fn len(&self) -> usize {
-        self.0.len()
+        self.facts.len()
+    }
+
+    /// The writer whose seal vouches for `change`, if one does.
+    pub(crate) fn sealed_by(&self, change: &automerge::ChangeHash) -> Option<&NodeId> {
+        self.sealed.get(change)
+    }
+
+    /// Keeps that their writers' seals vouch for `sealed`, holding `records` of theirs.
+    pub(crate) fn seal(
+        &mut self,
+        sealed: std::collections::HashMap<automerge::ChangeHash, NodeId>,
+        records: usize,
+    ) {
+        self.sealed.extend(sealed);
+        self.sealed_records += records;
+    }
+
+    /// How many records seals vouched for.
+    pub(crate) fn sealed_records(&self) -> usize {
+        self.sealed_records
     }
 }
 
@@ -121,7 +153,7 @@ impl Device {
     /// Whether `sig` (base64url) is this device's signature of `message`, found good in
     /// `checked` or checked now.
     pub(crate) fn verifies_with(&self, message: &[u8], sig: &str, checked: &Checked) -> bool {
-        (!checked.0.is_empty() && checked.0.contains(&Checked::fact(self, message, sig)))
+        (!checked.facts.is_empty() && checked.facts.contains(&Checked::fact(self, message, sig)))
             || self.verifies(message, sig)
     }
 

@@ -191,10 +191,53 @@ impl Store {
         changes: &[StoredChange],
         tally: &[(String, u64)],
     ) -> Result<(), StoreError> {
-        if changes.is_empty() && tally.is_empty() {
+        self.commit_replacing(None, changes, tally)
+    }
+
+    /// [`Store::commit`], first replacing every change row stored so far, and the snapshot,
+    /// with `replace` when given: a document (a snapshot) and rows after it that together
+    /// hold everything the rows and the snapshot held, and more — a whole ledger a peer sent
+    /// and what this node held that it lacked ([`crate::TakenWhole`]). One transaction: a
+    /// crash leaves the store as it was or as it is to be. A compaction saved before it
+    /// finds its snapshot older than this one and changes nothing
+    /// ([`Store::compact_through`]).
+    pub fn commit_replacing(
+        &mut self,
+        replace: Option<(&[u8], &[StoredChange])>,
+        changes: &[StoredChange],
+        tally: &[(String, u64)],
+    ) -> Result<(), StoreError> {
+        if replace.is_none() && changes.is_empty() && tally.is_empty() {
             return Ok(());
         }
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.transaction_with_behavior(if replace.is_some() {
+            TransactionBehavior::Immediate
+        } else {
+            TransactionBehavior::Deferred
+        })?;
+        if let Some((snapshot, rows)) = replace {
+            // Past every row ever stored (AUTOINCREMENT's mark, which deleted rows do not
+            // lower) and the stored snapshot's: a compaction saved from any earlier copy of
+            // the ledger is older, and changes nothing.
+            let through: i64 = tx.query_row(
+                "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'changes'), 0),
+                            COALESCE((SELECT through_seq FROM snapshot WHERE id = 1), 0))",
+                [],
+                |r| r.get(0),
+            )?;
+            tx.execute(
+                "INSERT INTO snapshot (id, bytes, through_seq) VALUES (1, ?1, ?2)
+                 ON CONFLICT (id) DO UPDATE SET bytes = excluded.bytes,
+                 through_seq = excluded.through_seq",
+                params![snapshot, through],
+            )?;
+            tx.execute("DELETE FROM changes WHERE seq <= ?1", [through])?;
+            let mut stmt =
+                tx.prepare_cached("INSERT OR IGNORE INTO changes (hash, bytes) VALUES (?1, ?2)")?;
+            for c in rows {
+                stmt.execute(params![&c.hash[..], c.bytes])?;
+            }
+        }
         {
             let mut stmt =
                 tx.prepare_cached("INSERT OR IGNORE INTO changes (hash, bytes) VALUES (?1, ?2)")?;
@@ -257,7 +300,9 @@ impl Store {
     /// Replaces the change rows up to `through` ([`Store::last_seq`] when the document was
     /// copied) with `snapshot`, a saved document that holds them all; rows stored since stay
     /// and are applied after it on open. One transaction, as [`Store::compact`]. A snapshot
-    /// older than the one stored (`through` below its) changes nothing.
+    /// no newer than the one stored (`through` not past its) changes nothing: the stored one
+    /// may hold more than its rows (a whole ledger taken from a peer,
+    /// [`Store::commit_replacing`]).
     pub fn compact_through(&mut self, snapshot: &[u8], through: i64) -> Result<(), StoreError> {
         let tx = self
             .conn
@@ -268,7 +313,7 @@ impl Store {
             })
             .optional()?
             .unwrap_or(0);
-        if through < stored {
+        if through <= stored {
             return Ok(());
         }
         tx.execute(

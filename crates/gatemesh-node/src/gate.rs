@@ -520,6 +520,9 @@ pub(crate) struct Writer {
     pub part: usize,
     /// A peer's message was refused after it may have reached the document.
     pub reload_after_commit: bool,
+    /// A whole ledger taken from a peer this batch, to store in place of every change row
+    /// with the batch's own ([`gatemesh_ledger::TakenWhole`]).
+    pub replacing: Option<gatemesh_ledger::TakenWhole>,
     /// Peers whose held-back changes were refused when another peer's changes let them be
     /// taken ([`Writer::take_waiting`]): why, answered to the peer's next message, which
     /// ends its connection as a refusal of its own message would have.
@@ -900,10 +903,9 @@ impl Writer {
                     // A peer's message failed after it reached the document: what it left
                     // there must not stay, be passed on or be built upon by the next scan.
                     // Keep what the batch made before it, then start again from disk.
-                    match self.store.append(&changes) {
+                    match self.store_batch(&changes, &[]) {
                         Ok(()) => {
-                            stored_early |= !changes.is_empty();
-                            self.uncompacted += changes.len() as i64;
+                            stored_early = true;
                         }
                         Err(e) => early = Some(NodeError::from(e)),
                     }
@@ -912,15 +914,28 @@ impl Writer {
                 }
             }
 
+            // Every few hundred changes of its own, the gate seals its history: one
+            // signature that a peer catching up takes in place of theirs (`seal.rs`). It is
+            // stored with the batch, and pushed with it.
+            if early.is_none() {
+                match self.ledger.seal_if_due(now_ms()) {
+                    Ok(Some(seal)) => {
+                        own.push(seal.clone());
+                        changes.push(seal);
+                    }
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!("could not seal this gate's history: {e}"),
+                }
+            }
             // The counts ride along with a commit the batch makes anyway.
             let tally = if self.tally_dirty && !changes.is_empty() {
                 tally_rows(&self.counts, &self.refusals)
             } else {
                 Vec::new()
             };
+            let replaced = self.replacing.is_some();
             let failed = early.or_else(|| {
-                self.store
-                    .commit(&changes, &tally)
+                self.store_batch(&changes, &tally)
                     .err()
                     .map(NodeError::from)
             });
@@ -953,7 +968,7 @@ impl Writer {
                 for event in events {
                     let _ = self.events.send(event);
                 }
-                if !changes.is_empty() || stored_early {
+                if !changes.is_empty() || stored_early || replaced {
                     self.changed.send_modify(|n| *n += 1);
                 }
                 self.push(&own);
@@ -966,9 +981,6 @@ impl Writer {
             self.marks.mark(self.ledger.noted());
             if stopping {
                 break;
-            }
-            if failed.is_none() {
-                self.uncompacted += changes.len() as i64;
             }
             // Not between the parts of a message: they would each save the document again.
             let idle = rx.is_empty() && self.taking.is_empty();
@@ -1082,6 +1094,29 @@ impl Writer {
             .map(|_| ())
     }
 
+    /// Commits a batch's changes and counters, after the whole ledger taken this batch in
+    /// place of every row stored before, if one was ([`Writer::replacing`]): the batch's
+    /// changes build on it. Counts what is left uncompacted either way; a failure drops
+    /// the whole ledger with the rest (the caller reloads from disk).
+    fn store_batch(
+        &mut self,
+        changes: &[StoredChange],
+        tally: &[(String, u64)],
+    ) -> Result<(), gatemesh_ledger::StoreError> {
+        let replacing = self.replacing.take();
+        let replace = replacing
+            .as_ref()
+            .map(|w| (w.snapshot.as_slice(), w.rows.as_slice()));
+        self.store.commit_replacing(replace, changes, tally)?;
+        match &replacing {
+            // What is left to fold is what was stored after the peer's document; an earlier
+            // compaction still saving is older and changes nothing.
+            Some(w) => self.uncompacted = (w.rows.len() + changes.len()) as i64,
+            None => self.uncompacted += changes.len() as i64,
+        }
+        Ok(())
+    }
+
     /// Stores a snapshot saved off the writer ([`Writer::compact_apart`]), unless the ledger
     /// was reloaded since it was copied.
     fn saved(&mut self, snapshot: Option<&[u8]>, through: i64, generation: u64) {
@@ -1114,6 +1149,8 @@ impl Writer {
     /// After a failed commit the ledger in memory holds changes that are not on disk; start
     /// again from what is.
     fn reload(&mut self) {
+        // A whole ledger taken but not stored goes with the ledger in memory.
+        self.replacing = None;
         // As the gate opened it: signing its own records and checking everyone else's with
         // its identity (a ledger reopened without them would take nothing from peers and
         // write unsigned records), with the manifest file's standings.
@@ -1549,20 +1586,34 @@ impl Writer {
             }
             Ok(mut parts) if parts.is_ready_whole() => {
                 match self.ledger.take_whole(&mut parts, now_ms()) {
-                    Some(new) => {
+                    Some(whole) => {
                         tracing::info!(
                             "took the whole ledger from {peer}: {} changes new here",
-                            new.len()
+                            whole.new
                         );
                         events.push(NodeEvent::CaughtUp {
                             peer: peer.clone(),
-                            changes: new.len(),
+                            changes: whole.new,
                         });
                         self.catch_up.taken(&peer, std::time::Instant::now());
+                        // Stored with the batch, in place of the rows: the peer's document
+                        // as it came, and what this gate held that it lacked.
+                        self.replacing = Some(whole);
+                        // The copies the document brought to light (taking_in starts afresh).
+                        for tid in self.ledger.take_newly_flagged() {
+                            events.push(NodeEvent::Flagged { tid });
+                        }
                         let taken = self.taking_in(&peer, changes, events, |ledger, state| {
                             ledger.finish_sync(state, parts)?;
-                            Ok(new)
+                            Ok(Vec::new())
                         });
+                        if taken.is_ok() {
+                            // Peers' pushes that waited for what the document brought.
+                            self.take_waiting(changes);
+                            for tid in self.ledger.take_newly_flagged() {
+                                events.push(NodeEvent::Flagged { tid });
+                            }
+                        }
                         return answer_after_store(reply, taken.map(|_| ()));
                     }
                     None => Ok(parts),

@@ -345,6 +345,7 @@ impl Node {
             reload_after_commit: false,
             refused_waiting: Default::default(),
             reload_pending: false,
+            replacing: None,
             revoked: revoked.clone(),
             wake: commands.downgrade(),
             saving: false,
@@ -692,10 +693,12 @@ impl Node {
                                 }
                                 tracing::info!(
                                     "a sync message of {} bytes from {from}: {} changes, {} \
-                                     signatures found good ahead, {} in {} ms",
+                                     signatures found good ahead and {} records vouched for \
+                                     by their writers' seals, {} in {} ms",
                                     bytes.len(),
                                     parts.left(),
                                     parts.prechecked(),
+                                    parts.sealed(),
                                     if parts.is_ready_whole() {
                                         "the whole ledger ready to take"
                                     } else {

@@ -42,6 +42,11 @@ struct Scene {
 }
 
 fn scene() -> Scene {
+    scene_with(Gate::new("Thief"))
+}
+
+/// [`scene`] with `thief` as the stolen gate.
+fn scene_with(mut thief: Gate) -> Scene {
     let mut victim = Gate::new("North");
     let tickets: Vec<TicketId> = (0..3).map(|_| TicketId::generate()).collect();
     victim.scan(&tickets[0], "n1", T0);
@@ -56,7 +61,6 @@ fn scene() -> Scene {
     );
     // The attacker is an enrolled device the victim has met (a stolen gate): its changes
     // are authored under its own node id, as every change from outside must be.
-    let mut thief = Gate::new("Thief");
     thief.scan(&TicketId::generate(), "t1", T0);
     super::sync_pair(&mut thief.ledger, &mut victim.ledger);
     let mut attacker = AutoCommit::load(&victim.ledger.save()).unwrap();
@@ -1041,4 +1045,227 @@ fn a_signature_found_good_once_vouches_only_for_that_record() {
     let elsewhere = gatemesh_ticket::EventId::new("ELSEWHERE-2026").unwrap();
     let foreign = super::trust_of(&elsewhere);
     assert!(gatemesh_ledger::check_redemption_vouched(&foreign, &cert, &r, &vouched).is_err());
+}
+
+/// A stolen gate whose key the attacker holds, as a [`Gate`], with that key.
+fn thief_with_key() -> (Gate, p256::ecdsa::SigningKey) {
+    let event = super::event();
+    let (signer, key) = super::device_with_key(&event, gatemesh_ledger::Role::Gate, "Thief");
+    let mut ledger = Ledger::open(
+        &event,
+        signer.node().clone(),
+        &gatemesh_ledger::genesis(&event),
+        None,
+        [],
+    )
+    .unwrap();
+    ledger.sign_with(signer, super::trust_of(&event)).unwrap();
+    let thief = Gate {
+        name: "Thief",
+        ledger,
+        policy: Default::default(),
+    };
+    (thief, key)
+}
+
+/// `record` of map `map` signed with `key`, as its writer's signature is made.
+fn signed_with<R: serde::Serialize>(
+    key: &p256::ecdsa::SigningKey,
+    map: &str,
+    record: &R,
+) -> String {
+    use p256::ecdsa::signature::Signer as _;
+    let mut message = Vec::new();
+    for part in [&b"gatemesh-record-v1"[..], b"ROCK-2026", map.as_bytes()] {
+        message.extend_from_slice(part);
+        message.push(0);
+    }
+    message.extend_from_slice(serde_json::to_string(record).unwrap().as_bytes());
+    let sig: p256::ecdsa::Signature = key.sign(&message);
+    base64_url(&sig.to_bytes())
+}
+
+/// A seal (`seal.rs`) of `node`'s history through `through`, signed with `key`.
+fn seal_line(
+    node: &NodeId,
+    through: automerge::ChangeHash,
+    at_ms: i64,
+    key: &p256::ecdsa::SigningKey,
+) -> gatemesh_ledger::AuditEntry {
+    let mut line = gatemesh_ledger::AuditEntry {
+        hlc: Hlc {
+            wall_ms: at_ms,
+            counter: 0,
+            node: node.clone(),
+        },
+        at_ms,
+        node: node.clone(),
+        actor: "Thief".into(),
+        action: "seal".into(),
+        tid: None,
+        detail: format!("vouches for its changes through {through}"),
+        sig: None,
+    };
+    line.sig = Some(signed_with(key, "audit", &line));
+    line
+}
+
+/// Puts `line` under its own key in the audit map.
+fn put_audit(a: &mut AutoCommit, line: &gatemesh_ledger::AuditEntry) {
+    let audit = map(a, "audit");
+    let key = format!(
+        "{:016x}.{:08x},{}",
+        line.hlc.wall_ms, line.hlc.counter, line.hlc.node
+    );
+    a.put(&audit, key, serde_json::to_string(line).unwrap())
+        .unwrap();
+}
+
+/// `forged` in `node`'s name, with a signature that is no one's.
+fn forged_as(node: &NodeId, at_ms: i64) -> Redemption {
+    let mut r = forged(&TicketId::generate(), at_ms);
+    r.node = node.clone();
+    r.hlc.node = node.clone();
+    r.sig = Some(base64_url(&[7u8; 64]));
+    r
+}
+
+#[test]
+fn a_seal_vouches_for_no_record_its_writer_did_not_write() {
+    // The thief puts an admission in North's name into a change of its own, then seals its
+    // history with its own, good signature: a seal vouches for its writer's records only.
+    let (thief, key) = thief_with_key();
+    let thief_node = thief.ledger.node().clone();
+    let s = scene_with(thief);
+    let north = s.victim.ledger.node().clone();
+    refused(
+        s,
+        |a| {
+            let r = forged_as(&north, T0 + 5);
+            put_record(a, &format!("{},{}", r.tid, r.id), &r);
+            let carrying = a.commit().unwrap();
+            put_audit(a, &seal_line(&thief_node, carrying, T0 + 6, &key));
+        },
+        "a redemptions record whose signature is not \"gate\"'s",
+    );
+}
+
+/// North's history sealed (its seal in the document), and a thief holding a copy.
+fn sealed_scene() -> (Scene, p256::ecdsa::SigningKey) {
+    let (thief, key) = thief_with_key();
+    let mut s = scene_with(thief);
+    s.victim.ledger.seal(T0 + 3).unwrap().unwrap();
+    s.attacker = AutoCommit::load(&s.victim.ledger.save()).unwrap();
+    (s, key)
+}
+
+#[test]
+fn a_change_made_in_a_sealing_writers_name_after_its_seal_is_not_vouched_for() {
+    // The thief writes, as North's actor, an admission in North's name: the change comes
+    // after North's seal, which reaches back only through what North wrote. Sent whole to
+    // a gate that holds nothing (the seal and the forgery in one message), or to North.
+    let (mut s, _) = sealed_scene();
+    let north = s.victim.ledger.node().clone();
+    s.attacker
+        .set_actor(ActorId::from(north.as_str().as_bytes()));
+    let r = forged_as(&north, T0 + 5);
+    put_record(&mut s.attacker, &format!("{},{}", r.tid, r.id), &r);
+    s.attacker.commit();
+    let mut late = Gate::new("Late");
+    let mut parts = super::prepared(&super::whole_message(&mut s.attacker), late.ledger.node());
+    assert!(parts.sealed() > 0, "North's own history is sealed");
+    assert!(late.ledger.take_whole(&mut parts, now()).is_none());
+    let why = late
+        .ledger
+        .take_sync_part(&mut PeerSync::default(), &mut parts, usize::MAX, now())
+        .unwrap_err();
+    assert!(
+        why.to_string()
+            .contains("whose signature is not \"gate\"'s"),
+        "{why}"
+    );
+    assert_eq!(late.ledger.redemption_count(), 0);
+    let why = sync_with(&mut late.ledger, &mut s.attacker).unwrap_err();
+    assert!(why.to_string().contains("whose signature is not"), "{why}");
+    assert_eq!(late.ledger.redemption_count(), 0);
+}
+
+#[test]
+fn a_seal_its_writer_did_not_sign_vouches_for_nothing() {
+    // The forgery in North's name and under North's actor, then a seal in North's name
+    // over it, signed by the thief: refused, the seal and the admission alike.
+    let (s, key) = sealed_scene();
+    let north = s.victim.ledger.node().clone();
+    refused(
+        s,
+        |a| {
+            a.set_actor(ActorId::from(north.as_str().as_bytes()));
+            let r = forged_as(&north, T0 + 5);
+            put_record(a, &format!("{},{}", r.tid, r.id), &r);
+            let carrying = a.commit().unwrap();
+            put_audit(a, &seal_line(&north, carrying, T0 + 6, &key));
+        },
+        "whose signature is not \"gate\"'s",
+    );
+}
+
+#[test]
+fn a_writer_that_seals_records_it_signed_badly_has_them_taken_alike_by_every_path() {
+    // A stolen gate, key in hand, writes an admission of its own with a signature that is no
+    // one's, then seals its history with a good one. It could have signed the admission as
+    // well; what matters is that every gate takes the same: pushed with its seal, by sync,
+    // whole, or in a file, it is taken. Pushed before its seal, it is not (the seal is not
+    // in the batch), and it is taken once the seal comes with it.
+    let (thief, key) = thief_with_key();
+    let thief_node = thief.ledger.node().clone();
+    let mut s = scene_with(thief);
+    let mut attacker = s.attacker;
+    let heads = s.victim.ledger.heads();
+    let r = forged_as(&thief_node, T0 + 5);
+    put_record(&mut attacker, &format!("{},{}", r.tid, r.id), &r);
+    let carrying = attacker.commit().unwrap();
+    put_audit(
+        &mut attacker,
+        &seal_line(&thief_node, carrying, T0 + 6, &key),
+    );
+    attacker.commit();
+    let pushed = |changes: &[automerge::Change]| -> Vec<u8> {
+        changes
+            .iter()
+            .flat_map(|c| c.raw_bytes().to_vec())
+            .collect()
+    };
+    let all = attacker.get_changes(&heads);
+    assert_eq!(all.len(), 2);
+    let count = |l: &Ledger| l.ticket(&r.tid).redemptions.len();
+
+    // Alone, before its seal: refused.
+    let mut alone = reopened_copy(&mut s.victim.ledger);
+    let why = alone
+        .receive_changes(&mut PeerSync::default(), &pushed(&all[..1]), now())
+        .unwrap_err();
+    assert!(why.to_string().contains("whose signature is not"), "{why}");
+    // With it: taken, by push, by sync, whole and by file.
+    let mut by_push = reopened_copy(&mut s.victim.ledger);
+    by_push
+        .receive_changes(&mut PeerSync::default(), &pushed(&all), now())
+        .unwrap();
+    let mut by_sync = reopened_copy(&mut s.victim.ledger);
+    sync_with(&mut by_sync, &mut attacker).unwrap();
+    let mut by_file = reopened_copy(&mut s.victim.ledger);
+    by_file.merge_saved(&attacker.save(), now()).unwrap();
+    let mut late = Gate::new("Late");
+    let mut parts = super::prepared(&super::whole_message(&mut attacker), late.ledger.node());
+    late.ledger
+        .take_whole(&mut parts, now())
+        .expect("taken whole");
+    for l in [&by_push, &by_sync, &by_file, &late.ledger] {
+        assert_eq!(count(l), 1);
+    }
+    assert_eq!(count(&alone), 0);
+}
+
+/// A copy of `l` that checks what it takes, as another gate holding the same would.
+fn reopened_copy(l: &mut Ledger) -> Ledger {
+    super::checking(super::reopened(l))
 }

@@ -5,6 +5,7 @@ mod attacks;
 mod lists;
 mod relay;
 mod revoke;
+mod seal;
 mod sync_fuzz;
 
 use gatemesh_ledger::{
@@ -1675,7 +1676,6 @@ fn a_whole_ledger_checked_ahead_is_taken_in_one_step_with_the_scans_made_meanwhi
     assert!(parts.is_ready_whole());
     let meanwhile = TicketId::generate();
     assert_eq!(west.scan(&meanwhile, "w1", T0 + 30).verdict, Verdict::Admit);
-    let before = west.ledger.save();
     let mut state = gatemesh_ledger::PeerSync::default();
     let stored = west
         .ledger
@@ -1690,15 +1690,15 @@ fn a_whole_ledger_checked_ahead_is_taken_in_one_step_with_the_scans_made_meanwhi
         west.scan(&tickets[100], "w1", now()).verdict,
         Verdict::Duplicate
     );
-    // What take_whole returned is what West lacked: stored after what it had, it reopens
-    // as the same ledger.
+    // What take_whole returned is what to store: North's document as it came and what West
+    // held besides it, rows after it. It reopens as the same ledger.
     let mut heads = west.ledger.heads();
     let mut reopened = Ledger::open(
         &event(),
         west.ledger.node().clone(),
         &genesis(&event()),
-        Some(&before),
-        stored,
+        Some(&stored.snapshot),
+        stored.rows,
     )
     .unwrap();
     assert_eq!(reopened.redemption_count(), 200 + 6 + 1);
