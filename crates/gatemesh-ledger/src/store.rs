@@ -1,6 +1,6 @@
 //! Durable storage of one node's ledger in SQLite (WAL).
 //!
-//! Tables: `meta` (event, node id, genesis bytes), `changes` (one row per
+//! Tables: `meta` (event, node id, genesis bytes, the store's [`STORE_FORMAT`]), `changes` (one row per
 //! Automerge change, keyed by its hash, so a damaged row is caught on load rather than
 //! silently dropped), `snapshot` (a compacted document covering every change up to a
 //! sequence number). A redemption's change is committed here before its verdict is
@@ -12,6 +12,13 @@ use gatemesh_ticket::EventId;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::{doc::StoredChange, model::NodeId};
+
+/// The form of what this version stores, in `meta` under `format`: 2, snapshots in the
+/// store's deflated form or automerge's (a peer's document taken whole), and change rows
+/// after them. Stores from before the key was kept (forms 1 and 2) get it when opened. A
+/// store of a later form — written by a newer gatemesh — is refused by name and left as it
+/// is, where reading it could have taken it for damaged.
+pub const STORE_FORMAT: i64 = 2;
 
 /// How hard each commit pushes to the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -45,6 +52,15 @@ pub enum StoreError {
     /// A node id, genesis or change hash is missing or malformed.
     #[error("the database is damaged: {0}")]
     Corrupt(String),
+    /// A newer gatemesh wrote this store in a form this one does not read.
+    #[error(
+        "this data directory was written by a newer gatemesh (store format {found}; this one \
+         reads up to {STORE_FORMAT}): run that version, or export the ledger with it"
+    )]
+    Newer {
+        /// The form the store says it is in.
+        found: i64,
+    },
 }
 
 /// What a node needs to reopen its ledger.
@@ -135,6 +151,25 @@ impl Store {
                 });
             }
             Some(_) => {}
+        }
+        let format = get("format")?
+            .map(|b| {
+                std::str::from_utf8(&b)
+                    .ok()
+                    .and_then(|s| s.parse::<i64>().ok())
+                    .ok_or_else(|| StoreError::Corrupt("a store format that does not read".into()))
+            })
+            .transpose()?;
+        match format {
+            Some(found) if found > STORE_FORMAT => return Err(StoreError::Newer { found }),
+            Some(found) if found == STORE_FORMAT => {}
+            _ => {
+                tx.execute(
+                    "INSERT INTO meta (key, value) VALUES ('format', ?1)
+                     ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    [STORE_FORMAT.to_string().as_bytes()],
+                )?;
+            }
         }
         tx.commit()?;
         let node = self

@@ -774,6 +774,70 @@ fn a_snapshot_saved_elsewhere_folds_only_the_rows_it_holds() {
     }
 }
 
+#[test]
+fn a_store_written_by_a_newer_gatemesh_is_refused_by_name_and_left_as_it_is() {
+    use gatemesh_ledger::STORE_FORMAT;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gate.sqlite");
+    let mut store = Store::open(&path, Durability::Power).unwrap();
+    let stored = store.load_or_init(&event()).unwrap();
+    let mut ledger =
+        Ledger::open(&event(), stored.node.clone(), &stored.genesis, None, []).unwrap();
+    let r = redemption(&mut ledger, &TicketId::generate(), T0);
+    store
+        .append(&[ledger.record_redemption(&r).unwrap().unwrap()])
+        .unwrap();
+    drop(store);
+    let sql = rusqlite::Connection::open(&path).unwrap();
+    let meta = |key: &str| -> Option<String> {
+        sql.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| {
+            r.get::<_, Vec<u8>>(0)
+        })
+        .ok()
+        .map(|b| String::from_utf8(b).unwrap())
+    };
+    let rows = || -> i64 {
+        sql.query_row("SELECT COUNT(*) FROM changes", [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(meta("format"), Some(STORE_FORMAT.to_string()));
+    // A store from before the format was kept gets it when opened.
+    sql.execute("DELETE FROM meta WHERE key = 'format'", [])
+        .unwrap();
+    Store::open(&path, Durability::Power)
+        .unwrap()
+        .load_or_init(&event())
+        .unwrap();
+    assert_eq!(meta("format"), Some(STORE_FORMAT.to_string()));
+    // A newer gatemesh wrote it: refused by name, nothing changed.
+    let newer = STORE_FORMAT + 1;
+    sql.execute(
+        "UPDATE meta SET value = ?1 WHERE key = 'format'",
+        [newer.to_string().as_bytes()],
+    )
+    .unwrap();
+    let why = Store::open(&path, Durability::Power)
+        .unwrap()
+        .load_or_init(&event())
+        .unwrap_err();
+    assert!(
+        matches!(why, StoreError::Newer { found } if found == newer),
+        "{why}"
+    );
+    assert!(why.to_string().contains("newer gatemesh"), "{why}");
+    assert_eq!(meta("format"), Some(newer.to_string()));
+    assert_eq!(rows(), 1);
+    // One that does not read is damaged, not taken for an old one.
+    sql.execute("UPDATE meta SET value = X'7a' WHERE key = 'format'", [])
+        .unwrap();
+    let why = Store::open(&path, Durability::Power)
+        .unwrap()
+        .load_or_init(&event())
+        .unwrap_err();
+    assert!(matches!(why, StoreError::Corrupt(_)), "{why}");
+    assert_eq!(meta("format"), Some("z".into()));
+}
+
 /// The ledger a store's rows open as, after a restart.
 fn reopened_from(stored: gatemesh_ledger::Stored) -> Ledger {
     Ledger::open(
