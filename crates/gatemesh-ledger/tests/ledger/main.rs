@@ -680,15 +680,22 @@ fn redemption(ledger: &mut Ledger, tid: &TicketId, at_ms: i64) -> Redemption {
     }
 }
 
-#[test]
-fn storage_restores_the_same_ledger_and_node_after_restart_and_compaction() {
+/// A store set up in a directory of its own (kept while the `TempDir` lives), its path, and
+/// the unsigned ledger it opens as.
+fn fresh_store() -> (tempfile::TempDir, std::path::PathBuf, Store, Ledger) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("gate.sqlite");
-    let tids: Vec<TicketId> = (0..50).map(|_| TicketId::generate()).collect();
     let mut store = Store::open(&path, Durability::Power).unwrap();
     let stored = store.load_or_init(&event()).unwrap();
-    let mut ledger =
-        Ledger::open(&event(), stored.node.clone(), &stored.genesis, None, []).unwrap();
+    let ledger = Ledger::open(&event(), stored.node, &stored.genesis, None, []).unwrap();
+    (dir, path, store, ledger)
+}
+
+#[test]
+fn storage_restores_the_same_ledger_and_node_after_restart_and_compaction() {
+    let (_dir, path, mut store, mut ledger) = fresh_store();
+    let node = ledger.node().clone();
+    let tids: Vec<TicketId> = (0..50).map(|_| TicketId::generate()).collect();
     for (i, tid) in tids.iter().enumerate() {
         let r = redemption(&mut ledger, tid, T0 + i as i64);
         let change = ledger.record_redemption(&r).unwrap().expect("a new change");
@@ -703,8 +710,8 @@ fn storage_restores_the_same_ledger_and_node_after_restart_and_compaction() {
 
     let mut store = Store::open(&path, Durability::Power).unwrap();
     let again = store.load_or_init(&event()).unwrap();
-    assert_eq!(again.node, stored.node, "the node id survives a restart");
-    assert_eq!(again.genesis, stored.genesis);
+    assert_eq!(again.node, node, "the node id survives a restart");
+    assert_eq!(again.genesis, genesis(&event()));
     assert_eq!(again.changes.len(), 29);
     let mut ledger = reopened_from(again);
     assert_eq!(ledger.save(), expected);
@@ -729,12 +736,7 @@ fn a_snapshot_saved_elsewhere_folds_only_the_rows_it_holds() {
     // The gate copies its document, saves it on another thread and stores the snapshot
     // when it is done: rows stored meanwhile stay rows, and a snapshot older than the one
     // stored is not taken.
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("gate.sqlite");
-    let mut store = Store::open(&path, Durability::Power).unwrap();
-    let stored = store.load_or_init(&event()).unwrap();
-    let mut ledger =
-        Ledger::open(&event(), stored.node.clone(), &stored.genesis, None, []).unwrap();
+    let (_dir, path, mut store, mut ledger) = fresh_store();
     let tids: Vec<TicketId> = (0..30).map(|_| TicketId::generate()).collect();
     let admit = |ledger: &mut Ledger, store: &mut Store, tids: &[TicketId]| {
         for tid in tids {
@@ -777,12 +779,7 @@ fn a_snapshot_saved_elsewhere_folds_only_the_rows_it_holds() {
 #[test]
 fn a_store_written_by_a_newer_gatemesh_is_refused_by_name_and_left_as_it_is() {
     use gatemesh_ledger::STORE_FORMAT;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("gate.sqlite");
-    let mut store = Store::open(&path, Durability::Power).unwrap();
-    let stored = store.load_or_init(&event()).unwrap();
-    let mut ledger =
-        Ledger::open(&event(), stored.node.clone(), &stored.genesis, None, []).unwrap();
+    let (_dir, path, mut store, mut ledger) = fresh_store();
     let r = redemption(&mut ledger, &TicketId::generate(), T0);
     store
         .append(&[ledger.record_redemption(&r).unwrap().unwrap()])
