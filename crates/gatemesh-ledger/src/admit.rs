@@ -368,12 +368,17 @@ pub(crate) fn precheck(
     // The writers' seals first (a few hundred signatures at 100,000 redemptions): what
     // they vouch for is not verified record by record.
     let mut found = Checked::default();
-    let seals = seals_of(&puts, event, &mut |node| devices.get(node).cloned(), &found);
+    let seals = seals_of(
+        &puts,
+        event,
+        &mut |node| devices.get(node).cloned(),
+        &Checked::default(),
+    );
     let pairs: Vec<(NodeId, ChangeHash)> = seals
-        .iter()
-        .map(|(w, h, fact)| {
-            found.insert(*fact);
-            (w.clone(), *h)
+        .into_iter()
+        .map(|seal| {
+            found.insert(seal.fact);
+            (seal.writer, seal.through)
         })
         .collect();
     let sealed = crate::seal::sealed(changes, &pairs);
@@ -450,18 +455,29 @@ pub(crate) fn precheck(
     found
 }
 
-/// The seals (`seal.rs`) among `puts` whose writers' certificates `lookup` finds and whose
-/// signatures verify (or `checked` holds): each as its writer, the change it seals, and the
-/// fact of its signature.
+/// A seal (`seal.rs`) a batch carries, its signature verified.
+struct Seal {
+    /// Its index among the batch's puts.
+    put: usize,
+    writer: NodeId,
+    /// The change it seals.
+    through: ChangeHash,
+    /// Its signature, as [`Checked`] keeps it.
+    fact: [u8; 32],
+}
+
+/// The seals among `puts` whose writers' certificates `lookup` finds and whose signatures
+/// verify (or `checked` holds).
 fn seals_of(
     puts: &[Put],
     event: &EventId,
     lookup: &mut dyn FnMut(&NodeId) -> Option<Arc<Device>>,
     checked: &Checked,
-) -> Vec<(NodeId, ChangeHash, [u8; 32])> {
+) -> Vec<Seal> {
     puts.iter()
-        .filter(|p| p.map == Map::Audit)
-        .filter_map(|p| {
+        .enumerate()
+        .filter(|(_, p)| p.map == Map::Audit)
+        .filter_map(|(i, p)| {
             let record = Signed::read(p)?.ok()?;
             let Signed::Audit(a) = &record else {
                 return None;
@@ -473,11 +489,12 @@ fn seals_of(
             let device = lookup(&a.node)?;
             signed_by_checked(a, &device, event, checked).ok()?;
             let (message, sig) = record.message(event)?;
-            Some((
-                a.node.clone(),
+            Some(Seal {
+                put: i,
+                writer: a.node.clone(),
                 through,
-                Checked::fact(&device, &message, sig),
-            ))
+                fact: Checked::fact(&device, &message, sig),
+            })
         })
         .collect()
 }
@@ -638,13 +655,18 @@ pub(crate) fn check(
             ));
         }
     }
-    // What the batch's seals vouch for (`seal.rs`), and what a precheck's did.
-    let seals: Vec<(NodeId, ChangeHash)> =
-        seals_of(&puts, checker.event, &mut lookup, checker.checked)
-            .into_iter()
-            .map(|(w, h, _)| (w, h))
-            .collect();
-    let sealed = crate::seal::sealed(changes, &seals);
+    // What the batch's seals vouch for (`seal.rs`), and what a precheck's did: a seal whose
+    // sealed change the precheck found vouched for by that writer was walked from there
+    // already, over the whole message this batch is part of. The seals themselves were
+    // verified just now.
+    let seals = seals_of(&puts, checker.event, &mut lookup, checker.checked);
+    let verified: HashSet<usize> = seals.iter().map(|s| s.put).collect();
+    let to_walk: Vec<(NodeId, ChangeHash)> = seals
+        .into_iter()
+        .filter(|s| checker.checked.sealed_by(&s.through) != Some(&s.writer))
+        .map(|s| (s.writer, s.through))
+        .collect();
+    let sealed = crate::seal::sealed(changes, &to_walk);
     // The flood bound first, with no signature checked: a flood is refused at the cost of
     // reading it, not of verifying a thousand signatures on the writer's thread.
     let mut flood = Flood::default();
@@ -673,10 +695,11 @@ pub(crate) fn check(
             lists_rule(l, checker.event).map_err(why)?;
         }
         let device = record.taken(key, now_ms, &mut lookup).map_err(why)?;
-        let vouched_for = sealed
-            .get(&put.change)
-            .or_else(|| checker.checked.sealed_by(&put.change))
-            == Some(record.writer());
+        let vouched_for = verified.contains(&i)
+            || sealed
+                .get(&put.change)
+                .or_else(|| checker.checked.sealed_by(&put.change))
+                == Some(record.writer());
         signed.push((i, record, device, vouched_for));
     }
     // What is verified here is kept for later prechecks; what a precheck found good, it
@@ -977,7 +1000,8 @@ impl Signed {
 }
 
 /// A record of a batch (its index among the batch's puts), its writer's device, and whether
-/// its writer's seal vouches for the change that carries it (`seal.rs`).
+/// its signature is not to be verified: its writer's seal vouches for the change that
+/// carries it (`seal.rs`), or it is a seal verified already.
 type ToVerify = (usize, Signed, Arc<Device>, bool);
 
 /// Below this many records a batch's signatures are checked on the calling thread: starting

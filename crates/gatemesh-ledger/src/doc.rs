@@ -1540,13 +1540,9 @@ impl SyncInParts {
     /// go onto it, the document is dropped and the message goes to the parts.
     pub fn take_besides(&mut self, now_ms: i64) {
         let besides = std::mem::take(&mut self.besides);
-        let Some(ready) = self.ready.as_mut() else {
-            return;
-        };
-        let rows: Vec<StoredChange> = besides.iter().map(StoredChange::from).collect();
-        if ready.takes_besides(besides, now_ms) {
-            self.besides_taken.extend(rows);
-        } else {
+        if let Some(ready) = self.ready.as_mut()
+            && !ready.takes_besides(besides, now_ms, &mut self.besides_taken)
+        {
             self.ready = None;
         }
     }
@@ -2149,12 +2145,23 @@ impl Ledger {
     }
 
     /// Checks and applies `besides` (what the ledger this one is to replace holds that it
-    /// lacks); `false` when they do not go onto it, and it is to be dropped.
-    fn takes_besides(&mut self, besides: Vec<Change>, now_ms: i64) -> bool {
+    /// lacks), noting them in `taken` to store as rows after the document; `false` when
+    /// they do not go onto it, and it is to be dropped.
+    fn takes_besides(
+        &mut self,
+        besides: Vec<Change>,
+        now_ms: i64,
+        taken: &mut Vec<StoredChange>,
+    ) -> bool {
+        let rows: Vec<StoredChange> = besides.iter().map(StoredChange::from).collect();
         let mut scratch = PeerSync::default();
         let unchecked = crate::sign::Checked::default();
-        let taken = self.take_changes(&mut scratch, besides, now_ms, &unchecked);
-        taken.is_ok() && scratch.waiting() == 0
+        let applied = self.take_changes(&mut scratch, besides, now_ms, &unchecked);
+        let took = applied.is_ok() && scratch.waiting() == 0;
+        if took {
+            taken.extend(rows);
+        }
+        took
     }
 
     /// Hands what this ledger holds that the whole document of `parts` lacks to `parts`, to
@@ -2187,12 +2194,10 @@ impl Ledger {
         let mut new = parts.ready.take()?;
         // What this ledger took of late stays at hand to relay (the besides among it).
         new.recent = std::mem::take(&mut self.recent);
-        let rows: Vec<StoredChange> = besides.iter().map(StoredChange::from).collect();
-        if !new.takes_besides(besides, now_ms) {
+        if !new.takes_besides(besides, now_ms, &mut parts.besides_taken) {
             self.recent = std::mem::take(&mut new.recent);
             return None;
         }
-        parts.besides_taken.extend(rows);
         new.doc
             .set_actor(ActorId::from(self.node.as_str().as_bytes()));
         new.signer = self.signer.take();

@@ -9,7 +9,8 @@
 //! from the record itself, written once and never overwritten: `"<tid>,<id>"` for
 //! redemptions and resolutions, `"<tid>,<hlc>,<node>"` for statuses (`,` never occurs in a
 //! ticket id, so a range scan over `"<tid>,"` reads exactly one ticket), `"<hlc>,<node>"`
-//! for audit lines (a writer's seals over its own history among them, `seal.rs`), `"<node>"` for a device's certificate, `"<node>,<at>"` for a revocation,
+//! for audit lines (a writer's seals over its own history among them, `seal.rs`),
+//! `"<node>"` for a device's certificate, `"<node>,<at>"` for a revocation,
 //! `"<version>,<node>"` for a release of the event's check-in lists (the version as 16 hex
 //! digits, so the latest sorts last).
 //!

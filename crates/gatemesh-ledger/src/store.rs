@@ -1,8 +1,8 @@
 //! Durable storage of one node's ledger in SQLite (WAL).
 //!
-//! Tables: `meta` (event, node id, genesis bytes, the store's [`STORE_FORMAT`]), `changes` (one row per
-//! Automerge change, keyed by its hash, so a damaged row is caught on load rather than
-//! silently dropped), `snapshot` (a compacted document covering every change up to a
+//! Tables: `meta` (event, node id, genesis bytes, the store's [`STORE_FORMAT`]), `changes`
+//! (one row per Automerge change, keyed by its hash, so a damaged row is caught on load
+//! rather than silently dropped), `snapshot` (a compacted document covering every change up to a
 //! sequence number). A redemption's change is committed here before its verdict is
 //! returned.
 
@@ -250,6 +250,7 @@ impl Store {
         } else {
             TransactionBehavior::Deferred
         })?;
+        let mut rows_first: &[StoredChange] = &[];
         if let Some((snapshot, rows)) = replace {
             // Past every row ever stored (AUTOINCREMENT's mark, which deleted rows do not
             // lower) and the stored snapshot's: a compaction saved from any earlier copy of
@@ -267,16 +268,12 @@ impl Store {
                 params![snapshot, through],
             )?;
             tx.execute("DELETE FROM changes WHERE seq <= ?1", [through])?;
-            let mut stmt =
-                tx.prepare_cached("INSERT OR IGNORE INTO changes (hash, bytes) VALUES (?1, ?2)")?;
-            for c in rows {
-                stmt.execute(params![&c.hash[..], c.bytes])?;
-            }
+            rows_first = rows;
         }
         {
             let mut stmt =
                 tx.prepare_cached("INSERT OR IGNORE INTO changes (hash, bytes) VALUES (?1, ?2)")?;
-            for c in changes {
+            for c in rows_first.iter().chain(changes) {
                 stmt.execute(params![&c.hash[..], c.bytes])?;
             }
             let mut put = tx.prepare_cached(

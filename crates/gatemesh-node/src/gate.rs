@@ -903,10 +903,9 @@ impl Writer {
                     // A peer's message failed after it reached the document: what it left
                     // there must not stay, be passed on or be built upon by the next scan.
                     // Keep what the batch made before it, then start again from disk.
+                    let replacing = self.replacing.is_some();
                     match self.store_batch(&changes, &[]) {
-                        Ok(()) => {
-                            stored_early = true;
-                        }
+                        Ok(()) => stored_early |= replacing || !changes.is_empty(),
                         Err(e) => early = Some(NodeError::from(e)),
                     }
                     changes.clear();
@@ -1279,9 +1278,7 @@ impl Writer {
                     });
                 if let Ok(n) = result {
                     events.push(NodeEvent::Imported { changes: n });
-                    for tid in self.ledger.take_newly_flagged() {
-                        events.push(NodeEvent::Flagged { tid });
-                    }
+                    self.report_flags(events);
                 }
                 defer(reply, result)
             }
@@ -1600,19 +1597,16 @@ impl Writer {
                         // as it came, and what this gate held that it lacked.
                         self.replacing = Some(whole);
                         // The copies the document brought to light (taking_in starts afresh).
-                        for tid in self.ledger.take_newly_flagged() {
-                            events.push(NodeEvent::Flagged { tid });
-                        }
+                        self.report_flags(events);
                         let taken = self.taking_in(&peer, changes, events, |ledger, state| {
                             ledger.finish_sync(state, parts)?;
                             Ok(Vec::new())
                         });
                         if taken.is_ok() {
-                            // Peers' pushes that waited for what the document brought.
+                            // Peers' pushes that waited for what the document brought (none
+                            // of it is a row, so taking_in did not look).
                             self.take_waiting(changes);
-                            for tid in self.ledger.take_newly_flagged() {
-                                events.push(NodeEvent::Flagged { tid });
-                            }
+                            self.report_flags(events);
                         }
                         return answer_after_store(reply, taken.map(|_| ()));
                     }
@@ -1683,6 +1677,16 @@ impl Writer {
         answer_after_store(reply, taken.map(|_| ()))
     }
 
+    /// Reports the tickets the ledger flagged since it was last asked.
+    fn report_flags(&mut self, events: &mut Vec<NodeEvent>) {
+        events.extend(
+            self.ledger
+                .take_newly_flagged()
+                .into_iter()
+                .map(|tid| NodeEvent::Flagged { tid }),
+        );
+    }
+
     /// Takes what `take` takes from a peer into the ledger (a push, a sync message or a
     /// part of one), with the peer's sync state: the new changes join the batch's, newly
     /// flagged tickets its events. `Ok(true)` when some of the peer's changes wait for
@@ -1709,9 +1713,7 @@ impl Writer {
                 if took {
                     self.take_waiting(changes);
                 }
-                for tid in self.ledger.take_newly_flagged() {
-                    events.push(NodeEvent::Flagged { tid });
-                }
+                self.report_flags(events);
                 Ok(self.peers.get(peer).is_some_and(|s| s.waiting() > 0))
             }
             Err(e) => Err(self.refused(peer, e)),
@@ -2122,9 +2124,7 @@ impl Writer {
                 written += self.relay(r, changes)?;
             }
         }
-        for tid in self.ledger.take_newly_flagged() {
-            events.push(NodeEvent::Flagged { tid });
-        }
+        self.report_flags(events);
         Ok(written)
     }
 
