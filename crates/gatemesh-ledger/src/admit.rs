@@ -21,10 +21,14 @@
 //! ([`LedgerError::TooLarge`]): automerge 0.12 inflates with no bound at all.
 //!
 //! - each change is written under the node id of a device whose certificate (from the
-//!   event's mesh CA) the ledger holds or the same batch brings;
+//!   event's mesh CA) the ledger holds or the same batch brings, and signed by that device
+//!   in its one form, or vouched for by its seal (`authored.rs`, `seal.rs`): nobody makes a
+//!   change in another device's name;
 //! - each record is signed by its writer, a device whose certificate (from the event's mesh
 //!   CA) the ledger holds or the same batch brings, whose role may write that record, and
-//!   whose clock readings name it (see `sign.rs`): nobody writes in another device's name;
+//!   whose clock readings name it (see `sign.rs`): nobody writes in another device's name.
+//!   A record whose writer is its change's author is vouched for by the change (its
+//!   signature is not verified again); a record relayed in another's change is verified;
 //! - each revocation is signed by the event's mesh CA itself (no device may write one);
 //! - each release of the check-in lists is the server's (no gate or observer may write
 //!   one), for this event, and a lists file every gate can check in with
@@ -337,9 +341,10 @@ fn brought_by(trust: &Trust, puts: &[Put]) -> Result<HashMap<NodeId, Arc<Device>
     Ok(brought)
 }
 
-/// Checks, on every core, the signatures of the records in `changes` whose writers'
-/// certificates `changes` bring (a catch-up carries a whole ledger, certificates and all),
-/// and keeps those found good. Nothing else is decided here: the changes are checked in full
+/// Checks, on every core, the signatures of the changes in `changes` whose authors'
+/// certificates `changes` bring (a catch-up carries a whole ledger, certificates and all)
+/// and no seal of their author vouches for, and of the records they relay for other
+/// writers, and keeps those found good. Nothing else is decided here: the changes are checked in full
 /// when they are taken ([`check`]), and a check that finds its signature kept skips only the
 /// ECDSA verification. What does not read is left to that check to refuse. Signatures
 /// `vouched` found good before (in an earlier message) are not verified again; those found
@@ -390,14 +395,34 @@ pub(crate) fn precheck(
         .0
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // Each change's author (`authored.rs`): its own records in it are vouched for by the
+    // change, signed or sealed; the signature of a change no seal vouches for is a fact to
+    // verify.
+    let authors: HashMap<ChangeHash, NodeId> = changes
+        .iter()
+        .filter_map(|c| {
+            let node = NodeId::parse(std::str::from_utf8(c.actor_id().to_bytes()).ok()?)?;
+            Some((c.hash(), node))
+        })
+        .collect();
+    let claims = changes.iter().filter_map(|c| {
+        let hash = c.hash();
+        let author = authors.get(&hash)?;
+        if sealed.get(&hash) == Some(author) {
+            return None;
+        }
+        let device = devices.get(author)?.clone();
+        let (message, sig) = crate::authored::claim(c, event).ok()?;
+        Some((Checked::change_fact(&device, &hash), message, sig, device))
+    });
     // Each record's signature as one fact to verify: what it covers, the signature, by whom.
-    let unknown: Vec<Fact> = puts
+    let records = puts
         .iter()
         .filter_map(|p| Some((p, Signed::read(p)?.ok()?)))
         .filter(|(p, r)| {
-            let vouched_for = sealed.get(&p.change) == Some(r.writer());
-            sealed_records += usize::from(vouched_for);
-            !vouched_for
+            let by_seal = sealed.get(&p.change) == Some(r.writer());
+            sealed_records += usize::from(by_seal);
+            authors.get(&p.change) != Some(r.writer())
         })
         .filter_map(|(_, r)| {
             let device = devices.get(r.writer())?.clone();
@@ -408,7 +433,9 @@ pub(crate) fn precheck(
                 sig.to_owned(),
                 device,
             ))
-        })
+        });
+    let unknown: Vec<Fact> = claims
+        .chain(records)
         .filter(|(fact, ..)| {
             let seen = known.contains(fact);
             if seen {
@@ -499,8 +526,8 @@ fn seals_of(
         .collect()
 }
 
-/// A record's signature to verify: its digest as [`Checked`] keeps it, the bytes it covers,
-/// the signature, and the writer.
+/// A signature to verify, a change's or a record's: its digest as [`Checked`] keeps it, the
+/// bytes it covers, the signature, and the signer.
 type Fact = ([u8; 32], Vec<u8>, String, Arc<Device>);
 
 /// Signatures a node's prechecks found good ([`precheck`]), shared by all of them, at most
@@ -579,7 +606,7 @@ pub(crate) fn check(
     checker: &mut Checker<'_>,
 ) -> Result<HashSet<TicketId>, LedgerError> {
     let puts = puts_of(roots, changes)?;
-    if puts.is_empty() {
+    if changes.is_empty() {
         return Ok(HashSet::new());
     }
     let Some(trust) = checker.trust else {
@@ -642,18 +669,20 @@ pub(crate) fn check(
     // Every change is a device's of this event: written under the node id of a device whose
     // certificate the ledger holds or the batch brings. A peer cannot pass records on (even
     // good ones, signed by their writers) under an author it made up.
+    let mut authors: HashMap<ChangeHash, Arc<Device>> = HashMap::with_capacity(changes.len());
     for change in changes {
         let actor = change.actor_id();
         let device = std::str::from_utf8(actor.to_bytes())
             .ok()
             .and_then(NodeId::parse)
             .and_then(|node| lookup(&node));
-        if device.is_none() {
+        let Some(device) = device else {
             return Err(in_change(
                 &change.hash(),
                 format!("written by actor {actor}, which is no device of this event"),
             ));
-        }
+        };
+        authors.insert(change.hash(), device);
     }
     // What the batch's seals vouch for (`seal.rs`), and what a precheck's did: a seal whose
     // sealed change the precheck found vouched for by that writer was walked from there
@@ -667,6 +696,32 @@ pub(crate) fn check(
         .map(|s| (s.writer, s.through))
         .collect();
     let sealed = crate::seal::sealed(changes, &to_walk);
+    let sealed_by =
+        |hash: &ChangeHash| sealed.get(hash).or_else(|| checker.checked.sealed_by(hash));
+    // ... and signed by it otherwise (`authored.rs`): in its one form, checked now; its
+    // signature verified with the records' below. Nobody makes a change in another's name.
+    let mut claims = Vec::new();
+    for change in changes {
+        let hash = change.hash();
+        let device = &authors[&hash];
+        if sealed_by(&hash) == Some(&device.node) {
+            continue;
+        }
+        // Found good before (ahead, or from another peer): the hash fixes every byte.
+        let fact = Checked::change_fact(device, &hash);
+        if checker.checked.contains(&fact) || checker.vouched.is_some_and(|v| v.contains(&fact)) {
+            continue;
+        }
+        let (message, sig) =
+            crate::authored::claim(change, checker.event).map_err(|why| in_change(&hash, why))?;
+        claims.push(Claim {
+            hash,
+            message,
+            sig,
+            device: device.clone(),
+            fact,
+        });
+    }
     // The flood bound first, with no signature checked: a flood is refused at the cost of
     // reading it, not of verifying a thousand signatures on the writer's thread.
     let mut flood = Flood::default();
@@ -695,16 +750,29 @@ pub(crate) fn check(
             lists_rule(l, checker.event).map_err(why)?;
         }
         let device = record.taken(key, now_ms, &mut lookup).map_err(why)?;
-        let vouched_for = verified.contains(&i)
-            || sealed
-                .get(&put.change)
-                .or_else(|| checker.checked.sealed_by(&put.change))
-                == Some(record.writer());
+        // A record of the change's author is vouched for by the change (its signature or
+        // its author's seal); a verified seal was verified just now.
+        let vouched_for = verified.contains(&i) || authors[&put.change].node == *record.writer();
         signed.push((i, record, device, vouched_for));
     }
     // What is verified here is kept for later prechecks; what a precheck found good, it
     // kept itself.
     let keep = checker.vouched.filter(|_| checker.checked.len() == 0);
+    on_every_core(&claims, claims.len(), |claim| {
+        if !claim.device.verifies(&claim.message, &claim.sig) {
+            return Err(in_change(
+                &claim.hash,
+                format!(
+                    "a change in the name of {:?} that it did not sign",
+                    claim.device.peer.name
+                ),
+            ));
+        }
+        if let Some(keep) = keep {
+            keep.keep(claim.fact);
+        }
+        Ok(())
+    })?;
     signatures(&signed, checker.event, (checker.checked, keep))
         .map_err(|(i, why)| in_change(&puts[i].change, why))?;
     checker.devices.extend(brought);
@@ -1016,23 +1084,49 @@ fn signatures(
     event: &EventId,
     (checked, keep): (&Checked, Option<&Vouched>),
 ) -> Result<(), (usize, String)> {
-    let check = |items: &[ToVerify]| {
-        items.iter().try_for_each(|(i, r, device, sealed)| {
-            r.signed_by(device, event, (checked, keep), *sealed)
-                .map_err(|why| (*i, why))
-        })
-    };
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-    // Found good already or sealed, they cost a digest or nothing each: no threads for those.
+    // Found good already or vouched for, they cost a digest or nothing each: no threads for
+    // those.
     let unsealed = items.iter().filter(|item| !item.3).count();
-    if unsealed < PARALLEL_FROM || threads < 2 || checked.len() >= unsealed {
-        return check(items);
+    let costly = if checked.len() >= unsealed {
+        0
+    } else {
+        unsealed
+    };
+    on_every_core(items, costly, |(i, r, device, sealed)| {
+        r.signed_by(device, event, (checked, keep), *sealed)
+            .map_err(|why| (*i, why))
+    })
+}
+
+/// A change's signature by its author, to verify (`authored.rs`).
+struct Claim {
+    hash: ChangeHash,
+    /// What it covers.
+    message: Vec<u8>,
+    sig: String,
+    device: Arc<Device>,
+    /// What it is kept as once found good.
+    fact: [u8; 32],
+}
+
+/// `check` of every item, in order, on every core when `costly` of them cost an ECDSA
+/// verification each and that is at least [`PARALLEL_FROM`]: the first error in the items'
+/// order, whichever thread found it.
+fn on_every_core<T: Sync, E: Send>(
+    items: &[T],
+    costly: usize,
+    check: impl Fn(&T) -> Result<(), E> + Sync,
+) -> Result<(), E> {
+    let run = |items: &[T]| items.iter().try_for_each(&check);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    if costly < PARALLEL_FROM || threads < 2 {
+        return run(items);
     }
     let chunk = items.len().div_ceil(threads);
     std::thread::scope(|scope| {
         let running: Vec<_> = items
             .chunks(chunk)
-            .map(|part| scope.spawn(move || check(part)))
+            .map(|part| scope.spawn(move || run(part)))
             .collect();
         // Chunks are in order and each stops at its first error: the first error of the
         // first chunk that has one is the batch's first.

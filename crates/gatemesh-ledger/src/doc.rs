@@ -13,7 +13,7 @@ use std::{
 
 use automerge::{
     ActorId, AutoCommit, Change, ChangeHash, ObjId, ObjType, Prop, ROOT, ReadDoc, ScalarValueRef,
-    ValueRef, patches::PatchAction, transaction::CommitOptions, transaction::Transactable,
+    ValueRef, legacy, patches::PatchAction,
 };
 use gatemesh_ticket::{EventId, TicketId};
 use serde::de::DeserializeOwned;
@@ -160,6 +160,8 @@ pub struct Ledger {
     recent: crate::summary::Recent,
     /// How much of this node's own history its last seal left out (`seal.rs`).
     sealing: Sealing,
+    /// The puts of this node's next change, not yet made ([`Ledger::commit_own`]).
+    draft: Vec<legacy::Op>,
 }
 
 /// This node's own changes since its last seal (`seal.rs`), and when the first of them was
@@ -183,6 +185,9 @@ struct Deps {
     of: HashMap<ChangeHash, Box<[ChangeHash]>>,
     /// It holds every change the document holds: a hash it lacks is not held.
     complete: bool,
+    /// The highest operation counter of any change noted: this node's next change starts
+    /// after it, as automerge's own would.
+    max_op: u64,
 }
 
 /// Changes [`Deps`] notes before it starts again, empty (about 120 bytes each).
@@ -196,13 +201,22 @@ impl Deps {
         let mut summary = crate::summary::Summary::default();
         let complete = metas.len() < DEPS_KEPT;
         let mut of = HashMap::with_capacity(if complete { metas.len() } else { 0 });
+        let mut max_op = 0;
         for meta in metas {
             summary.note(&meta.actor, meta.seq, meta.hash);
+            max_op = max_op.max(meta.max_op);
             if complete {
                 of.insert(meta.hash, meta.deps.into_boxed_slice());
             }
         }
-        (Self { of, complete }, summary)
+        (
+            Self {
+                of,
+                complete,
+                max_op,
+            },
+            summary,
+        )
     }
 
     fn note(&mut self, change: &Change) {
@@ -210,6 +224,7 @@ impl Deps {
             self.of.clear();
             self.complete = false;
         }
+        self.max_op = self.max_op.max(change.max_op());
         self.of.insert(change.hash(), change.deps().into());
     }
 
@@ -409,12 +424,24 @@ impl Ledger {
             tips: crate::summary::Summary::default(),
             recent: crate::summary::Recent::default(),
             sealing: Sealing::default(),
+            draft: Vec::new(),
         };
         (ledger.deps, ledger.tips) = Deps::of(ledger.doc.document());
         // Whether its last change was a seal is not worth reading back: a node that wrote
         // anything seals once more soon after it opens.
         let own = ActorId::from(ledger.node.as_str().as_bytes());
-        ledger.sealing.unsealed = usize::from(ledger.tips.tip(&own).is_some());
+        if let Some(tip) = ledger.tips.tip(&own).copied() {
+            ledger.sealing.unsealed = 1;
+            // A history written before changes were signed (`authored.rs`) reaches a peer
+            // only under this node's seal: seal it with the first batch.
+            let signed = ledger
+                .doc
+                .get_change_by_hash(&tip.hash)
+                .is_some_and(|c| crate::authored::is_signed(&c));
+            if !signed {
+                ledger.sealing.since_ms = Some(i64::MIN / 2);
+            }
+        }
         ledger.revoked = ledger.read_revocations();
         ledger.reread_lists();
         let all: HashSet<TicketId> = ledger.all_tickets();
@@ -694,6 +721,7 @@ impl Ledger {
                 )));
             }
         }
+        self.draft.clear();
         self.put_record(self.roots.lists.clone(), key, l)?;
         let hlc = self.tick(now_ms);
         let audit = AuditEntry {
@@ -707,10 +735,9 @@ impl Ledger {
             sig: None,
         };
         self.put_audit(&audit)?;
-        self.doc
-            .commit_with(CommitOptions::default().with_message("lists".to_owned()));
+        let change = self.commit_own()?;
         self.reread_lists();
-        Ok(self.last_own_change())
+        Ok(change)
     }
 
     /// Every revocation this ledger holds, in key order.
@@ -759,14 +786,14 @@ impl Ledger {
             return Ok(None);
         }
         let json = serde_json::to_string(r).map_err(|e| LedgerError::Corrupt(e.to_string()))?;
+        self.draft.clear();
         self.put_own_device()?;
-        self.doc.put(&self.roots.revocations, key, json)?;
-        self.doc
-            .commit_with(CommitOptions::default().with_message("revocation".to_owned()));
+        self.put(&self.roots.revocations.clone(), key, json);
+        let change = self.commit_own()?;
         self.revoked = self.read_revocations();
         let all = self.all_tickets();
         self.refresh(all);
-        Ok(self.last_own_change())
+        Ok(change)
     }
 
     /// Who is inside now, per check-in scope, across every gate whose records are here.
@@ -917,13 +944,12 @@ impl Ledger {
         let record = DeviceRecord::of(&device);
         let json =
             serde_json::to_string(&record).map_err(|e| LedgerError::Corrupt(e.to_string()))?;
+        self.draft.clear();
         self.put_own_device()?;
-        self.doc
-            .put(&self.roots.devices, device.node.as_str(), json)?;
+        self.put(&self.roots.devices.clone(), device.node.as_str(), json);
+        let change = self.commit_own()?;
         self.devices.insert(device.node.clone(), Arc::new(device));
-        self.doc
-            .commit_with(CommitOptions::default().with_message("device".to_owned()));
-        Ok(self.last_own_change())
+        Ok(change)
     }
 
     /// Writes a record under `key`: this node's own, signed when it has an identity; another
@@ -961,7 +987,7 @@ impl Ledger {
         let json =
             serde_json::to_string(&record).map_err(|e| LedgerError::Corrupt(e.to_string()))?;
         self.put_own_device()?;
-        self.doc.put(&obj, key, json)?;
+        self.put(&obj, key, json);
         Ok(())
     }
 
@@ -973,25 +999,100 @@ impl Ledger {
         let Some(signer) = &self.signer else {
             return Ok(());
         };
-        if self
-            .doc
-            .get(&self.roots.devices, self.node.as_str())?
-            .is_none()
+        let devices = self.roots.devices.clone();
+        if self.doc.get(&devices, self.node.as_str())?.is_none()
+            && !self.drafted(&devices, self.node.as_str())
         {
             let own = DeviceRecord::of(signer.device());
             let json =
                 serde_json::to_string(&own).map_err(|e| LedgerError::Corrupt(e.to_string()))?;
-            self.doc
-                .put(&self.roots.devices, self.node.as_str(), json)?;
+            let node = self.node.as_str().to_owned();
+            self.put(&devices, node, json);
         }
         Ok(())
     }
 
-    fn commit(&mut self, message: &str, tid: &TicketId) -> Option<StoredChange> {
-        self.doc
-            .commit_with(CommitOptions::default().with_message(message.to_owned()));
+    /// Puts the text `value` under `key` of the map `obj` in this node's next change
+    /// ([`Ledger::commit_own`]): a new key, overwriting nothing (`pred` empty), as peers
+    /// require (`admit.rs`).
+    fn put(&mut self, obj: &ObjId, key: impl Into<String>, value: String) {
+        let obj = match obj {
+            ObjId::Root => legacy::ObjectId::Root,
+            ObjId::Id(counter, actor, _) => {
+                legacy::ObjectId::Id(legacy::OpId::new(*counter, actor))
+            }
+        };
+        self.draft.push(legacy::Op {
+            action: legacy::OpType::Put(automerge::ScalarValue::Str(value.into())),
+            obj,
+            key: legacy::Key::Map(key.into().into()),
+            pred: Vec::new().into(),
+            insert: false,
+        });
+    }
+
+    /// Whether this node's next change puts `key` into `obj` already.
+    fn drafted(&self, obj: &ObjId, key: &str) -> bool {
+        let ObjId::Id(counter, actor, _) = obj else {
+            return false;
+        };
+        let obj = legacy::ObjectId::Id(legacy::OpId::new(*counter, actor));
+        self.draft
+            .iter()
+            .any(|op| op.obj == obj && matches!(&op.key, legacy::Key::Map(k) if k == key))
+    }
+
+    /// Makes this node's next change of the puts since the last one, signs it as its author
+    /// (`authored.rs`) and applies it: the very change peers receive, byte for byte. `None`
+    /// when nothing was put. Automerge's own transactions cannot be signed (their bytes are
+    /// fixed only once committed), so the change is written whole here, as automerge would
+    /// write it: the next sequence number of this node, every head (and this node's last
+    /// change) as what it builds on, its operations numbered after the highest held.
+    fn commit_own(&mut self) -> Result<Option<StoredChange>, LedgerError> {
+        let ops = std::mem::take(&mut self.draft);
+        if ops.is_empty() {
+            return Ok(None);
+        }
+        let actor = ActorId::from(self.node.as_str().as_bytes());
+        let last = self.tips.tip(&actor).copied();
+        let mut deps = self.doc.get_heads();
+        if let Some(last) = last
+            && !deps.contains(&last.hash)
+        {
+            deps.push(last.hash);
+        }
+        deps.sort_unstable();
+        let draft = crate::authored::Draft {
+            actor,
+            seq: last.map_or(1, |t| t.seq + 1),
+            start_op: std::num::NonZeroU64::MIN.saturating_add(self.deps.max_op),
+            deps,
+            time: 0,
+            ops,
+        };
+        let change = crate::authored::sign(draft, &self.event, self.signer.as_ref())?;
+        if let (Some(signer), Some(vouched)) = (&self.signer, &self.vouched) {
+            // Sent back by a peer (in a catch-up, after a heal), it is not verified again.
+            vouched.keep(crate::sign::Checked::change_fact(
+                signer.device(),
+                &change.hash(),
+            ));
+        }
+        let doc = &mut self.doc;
+        guarded(|| {
+            doc.apply_changes([change.clone()])
+                .map_err(LedgerError::from)
+        })?;
+        self.note(&change);
+        self.sealing.unsealed += 1;
+        Ok(Some(StoredChange::from(&change)))
+    }
+
+    /// [`Ledger::commit_own`], then the ticket's state read again.
+    fn commit(&mut self, tid: &TicketId) -> Result<Option<StoredChange>, LedgerError> {
+        let change = self.commit_own()?;
         self.refresh([tid.clone()]);
-        self.last_own_change()
+        Ok(change)
     }
 
     /// A change this ledger made or took: what it builds on is noted for [`trim_sent`], its
@@ -1001,15 +1102,6 @@ impl Ledger {
         self.tips
             .note(change.actor_id(), change.seq(), change.hash());
         self.recent.note(change);
-    }
-
-    /// The change this node just committed, to store; what it builds on is noted for
-    /// [`trim_sent`].
-    fn last_own_change(&mut self) -> Option<StoredChange> {
-        let change = self.doc.get_last_local_change()?;
-        self.note(&change);
-        self.sealing.unsealed += 1;
-        Some(StoredChange::from(&change))
     }
 
     /// Seals this node's history when it is due (`seal.rs`): [`crate::SEAL_EVERY`] changes
@@ -1033,6 +1125,7 @@ impl Ledger {
     /// records in it without verifying their signatures one by one. Nothing when the node
     /// has no identity to sign with or has written nothing.
     pub fn seal(&mut self, now_ms: i64) -> Result<Option<StoredChange>, LedgerError> {
+        self.draft.clear();
         let Some(signer) = &self.signer else {
             return Ok(None);
         };
@@ -1058,9 +1151,7 @@ impl Ledger {
             sig: None,
         };
         self.put_audit(&audit)?;
-        self.doc
-            .commit_with(CommitOptions::default().with_message("seal".to_owned()));
-        let change = self.last_own_change();
+        let change = self.commit_own()?;
         self.sealing = Sealing::default();
         Ok(change)
     }
@@ -1070,18 +1161,20 @@ impl Ledger {
         &mut self,
         r: &Redemption,
     ) -> Result<Option<StoredChange>, LedgerError> {
+        self.draft.clear();
         self.put_record(
             self.roots.redemptions.of(&r.tid).clone(),
             record_key(&r.tid, r.id.as_str()),
             r,
         )?;
-        Ok(self.commit("redemption", &r.tid))
+        self.commit(&r.tid)
     }
 
     /// Writes a guest's admission without their code (found by name or order): the
     /// redemption, whose `manual` names the staff member who checked them in, and this
     /// node's audit line for it, in one change. Refused when the redemption names no one.
     pub fn record_manual(&mut self, r: &Redemption) -> Result<Option<StoredChange>, LedgerError> {
+        self.draft.clear();
         let Some(staff) = r.manual.clone() else {
             return Err(LedgerError::Refused(
                 "a manual admission names the staff member who made it".into(),
@@ -1107,7 +1200,7 @@ impl Ledger {
             sig: None,
         };
         self.put_audit(&audit)?;
-        Ok(self.commit("manual admission", &r.tid))
+        self.commit(&r.tid)
     }
 
     /// Writes another device's redemption that reached this node outside the mesh (relayed
@@ -1152,6 +1245,7 @@ impl Ledger {
         &mut self,
         r: &Resolution,
     ) -> Result<Option<StoredChange>, LedgerError> {
+        self.draft.clear();
         self.put_record(
             self.roots.resolutions.of(&r.tid).clone(),
             record_key(&r.tid, r.id.as_str()),
@@ -1187,7 +1281,7 @@ impl Ledger {
             sig: None,
         };
         self.put_audit(&audit)?;
-        Ok(self.commit("resolution", &r.tid))
+        self.commit(&r.tid)
     }
 
     /// Writes a ticket's standing (void, transfer, reactivation) and its audit line. On a
@@ -1199,6 +1293,7 @@ impl Ledger {
         s: &Status,
         detail: &str,
     ) -> Result<Option<StoredChange>, LedgerError> {
+        self.draft.clear();
         self.put_record(self.roots.status.of(&s.tid).clone(), status_key(s), s)?;
         let action = match &s.standing {
             crate::model::Standing::Active => "status:active",
@@ -1222,7 +1317,7 @@ impl Ledger {
             sig: None,
         };
         self.put_audit(&audit)?;
-        Ok(self.commit("status", &s.tid))
+        self.commit(&s.tid)
     }
 
     fn put_audit(&mut self, a: &AuditEntry) -> Result<(), LedgerError> {

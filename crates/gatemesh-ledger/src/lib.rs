@@ -25,6 +25,7 @@
 #![warn(missing_docs)]
 
 mod admit;
+mod authored;
 mod decide;
 mod doc;
 mod layout;

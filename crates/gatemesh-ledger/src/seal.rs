@@ -18,22 +18,23 @@
 //! - **What it vouches for** ([`sealed`]): the changes of a batch taken from outside that
 //!   are the sealing writer's (their actor is its node id) and lie in the history of the
 //!   sealed change — found by walking the batch's own hash links from the sealed change
-//!   back. A record in such a change whose writer is the change's author is taken without
-//!   verifying its own signature (every other rule still applies: key, clock, role, a
-//!   signature present). Everything else is verified as before: records a change relays
-//!   for another writer (a server's void a gate brought in), changes no seal of their
-//!   author reaches, changes of an author whose seal does not verify.
+//!   back. Such a change is taken without verifying its author's signature of it
+//!   (`authored.rs`), and so are its author's records in it (every other rule still
+//!   applies: key, clock, role, a signature present). Everything else is verified as
+//!   before: records a change relays for another writer (a server's void a gate brought
+//!   in), the signatures of changes no seal of their author reaches, changes of an author
+//!   whose seal does not verify.
 //! - **The same rule everywhere**: a batch checked in one step (a push, a sync message, a
 //!   ledger file) and a catch-up checked ahead ([`crate::SyncInParts::precheck`]) both
 //!   take a seal only from the batch itself, so what one gate takes another takes too. A
-//!   change that arrives before its writer's seal is verified record by record.
+//!   change that arrives before its writer's seal has its signature verified.
 //!
 //! What a seal cannot do: vouch for another device's changes (only its author's records in
 //! its author's changes count), or for a change altered on the way (its hash would not be
 //! the one the sealed history links to: finding another change under the same hash means
-//! breaking SHA-256). A dishonest device can seal records whose own signatures are bad; it
-//! could as well have signed them, so that gains it nothing, and every gate that takes the
-//! seal takes the records alike.
+//! breaking SHA-256). A dishonest device can seal (or sign a change of) records whose own
+//! signatures are bad; it could as well have signed them, so that gains it nothing, and
+//! every gate takes the records alike.
 
 use std::collections::HashMap;
 

@@ -14,9 +14,12 @@
 //! - Roles ([`may_write`]): a gate writes redemptions, resolutions and audit lines; an
 //!   observer writes resolutions and audit lines only; the server writes any record, and is
 //!   the only writer of standings (voids, transfers), which gates take as it signed them.
+//! - Changes (`authored.rs`): each change is signed by its author too, so nobody makes a
+//!   change in another device's name; a record whose writer is its change's author is
+//!   vouched for by the change.
 //! - Seals (`seal.rs`): a writer's signed audit line naming its newest change vouches for
-//!   its own records in every change of its own beneath it; a batch that carries the seal
-//!   takes those records without verifying their signatures one by one.
+//!   every change of its own beneath it; a batch that carries the seal takes those changes,
+//!   and their author's records in them, without verifying their signatures one by one.
 
 use std::sync::Arc;
 
@@ -103,6 +106,12 @@ impl Checked {
             h.update(part);
         }
         h.finalize().into()
+    }
+
+    /// What a good author's signature of the change `hash` is kept as (`authored.rs`): the
+    /// hash fixes the change's bytes, so it stands for what the signature covers.
+    pub(crate) fn change_fact(device: &Device, hash: &automerge::ChangeHash) -> [u8; 32] {
+        Self::fact(device, b"gatemesh-change-v1", &hash.to_string())
     }
 
     pub(crate) fn contains(&self, fact: &[u8; 32]) -> bool {
@@ -564,11 +573,16 @@ impl Signer {
 
     /// The signature (base64url of the 64-byte r‖s) of `message`.
     pub(crate) fn sign(&self, message: &[u8]) -> Result<String, LedgerError> {
+        Ok(B64.encode(self.sign_raw(message)?))
+    }
+
+    /// The signature of `message`, the 64 bytes r‖s (s in either form).
+    pub(crate) fn sign_raw(&self, message: &[u8]) -> Result<Vec<u8>, LedgerError> {
         let sig = self
             .key
             .sign(&self.rng, message)
             .map_err(|_| LedgerError::Identity("signing failed".into()))?;
-        Ok(B64.encode(sig.as_ref()))
+        Ok(sig.as_ref().to_vec())
     }
 }
 

@@ -13,6 +13,7 @@
 //! - [`fuzz::post_bodies`]: fuzzed request bodies posted to an HTTP API, every answer held
 //!   to the rule for bad input.
 //! - [`bomb`]: automerge chunks that inflate far past the ledger's bound.
+//! - [`author::sign_as_author`]: a dishonest device's crafted changes, signed with its key.
 //! - [`mitm::Mitm`]: a TLS man in the middle on loopback, with a certificate of its own.
 //! - [`eventually`], [`poll`] and [`poll_async`]: waiting until something holds.
 
@@ -26,6 +27,7 @@ use std::{
 use gatemesh_netns::Namespace;
 use serde_json::Value;
 
+pub mod author;
 pub mod bomb;
 pub mod fuzz;
 pub mod mitm;

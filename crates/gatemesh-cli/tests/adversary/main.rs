@@ -429,6 +429,18 @@ fn gate_attacks() -> Vec<Attack> {
             reason: "more than 1000 redemptions of ticket",
         },
         Attack {
+            name: "a change in gate A's name",
+            craft: Box::new(|doc, a, s| {
+                // Under A's actor and A's next sequence number, a record of the attacker's
+                // own: had A (or a gate it had not reached yet) taken it, A's own next
+                // change would be refused as a second change of that number, for good.
+                doc.set_actor(automerge::ActorId::from(s.a_node.as_bytes()));
+                let (key, r) = redemption(a, &TicketId::generate(), now_ms(), 0);
+                put(doc, "redemptions", &key, &r);
+            }),
+            reason: "a change in the name of \"gate-a\" that it did not sign",
+        },
+        Attack {
             name: "a status from a gate",
             craft: Box::new(|doc, a, s| {
                 a.put_own_device(doc);
@@ -573,7 +585,12 @@ async fn an_enrolled_attacker_changes_nothing_honest_gates_hold_by_any_path() {
         let before = (a.records().await, b.records().await);
         let count = a.node.snapshot().await.unwrap().redemptions;
         let mut session = attacker.connect(a.mesh, count).await;
+        // Crafted with automerge, and signed with the attacker's key as their author signs
+        // a change (whatever actor it writes under).
+        let base = session.doc.get_heads();
         (attack.craft)(&mut session.doc, attacker, &scene);
+        session.doc.commit();
+        attacker.sign_changes(&mut session.doc, &base);
         let file = session.doc.save();
         let scanning = Scanning::start(&w, &a.node);
         // Every other attack comes as a push, the way a gate sends its own commits; the
@@ -707,9 +724,12 @@ async fn an_observers_resolution_is_taken() {
     // An observer's resolution is taken: the one kind of record it writes besides audit.
     let observer = w.attacker(Role::Observer, "desk-x");
     let mut session = observer.connect(a.mesh, 1).await;
+    let base = session.doc.get_heads();
     observer.put_own_device(&mut session.doc);
     let (key, r) = resolution(&observer, &tid, observer.node.as_str(), "Manager");
     put(&mut session.doc, "resolutions", &key, &r);
+    session.doc.commit();
+    observer.sign_changes(&mut session.doc, &base);
     assert!(
         session.offer().await.is_none(),
         "an observer's resolution was refused"

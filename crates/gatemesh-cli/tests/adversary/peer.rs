@@ -77,6 +77,18 @@ impl Attacker {
         B64.encode(sig.as_ref())
     }
 
+    /// Signs the changes of `doc` since `since` made under its actor with this device's key,
+    /// as their author signs them (`authored.rs`): whatever actor `doc` writes under.
+    pub fn sign_changes(&self, doc: &mut AutoCommit, since: &[automerge::ChangeHash]) {
+        gatemesh_testkit::author::sign_as_author(doc, since, self.event.as_str(), |message| {
+            self.key
+                .sign(&ring::rand::SystemRandom::new(), message)
+                .unwrap()
+                .as_ref()
+                .to_vec()
+        });
+    }
+
     /// Puts this device's certificate into `devices`, as its first record would.
     pub fn put_own_device(&self, doc: &mut AutoCommit) {
         let devices = map(doc, "devices");
@@ -98,9 +110,11 @@ impl Attacker {
         // Under its own node id: a change by an author no certificate names is refused
         // before anything it carries is looked at.
         doc.set_actor(ActorId::from(self.node.as_str().as_bytes()));
-        // With its certificate in its first change, as an honest device's.
+        // With its certificate in its first change, as an honest device's, signed.
+        let genesis = doc.get_heads();
         self.put_own_device(&mut doc);
         doc.commit();
+        self.sign_changes(&mut doc, &genesis);
         let mut s = Session {
             conn,
             send,

@@ -34,19 +34,22 @@ fn held(l: &Ledger, tickets: &[TicketId]) -> Held {
     }
 }
 
-/// A victim with two admissions and a void, and an attacker holding a copy of its document.
+/// A victim with two admissions and a void, and an attacker holding a copy of its document
+/// and a stolen gate's key, which signs the changes it makes (`authored.rs`).
 struct Scene {
     victim: Gate,
     attacker: AutoCommit,
     tickets: Vec<TicketId>,
+    key: p256::ecdsa::SigningKey,
 }
 
 fn scene() -> Scene {
-    scene_with(Gate::new("Thief"))
+    let (thief, key) = thief_with_key();
+    scene_with(thief, key)
 }
 
-/// [`scene`] with `thief` as the stolen gate.
-fn scene_with(mut thief: Gate) -> Scene {
+/// [`scene`] with `thief` as the stolen gate, whose key is `key`.
+fn scene_with(mut thief: Gate, key: p256::ecdsa::SigningKey) -> Scene {
     let mut victim = Gate::new("North");
     let tickets: Vec<TicketId> = (0..3).map(|_| TicketId::generate()).collect();
     victim.scan(&tickets[0], "n1", T0);
@@ -69,6 +72,7 @@ fn scene_with(mut thief: Gate) -> Scene {
         victim,
         attacker,
         tickets,
+        key,
     }
 }
 
@@ -120,6 +124,7 @@ fn refused(mut s: Scene, attack: impl FnOnce(&mut AutoCommit), expect: &str) {
     s.attacker.commit();
     let before = held(&s.victim.ledger, &s.tickets);
     let heads = s.victim.ledger.heads();
+    super::sign_as_author(&mut s.attacker, &heads, &s.key);
     let file = s.attacker.save();
     // Pushed, as a gate pushes its commits to its peers: refused the same way.
     let pushed: Vec<u8> = s
@@ -834,7 +839,7 @@ fn what_the_server_relays_meets_the_rules_a_peers_record_would() {
     // peers would refuse from it — a record dated ahead, a writer's 1,001st of one ticket —
     // it refuses too, and the rest still comes in.
     let event = super::event();
-    let thief = super::device_of(&event, gatemesh_ledger::Role::Gate, "Thief");
+    let (thief, key) = super::device_with_key(&event, gatemesh_ledger::Role::Gate, "Thief");
     let mut victim = Gate::new("North");
     let tid = TicketId::generate();
     victim.scan(&tid, "n1", T0);
@@ -860,6 +865,7 @@ fn what_the_server_relays_meets_the_rules_a_peers_record_would() {
         put_record(&mut doc, &format!("{},{}", r.tid, r.id), &r);
     }
     doc.commit();
+    super::sign_as_author(&mut doc, &victim.ledger.heads(), &key);
     sync_with(&mut victim.ledger, &mut doc).unwrap();
     let held = victim.ledger.redemption_count();
     assert_eq!(held, gatemesh_ledger::MAX_PER_TICKET + 1);
@@ -1049,23 +1055,7 @@ fn a_signature_found_good_once_vouches_only_for_that_record() {
 
 /// A stolen gate whose key the attacker holds, as a [`Gate`], with that key.
 fn thief_with_key() -> (Gate, p256::ecdsa::SigningKey) {
-    let event = super::event();
-    let (signer, key) = super::device_with_key(&event, gatemesh_ledger::Role::Gate, "Thief");
-    let mut ledger = Ledger::open(
-        &event,
-        signer.node().clone(),
-        &gatemesh_ledger::genesis(&event),
-        None,
-        [],
-    )
-    .unwrap();
-    ledger.sign_with(signer, super::trust_of(&event)).unwrap();
-    let thief = Gate {
-        name: "Thief",
-        ledger,
-        policy: Default::default(),
-    };
-    (thief, key)
+    super::gate_with_key("Thief")
 }
 
 /// `record` of map `map` signed with `key`, as its writer's signature is made.
@@ -1136,7 +1126,7 @@ fn a_seal_vouches_for_no_record_its_writer_did_not_write() {
     // history with its own, good signature: a seal vouches for its writer's records only.
     let (thief, key) = thief_with_key();
     let thief_node = thief.ledger.node().clone();
-    let s = scene_with(thief);
+    let s = scene_with(thief, key.clone());
     let north = s.victim.ledger.node().clone();
     refused(
         s,
@@ -1153,7 +1143,7 @@ fn a_seal_vouches_for_no_record_its_writer_did_not_write() {
 /// North's history sealed (its seal in the document), and a thief holding a copy.
 fn sealed_scene() -> (Scene, p256::ecdsa::SigningKey) {
     let (thief, key) = thief_with_key();
-    let mut s = scene_with(thief);
+    let mut s = scene_with(thief, key.clone());
     s.victim.ledger.seal(T0 + 3).unwrap().unwrap();
     s.attacker = AutoCommit::load(&s.victim.ledger.save()).unwrap();
     (s, key)
@@ -1171,6 +1161,7 @@ fn a_change_made_in_a_sealing_writers_name_after_its_seal_is_not_vouched_for() {
     let r = forged_as(&north, T0 + 5);
     put_record(&mut s.attacker, &format!("{},{}", r.tid, r.id), &r);
     s.attacker.commit();
+    super::sign_as_author(&mut s.attacker, &s.victim.ledger.heads(), &s.key);
     let mut late = Gate::new("Late");
     let mut parts = super::prepared(&super::whole_message(&mut s.attacker), late.ledger.node());
     assert!(parts.sealed() > 0, "North's own history is sealed");
@@ -1181,19 +1172,20 @@ fn a_change_made_in_a_sealing_writers_name_after_its_seal_is_not_vouched_for() {
         .unwrap_err();
     assert!(
         why.to_string()
-            .contains("whose signature is not \"gate\"'s"),
+            .contains("a change in the name of \"gate\" that it did not sign"),
         "{why}"
     );
     assert_eq!(late.ledger.redemption_count(), 0);
     let why = sync_with(&mut late.ledger, &mut s.attacker).unwrap_err();
-    assert!(why.to_string().contains("whose signature is not"), "{why}");
+    assert!(why.to_string().contains("that it did not sign"), "{why}");
     assert_eq!(late.ledger.redemption_count(), 0);
 }
 
 #[test]
 fn a_seal_its_writer_did_not_sign_vouches_for_nothing() {
     // The forgery in North's name and under North's actor, then a seal in North's name
-    // over it, signed by the thief: refused, the seal and the admission alike.
+    // over it, signed by the thief: refused, the seal and the admission alike (the changes
+    // that carry them are North's, signed by the thief: `authored.rs`).
     let (s, key) = sealed_scene();
     let north = s.victim.ledger.node().clone();
     refused(
@@ -1205,30 +1197,33 @@ fn a_seal_its_writer_did_not_sign_vouches_for_nothing() {
             let carrying = a.commit().unwrap();
             put_audit(a, &seal_line(&north, carrying, T0 + 6, &key));
         },
-        "whose signature is not \"gate\"'s",
+        "a change in the name of \"gate\" that it did not sign",
     );
 }
 
 #[test]
-fn a_writer_that_seals_records_it_signed_badly_has_them_taken_alike_by_every_path() {
+fn a_writer_that_signs_records_badly_in_its_own_changes_has_them_taken_alike_by_every_path() {
     // A stolen gate, key in hand, writes an admission of its own with a signature that is no
-    // one's, then seals its history with a good one. It could have signed the admission as
-    // well; what matters is that every gate takes the same: pushed with its seal, by sync,
-    // whole, or in a file, it is taken. Pushed before its seal, it is not (the seal is not
-    // in the batch), and it is taken once the seal comes with it.
+    // one's, in a change it signs as its author, then seals its history with a good
+    // signature. It could have signed the admission as well; what matters is that every
+    // gate takes the same: the change vouches for its author's records (`authored.rs`), so
+    // pushed alone, pushed with its seal, by sync, whole, or in a file, it is taken.
     let (thief, key) = thief_with_key();
     let thief_node = thief.ledger.node().clone();
-    let mut s = scene_with(thief);
+    let mut s = scene_with(thief, key.clone());
     let mut attacker = s.attacker;
     let heads = s.victim.ledger.heads();
     let r = forged_as(&thief_node, T0 + 5);
     put_record(&mut attacker, &format!("{},{}", r.tid, r.id), &r);
-    let carrying = attacker.commit().unwrap();
+    attacker.commit();
+    super::sign_as_author(&mut attacker, &heads, &key);
+    let carrying = attacker.get_heads()[0];
     put_audit(
         &mut attacker,
         &seal_line(&thief_node, carrying, T0 + 6, &key),
     );
     attacker.commit();
+    super::sign_as_author(&mut attacker, &[carrying], &key);
     let pushed = |changes: &[automerge::Change]| -> Vec<u8> {
         changes
             .iter()
@@ -1239,13 +1234,10 @@ fn a_writer_that_seals_records_it_signed_badly_has_them_taken_alike_by_every_pat
     assert_eq!(all.len(), 2);
     let count = |l: &Ledger| l.ticket(&r.tid).redemptions.len();
 
-    // Alone, before its seal: refused.
     let mut alone = reopened_copy(&mut s.victim.ledger);
-    let why = alone
+    alone
         .receive_changes(&mut PeerSync::default(), &pushed(&all[..1]), now())
-        .unwrap_err();
-    assert!(why.to_string().contains("whose signature is not"), "{why}");
-    // With it: taken, by push, by sync, whole and by file.
+        .unwrap();
     let mut by_push = reopened_copy(&mut s.victim.ledger);
     by_push
         .receive_changes(&mut PeerSync::default(), &pushed(&all), now())
@@ -1259,10 +1251,22 @@ fn a_writer_that_seals_records_it_signed_badly_has_them_taken_alike_by_every_pat
     late.ledger
         .take_whole(&mut parts, now())
         .expect("taken whole");
-    for l in [&by_push, &by_sync, &by_file, &late.ledger] {
+    for l in [&alone, &by_push, &by_sync, &by_file, &late.ledger] {
         assert_eq!(count(l), 1);
     }
-    assert_eq!(count(&alone), 0);
+    // A record of another writer in the thief's change is verified on its own: refused.
+    s.attacker = AutoCommit::load(&s.victim.ledger.save()).unwrap();
+    s.attacker
+        .set_actor(ActorId::from(thief_node.as_str().as_bytes()));
+    let north = s.victim.ledger.node().clone();
+    refused(
+        s,
+        |a| {
+            let r = forged_as(&north, T0 + 7);
+            put_record(a, &format!("{},{}", r.tid, r.id), &r);
+        },
+        "a redemptions record whose signature is not \"gate\"'s",
+    );
 }
 
 /// A copy of `l` that checks what it takes, as another gate holding the same would.

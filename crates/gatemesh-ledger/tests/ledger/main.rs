@@ -2,6 +2,7 @@
 //! idempotent merges, durable storage, refusal of foreign data.
 
 mod attacks;
+mod authored;
 mod lists;
 mod relay;
 mod revoke;
@@ -44,6 +45,16 @@ fn device_of(event: &EventId, role: Role, name: &str) -> Signer {
     Signer::from_pem(&trust_of(event), &pem.cert_pem, &pem.key_pem).unwrap()
 }
 
+/// A device of `event` enrolled under the CA, as two signers of the one identity: for a
+/// test that opens the device's ledger again after handing the first to it.
+fn device_twice(event: &EventId, role: Role, name: &str) -> (Signer, Signer) {
+    let ca = gatemesh_mesh::pki::MeshCa::from_pem(&CA.cert_pem, &CA.key_pem).unwrap();
+    let id = gatemesh_mesh::identity::PeerId::new(event.as_str(), role, name);
+    let pem = ca.enroll(&id, 30).unwrap();
+    let signer = || Signer::from_pem(&trust_of(event), &pem.cert_pem, &pem.key_pem).unwrap();
+    (signer(), signer())
+}
+
 /// A device of `event` enrolled under the CA, as its signer, with its private key: for an
 /// attacker holding a stolen device, who signs whatever it likes.
 fn device_with_key(event: &EventId, role: Role, name: &str) -> (Signer, p256::ecdsa::SigningKey) {
@@ -54,6 +65,36 @@ fn device_with_key(event: &EventId, role: Role, name: &str) -> (Signer, p256::ec
     let signer = Signer::from_pem(&trust_of(event), &pem.cert_pem, &pem.key_pem).unwrap();
     let key = p256::ecdsa::SigningKey::from_pkcs8_pem(&pem.key_pem).unwrap();
     (signer, key)
+}
+
+/// The changes of `a` since `heads` written under its actor, signed with `key` as their
+/// author signs them (`authored.rs`): a dishonest device signs what it writes so.
+pub(crate) fn sign_as_author(
+    a: &mut automerge::AutoCommit,
+    heads: &[automerge::ChangeHash],
+    key: &p256::ecdsa::SigningKey,
+) {
+    use p256::ecdsa::signature::Signer as _;
+    gatemesh_testkit::author::sign_as_author(a, heads, "ROCK-2026", |message| {
+        let sig: p256::ecdsa::Signature = key.sign(message);
+        sig.to_bytes().to_vec()
+    });
+}
+
+/// A gate whose key a test holds, to sign as the gate (dishonestly) would: the [`Gate`], and
+/// the key.
+fn gate_with_key(name: &'static str) -> (Gate, p256::ecdsa::SigningKey) {
+    let event = event();
+    let (signer, key) = device_with_key(&event, Role::Gate, name);
+    let mut ledger =
+        Ledger::open(&event, signer.node().clone(), &genesis(&event), None, []).unwrap();
+    ledger.sign_with(signer, trust_of(&event)).unwrap();
+    let gate = Gate {
+        name,
+        ledger,
+        policy: Policy::default(),
+    };
+    (gate, key)
 }
 
 /// The server's identity of [`event`] (role `server`): the only writer of standings.
@@ -1397,9 +1438,11 @@ fn sync_taking_parts(
 
 #[test]
 fn records_a_gate_signed_or_verified_are_not_verified_again_when_a_peer_sends_them_back() {
-    // East signs its 40 admissions and verifies North's 60 as it takes them. After a heal
-    // a peer sends East the whole ledger, both sides' records: its precheck finds all 100
-    // good without verifying one (what it verifies joins the shared set; it stays at 100).
+    // East signs its 40 admissions, and each change that carries one, and verifies the
+    // signatures of North's 60 changes as it takes them (North's records in them are
+    // vouched for by those: `authored.rs`). After a heal a peer sends East the whole ledger,
+    // both sides' changes: its precheck finds all 100 good without verifying one (what it
+    // verifies joins the shared set, which stays as it was).
     let vouched = std::sync::Arc::new(gatemesh_ledger::Vouched::default());
     let (mut north, mut east) = (Gate::new("North"), Gate::new("East"));
     east.ledger.share_vouched(vouched.clone());
@@ -1410,12 +1453,16 @@ fn records_a_gate_signed_or_verified_are_not_verified_again_when_a_peer_sends_th
     for i in 0..40 {
         east.scan(&TicketId::generate(), "e1", t0 + i);
     }
-    assert_eq!(vouched.len(), 40, "East's own signatures");
+    assert_eq!(
+        vouched.len(),
+        80,
+        "East's own signatures, records and changes"
+    );
     sync_pair(&mut north.ledger, &mut east.ledger);
     assert_eq!(
         vouched.len(),
-        100,
-        "and North's, verified as East took them"
+        140,
+        "and North's changes, verified as East took them"
     );
     // North's whole ledger, as it sends it to a gate that holds nothing.
     let mut late = Gate::new("Late");
@@ -1432,7 +1479,7 @@ fn records_a_gate_signed_or_verified_are_not_verified_again_when_a_peer_sends_th
         parts.prechecked()
     };
     assert_eq!(precheck(&vouched), 100);
-    assert_eq!(vouched.len(), 100, "nothing verified again");
+    assert_eq!(vouched.len(), 140, "nothing verified again");
     // A gate that shares nothing verifies every one.
     let fresh = gatemesh_ledger::Vouched::default();
     assert_eq!(precheck(&fresh), 100);
@@ -1516,7 +1563,7 @@ fn a_forged_record_in_a_later_part_refuses_that_part_and_keeps_what_came_before(
     use automerge::transaction::Transactable;
     // Parts are checked one at a time, as pushes are: what came before the forgery is
     // honest and stays; the forged part and all after it never reach the document.
-    let (mut north, mut west) = (Gate::new("North"), Gate::new("West"));
+    let ((mut north, key), mut west) = (gate_with_key("North"), Gate::new("West"));
     for i in 0..30 {
         north.scan(&TicketId::generate(), "n1", T0 + i);
     }
@@ -1547,10 +1594,12 @@ fn a_forged_record_in_a_later_part_refuses_that_part_and_keeps_what_came_before(
     let mut r = redemption(&mut north.ledger, &forged_tid, T0 + 100);
     r.gate = "Forged".into();
     let map = gatemesh_ledger::ticket_map(&doc, "redemptions", &forged_tid).unwrap();
-    let key = format!("{},{}", r.tid, r.id);
-    doc.put(&map, key, serde_json::to_string(&r).unwrap())
+    let record = format!("{},{}", r.tid, r.id);
+    doc.put(&map, record, serde_json::to_string(&r).unwrap())
         .unwrap();
     doc.commit();
+    // Its change signed by North, as a dishonest North signs what it writes.
+    sign_as_author(&mut doc, &north.ledger.heads(), &key);
     let message = message_of(&mut doc);
     let mut peer = gatemesh_ledger::PeerSync::default();
     let mut parts = gatemesh_ledger::SyncInParts::parse(&message).unwrap();
@@ -1566,8 +1615,8 @@ fn a_forged_record_in_a_later_part_refuses_that_part_and_keeps_what_came_before(
     parts.precheck(&event(), &trust_of(&event()), &vouched);
     assert_eq!(
         parts.prechecked(),
-        honest.prechecked(),
-        "the forged record is not vouched for"
+        honest.prechecked() + 1,
+        "the forged change's signature is North's; the record in it has none"
     );
     let mut taken = 0;
     let refused = loop {
@@ -1787,10 +1836,10 @@ fn a_whole_ledger_checked_ahead_is_taken_in_one_step_with_the_scans_made_meanwhi
 #[test]
 fn a_whole_ledger_with_a_forged_record_is_not_taken_in_one_step_and_its_parts_refuse_it() {
     use automerge::transaction::Transactable;
-    // A dishonest North slips one record it did not sign into its whole ledger. Checked
-    // ahead, the document is not made ready; the parts then refuse it, and West holds what
-    // it held.
-    let (mut north, mut west) = (Gate::new("North"), Gate::new("West"));
+    // A dishonest North slips one record it did not sign into its whole ledger (in a change
+    // it signed). Checked ahead, the document is not made ready; the parts then refuse it,
+    // and West holds what it held.
+    let ((mut north, key), mut west) = (gate_with_key("North"), Gate::new("West"));
     for i in 0..30 {
         north.scan(&TicketId::generate(), "n1", T0 + i);
     }
@@ -1810,6 +1859,7 @@ fn a_whole_ledger_with_a_forged_record_is_not_taken_in_one_step_and_its_parts_re
     )
     .unwrap();
     doc.commit();
+    sign_as_author(&mut doc, &north.ledger.heads(), &key);
     let before = west.ledger.save();
     let mut parts = prepared(&whole_message(&mut doc), west.ledger.node());
     assert!(!parts.is_ready_whole(), "a forged record made it ready");

@@ -133,12 +133,14 @@ fn a_late_gate_verifies_only_the_signatures_no_seal_vouches_for_and_ends_where_v
     let whole = whole_message(&mut doc);
 
     // A late gate checking ahead, as a gate does off its writer: every one of North's
-    // records the seals reach is taken on the seals' word (the first seal line among them),
-    // the rest verified one by one (the 88, and both seals, each verified before it counts).
+    // changes the seals reach is taken on the seals' word, its records (and the first seal
+    // line among them) too; the rest are verified change by change (the 88 admissions and
+    // the second seal's change, each signed by North, vouching for North's records in it),
+    // and both seals, each verified before it counts.
     let mut west = Gate::new("West");
     let mut parts = prepared(&whole, west.ledger.node());
     assert_eq!(parts.sealed(), sealed_admissions + 1);
-    assert_eq!(parts.prechecked(), n - sealed_admissions + 2);
+    assert_eq!(parts.prechecked(), n - sealed_admissions + 1 + 2);
     assert!(parts.is_ready_whole(), "checked and derived whole");
     west.ledger
         .take_whole(&mut parts, now())

@@ -436,6 +436,22 @@ async fn dishonest_peer(
     let (signer, _) =
         gatemesh_ledger::Signer::from_identity(broken, &EventId::new(EVENT).unwrap()).unwrap();
     doc.set_actor(automerge::ActorId::from(signer.node().as_str().as_bytes()));
+    // It signs each change it makes with its key, as its author (`authored.rs`).
+    let rustls_pki_types::PrivateKeyDer::Pkcs8(pkcs8) = &broken.creds.key else {
+        panic!("a PKCS#8 device key")
+    };
+    let key = {
+        use p256::pkcs8::DecodePrivateKey;
+        p256::ecdsa::SigningKey::from_pkcs8_der(pkcs8.secret_pkcs8_der()).unwrap()
+    };
+    let sign = |doc: &mut automerge::AutoCommit, since: &[automerge::ChangeHash]| {
+        use p256::ecdsa::signature::Signer as _;
+        gatemesh_testkit::author::sign_as_author(doc, since, EVENT, |message| {
+            let sig: p256::ecdsa::Signature = key.sign(message);
+            sig.to_bytes().to_vec()
+        });
+    };
+    let genesis_heads = doc.get_heads();
     {
         use automerge::transaction::Transactable;
         let devices = match automerge::ReadDoc::get(&doc, automerge::ROOT, "devices") {
@@ -451,6 +467,7 @@ async fn dishonest_peer(
         .unwrap();
         doc.commit();
     }
+    sign(&mut doc, &genesis_heads);
     let mut state = automerge::sync::State::new();
     let holds = |doc: &automerge::AutoCommit| {
         gatemesh_ledger::ticket_maps(doc, "redemptions")
@@ -469,8 +486,10 @@ async fn dishonest_peer(
         if holds(&doc)
             && let Some(craft) = craft.take()
         {
+            let base = doc.get_heads();
             craft(&mut doc);
             doc.commit();
+            sign(&mut doc, &base);
             continue;
         }
         let frame = tokio::time::timeout(
