@@ -15,8 +15,8 @@ use crate::pki::Credentials;
 use crate::tls::{ALPN, MeshTrust, SERVER_NAME, client_tls_config, server_tls_config};
 
 /// Largest frame accepted: a sync message that carries a whole 100,000-redemption ledger is
-/// about 1 MB.
-pub const MAX_FRAME: usize = 16 * 1024 * 1024;
+/// about 21 MB (each change carries its author's signature, `authored.rs` in the ledger).
+pub const MAX_FRAME: usize = 32 * 1024 * 1024;
 
 /// Close code: a clean close.
 pub const CLOSE_OK: u32 = 0;

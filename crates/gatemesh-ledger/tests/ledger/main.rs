@@ -1029,7 +1029,7 @@ fn a_gap_larger_than_one_message_goes_in_several() {
     // North and South held the same 120 admissions, then were apart: each admitted 150
     // more, 12 of the same tickets on both sides. Healed, each lacks more than a third of
     // the other's ledger, where automerge sends the whole document; here one larger than
-    // 16 KiB is not sent (as one over 15 MiB is not: over a mesh frame's limit), and the
+    // 16 KiB is not sent (as one over 31 MiB is not: over a mesh frame's limit), and the
     // changes go in messages of at most 8 KiB of changes each.
     const MOST: (usize, usize) = (8 * 1024, 16 * 1024);
     let t0 = 1_795_000_000_000;
