@@ -346,10 +346,10 @@ fn brought_by(trust: &Trust, puts: &[Put]) -> Result<HashMap<NodeId, Arc<Device>
 /// and no seal of their author vouches for, and of the records they relay for other
 /// writers, and keeps those found good. Nothing else is decided here: the changes are
 /// checked in full when they are taken ([`check`]), and a check that finds its signature
-/// kept skips only the ECDSA verification. What does not read is left to that check to refuse. Signatures
-/// `vouched` found good before (in an earlier message) are not verified again; those found
-/// good now join it. One precheck at a time holds `vouched`, so a message that comes from
-/// several peers at once is verified once.
+/// kept skips only the ECDSA verification. What does not read is left to that check to
+/// refuse. Signatures `vouched` found good before (in an earlier message) are not verified
+/// again; those found good now join it. One precheck at a time holds `vouched`, so a message
+/// that comes from several peers at once is verified once.
 pub(crate) fn precheck(
     roots: &Roots,
     trust: &Trust,
