@@ -427,17 +427,16 @@ impl Ledger {
             draft: Vec::new(),
         };
         (ledger.deps, ledger.tips) = Deps::of(ledger.doc.document());
-        // Whether its last change was a seal is not worth reading back: a node that wrote
-        // anything seals once more soon after it opens.
+        // What its own last change was: a seal (signed) leaves nothing to seal, so a restart
+        // adds no seal line; anything else is sealed as usual. A history written before
+        // changes were signed (`authored.rs`) reaches a peer only under this node's seal: it
+        // is sealed with the first batch.
         let own = ActorId::from(ledger.node.as_str().as_bytes());
         if let Some(tip) = ledger.tips.tip(&own).copied() {
-            ledger.sealing.unsealed = 1;
-            // A history written before changes were signed (`authored.rs`) reaches a peer
-            // only under this node's seal: seal it with the first batch.
-            let signed = ledger
-                .doc
-                .get_change_by_hash(&tip.hash)
-                .is_some_and(|c| crate::authored::is_signed(&c));
+            let last = ledger.doc.get_change_by_hash(&tip.hash);
+            let signed = last.as_ref().is_some_and(crate::authored::is_signed);
+            let sealed = signed && last.is_some_and(|c| ledger.is_own_seal(&c));
+            ledger.sealing.unsealed = usize::from(!sealed);
             if !signed {
                 ledger.sealing.since_ms = Some(i64::MIN / 2);
             }
@@ -1102,6 +1101,24 @@ impl Ledger {
         self.tips
             .note(change.actor_id(), change.seq(), change.hash());
         self.recent.note(change);
+    }
+
+    /// Whether `change` is a seal of this node's own: its one put an audit line of this
+    /// node's with the seal's action.
+    fn is_own_seal(&self, change: &Change) -> bool {
+        let expanded = change.decode();
+        let [op] = &expanded.operations[..] else {
+            return false;
+        };
+        let legacy::OpType::Put(automerge::ScalarValue::Str(text)) = &op.action else {
+            return false;
+        };
+        self.roots
+            .place(&op.obj)
+            .is_some_and(|p| p.map == crate::layout::Map::Audit)
+            && parse::<AuditEntry>(text).is_some_and(|a| {
+                a.action == crate::seal::ACTION && a.tid.is_none() && a.node == self.node
+            })
     }
 
     /// Seals this node's history when it is due (`seal.rs`): [`crate::SEAL_EVERY`] changes

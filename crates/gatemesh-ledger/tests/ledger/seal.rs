@@ -86,19 +86,30 @@ fn a_gate_seals_every_few_hundred_changes_or_soon_after_its_last_one() {
             .is_some()
     );
     assert_eq!(seals(&north.ledger), 2);
-    // Reopened (a restart), a gate that wrote anything seals again soon: whether its last
-    // change was a seal is not read back.
-    // Its clock read back from ticket records only, it seals at the very time of its last
-    // seal: under a key of its own, never over the earlier line (peers refuse overwrites).
+    // Reopened (a restart) with a seal as its last change, it has nothing to seal.
     let mut reopened = opened(Some(&north.ledger.save()));
-    assert!(reopened.seal_if_due(later).unwrap().is_none());
     assert!(
         reopened
-            .seal_if_due(later + SEAL_AFTER_MS)
+            .seal_if_due(later + 10 * SEAL_AFTER_MS)
             .unwrap()
-            .is_some()
+            .is_none()
     );
+    // Its clock read back from ticket records only, a seal made at the very time of its last
+    // one takes a key of its own, never the earlier line's (peers refuse overwrites).
+    assert!(reopened.seal(later + SEAL_AFTER_MS).unwrap().is_some());
     assert_eq!(seals(&reopened), 3);
+    // Reopened with an admission as its last change, it seals once SEAL_AFTER_MS have
+    // passed, as before the restart.
+    let mut admitted = Gate {
+        name: "North",
+        ledger: opened(Some(&north.ledger.save())),
+        policy: Default::default(),
+    };
+    let at = later + 2 * SEAL_AFTER_MS;
+    admitted.scan(&TicketId::generate(), "n1", at);
+    let mut again = opened(Some(&admitted.ledger.save()));
+    assert!(again.seal_if_due(at).unwrap().is_none());
+    assert!(again.seal_if_due(at + SEAL_AFTER_MS).unwrap().is_some());
     let mut checker = Gate::new("East");
     sync_pair(&mut reopened, &mut checker.ledger);
     assert_eq!(seals(&checker.ledger), 3, "and a peer takes all three");
