@@ -308,6 +308,9 @@ pub(crate) struct Checker<'a> {
     pub checked: &'a Checked,
     /// Where signatures verified here are kept for later prechecks, if anywhere.
     pub vouched: Option<&'a Vouched>,
+    /// The newest change of each writer the ledger holds: it holds each writer's changes
+    /// numbered up to it.
+    pub held: &'a crate::summary::Summary,
 }
 
 /// Every put of `changes`, read (a put anywhere the layout does not allow refuses them).
@@ -683,6 +686,34 @@ pub(crate) fn check(
             ));
         };
         authors.insert(change.hash(), device);
+    }
+    // One history per author. Automerge holds one change per author and number, and refuses
+    // any other for good, with every change that builds on it: two changes of one number,
+    // both signed by their author, are a device that signed two histories (a stolen one,
+    // splitting the mesh). Refused here by name, before automerge (which would fail half-way
+    // and leave the gate to reload its ledger each time the other history is offered).
+    let mut numbered: HashMap<(&automerge::ActorId, u64), ChangeHash> = HashMap::new();
+    for change in changes {
+        let (actor, seq, hash) = (change.actor_id(), change.seq(), change.hash());
+        let held = checker.held.tip(actor).is_some_and(|t| seq <= t.seq);
+        let twice = numbered
+            .insert((actor, seq), hash)
+            .is_some_and(|h| h != hash);
+        if held || twice {
+            return Err(in_change(
+                &hash,
+                format!(
+                    "a second change numbered {seq} of {:?} ({}): its author signed two \
+                     histories",
+                    authors[&hash].peer.name,
+                    if held {
+                        "this ledger holds another"
+                    } else {
+                        "the same batch brings another"
+                    }
+                ),
+            ));
+        }
     }
     // What the batch's seals vouch for (`seal.rs`), and what a precheck's did: a seal whose
     // sealed change the precheck found vouched for by that writer was walked from there

@@ -1483,6 +1483,7 @@ impl Ledger {
             per_ticket: &self.per_ticket,
             checked: &crate::sign::Checked::default(),
             vouched: self.vouched.as_deref(),
+            held: &self.tips,
         };
         guarded(|| crate::admit::check(&self.doc, &self.roots, &incoming, now_ms, &mut checker))?;
         // Merge into a copy first: a change that the engine rejects half-way must not leave
@@ -2218,6 +2219,7 @@ impl Ledger {
             per_ticket: &per_ticket,
             checked,
             vouched: None,
+            held: &crate::summary::Summary::default(),
         };
         crate::admit::check(&genesis, &roots, &theirs, now_ms, &mut checker)?;
         check_roots(&doc)?;
@@ -2435,6 +2437,7 @@ impl Ledger {
             per_ticket: &self.per_ticket,
             checked,
             vouched: self.vouched.as_deref(),
+            held: &self.tips,
         };
         let touched = guarded(|| {
             crate::admit::check(&self.doc, &self.roots, &incoming, now_ms, &mut checker)

@@ -374,3 +374,61 @@ fn a_history_written_before_change_signatures_reaches_a_new_gate_under_its_write
             .is_some()
     );
 }
+
+#[test]
+fn a_device_that_signs_two_changes_of_one_number_is_refused_by_name() {
+    // A stolen gate, key in hand, signs two histories: its admission as its next change to
+    // East, and another change of that number (empty) to a gate that joins later. Whichever
+    // a gate took first, the other is refused as what it is, naming the device, before it
+    // reaches automerge (which would fail half-way, and the gate reload its ledger each
+    // time it is offered).
+    let Scene {
+        mut thief,
+        thief_key,
+        mut east,
+        genuine,
+        ..
+    } = scene();
+    push(&mut east.ledger, &genuine).unwrap();
+    let before = thief.ledger.heads();
+    thief.scan(&TicketId::generate(), "t1", T0 + 3);
+    let first = changes_since(&mut thief.ledger, &before).remove(0);
+    let other = {
+        let mut e = first.decode();
+        e.operations.clear();
+        e.message = None;
+        let blank = Change::from(e.clone());
+        e.message = Some(signed_with(&blank, &thief_key, false));
+        Change::from(e)
+    };
+    assert_eq!(
+        (other.actor_id(), other.seq()),
+        (first.actor_id(), first.seq())
+    );
+    push(&mut east.ledger, &first).unwrap();
+    let heads = east.ledger.heads();
+    let why = push(&mut east.ledger, &other).unwrap_err().to_string();
+    assert!(
+        why.contains("a second change numbered") && why.contains("signed two histories"),
+        "{why}"
+    );
+    assert!(
+        why.contains("\"Thief\" (this ledger holds another)"),
+        "{why}"
+    );
+    assert_eq!(east.ledger.heads(), heads);
+    // Both in one batch, to a gate that holds neither.
+    let mut fresh = Gate::new("Fresh");
+    let mut bytes: Vec<u8> = changes_since(&mut east.ledger, &[])
+        .iter()
+        .flat_map(|c| c.raw_bytes().to_vec())
+        .collect();
+    bytes.extend_from_slice(other.raw_bytes());
+    let why = fresh
+        .ledger
+        .receive_changes(&mut PeerSync::default(), &bytes, now())
+        .unwrap_err()
+        .to_string();
+    assert!(why.contains("the same batch brings another"), "{why}");
+    assert_eq!(fresh.ledger.redemption_count(), 0);
+}
