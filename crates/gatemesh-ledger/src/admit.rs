@@ -690,7 +690,7 @@ pub(crate) fn check(
     // One history per author. Automerge holds one change per author and number, and refuses
     // any other for good, with every change that builds on it: two changes of one number,
     // both signed by their author, are a device that signed two histories (a stolen one,
-    // splitting the mesh). Refused here by name, before automerge (which would fail half-way
+    // splitting the mesh, or one started again from an old copy of its data). Refused here by name, before automerge (which would fail half-way
     // and leave the gate to reload its ledger each time the other history is offered).
     let mut numbered: HashMap<(&automerge::ActorId, u64), ChangeHash> = HashMap::new();
     for change in changes {
@@ -704,7 +704,8 @@ pub(crate) fn check(
                 &hash,
                 format!(
                     "a second change numbered {seq} of {:?} ({}): its author signed two \
-                     histories",
+                     histories (a stolen device, or one started again from an old copy of \
+                     its data)",
                     authors[&hash].peer.name,
                     if held {
                         "this ledger holds another"
