@@ -391,13 +391,6 @@ pub(crate) fn precheck(
         .collect();
     let sealed = crate::seal::sealed(changes, &pairs);
     let mut sealed_records = 0;
-    // Held to read what is known, then let go while the signatures are verified (seconds
-    // for a catch-up): the writer keeps every signature it makes there, and a scan it
-    // decides waited for the whole precheck (2.5 s at 100,000 redemptions).
-    let known = vouched
-        .0
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
     // Each change's author (`authored.rs`): its own records in it are vouched for by the
     // change, signed or sealed; the signature of a change no seal vouches for is a fact to
     // verify.
@@ -437,8 +430,16 @@ pub(crate) fn precheck(
                 device,
             ))
         });
-    let unknown: Vec<Fact> = claims
-        .chain(records)
+    let candidates: Vec<Fact> = claims.chain(records).collect();
+    // Held only to read what is known, not while the candidates are read (a change
+    // encoded twice each) or verified (seconds for a catch-up): the writer keeps every
+    // signature it makes there, and a scan it decides would wait for the precheck.
+    let known = vouched
+        .0
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let unknown: Vec<Fact> = candidates
+        .into_iter()
         .filter(|(fact, ..)| {
             let seen = known.contains(fact);
             if seen {

@@ -170,6 +170,9 @@ pub struct Ledger {
 struct Sealing {
     unsealed: usize,
     since_ms: Option<i64>,
+    /// Sealed at the next chance, whatever the count or time: a history written before
+    /// changes were signed.
+    at_once: bool,
 }
 
 /// What changes build on, by hash, for every change a ledger holds (read at open, noted as
@@ -323,6 +326,14 @@ fn check_format(doc: &AutoCommit) -> Result<(), LedgerError> {
     }
 }
 
+/// An object as a change's operations name it.
+fn legacy_obj(obj: &ObjId) -> legacy::ObjectId {
+    match obj {
+        ObjId::Root => legacy::ObjectId::Root,
+        ObjId::Id(counter, actor, _) => legacy::ObjectId::Id(legacy::OpId::new(*counter, actor)),
+    }
+}
+
 fn text<'a>(value: &'a ValueRef<'_>) -> Option<&'a str> {
     match value {
         ValueRef::Scalar(ScalarValueRef::Str(s)) => Some(s),
@@ -437,9 +448,7 @@ impl Ledger {
             let signed = last.as_ref().is_some_and(crate::authored::is_signed);
             let sealed = signed && last.is_some_and(|c| ledger.is_own_seal(&c));
             ledger.sealing.unsealed = usize::from(!sealed);
-            if !signed {
-                ledger.sealing.since_ms = Some(i64::MIN / 2);
-            }
+            ledger.sealing.at_once = !signed;
         }
         ledger.revoked = ledger.read_revocations();
         ledger.reread_lists();
@@ -1015,15 +1024,9 @@ impl Ledger {
     /// ([`Ledger::commit_own`]): a new key, overwriting nothing (`pred` empty), as peers
     /// require (`admit.rs`).
     fn put(&mut self, obj: &ObjId, key: impl Into<String>, value: String) {
-        let obj = match obj {
-            ObjId::Root => legacy::ObjectId::Root,
-            ObjId::Id(counter, actor, _) => {
-                legacy::ObjectId::Id(legacy::OpId::new(*counter, actor))
-            }
-        };
         self.draft.push(legacy::Op {
             action: legacy::OpType::Put(automerge::ScalarValue::Str(value.into())),
-            obj,
+            obj: legacy_obj(obj),
             key: legacy::Key::Map(key.into().into()),
             pred: Vec::new().into(),
             insert: false,
@@ -1032,10 +1035,7 @@ impl Ledger {
 
     /// Whether this node's next change puts `key` into `obj` already.
     fn drafted(&self, obj: &ObjId, key: &str) -> bool {
-        let ObjId::Id(counter, actor, _) = obj else {
-            return false;
-        };
-        let obj = legacy::ObjectId::Id(legacy::OpId::new(*counter, actor));
+        let obj = legacy_obj(obj);
         self.draft
             .iter()
             .any(|op| op.obj == obj && matches!(&op.key, legacy::Key::Map(k) if k == key))
@@ -1125,12 +1125,19 @@ impl Ledger {
     /// of its own since its last seal, or [`crate::SEAL_AFTER_MS`] since the first of them
     /// was seen at `now_ms`. Returns the seal's change, to store with the batch.
     pub fn seal_if_due(&mut self, now_ms: i64) -> Result<Option<StoredChange>, LedgerError> {
-        let Sealing { unsealed, since_ms } = &mut self.sealing;
+        let Sealing {
+            unsealed,
+            since_ms,
+            at_once,
+        } = &mut self.sealing;
         if *unsealed == 0 || self.signer.is_none() {
             return Ok(None);
         }
         let since = *since_ms.get_or_insert(now_ms);
-        if *unsealed < crate::seal::SEAL_EVERY && now_ms - since < crate::seal::SEAL_AFTER_MS {
+        if !*at_once
+            && *unsealed < crate::seal::SEAL_EVERY
+            && now_ms - since < crate::seal::SEAL_AFTER_MS
+        {
             return Ok(None);
         }
         self.seal(now_ms)

@@ -7,11 +7,32 @@ use std::collections::HashMap;
 use automerge::{AutoCommit, Change, ChangeHash};
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD as B64};
 
+/// The bytes an author's signature of `change` covers: the domain, the event and the change
+/// encoded with no message.
+pub fn covered(change: &Change, event: &str) -> Vec<u8> {
+    let mut e = change.decode();
+    e.message = None;
+    let mut message = format!("gatemesh-change-v1\0{event}\0").into_bytes();
+    message.extend_from_slice(Change::from(e).raw_bytes());
+    message
+}
+
+/// A change's message carrying `sig` as it is (a test may give either form).
+pub fn signature_text(sig: &p256::ecdsa::Signature) -> String {
+    format!("sig1:{}", B64.encode(sig.to_bytes()))
+}
+
+/// The signature a change's message carries, if it reads as one.
+pub fn signature_of(change: &Change) -> Option<p256::ecdsa::Signature> {
+    let text = change.message()?.strip_prefix("sig1:")?;
+    p256::ecdsa::Signature::from_slice(&B64.decode(text).ok()?).ok()
+}
+
 /// Replaces `doc` with the same document in which every change since `since` written under
 /// `doc`'s actor is signed by `sign` (a P-256 signature, r‖s, of the bytes given, in either
-/// form): encoded with no message, the domain, the event and those bytes signed, `sig1:`
-/// and the low-s signature as its message. What builds on a change re-signed is rewritten
-/// to its new hash; other authors' changes are kept as they are. The actor stays.
+/// form): [`covered`] signed, `sig1:` and the low-s signature as its message. What builds on
+/// a change re-signed is rewritten to its new hash; other authors' changes are kept as they
+/// are. The actor stays.
 pub fn sign_as_author(
     doc: &mut AutoCommit,
     since: &[ChangeHash],
@@ -33,13 +54,12 @@ pub fn sign_as_author(
         e.deps.sort();
         if e.actor_id == actor {
             e.message = None;
-            let blank = Change::from(e.clone());
-            let mut message = format!("gatemesh-change-v1\0{event}\0").into_bytes();
-            message.extend_from_slice(blank.raw_bytes());
-            let sig = p256::ecdsa::Signature::from_slice(&sign(&message))
-                .expect("a P-256 signature, r‖s");
-            let sig = sig.normalize_s().unwrap_or(sig);
-            e.message = Some(format!("sig1:{}", B64.encode(sig.to_bytes())));
+            let sig = p256::ecdsa::Signature::from_slice(&sign(&covered(
+                &Change::from(e.clone()),
+                event,
+            )))
+            .expect("a P-256 signature, r‖s");
+            e.message = Some(signature_text(&sig.normalize_s().unwrap_or(sig)));
         }
         let made = Change::from(e);
         renamed.insert(change.hash(), made.hash());

@@ -7,6 +7,7 @@
 
 use automerge::{AutoCommit, Change, ChangeHash, ExpandedChange};
 use gatemesh_ledger::{Ledger, LedgerError, PeerSync};
+use gatemesh_testkit::author;
 use gatemesh_ticket::TicketId;
 
 use super::{Gate, T0, now};
@@ -66,51 +67,38 @@ fn rewrapped(change: &Change, message: Option<String>) -> Change {
     out
 }
 
+/// The other, high-s form of a low-s signature: as good an ECDSA signature of the same
+/// bytes (ring verifies it).
+fn high_s(low: &p256::ecdsa::Signature) -> p256::ecdsa::Signature {
+    p256::ecdsa::Signature::from_scalars(low.r().to_bytes(), (-*low.s()).to_bytes()).unwrap()
+}
+
 /// `change`'s message signed with `key`, as its author's signature is made, in the low-s
 /// form, or the high-s one when `high`.
 fn signed_with(change: &Change, key: &p256::ecdsa::SigningKey, high: bool) -> String {
-    use base64::Engine;
     use p256::ecdsa::signature::Signer as _;
-    let mut e = change.decode();
-    e.message = None;
-    let mut message = b"gatemesh-change-v1\0ROCK-2026\0".to_vec();
-    message.extend_from_slice(Change::from(e).raw_bytes());
-    let sig: p256::ecdsa::Signature = key.sign(&message);
+    let sig: p256::ecdsa::Signature = key.sign(&author::covered(change, "ROCK-2026"));
     let low = sig.normalize_s().unwrap_or(sig);
-    let sig = if high {
-        p256::ecdsa::Signature::from_scalars(low.r().to_bytes(), (-*low.s()).to_bytes()).unwrap()
-    } else {
-        low
-    };
-    format!(
-        "sig1:{}",
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sig.to_bytes())
-    )
+    author::signature_text(&if high { high_s(&low) } else { low })
 }
 
-/// The signature of North's genuine change in its other, high-s form: as good an ECDSA
-/// signature of the same bytes (ring verifies it), under another change hash.
+/// The signature of North's genuine change in its other, high-s form, under another change
+/// hash.
 fn high_s_of(genuine: &Change) -> String {
-    use base64::Engine;
-    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    let text = genuine.message().unwrap().strip_prefix("sig1:").unwrap();
-    let low = p256::ecdsa::Signature::from_slice(&b64.decode(text).unwrap()).unwrap();
+    let low = author::signature_of(genuine).unwrap();
     assert!(low.normalize_s().is_none(), "a gate writes the low-s form");
-    let high =
-        p256::ecdsa::Signature::from_scalars(low.r().to_bytes(), (-*low.s()).to_bytes()).unwrap();
-    format!("sig1:{}", b64.encode(high.to_bytes()))
+    author::signature_text(&high_s(&low))
 }
 
 #[test]
 fn a_writers_change_rewrapped_by_another_device_is_refused_and_the_real_one_still_comes() {
     let Scene {
         mut north,
-        thief,
         thief_key,
         mut east,
         genuine,
+        ..
     } = scene();
-    let _ = thief;
     let forgeries = [
         (
             rewrapped(&genuine, Some("redemption".into())),
@@ -149,10 +137,10 @@ fn a_writers_change_rewrapped_by_another_device_is_refused_and_the_real_one_stil
     north.scan(&tid, "n1", T0 + 2);
     super::sync_pair(&mut north.ledger, &mut east.ledger);
     assert_eq!(east.ledger.ticket(&tid).redemptions.len(), 1);
-    let (mut a, mut b) = (east.ledger.heads(), north.ledger.heads());
-    a.sort();
-    b.sort();
-    assert_eq!(a, b);
+    assert_eq!(
+        super::sorted_heads(&mut east.ledger),
+        super::sorted_heads(&mut north.ledger)
+    );
 }
 
 #[test]
@@ -199,11 +187,9 @@ fn a_change_of_a_devices_own_under_another_devices_name_is_refused() {
     north.scan(&TicketId::generate(), "n1", T0 + 4);
     super::sync_pair(&mut north.ledger, &mut east.ledger);
     assert!(east.ledger.ticket(&tid).redemptions.is_empty());
-    let (mut a, mut b) = (east.ledger.heads(), north.ledger.heads());
-    a.sort();
-    b.sort();
-    for h in &b {
-        assert!(a.contains(h), "East holds North's newest change");
+    let held = east.ledger.heads();
+    for h in north.ledger.heads() {
+        assert!(held.contains(&h), "East holds North's newest change");
     }
 }
 
@@ -224,23 +210,14 @@ fn a_gate_writes_each_change_signed_in_its_one_form() {
     assert_eq!(own.len(), 6);
     for c in own {
         assert_eq!(Change::from(c.decode()).hash(), c.hash());
-        // Signed by North's key over the change with no message: the same signature this
-        // test makes (ECDSA is randomised, so compare by verifying).
-        use base64::Engine;
+        // Signed by North's key over the change with no message, as this test's kit reads
+        // it (ECDSA is randomised, so compare by verifying).
         use p256::ecdsa::signature::Verifier as _;
-        let text = c.message().unwrap().strip_prefix("sig1:").unwrap();
-        let sig = p256::ecdsa::Signature::from_slice(
-            &base64::engine::general_purpose::URL_SAFE_NO_PAD
-                .decode(text)
-                .unwrap(),
-        )
-        .unwrap();
+        let sig = author::signature_of(c).expect("a signature in its message");
         assert!(sig.normalize_s().is_none(), "low-s");
-        let mut e = c.decode();
-        e.message = None;
-        let mut message = b"gatemesh-change-v1\0ROCK-2026\0".to_vec();
-        message.extend_from_slice(Change::from(e).raw_bytes());
-        key.verifying_key().verify(&message, &sig).unwrap();
+        key.verifying_key()
+            .verify(&author::covered(c, "ROCK-2026"), &sig)
+            .unwrap();
     }
 }
 

@@ -928,6 +928,13 @@ fn sha_hex(bytes: &[u8]) -> String {
 
 /// Runs the sync protocol between two ledgers until neither has anything to send; returns
 /// the changes each side learned.
+/// What `l` builds on, in order: two ledgers that hold the same history give the same.
+fn sorted_heads(l: &mut Ledger) -> Vec<automerge::ChangeHash> {
+    let mut heads = l.heads();
+    heads.sort();
+    heads
+}
+
 fn sync_pair(a: &mut Ledger, b: &mut Ledger) -> (usize, usize) {
     let mut states = Default::default();
     sync_pair_watched(a, b, &mut states, 20, |_, _| {})
@@ -1095,10 +1102,11 @@ fn the_sync_protocol_converges_and_flags_concurrent_admits() {
         assert_eq!(flagged(g), vec![shared.clone()]);
         assert_eq!(g.ledger.ticket(&only_a).redemptions.len(), 1);
     }
-    let (mut ha, mut hb) = (a.ledger.heads(), b.ledger.heads());
-    ha.sort();
-    hb.sort();
-    assert_eq!(ha, hb, "both replicas hold the same history");
+    assert_eq!(
+        sorted_heads(&mut a.ledger),
+        sorted_heads(&mut b.ledger),
+        "both replicas hold the same history"
+    );
     assert_eq!(sync_pair(&mut a.ledger, &mut b.ledger), (0, 0));
 }
 
@@ -1827,10 +1835,10 @@ fn a_whole_ledger_checked_ahead_is_taken_in_one_step_with_the_scans_made_meanwhi
     for tid in own.iter().chain([&meanwhile, &later]) {
         assert_eq!(north.ledger.ticket(tid).redemptions.len(), 1);
     }
-    let (mut hn, mut hw) = (north.ledger.heads(), west.ledger.heads());
-    hn.sort();
-    hw.sort();
-    assert_eq!(hn, hw);
+    assert_eq!(
+        sorted_heads(&mut north.ledger),
+        sorted_heads(&mut west.ledger)
+    );
 }
 
 #[test]
