@@ -396,10 +396,7 @@ pub(crate) fn precheck(
     // verify.
     let authors: HashMap<ChangeHash, NodeId> = changes
         .iter()
-        .filter_map(|c| {
-            let node = NodeId::parse(std::str::from_utf8(c.actor_id().to_bytes()).ok()?)?;
-            Some((c.hash(), node))
-        })
+        .filter_map(|c| Some((c.hash(), crate::authored::node_of(c.actor_id())?)))
         .collect();
     let claims = changes.iter().filter_map(|c| {
         let hash = c.hash();
@@ -458,7 +455,7 @@ pub(crate) fn precheck(
         }
         checked
     };
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let threads = cores();
     let checked = if unknown.len() < PARALLEL_FROM || threads < 2 {
         check(&unknown)
     } else {
@@ -676,10 +673,7 @@ pub(crate) fn check(
     let mut authors: HashMap<ChangeHash, Arc<Device>> = HashMap::with_capacity(changes.len());
     for change in changes {
         let actor = change.actor_id();
-        let device = std::str::from_utf8(actor.to_bytes())
-            .ok()
-            .and_then(NodeId::parse)
-            .and_then(|node| lookup(&node));
+        let device = crate::authored::node_of(actor).and_then(|node| lookup(&node));
         let Some(device) = device else {
             return Err(in_change(
                 &change.hash(),
@@ -690,9 +684,11 @@ pub(crate) fn check(
     }
     // One history per author. Automerge holds one change per author and number, and refuses
     // any other for good, with every change that builds on it: two changes of one number,
-    // both signed by their author, are a device that signed two histories (a stolen one,
-    // splitting the mesh, or one started again from an old copy of its data). Refused here by name, before automerge (which would fail half-way
-    // and leave the gate to reload its ledger each time the other history is offered).
+    // both signed by their author, are a device that signed two histories: a stolen one,
+    // splitting the mesh, or two copies of its data run by an earlier gatemesh (this one
+    // writes each opening under an actor of its own, `authored::incarnation`). Refused here
+    // by name, before automerge (which would fail half-way and leave the gate to reload its
+    // ledger each time the other history is offered).
     let mut numbered: HashMap<(&automerge::ActorId, u64), ChangeHash> = HashMap::new();
     for change in changes {
         let (actor, seq, hash) = (change.actor_id(), change.seq(), change.hash());
@@ -705,8 +701,8 @@ pub(crate) fn check(
                 &hash,
                 format!(
                     "a second change numbered {seq} of {:?} ({}): its author signed two \
-                     histories (a stolen device, or one started again from an old copy of \
-                     its data)",
+                     histories (a stolen device, or two copies of its data run by an \
+                     earlier gatemesh)",
                     authors[&hash].peer.name,
                     if held {
                         "this ledger holds another"
@@ -1109,6 +1105,14 @@ type ToVerify = (usize, Signed, Arc<Device>, bool);
 /// threads costs more than a few dozen checks (each ~50 µs).
 const PARALLEL_FROM: usize = 64;
 
+/// The threads a batch's signatures are checked on: the cores this process may use, at
+/// most 8. Asked once: the standard library reads the cgroup's quota files each time it
+/// is asked, and the writer asks for every batch it takes.
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(8)))
+}
+
 /// Checks every record's signature (`signed_by`), on every core for a large batch; those
 /// verified join `keep`, if given. The error is the first in the batch's order, with its
 /// index, whichever thread found it.
@@ -1151,7 +1155,7 @@ fn on_every_core<T: Sync, E: Send>(
     check: impl Fn(&T) -> Result<(), E> + Sync,
 ) -> Result<(), E> {
     let run = |items: &[T]| items.iter().try_for_each(&check);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let threads = cores();
     if costly < PARALLEL_FROM || threads < 2 {
         return run(items);
     }

@@ -29,12 +29,21 @@
 //! Changes written before this rule carry no signature (their message names what they
 //! write): a batch takes them only under their author's seal, which an upgraded gate writes
 //! soon after it opens (`Ledger::open`).
+//!
+//! **One actor per opening** ([`incarnation`]): a node writes under its node id, `~`, and
+//! 40 random bits, fresh each time its ledger is opened. Two copies of one node's data — a
+//! restored backup, a replaced disk filled from an old copy, a spare laptop given the data
+//! directory — would otherwise each write the node's next numbers, and every peer holding
+//! one would refuse the other (the rule above cannot tell an honest old copy from a thief).
+//! A change's author is the node its actor names ([`node_of`]), with or without an
+//! incarnation: earlier versions wrote under the bare node id.
 
 use std::num::NonZeroU64;
 
 use automerge::{ActorId, Change, ChangeHash, ExpandedChange, legacy};
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD as B64};
 use gatemesh_ticket::EventId;
+use gatemesh_wire::NodeId;
 
 use crate::{LedgerError, sign::Signer};
 
@@ -43,6 +52,35 @@ use crate::{LedgerError, sign::Signer};
 const DOMAIN: &[u8] = b"gatemesh-change-v1";
 /// How a signed change's message starts; the signature follows.
 pub(crate) const PREFIX: &str = "sig1:";
+
+/// Between a node id and the incarnation of its actor (node ids never hold it).
+const INCARNATION: char = '~';
+/// Characters of an incarnation.
+const INCARNATION_LEN: usize = 8;
+
+/// The actor `node` writes under from this opening of its ledger on: its id, `~`, and 40
+/// random bits as eight base32 characters (the start of a fresh random id). No other
+/// opening, of this copy of its data or of any other, writes under it.
+pub(crate) fn incarnation(node: &NodeId) -> ActorId {
+    let bits = NodeId::random();
+    ActorId::from(format!("{node}{INCARNATION}{}", &bits.as_str()[..INCARNATION_LEN]).as_bytes())
+}
+
+/// The node whose change this is: the node id its actor names, with an incarnation after
+/// it or (written by an earlier version) without. `None` for an actor that names none.
+pub(crate) fn node_of(actor: &ActorId) -> Option<NodeId> {
+    let text = std::str::from_utf8(actor.to_bytes()).ok()?;
+    let node = match text.split_once(INCARNATION) {
+        Some((node, bits))
+            if bits.len() == INCARNATION_LEN && bits.bytes().all(|b| b.is_ascii_alphanumeric()) =>
+        {
+            node
+        }
+        Some(_) => return None,
+        None => text,
+    };
+    NodeId::parse(node)
+}
 
 /// This node's next change, before it is signed.
 pub(crate) struct Draft {
@@ -146,6 +184,37 @@ mod tests {
     use automerge::{AutoCommit, ROOT, transaction::Transactable};
 
     use super::*;
+
+    #[test]
+    fn each_opening_has_an_actor_of_its_own_that_names_its_node() {
+        let node = NodeId::random();
+        let (one, two) = (incarnation(&node), incarnation(&node));
+        assert_ne!(one, two);
+        for actor in [&one, &two] {
+            assert_eq!(node_of(actor), Some(node.clone()));
+            assert_eq!(
+                actor.to_bytes().len(),
+                node.as_str().len() + 1 + INCARNATION_LEN
+            );
+        }
+        // Earlier versions wrote under the bare node id: still that node's.
+        assert_eq!(
+            node_of(&ActorId::from(node.as_str().as_bytes())),
+            Some(node.clone())
+        );
+        // Anything else names no node.
+        for bad in [
+            format!("{node}~"),
+            format!("{node}~abc"),
+            format!("{node}~abcdefgh~abcdefgh"),
+            format!("{node}~abcd/fgh"),
+            "~abcdefgh".to_owned(),
+            format!("{node} x"),
+        ] {
+            assert_eq!(node_of(&ActorId::from(bad.as_bytes())), None, "{bad}");
+        }
+        assert_eq!(node_of(&ActorId::from(&[0xff, 0xfe][..])), None);
+    }
 
     /// A change of `actor` on `deps`, its message a well-formed low-s signature (of nothing).
     fn change_on(deps: Vec<ChangeHash>, actor: &[u8]) -> Change {

@@ -112,6 +112,9 @@ pub struct Ledger {
     genesis_heads: Vec<ChangeHash>,
     roots: Roots,
     node: NodeId,
+    /// What this opening writes under (`authored::incarnation`): the node id and a fresh
+    /// incarnation, so no other copy of this node's data writes under it.
+    actor: ActorId,
     clock: HlcClock,
     flagged: BTreeSet<TicketId>,
     /// Tickets that joined `flagged` since [`Ledger::take_newly_flagged`] last took them.
@@ -376,7 +379,6 @@ impl Ledger {
                 batch.push(change);
             }
             apply_in_steps(&mut doc, batch.clone())?;
-            doc.set_actor(ActorId::from(node.as_str().as_bytes()));
             let mut ledger = Self::from_doc(doc, event, genesis_heads, node)?;
             // The rows stored since the last compaction are what a peer may lack of late.
             for change in &batch {
@@ -387,11 +389,13 @@ impl Ledger {
     }
 
     fn from_doc(
-        doc: AutoCommit,
+        mut doc: AutoCommit,
         event: &EventId,
         genesis_heads: Vec<ChangeHash>,
         node: NodeId,
     ) -> Result<Self, LedgerError> {
+        let actor = crate::authored::incarnation(&node);
+        doc.set_actor(actor.clone());
         let found = event_of(&doc)?;
         if found != event.as_str() {
             return Err(LedgerError::WrongEvent {
@@ -414,6 +418,7 @@ impl Ledger {
             roots,
             clock: HlcClock::new(node.clone()),
             node,
+            actor,
             flagged: BTreeSet::new(),
             newly_flagged: Vec::new(),
             entries: EntryTally::default(),
@@ -442,8 +447,7 @@ impl Ledger {
         // adds no seal line; anything else is sealed as usual. A history written before
         // changes were signed (`authored.rs`) reaches a peer only under this node's seal: it
         // is sealed with the first batch.
-        let own = ActorId::from(ledger.node.as_str().as_bytes());
-        if let Some(tip) = ledger.tips.tip(&own).copied() {
+        if let Some(tip) = ledger.own_newest() {
             let last = ledger.doc.get_change_by_hash(&tip.hash);
             let signed = last.as_ref().is_some_and(crate::authored::is_signed);
             let sealed = signed && last.is_some_and(|c| ledger.is_own_seal(&c));
@@ -462,9 +466,22 @@ impl Ledger {
         &self.event
     }
 
-    /// This node, the actor its own changes are written under.
+    /// This node: its own changes are written under an actor that names it (with this
+    /// opening's incarnation, `authored::incarnation`).
     pub fn node(&self) -> &NodeId {
         &self.node
+    }
+
+    /// How many changes this opening of the ledger wrote (its actor's newest number): what
+    /// did not move it wrote nothing of this node's own.
+    pub fn written(&self) -> u64 {
+        self.tips.tip(&self.actor).map_or(0, |t| t.seq)
+    }
+
+    /// The actor this opening of the ledger writes its changes under: the node id and an
+    /// incarnation of its own, fresh each time a ledger is opened.
+    pub fn actor(&self) -> &ActorId {
+        &self.actor
     }
 
     /// Every ticket with at least one record.
@@ -1052,7 +1069,7 @@ impl Ledger {
         if ops.is_empty() {
             return Ok(None);
         }
-        let actor = ActorId::from(self.node.as_str().as_bytes());
+        let actor = self.actor.clone();
         let last = self.tips.tip(&actor).copied();
         let mut deps = self.doc.get_heads();
         if let Some(last) = last
@@ -1101,6 +1118,21 @@ impl Ledger {
         self.tips
             .note(change.actor_id(), change.seq(), change.hash());
         self.recent.note(change);
+    }
+
+    /// This node's newest change: this opening's last, or before it writes, the newest of
+    /// those it wrote under earlier incarnations (the most operations counted: each builds on
+    /// what the node held, so a later one counts past an earlier one).
+    fn own_newest(&self) -> Option<crate::summary::Tip> {
+        if let Some(tip) = self.tips.tip(&self.actor) {
+            return Some(*tip);
+        }
+        self.tips
+            .tips()
+            .filter(|(actor, _)| crate::authored::node_of(actor).as_ref() == Some(&self.node))
+            .filter_map(|(_, tip)| Some((self.doc.get_change_by_hash(&tip.hash)?.max_op(), *tip)))
+            .max_by_key(|(max_op, _)| *max_op)
+            .map(|(_, tip)| tip)
     }
 
     /// Whether `change` is a seal of this node's own: its one put an audit line of this
@@ -1153,8 +1185,7 @@ impl Ledger {
         let Some(signer) = &self.signer else {
             return Ok(None);
         };
-        let own = ActorId::from(self.node.as_str().as_bytes());
-        let Some(newest) = self.tips.tip(&own).map(|t| t.hash) else {
+        let Some(newest) = self.own_newest().map(|t| t.hash) else {
             return Ok(None);
         };
         let actor = signer.device().peer.name.to_string();
@@ -1501,7 +1532,7 @@ impl Ledger {
             trial.merge(&mut other)?;
             check_roots(&trial)
         })?;
-        trial.set_actor(ActorId::from(self.node.as_str().as_bytes()));
+        trial.set_actor(self.actor.clone());
         let new: Vec<StoredChange> = trial
             .get_changes(&before)
             .iter()
@@ -1905,19 +1936,15 @@ impl Ledger {
         let actors: Vec<ActorId> = self.tips.tips().map(|(a, _)| a.clone()).collect();
         let mut names: HashMap<ActorId, String> = HashMap::new();
         for actor in actors {
-            let Some(node) = std::str::from_utf8(actor.to_bytes())
-                .ok()
-                .and_then(NodeId::parse)
-            else {
+            let Some(node) = crate::authored::node_of(&actor) else {
                 continue;
             };
             if let Some(device) = self.known_device(&node) {
                 names.insert(actor, device.peer.name.clone());
             }
         }
-        let node = ActorId::from(self.node.as_str().as_bytes());
         Ok(crate::summary::plan_relay(
-            (&self.tips, &self.recent, &node),
+            (&self.tips, &self.recent, &self.actor),
             |actor| names.get(actor).cloned(),
             &mut peer.4,
             (theirs, reaches),
@@ -2321,8 +2348,8 @@ impl Ledger {
             self.recent = std::mem::take(&mut new.recent);
             return None;
         }
-        new.doc
-            .set_actor(ActorId::from(self.node.as_str().as_bytes()));
+        new.doc.set_actor(self.actor.clone());
+        new.actor = self.actor.clone();
         new.signer = self.signer.take();
         new.sealing = self.sealing;
         new.clock.join(&self.clock);

@@ -122,10 +122,7 @@ pub(crate) fn sealed(
     }
     let mut out = HashMap::new();
     for (i, change) in changes.iter().enumerate() {
-        let Some(author) = std::str::from_utf8(change.actor_id().to_bytes())
-            .ok()
-            .and_then(NodeId::parse)
-        else {
+        let Some(author) = crate::authored::node_of(change.actor_id()) else {
             continue;
         };
         let Ok(w) = writers.binary_search(&&author) else {

@@ -36,6 +36,21 @@ pub mod pg;
 #[cfg(test)]
 mod tests;
 
+/// Copies the directory `from` (a stopped gate's data, say) to `to`, files and folders
+/// within, as an operator's backup or a copy to a spare laptop would.
+pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
 /// Polls `check` every 200 ms for up to 30 s; panics naming `what` if it never holds.
 pub fn eventually(what: &str, check: impl FnMut() -> bool) {
     poll(

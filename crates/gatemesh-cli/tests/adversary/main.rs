@@ -435,7 +435,20 @@ fn gate_attacks() -> Vec<Attack> {
                 // Under A's actor and A's next sequence number, a record of the attacker's
                 // own: had A (or a gate it had not reached yet) taken it, A's own next
                 // change would be refused as a second change of that number, for good.
-                doc.set_actor(automerge::ActorId::from(s.a_node.as_bytes()));
+                // A writes under its node id and an incarnation of this run (`~`): the
+                // actor of A's newest change the attacker holds.
+                let of_a = |actor: &automerge::ActorId| {
+                    std::str::from_utf8(actor.to_bytes())
+                        .is_ok_and(|t| t.split('~').next() == Some(s.a_node.as_str()))
+                };
+                let a_actor = doc
+                    .get_changes(&[])
+                    .iter()
+                    .rev()
+                    .map(|c| c.actor_id().clone())
+                    .find(of_a)
+                    .expect("the attacker holds A's changes");
+                doc.set_actor(a_actor);
                 let (key, r) = redemption(a, &TicketId::generate(), now_ms(), 0);
                 put(doc, "redemptions", &key, &r);
             }),

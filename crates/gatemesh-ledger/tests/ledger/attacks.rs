@@ -1156,8 +1156,7 @@ fn a_change_made_in_a_sealing_writers_name_after_its_seal_is_not_vouched_for() {
     // a gate that holds nothing (the seal and the forgery in one message), or to North.
     let (mut s, _) = sealed_scene();
     let north = s.victim.ledger.node().clone();
-    s.attacker
-        .set_actor(ActorId::from(north.as_str().as_bytes()));
+    s.attacker.set_actor(s.victim.ledger.actor().clone());
     let r = forged_as(&north, T0 + 5);
     put_record(&mut s.attacker, &format!("{},{}", r.tid, r.id), &r);
     s.attacker.commit();
@@ -1188,10 +1187,11 @@ fn a_seal_its_writer_did_not_sign_vouches_for_nothing() {
     // that carry them are North's, signed by the thief: `authored.rs`).
     let (s, key) = sealed_scene();
     let north = s.victim.ledger.node().clone();
+    let north_actor = s.victim.ledger.actor().clone();
     refused(
         s,
         |a| {
-            a.set_actor(ActorId::from(north.as_str().as_bytes()));
+            a.set_actor(north_actor);
             let r = forged_as(&north, T0 + 5);
             put_record(a, &format!("{},{}", r.tid, r.id), &r);
             let carrying = a.commit().unwrap();

@@ -94,7 +94,7 @@ fn a_writer_a_peer_cannot_reach_is_relayed_to_it_once_and_one_it_reaches_is_not(
 }
 
 fn actor(ledger: &Ledger) -> automerge::ActorId {
-    automerge::ActorId::from(ledger.node().as_str().as_bytes())
+    ledger.actor().clone()
 }
 
 #[test]
@@ -232,31 +232,98 @@ fn a_gap_too_large_or_no_longer_at_hand_goes_to_the_sync_protocol() {
 
 #[test]
 fn a_writer_whose_newest_change_differs_at_the_peer_calls_for_the_sync_protocol() {
-    // Two ledgers writing under one node id (a device's data copied to a second laptop):
-    // each holds a change numbered 1 of that writer, with different contents.
+    // A stolen device, key in hand, signs two changes of one number (two histories): one
+    // gate holds the one, another the other. Each one's summary names a newest change of
+    // that writer the other lacks at the same number: a relay cannot mend that, the sync
+    // protocol's round is called for (where the second is refused by name).
+    use p256::ecdsa::signature::Signer as _;
     let event = event();
-    let node = gatemesh_ledger::NodeId::random();
-    let open = || {
-        Ledger::open(
+    let (signer, key) = super::device_with_key(&event, Role::Gate, "thief");
+    let mut thief = Ledger::open(
+        &event,
+        signer.node().clone(),
+        &gatemesh_ledger::genesis(&event),
+        None,
+        [],
+    )
+    .unwrap();
+    thief.sign_with(signer, super::trust_of(&event)).unwrap();
+    let (mut one, mut two) = (device("gate-one"), device("gate-two"));
+    super::sync_pair(&mut thief, &mut one);
+    super::sync_pair(&mut thief, &mut two);
+    let first = automerge::Change::from_bytes(admit(&mut thief, 1).remove(0).bytes).unwrap();
+    let other = {
+        let mut e = first.decode();
+        e.time = 1;
+        e.message = None;
+        let blank = automerge::Change::from(e.clone());
+        let sig: p256::ecdsa::Signature =
+            key.sign(&gatemesh_testkit::author::covered(&blank, event.as_str()));
+        e.message = Some(gatemesh_testkit::author::signature_text(
+            &sig.normalize_s().unwrap_or(sig),
+        ));
+        automerge::Change::from(e)
+    };
+    assert_ne!(other.hash(), first.hash());
+    let mut state = PeerSync::default();
+    one.receive_changes(&mut state, first.raw_bytes(), now())
+        .unwrap();
+    two.receive_changes(&mut PeerSync::default(), other.raw_bytes(), now())
+        .unwrap();
+    let says = two.summary_message(&[]);
+    let relay = one
+        .relay(&mut state, &says, &plan(&one, "gate-one", now()))
+        .unwrap();
+    assert!(relay.round.is_some(), "{relay:?}");
+}
+
+#[test]
+fn two_copies_of_one_nodes_data_write_apart_and_every_peer_takes_both() {
+    // A gate's data copied to a second laptop, or restored from an old backup, with its
+    // identity: both copies open it and admit. Each opening writes under an actor of its
+    // own, so neither writes the numbers the other did: a peer takes both (the same number
+    // of one actor, different, would be refused for good), and the two take each other's.
+    let event = event();
+    let (first, second) = super::device_twice(&event, Role::Gate, "copied");
+    let node = first.node().clone();
+    let open = |snapshot: Option<&[u8]>, signer| {
+        let mut l = Ledger::open(
             &event,
             node.clone(),
             &gatemesh_ledger::genesis(&event),
-            None,
+            snapshot,
             [],
         )
-    };
-    let (mut one, mut two) = (open().unwrap(), open().unwrap());
-    admit(&mut one, 1);
-    admit(&mut two, 1);
-    let says = two.summary_message(&[]);
-    let relay = one
-        .relay(
-            &mut PeerSync::default(),
-            &says,
-            &plan(&one, "laptop", now()),
-        )
         .unwrap();
-    assert!(relay.round.is_some(), "{relay:?}");
+        l.sign_with(signer, super::trust_of(&event)).unwrap();
+        l
+    };
+    let mut original = open(None, first);
+    admit(&mut original, 2);
+    let old_copy = original.save();
+    let mut peer = device("gate-peer");
+    super::sync_pair(&mut original, &mut peer);
+    // The original goes on admitting; the copy, opened from the data as it was, too.
+    let mut copy = open(Some(&old_copy), second);
+    assert_ne!(copy.actor(), original.actor());
+    let later = admit(&mut original, 2);
+    let from_copy = admit(&mut copy, 2);
+    let mut state = PeerSync::default();
+    assert_eq!(
+        peer.receive_changes(&mut state, &pushed(&later), now())
+            .unwrap()
+            .len(),
+        2
+    );
+    peer.receive_changes(&mut state, &pushed(&from_copy), now())
+        .unwrap();
+    assert_eq!(peer.redemption_count(), 6);
+    super::sync_pair(&mut peer, &mut copy);
+    super::sync_pair(&mut peer, &mut original);
+    for l in [&mut copy, &mut original] {
+        assert_eq!(l.redemption_count(), 6);
+        assert_eq!(l.heads(), peer.heads());
+    }
 }
 
 #[test]

@@ -90,6 +90,27 @@ impl World {
         self.launch(name, "ca", Role::Gate, peers, |_| {}, true)
     }
 
+    /// Gate `name` started again, its identity as enrolled, from the data directory `data`
+    /// (its own, or a copy of it).
+    fn reopen(&self, name: &str, data: &str, peers: &[SocketAddr]) -> (Node, SocketAddr) {
+        let root = self.dir.path();
+        let identity = || pki::Identity::load(&root.join(format!("id-{name}"))).unwrap();
+        let mut config = Config::new(root.join(data), EventId::new(EVENT).unwrap(), name.into());
+        config.keyring = Keyring::from_keys([self.issuer.public()]).unwrap();
+        config.identity = Some(identity());
+        let node = Node::start(config).unwrap();
+        let addr = node
+            .start_mesh(MeshConfig {
+                identity: identity(),
+                bind: "127.0.0.1:0".parse().unwrap(),
+                static_peers: peers.to_vec(),
+                discovery: None,
+                exchange_peers: false,
+            })
+            .unwrap();
+        (node, addr)
+    }
+
     fn launch(
         &self,
         name: &str,
@@ -886,23 +907,7 @@ async fn a_gate_restarted_mid_sync_converges() {
     }
     b.shutdown().await;
 
-    let root = w.dir.path();
-    let mut config = Config::new(
-        root.join("data-gate-b"),
-        EventId::new(EVENT).unwrap(),
-        "gate-b".into(),
-    );
-    config.keyring = Keyring::from_keys([w.issuer.public()]).unwrap();
-    config.identity = Some(pki::Identity::load(&root.join("id-gate-b")).unwrap());
-    let b = Node::start(config).unwrap();
-    b.start_mesh(MeshConfig {
-        identity: pki::Identity::load(&root.join("id-gate-b")).unwrap(),
-        bind: "127.0.0.1:0".parse().unwrap(),
-        static_peers: vec![a_addr],
-        discovery: None,
-        exchange_peers: false,
-    })
-    .unwrap();
+    let (b, _) = w.reopen("gate-b", "data-gate-b", &[a_addr]);
     eventually("B holds all 200 admissions", || async {
         b.snapshot().await.unwrap().redemptions == 200
     })
@@ -912,6 +917,68 @@ async fn a_gate_restarted_mid_sync_converges() {
         .await
         .unwrap();
     assert_eq!(dup.verdict, Verdict::Duplicate);
+    for n in [a, b] {
+        n.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gate_started_again_from_an_old_copy_of_its_data_stays_in_the_mesh() {
+    // B's data directory is backed up; B goes on admitting (A takes it); then B's laptop is
+    // replaced and its data restored from the backup, identity and all. The restored B
+    // admits, and A takes that too (one actor per node, and A would refuse the restored
+    // B's first change for good: A holds another of its number); the restored B learns
+    // what it admitted after the backup, so a copy of such a ticket is a duplicate there.
+    let w = World::new();
+    let (a, a_addr) = w.gate("gate-a", "ca", &[]).await;
+    let (b, _) = w.gate("gate-b", "ca", &[a_addr]).await;
+    let (before, after, restored) = (
+        TicketId::generate(),
+        TicketId::generate(),
+        TicketId::generate(),
+    );
+    b.scan(&w.code(&before), "b1", Direction::Entry)
+        .await
+        .unwrap();
+    b.shutdown().await;
+    let root = w.dir.path();
+    gatemesh_testkit::copy_dir(&root.join("data-gate-b"), &root.join("backup-gate-b"));
+    let (b, _) = w.reopen("gate-b", "data-gate-b", &[a_addr]);
+    let scanned = b
+        .scan(&w.code(&after), "b1", Direction::Entry)
+        .await
+        .unwrap();
+    assert_eq!(scanned.verdict, Verdict::Admit);
+    eventually("A knows B admitted the ticket after the backup", || {
+        knows(&a, &after, "gate-b")
+    })
+    .await;
+    b.shutdown().await;
+
+    let (b, _) = w.reopen("gate-b", "backup-gate-b", &[a_addr]);
+    let scanned = b
+        .scan(&w.code(&restored), "b1", Direction::Entry)
+        .await
+        .unwrap();
+    assert_eq!(scanned.verdict, Verdict::Admit);
+    eventually("A knows what the restored B admitted", || {
+        knows(&a, &restored, "gate-b")
+    })
+    .await;
+    eventually(
+        "the restored B learns what B admitted after the backup",
+        || knows(&b, &after, "gate-b"),
+    )
+    .await;
+    let dup = b
+        .scan(&w.code(&after), "b2", Direction::Entry)
+        .await
+        .unwrap();
+    assert_eq!(dup.verdict, Verdict::Duplicate);
+    assert_eq!(
+        a.snapshot().await.unwrap().redemptions,
+        b.snapshot().await.unwrap().redemptions
+    );
     for n in [a, b] {
         n.shutdown().await;
     }
