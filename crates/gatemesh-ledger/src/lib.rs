@@ -62,7 +62,7 @@ pub use sign::{
     node_of_key,
 };
 pub use state::TicketState;
-pub use store::{Durability, STORE_FORMAT, Store, StoreError, Stored};
+pub use store::{Durability, STORE_FORMAT, Store, StoreError, Stored, Wait};
 pub use summary::{
     CATCH_UP_LACK, NEED_MOST, NEED_VERSION, RELAY_BACKUP_MS, Relay, RelayPlan,
     SUMMARY_REACHES_MOST, SUMMARY_VERSION, SUMMARY_WRITERS_MOST, Summary, Tip,

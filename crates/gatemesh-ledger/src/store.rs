@@ -33,6 +33,20 @@ pub enum Durability {
     Power,
 }
 
+/// Whether a commit waits for the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// As the store's [`Durability`] says: for anything this node wrote itself, which no
+    /// one else may hold yet.
+    AsOpened,
+    /// Never (`synchronous=NORMAL` for this commit): for what a power cut may take without
+    /// loss — changes only peers wrote (they hold them, and send them again) and this
+    /// node's counters. The write-ahead log keeps commits in order, so one that waits for
+    /// the disk takes every earlier one with it: nothing of this node's that survives a
+    /// power cut builds on a peer's change that did not.
+    Never,
+}
+
 /// Storage failures. A failed [`Store::append`] or [`Store::compact`] leaves the database as
 /// it was.
 #[derive(Debug, thiserror::Error)]
@@ -80,6 +94,9 @@ pub struct Stored {
 #[derive(Debug)]
 pub struct Store {
     conn: Connection,
+    durability: Durability,
+    /// Whether `synchronous` is FULL on the connection now.
+    full_now: bool,
 }
 
 impl Store {
@@ -105,7 +122,11 @@ impl Store {
                  through_seq INTEGER NOT NULL);
              CREATE TABLE IF NOT EXISTS tally (key TEXT PRIMARY KEY, n INTEGER NOT NULL);",
         )?;
-        Ok(Self { conn })
+        Ok(Self {
+            conn,
+            durability,
+            full_now: durability == Durability::Power,
+        })
     }
 
     fn meta(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
@@ -226,7 +247,7 @@ impl Store {
         changes: &[StoredChange],
         tally: &[(String, u64)],
     ) -> Result<(), StoreError> {
-        self.commit_replacing(None, changes, tally)
+        self.commit_replacing(None, changes, tally, Wait::AsOpened)
     }
 
     /// [`Store::commit`], first replacing every change row stored so far, and the snapshot,
@@ -236,14 +257,23 @@ impl Store {
     /// crash leaves the store as it was or as it is to be. A compaction saved before it
     /// finds its snapshot older than this one and changes nothing
     /// ([`Store::compact_through`]).
+    ///
+    /// `wait`: whether the commit waits for the disk ([`Wait`]).
     pub fn commit_replacing(
         &mut self,
         replace: Option<(&[u8], &[StoredChange])>,
         changes: &[StoredChange],
         tally: &[(String, u64)],
+        wait: Wait,
     ) -> Result<(), StoreError> {
         if replace.is_none() && changes.is_empty() && tally.is_empty() {
             return Ok(());
+        }
+        let full = self.durability == Durability::Power && wait == Wait::AsOpened;
+        if full != self.full_now {
+            self.conn
+                .pragma_update(None, "synchronous", if full { "FULL" } else { "NORMAL" })?;
+            self.full_now = full;
         }
         let tx = self.conn.transaction_with_behavior(if replace.is_some() {
             TransactionBehavior::Immediate
@@ -356,5 +386,54 @@ impl Store {
         tx.execute("DELETE FROM changes WHERE seq <= ?1", [through])?;
         tx.commit()?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The connection's `synchronous` setting: 1 NORMAL, 2 FULL.
+    fn synchronous(store: &Store) -> i64 {
+        store
+            .conn
+            .pragma_query_value(None, "synchronous", |r| r.get(0))
+            .unwrap()
+    }
+
+    fn row(n: u8) -> StoredChange {
+        StoredChange {
+            hash: [n; 32],
+            bytes: vec![n],
+        }
+    }
+
+    #[test]
+    fn a_commit_waits_for_the_disk_as_opened_unless_it_holds_nothing_to_lose() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.sqlite");
+        let mut store = Store::open(&path, Durability::Power).unwrap();
+        assert_eq!(synchronous(&store), 2);
+        store
+            .commit_replacing(None, &[row(1)], &[], Wait::Never)
+            .unwrap();
+        assert_eq!(synchronous(&store), 1);
+        store.commit(&[row(2)], &[]).unwrap();
+        assert_eq!(synchronous(&store), 2, "this node's own wait for the disk");
+        store
+            .commit_replacing(None, &[], &[("scans".into(), 3)], Wait::Never)
+            .unwrap();
+        assert_eq!(synchronous(&store), 1);
+        drop(store);
+        // Every commit is there, in order, whichever way it met the disk.
+        let mut store = Store::open(&path, Durability::Process).unwrap();
+        let event = gatemesh_ticket::EventId::new("ROCK-2026").unwrap();
+        let stored = store.load_or_init(&event).unwrap();
+        let hashes: Vec<[u8; 32]> = stored.changes.iter().map(|c| c.hash).collect();
+        assert_eq!(hashes, [[1; 32], [2; 32]]);
+        assert_eq!(store.tally().unwrap(), [("scans".to_owned(), 3)]);
+        // A store opened not to wait never does.
+        store.commit(&[row(4)], &[]).unwrap();
+        assert_eq!(synchronous(&store), 1);
     }
 }

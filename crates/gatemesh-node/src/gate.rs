@@ -540,6 +540,9 @@ pub(crate) struct Writer {
     pub saving: bool,
     /// Moves on every reload: a snapshot saved from the ledger before it is not stored.
     pub generation: u64,
+    /// The generation and [`Ledger::written`] at the last commit: a batch that leaves them
+    /// as they were holds none of this node's own changes.
+    pub stored_own: (u64, u64),
     /// Change rows kept before compacting ([`COMPACT_AFTER`] unless configured).
     pub compact_after: i64,
     /// How many changes the ledger had taken, a moment ago and before (for relays).
@@ -955,10 +958,12 @@ impl Writer {
             // A batch of refusals and duplicates makes no record: its counts are stored after
             // the answers, so that no refused scan waits for a sync.
             if self.tally_dirty && failed.is_none() {
-                match self
-                    .store
-                    .commit(&[], &tally_rows(&self.counts, &self.refusals))
-                {
+                match self.store.commit_replacing(
+                    None,
+                    &[],
+                    &tally_rows(&self.counts, &self.refusals),
+                    gatemesh_ledger::Wait::Never,
+                ) {
                     Ok(()) => self.tally_dirty = false,
                     Err(e) => tracing::warn!("could not store the gate's counts: {e}"),
                 }
@@ -1106,7 +1111,16 @@ impl Writer {
         let replace = replacing
             .as_ref()
             .map(|w| (w.snapshot.as_slice(), w.rows.as_slice()));
-        self.store.commit_replacing(replace, changes, tally)?;
+        // A batch with no change of this node's own (only peers', which they hold) does not
+        // wait for the disk: a gate with many peers takes far more changes than it makes.
+        let written = (self.generation, self.ledger.written());
+        let wait = if replacing.is_none() && self.stored_own == written {
+            gatemesh_ledger::Wait::Never
+        } else {
+            gatemesh_ledger::Wait::AsOpened
+        };
+        self.store.commit_replacing(replace, changes, tally, wait)?;
+        self.stored_own = written;
         match &replacing {
             // What is left to fold is what was stored after the peer's document; an earlier
             // compaction still saving is older and changes nothing.

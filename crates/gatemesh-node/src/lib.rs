@@ -350,6 +350,7 @@ impl Node {
             wake: commands.downgrade(),
             saving: false,
             generation: 0,
+            stored_own: (0, 0),
             compact_after: config.compact_after.max(1),
             marks: gate::Marks::default(),
         };

@@ -245,7 +245,12 @@ fn a_whole_ledger_is_stored_as_the_peers_document_and_what_the_gate_held_besides
         own.push(tid);
     }
     store
-        .commit_replacing(Some((&whole.snapshot, &whole.rows)), &batch, &[])
+        .commit_replacing(
+            Some((&whole.snapshot, &whole.rows)),
+            &batch,
+            &[],
+            gatemesh_ledger::Wait::AsOpened,
+        )
         .unwrap();
     assert_eq!(store.pending_changes().unwrap(), 55);
     store
