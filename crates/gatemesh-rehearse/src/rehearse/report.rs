@@ -658,8 +658,26 @@ impl Copies {
             reachable_caught: 0,
         };
         for (&(tid, _), presented) in &by_tid {
-            let mut genuine = presented.iter().filter(|s| legit(s.who));
-            if let Some(first) = genuine.next()
+            let mut genuine: Vec<&ScanRecord> =
+                presented.iter().copied().filter(|s| legit(s.who)).collect();
+            // Presentations that overlapped (one sent while an earlier one still waited for
+            // its answer) reached their gates in either order: when the first sent was
+            // turned away and one sent meanwhile was admitted, that one came first.
+            if let Some(first) = genuine.first()
+                && first.first.verdict != "admit"
+            {
+                let answered = first.sent_s + (first.waited_ms + first.first.latency_ms) / 1000.0;
+                if let Some(i) = genuine
+                    .iter()
+                    .position(|s| s.sent_s < answered && s.first.verdict == "admit")
+                {
+                    let admitted = genuine.remove(i);
+                    genuine.insert(0, admitted);
+                }
+            }
+            let mut genuine = genuine.into_iter();
+            let first = genuine.next();
+            if let Some(first) = first
                 && first.first.verdict != "admit"
             {
                 out.false_rejects.push(format!(
@@ -667,7 +685,6 @@ impl Copies {
                     first.who, first.gate, first.first.verdict, first.first.reason
                 ));
             }
-            let first = presented.iter().find(|s| legit(s.who));
             for copy in genuine {
                 out.copies += 1;
                 let reachable = first.is_some_and(|f| Self::reachable(plan, f, copy));

@@ -148,6 +148,26 @@ fn the_first_genuine_presentation_must_be_admitted() {
 }
 
 #[test]
+fn of_two_presentations_that_overlapped_the_one_admitted_came_first() {
+    // The friend's screenshot sent at gate 0 at 1.0 s waits 3 s for its answer (a busy
+    // gate); the holder's code, sent at gate 1 at 2.0 s, is admitted, and reaches gate 0
+    // before the friend's scan is decided there: a copy caught, not a false reject.
+    let mut slow = shot("duplicate", None);
+    slow.latency_ms = 3000.0;
+    let friend = scan(0, 0, Who::Friend, 1.0, slow.clone());
+    let holder = scan(0, 1, Who::Holder, 2.0, shot("admit", Some("r1")));
+    let c = Copies::of(&[friend, holder.clone()], &server(&["r1"], false), &plan());
+    assert!(c.false_rejects.is_empty(), "{:?}", c.false_rejects);
+    assert_eq!((c.copies, c.caught, c.missed.len()), (1, 1, 0));
+    // Answered before the holder's was sent: the friend's was first, and turned away.
+    let mut quick = slow;
+    quick.latency_ms = 500.0;
+    let friend = scan(0, 0, Who::Friend, 1.0, quick);
+    let c = Copies::of(&[friend, holder], &server(&["r1"], false), &plan());
+    assert_eq!(c.false_rejects.len(), 1);
+}
+
+#[test]
 fn a_refunded_code_passes_only_before_the_refund_reaches_that_gate() {
     let reached = HashMap::from([((0, 0), 5.0)]);
     let scans = [
