@@ -57,8 +57,9 @@ pub const SUMMARY_WRITERS_MOST: usize = 1024;
 /// Most devices one summary message may say its sender reaches.
 pub const SUMMARY_REACHES_MOST: usize = 256;
 
-/// Longest writer id (automerge actor) and device name a summary message carries, in bytes.
-const ID_MOST: usize = 64;
+/// Longest writer id (automerge actor) and device name a summary message carries, in bytes:
+/// a node id (at most 64) and an incarnation (`~` and 8, `authored::incarnation`).
+const ID_MOST: usize = 73;
 
 impl Summary {
     /// A change the ledger took (or made): the newest of its writer if it is newer.
@@ -586,6 +587,15 @@ mod tests {
         let (read, names) = Summary::decode(&s.encode(&reaches)).unwrap();
         assert_eq!(read, s);
         assert_eq!(names, reaches);
+        // The longest actor a node writes under: a node id of 64 and an incarnation.
+        let longest = gatemesh_wire::NodeId::parse(&"n".repeat(64)).unwrap();
+        let mut s = Summary::default();
+        s.note(
+            &crate::authored::incarnation(&longest),
+            1,
+            ChangeHash([1; 32]),
+        );
+        assert_eq!(Summary::decode(&s.encode(&[])).unwrap().0, s);
     }
 
     #[test]
@@ -628,7 +638,7 @@ mod tests {
         let mut many = vec![SUMMARY_VERSION];
         write_leb128(&mut many, SUMMARY_WRITERS_MOST as u64 + 1);
         cases.push(("too many writers", many));
-        // A writer named twice, a writer at number 0, an id of 0 or 65 bytes.
+        // A writer named twice, a writer at number 0, an id of 0 or 74 bytes.
         let mut twice = vec![SUMMARY_VERSION, 2];
         for _ in 0..2 {
             twice.extend([1, b'A', 1]);
@@ -641,8 +651,8 @@ mod tests {
         zero.push(0);
         cases.push(("number 0", zero));
         cases.push(("an empty id", vec![SUMMARY_VERSION, 1, 0]));
-        let mut long = vec![SUMMARY_VERSION, 1, 65];
-        long.extend([b'A'; 65]);
+        let mut long = vec![SUMMARY_VERSION, 1, 74];
+        long.extend([b'A'; 74]);
         cases.push(("an id too long", long));
         let mut not_utf8 = vec![SUMMARY_VERSION, 0, 1, 2, 0xff, 0xfe];
         not_utf8.truncate(6);
