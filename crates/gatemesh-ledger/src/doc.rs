@@ -1921,6 +1921,14 @@ impl Ledger {
         self.tips.encode(reaches)
     }
 
+    /// Whether the peer's last summary (`relay` keeps it) names changes this ledger lacks.
+    pub fn lacks_what_peer_said(&self, peer: &PeerSync) -> bool {
+        peer.4
+            .theirs
+            .as_ref()
+            .is_some_and(|theirs| theirs.lacked_by(&self.tips) > 0)
+    }
+
     /// What to send `peer` after its summary message: the changes it lacks that this node
     /// relays to it (its own, and those of writers the peer does not reach, see
     /// `summary.rs`), from what is at hand, or a round of the sync protocol. A message that

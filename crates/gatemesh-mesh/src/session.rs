@@ -80,14 +80,15 @@ pub enum SyncRequest {
         peer: String,
     },
     /// This node's summary for `peer` (what it holds, writer by writer, and the devices it
-    /// reaches now: `gatemesh_ledger::Summary`), sent every [`SUMMARY_EVERY`].
+    /// reaches now: `gatemesh_ledger::Summary`), sent every [`SUMMARY_EVERY`] while it
+    /// changes or the peer holds what this node lacks ([`summary_due`]).
     Summary {
         /// The peer's device name.
         peer: String,
         /// The devices this node is connected to now, by name.
         reaches: Vec<String>,
         /// Gets the message.
-        reply: oneshot::Sender<Vec<u8>>,
+        reply: oneshot::Sender<OurSummary>,
     },
     /// `peer`'s summary, as it came ([`SUMMARY_FRAME`]); the reply says what to send it.
     TheirSummary {
@@ -110,6 +111,35 @@ pub enum SyncRequest {
         /// What to send the peer; `Err` with why, and the peer loses its connection.
         reply: oneshot::Sender<Result<Answer, String>>,
     },
+}
+
+/// This node's summary for a peer ([`SyncRequest::Summary`]).
+#[derive(Debug, Default)]
+pub struct OurSummary {
+    /// The message.
+    pub message: Vec<u8>,
+    /// The peer's last summary named changes this node lacks: it keeps telling the peer
+    /// (whose relays to this node are decided on its summaries) until it has them.
+    pub behind: bool,
+}
+
+/// Whether this node's summary `message` goes to the peer at this tick: the first, one that
+/// differs from the last sent (`last`: the message and when), one while this node lacks
+/// what the peer holds (`behind`), and otherwise one every [`SUMMARY_QUIET_MOST`] — two
+/// gates that hold the same and change nothing do not tell each other so every second (at
+/// 32 gates, each summary a few kilobytes to each of 31 peers).
+pub fn summary_due(
+    last: Option<&(Vec<u8>, tokio::time::Instant)>,
+    message: &[u8],
+    behind: bool,
+    now: tokio::time::Instant,
+) -> bool {
+    match last {
+        None => true,
+        Some((sent, at)) => {
+            behind || sent.as_slice() != message || now.duration_since(*at) >= SUMMARY_QUIET_MOST
+        }
+    }
 }
 
 /// What a session sends a peer after its summary or its request for changes.
@@ -267,8 +297,12 @@ pub const PEERS_FRAME: u8 = 0x06;
 pub const PEERS_MOST: usize = 256;
 const PEERS_BYTES: usize = PEERS_MOST * 48;
 
-/// How often a session tells its peer its summary (a few kilobytes at a stadium's 32 gates).
+/// How often a session tells its peer its summary (a few kilobytes at a stadium's 32 gates),
+/// while there is news in it ([`summary_due`]).
 pub const SUMMARY_EVERY: Duration = Duration::from_secs(1);
+
+/// Longest a session goes without telling its peer its summary, unchanged.
+pub const SUMMARY_QUIET_MOST: Duration = Duration::from_secs(5);
 
 /// Fewest time between two rounds of the sync protocol a session starts because of what a
 /// summary or a request showed (a dishonest peer that says it lacks everything gets a round
@@ -292,7 +326,7 @@ impl SyncPort {
         rx.await.map_err(|_| invalid!("the ledger stopped"))
     }
 
-    async fn summary(&self, peer: &str, reaches: Vec<String>) -> Result<Vec<u8>> {
+    async fn summary(&self, peer: &str, reaches: Vec<String>) -> Result<OurSummary> {
         let (reply, rx) = oneshot::channel();
         self.requests
             .send(SyncRequest::Summary {
@@ -1085,6 +1119,8 @@ async fn syncing(
     let mut held: Option<Vec<u8>> = None;
     // When to ask for what pushed changes build on, if they still wait for it.
     let mut ask_at: Option<tokio::time::Instant> = None;
+    // The summary last sent, and when.
+    let mut last_summary: Option<(Vec<u8>, tokio::time::Instant)> = None;
     loop {
         if let Some(turn) = next.take()
             && let Some(mut message) = ctx.port.generate(peer, turn).await?
@@ -1118,10 +1154,11 @@ async fn syncing(
                     next = Some(Turn::Missing);
                     continue;
                 }
-                // Sent every time, changed or not: the peer decides what to relay when one
-                // arrives, and what it held back a moment ago (too recent, or another's to
-                // relay first) is due by the next.
-                _ = summary.tick() => {
+                // Sent while it changes, or while this node lacks what the peer holds: the
+                // peer decides what to relay when one arrives, and what it held back a
+                // moment ago (too recent, or another's to relay first) is due by the next.
+                // Unchanged and lacking nothing, once every few seconds ([`summary_due`]).
+                now = summary.tick() => {
                     if ctx.told.get().is_some() {
                         let addresses = addresses_except(ctx, peer);
                         if told_peer.as_ref() != Some(&addresses) {
@@ -1133,11 +1170,15 @@ async fn syncing(
                         }
                     }
                     let reaches = reached(ctx);
-                    let message = ctx.port.summary(peer, reaches).await?;
-                    let mut frame = Vec::with_capacity(message.len() + 1);
+                    let ours = ctx.port.summary(peer, reaches).await?;
+                    if !summary_due(last_summary.as_ref(), &ours.message, ours.behind, now) {
+                        continue;
+                    }
+                    let mut frame = Vec::with_capacity(ours.message.len() + 1);
                     frame.push(SUMMARY_FRAME);
-                    frame.extend_from_slice(&message);
+                    frame.extend_from_slice(&ours.message);
                     out.send(frame).await.map_err(|_| gone())?;
+                    last_summary = Some((ours.message, now));
                     continue;
                 }
                 changed = stats.changed() => {
@@ -1441,5 +1482,33 @@ fn update(ctx: &Ctx, peer: &str, f: impl FnOnce(&mut PeerStatus)) {
         && let Some(live) = registry.live.get_mut(peer)
     {
         f(&mut live.status);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_summary_goes_when_it_is_news_and_otherwise_every_few_seconds() {
+        let t0 = tokio::time::Instant::now();
+        let later = |s: f64| t0 + Duration::from_secs_f64(s);
+        let sent = (b"holds A:5".to_vec(), t0);
+        // The first of a connection.
+        assert!(summary_due(None, b"holds A:5", false, t0));
+        // The same, lacking nothing: not before SUMMARY_QUIET_MOST.
+        assert!(!summary_due(Some(&sent), b"holds A:5", false, later(1.0)));
+        let quiet = SUMMARY_QUIET_MOST.as_secs_f64();
+        assert!(!summary_due(
+            Some(&sent),
+            b"holds A:5",
+            false,
+            later(quiet - 0.5)
+        ));
+        assert!(summary_due(Some(&sent), b"holds A:5", false, later(quiet)));
+        // Changed (a change taken or made, a peer reached or lost): at once.
+        assert!(summary_due(Some(&sent), b"holds A:6", false, later(1.0)));
+        // Unchanged, but the peer holds what this node lacks: the peer relays on it.
+        assert!(summary_due(Some(&sent), b"holds A:5", true, later(1.0)));
     }
 }

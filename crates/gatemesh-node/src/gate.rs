@@ -1491,8 +1491,19 @@ impl Writer {
                 }
                 Box::new(|_| {})
             }
-            SyncRequest::Summary { reaches, reply, .. } => {
-                let _ = reply.send(self.ledger.summary_message(&reaches));
+            SyncRequest::Summary {
+                peer,
+                reaches,
+                reply,
+            } => {
+                let behind = self
+                    .peers
+                    .get(&peer)
+                    .is_some_and(|state| self.ledger.lacks_what_peer_said(state));
+                let _ = reply.send(gatemesh_mesh::session::OurSummary {
+                    message: self.ledger.summary_message(&reaches),
+                    behind,
+                });
                 Box::new(|_| {})
             }
             SyncRequest::TheirSummary {

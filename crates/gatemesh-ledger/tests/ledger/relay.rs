@@ -450,3 +450,25 @@ fn a_peer_that_lacks_a_catch_ups_worth_asks_for_it_by_a_round_of_its_own() {
         .unwrap();
     assert!(by_c.catch_up && by_c.frames.is_empty(), "{by_c:?}");
 }
+
+#[test]
+fn a_ledger_knows_when_a_peers_last_summary_names_what_it_lacks() {
+    // What keeps a gate telling a quiet peer its summary: the peer relays on it.
+    let (mut a, mut b) = (device("gate-a"), device("gate-b"));
+    let mut from_a = PeerSync::default();
+    assert!(!b.lacks_what_peer_said(&from_a), "no summary from A yet");
+    let made = admit(&mut a, 2);
+    b.relay(
+        &mut from_a,
+        &a.summary_message(&[]),
+        &plan(&b, "gate-b", now()),
+    )
+    .unwrap();
+    assert!(b.lacks_what_peer_said(&from_a));
+    b.receive_changes(&mut PeerSync::default(), &pushed(&made), now())
+        .unwrap();
+    assert!(
+        !b.lacks_what_peer_said(&from_a),
+        "B holds all A said it holds"
+    );
+}
