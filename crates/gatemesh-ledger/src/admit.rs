@@ -367,12 +367,18 @@ pub(crate) fn precheck(
         .filter_map(|c| puts_of(roots, std::slice::from_ref(c)).ok())
         .flatten()
         .collect();
-    let devices: HashMap<NodeId, Arc<Device>> = puts
+    // The certificates the message carries, and those the node's ledger holds: a message
+    // after a partition heals carries none (they went into every ledger at the start), and
+    // without them nothing would be checked here but on the writer, between scans.
+    let mut devices: HashMap<NodeId, Arc<Device>> = puts
         .iter()
         .filter(|p| p.map == Map::Devices)
         .filter_map(|p| device_of(trust, &p.key, &p.value).ok())
         .map(|d| (d.node.clone(), Arc::new(d)))
         .collect();
+    for (node, device) in vouched.devices_for(trust) {
+        devices.entry(node).or_insert(device);
+    }
     // The writers' seals first (a few hundred signatures at 100,000 redemptions): what
     // they vouch for is not verified record by record.
     let mut found = Checked::default();
@@ -536,7 +542,15 @@ type Fact = ([u8; 32], Vec<u8>, String, Arc<Device>);
 /// thousands of records, and a round two seconds later sends them again while the first is
 /// still being taken: each is verified once.
 #[derive(Debug, Default)]
-pub struct Vouched(std::sync::Mutex<Checked>);
+pub struct Vouched(std::sync::Mutex<Checked>, std::sync::Mutex<KnownDevices>);
+
+/// The devices a ledger sharing [`Vouched`] holds, each found vouched for by the event's CA
+/// there, and that CA's certificate.
+#[derive(Debug, Default)]
+struct KnownDevices {
+    ca: Option<(EventId, Vec<u8>)>,
+    devices: HashMap<NodeId, Arc<Device>>,
+}
 
 /// Most signatures [`Vouched`] keeps (32 bytes each); past it, it starts over.
 const VOUCHED_MOST: usize = 262_144;
@@ -561,6 +575,44 @@ impl Vouched {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .contains(fact)
+    }
+
+    /// Keeps the devices a ledger holds (each checked against `trust`), for the prechecks
+    /// of messages that do not carry their writers' certificates.
+    pub(crate) fn know_devices(&self, trust: &Trust, devices: &HashMap<NodeId, Arc<Device>>) {
+        let mut known = self
+            .1
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let ca = (trust.event(), trust.ca_key());
+        if known
+            .ca
+            .as_ref()
+            .is_none_or(|(e, k)| (e, k.as_slice()) != ca)
+            || known.devices.len() != devices.len()
+            || devices.keys().any(|node| !known.devices.contains_key(node))
+        {
+            known.ca = Some((ca.0.clone(), ca.1.to_vec()));
+            known.devices = devices.clone();
+        }
+    }
+
+    /// The devices kept by [`Vouched::know_devices`], when they were checked against the CA
+    /// `trust` holds (none otherwise).
+    fn devices_for(&self, trust: &Trust) -> HashMap<NodeId, Arc<Device>> {
+        let known = self
+            .1
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if known
+            .ca
+            .as_ref()
+            .is_some_and(|(e, k)| (e, k.as_slice()) == (trust.event(), trust.ca_key()))
+        {
+            known.devices.clone()
+        } else {
+            HashMap::new()
+        }
     }
 
     /// Keeps that the signature `fact` stands for was found good.

@@ -922,6 +922,15 @@ impl Ledger {
     /// and its side's, taken by push), half of what it would verify again.
     pub fn share_vouched(&mut self, vouched: Arc<crate::admit::Vouched>) {
         self.vouched = Some(vouched);
+        self.share_devices();
+    }
+
+    /// Keeps the devices this ledger holds in the shared [`crate::admit::Vouched`]: a large
+    /// message's precheck finds there the writers whose certificates it does not carry.
+    fn share_devices(&self) {
+        if let (Some(vouched), Some(trust)) = (&self.vouched, &self.trust) {
+            vouched.know_devices(trust, &self.devices);
+        }
     }
 
     /// This node's device, when it signs.
@@ -2517,6 +2526,7 @@ impl Ledger {
                 taken.push(StoredChange::from(c));
             }
         }
+        self.share_devices();
         Ok(taken)
     }
 }

@@ -199,6 +199,11 @@ pub struct Trust {
 const KNOWN_DEVICES: usize = 1024;
 
 impl Trust {
+    /// The CA's public key (SEC1).
+    pub(crate) fn ca_key(&self) -> &[u8] {
+        &self.ca_key
+    }
+
     /// Trusts devices of `event` whose certificates the CA in `ca_cert_der` signed.
     pub fn new(ca_cert_der: &[u8], event: &EventId) -> Result<Self, LedgerError> {
         let (_, ca) = X509Certificate::from_der(ca_cert_der)

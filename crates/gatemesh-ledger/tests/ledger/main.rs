@@ -1495,6 +1495,48 @@ fn records_a_gate_signed_or_verified_are_not_verified_again_when_a_peer_sends_th
 }
 
 #[test]
+fn a_message_that_carries_no_certificates_is_prechecked_with_those_the_ledger_holds() {
+    // North and East met and hold each other's certificates; then North admitted 20
+    // while apart. North's message after the heal carries its changes, not its certificate
+    // (East holds it): the precheck finds North's signatures good with the certificate
+    // East's ledger shares, so the writer does not verify them between scans.
+    let (mut north, mut east) = (Gate::new("North"), Gate::new("East"));
+    let vouched = std::sync::Arc::new(gatemesh_ledger::Vouched::default());
+    east.ledger.share_vouched(vouched.clone());
+    let t0 = 1_795_000_000_000;
+    for i in 0..60 {
+        north.scan(&TicketId::generate(), "n1", t0 + i);
+    }
+    sync_pair(&mut north.ledger, &mut east.ledger);
+    for i in 0..20 {
+        north.scan(&TicketId::generate(), "n1", t0 + 100 + i);
+    }
+    let (mut to_north, mut to_east) = Default::default();
+    let hello = east.ledger.sync_message(&mut to_north).unwrap();
+    north
+        .ledger
+        .receive_sync(&mut to_east, &hello, now())
+        .unwrap();
+    let message = north.ledger.sync_message(&mut to_east).unwrap();
+    let precheck = |vouched: &gatemesh_ledger::Vouched| {
+        let mut parts = gatemesh_ledger::SyncInParts::parse(&message).unwrap();
+        assert_eq!(parts.left(), 20, "North's new changes, and nothing else");
+        parts.precheck(&event(), &trust_of(&event()), vouched);
+        parts.prechecked()
+    };
+    assert_eq!(precheck(&vouched), 20);
+    // A precheck with no ledger's certificates at hand finds nothing to check them with.
+    assert_eq!(precheck(&gatemesh_ledger::Vouched::default()), 0);
+    // Nor with those of a ledger of another CA: a certificate is only as good as the CA
+    // it was checked against.
+    let other_ca = gatemesh_mesh::pki::create_ca("ROCK-2026", 30).unwrap();
+    let other = Trust::from_pem(&other_ca.cert_pem, &event()).unwrap();
+    let mut parts = gatemesh_ledger::SyncInParts::parse(&message).unwrap();
+    parts.precheck(&event(), &other, &vouched);
+    assert_eq!(parts.prechecked(), 0);
+}
+
+#[test]
 fn a_message_taken_in_parts_with_scans_between_ends_where_one_taken_whole_does() {
     for precheck in [false, true] {
         taken_in_parts_ends_where_taken_whole(precheck);
