@@ -515,8 +515,9 @@ pub(crate) struct Writer {
     /// Signatures found good, shared with the mesh's prechecks (every ledger the writer
     /// opens keeps what it signs and verifies there).
     pub vouched: std::sync::Arc<gatemesh_ledger::Vouched>,
-    /// How many changes the next part takes: [`PART`] on a quick machine, fewer while
-    /// parts take longer than [`PART_BUDGET`].
+    /// How many changes the next part takes ([`next_part`]): as many as the last part's
+    /// pace fits in [`PART_BUDGET`], from [`PART_FIRST`]; a message of more is taken in
+    /// parts.
     pub part: usize,
     /// A peer's message was refused after it may have reached the document.
     pub reload_after_commit: bool,
@@ -679,6 +680,27 @@ const WHOLE_ROUNDS: u32 = 4;
 
 /// Fewest changes of a part ([`Writer::part`]).
 const PART_LEAST: usize = 32;
+
+/// Changes of a gate's first part, before it knows what one costs on this machine
+/// ([`next_part`]): on two busy cores a first part of [`PART`] took 0.7 s, after a
+/// partition healed, and every scan meanwhile waited as long.
+pub(crate) const PART_FIRST: usize = 128;
+
+/// How many changes the part after one of `most` changes, `took` long for `taken` of them,
+/// takes: as many as fit [`PART_BUDGET`] at the pace it went, between [`PART_LEAST`] and
+/// [`PART`], and at most twice as many as this one (one quick part, its machine idle for a
+/// moment, does not make the next one long).
+fn next_part(most: usize, taken: usize, took: std::time::Duration) -> usize {
+    let Some(each) = took.checked_div(taken.max(1) as u32) else {
+        return most;
+    };
+    let fit = if each.is_zero() {
+        PART
+    } else {
+        (PART_BUDGET.as_nanos() / each.as_nanos()) as usize
+    };
+    fit.min(most.saturating_mul(2)).clamp(PART_LEAST, PART)
+}
 
 /// How long taking one part should keep the writer: on a laptop whose cores are busy a
 /// part of [`PART`] changes took seconds, and the scans after it waited as long, so parts
@@ -1641,7 +1663,7 @@ impl Writer {
             parts => parts,
         };
         let taken = match parts {
-            Ok(parts) if parts.left() > PART => {
+            Ok(parts) if parts.left() > self.part => {
                 self.taking.push_back(Taking { peer, parts, reply });
                 return Box::new(|_| {});
             }
@@ -1673,18 +1695,11 @@ impl Writer {
         else {
             return Box::new(|_| {});
         };
-        let (most, began) = (self.part, std::time::Instant::now());
+        let (most, left, began) = (self.part, parts.left(), std::time::Instant::now());
         let taken = self.taking_in(&peer, changes, events, |ledger, state| {
             ledger.take_sync_part(state, &mut parts, most, now_ms())
         });
-        let took = began.elapsed();
-        self.part = if took > 2 * PART_BUDGET {
-            (most / 2).max(PART_LEAST)
-        } else if took < PART_BUDGET / 2 {
-            (most * 2).min(PART)
-        } else {
-            most
-        };
+        self.part = next_part(most, left.saturating_sub(parts.left()), began.elapsed());
         let taken = match taken {
             Ok(_) if parts.left() > 0 => {
                 self.taking.push_back(Taking { peer, parts, reply });
@@ -2228,8 +2243,29 @@ impl Writer {
 
 #[cfg(test)]
 mod tests {
-    use super::{CATCH_UP_MOST, CATCH_UP_WAIT, CatchUp, PART};
+    use super::{
+        CATCH_UP_MOST, CATCH_UP_WAIT, CatchUp, PART, PART_BUDGET, PART_FIRST, PART_LEAST, next_part,
+    };
     use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_part_takes_what_fits_the_budget_at_the_last_ones_pace() {
+        let ms = Duration::from_millis;
+        // 128 changes in 400 ms (3 ms each, two busy cores): 16 fit 50 ms, at least 32.
+        assert_eq!(next_part(PART_FIRST, PART_FIRST, ms(400)), PART_LEAST);
+        // 128 in 100 ms: 64 fit.
+        assert_eq!(next_part(PART_FIRST, PART_FIRST, ms(100)), 64);
+        // Quick: at most twice the last, at most PART.
+        assert_eq!(next_part(PART_FIRST, PART_FIRST, ms(1)), 2 * PART_FIRST);
+        assert_eq!(next_part(PART, PART, Duration::ZERO), PART);
+        // Fewer taken than asked (the message's end): the pace is of those taken.
+        assert_eq!(next_part(PART, 10, ms(5)), 100);
+        assert_eq!(
+            next_part(PART, 0, PART_BUDGET),
+            PART_LEAST,
+            "none taken: one budget's worth for nothing"
+        );
+    }
 
     const GAP: Option<usize> = Some(PART + 1);
 

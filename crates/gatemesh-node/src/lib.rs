@@ -341,7 +341,7 @@ impl Node {
             taking: Default::default(),
             catch_up: Default::default(),
             vouched: vouched.clone(),
-            part: gate::PART,
+            part: gate::PART_FIRST,
             reload_after_commit: false,
             refused_waiting: Default::default(),
             reload_pending: false,
