@@ -681,7 +681,7 @@ const WHOLE_ROUNDS: u32 = 4;
 /// Fewest changes of a part ([`Writer::part`]).
 const PART_LEAST: usize = 32;
 
-/// Changes of a gate's first part, before it knows what one costs on this machine
+/// Changes of a message's first part, before the gate knows what one costs at this moment
 /// ([`next_part`]): on two busy cores a first part of [`PART`] took 0.7 s, after a
 /// partition healed, and every scan meanwhile waited as long.
 pub(crate) const PART_FIRST: usize = 128;
@@ -1663,7 +1663,11 @@ impl Writer {
             parts => parts,
         };
         let taken = match parts {
-            Ok(parts) if parts.left() > self.part => {
+            // A message starts at most at PART_FIRST whatever the last one's pace: that was
+            // then (quick parts at a quiet moment grew it to 1,024, and the first part after
+            // a heal, the machine busy, held scans 0.7 s).
+            Ok(parts) if parts.left() > self.part.min(PART_FIRST) => {
+                self.part = self.part.min(PART_FIRST);
                 self.taking.push_back(Taking { peer, parts, reply });
                 return Box::new(|_| {});
             }
