@@ -2211,7 +2211,7 @@ impl Ledger {
     ) -> Result<Vec<StoredChange>, LedgerError> {
         let n = most.min(parts.changes.len());
         let part: Vec<Change> = parts.changes.drain(..n).collect();
-        self.take_changes(peer, part, now_ms, &parts.checked)
+        self.take_changes(peer, part, now_ms, &parts.checked, usize::MAX)
     }
 
     /// After its last part: what the message says of the peer (its heads, what it has and
@@ -2323,7 +2323,7 @@ impl Ledger {
         let rows: Vec<StoredChange> = besides.iter().map(StoredChange::from).collect();
         let mut scratch = PeerSync::default();
         let unchecked = crate::sign::Checked::default();
-        let applied = self.take_changes(&mut scratch, besides, now_ms, &unchecked);
+        let applied = self.take_changes(&mut scratch, besides, now_ms, &unchecked, usize::MAX);
         let took = applied.is_ok() && scratch.waiting() == 0;
         if took {
             taken.extend(rows);
@@ -2416,7 +2416,13 @@ impl Ledger {
         crate::admit::Inflation::default().all(bytes)?;
         let doc = &mut self.doc;
         let incoming = guarded(|| crate::admit::new_changes(doc, bytes))?;
-        self.take_changes(peer, incoming, now_ms, &crate::sign::Checked::default())
+        self.take_changes(
+            peer,
+            incoming,
+            now_ms,
+            &crate::sign::Checked::default(),
+            usize::MAX,
+        )
     }
 
     /// Takes those of `peer`'s held-back changes ([`PeerSync::waiting`]) whose changes they
@@ -2424,15 +2430,26 @@ impl Ledger {
     /// Without this a change that came before what it builds on would wait for the peer's
     /// next message, however long that is. Errors mean what they mean for
     /// [`Ledger::receive_changes`]; the peer's held-back changes are dropped with one.
+    ///
+    /// At most `most` are taken (the first in causal order); the rest stay held back, for
+    /// the next call: after a heal thousands can wait on one catch-up part, and taking them
+    /// in one go held a gate's scans for seconds.
     pub fn take_waiting(
         &mut self,
         peer: &mut PeerSync,
+        most: usize,
         now_ms: i64,
     ) -> Result<Vec<StoredChange>, LedgerError> {
         if peer.1.changes.is_empty() {
             return Ok(Vec::new());
         }
-        self.take_changes(peer, Vec::new(), now_ms, &crate::sign::Checked::default())
+        self.take_changes(
+            peer,
+            Vec::new(),
+            now_ms,
+            &crate::sign::Checked::default(),
+            most,
+        )
     }
 
     /// Checks `incoming` (none held here) with what `peer` holds back, and applies what
@@ -2443,8 +2460,9 @@ impl Ledger {
         incoming: Vec<Change>,
         now_ms: i64,
         checked: &crate::sign::Checked,
+        most: usize,
     ) -> Result<Vec<StoredChange>, LedgerError> {
-        let (incoming, touched) = self.checked(peer, incoming, now_ms, checked)?;
+        let (incoming, touched) = self.checked(peer, incoming, now_ms, checked, most)?;
         if incoming.is_empty() {
             return Ok(Vec::new());
         }
@@ -2464,6 +2482,7 @@ impl Ledger {
         incoming: Vec<Change>,
         now_ms: i64,
         checked: &crate::sign::Checked,
+        most: usize,
     ) -> Result<(Vec<Change>, HashSet<TicketId>), LedgerError> {
         let mut seen: HashSet<ChangeHash> = HashSet::new();
         // Taken, not copied: what still waits goes back below; after an error the peer's
@@ -2473,13 +2492,17 @@ impl Ledger {
             .chain(incoming)
             .filter(|c| seen.insert(c.hash()) && !self.knows(&c.hash()))
             .collect();
-        let (incoming, waiting) = applicable(all, |h| self.knows(h));
+        let (mut incoming, mut waiting) = applicable(all, |h| self.knows(h));
         let waiting_bytes: usize = waiting.iter().map(|c| c.raw_bytes().len()).sum();
         if waiting.len() > MAX_PENDING || waiting_bytes > MAX_PENDING_BYTES {
             return Err(LedgerError::Refused(format!(
                 "{} changes ({waiting_bytes} bytes) that build on changes never sent",
                 waiting.len()
             )));
+        }
+        // In causal order: the first `most` build only on what is here and on each other.
+        if incoming.len() > most {
+            waiting.extend(incoming.split_off(most));
         }
         let mut checker = crate::admit::Checker {
             event: &self.event,

@@ -515,6 +515,10 @@ pub(crate) struct Writer {
     /// Signatures found good, shared with the mesh's prechecks (every ledger the writer
     /// opens keeps what it signs and verifies there).
     pub vouched: std::sync::Arc<gatemesh_ledger::Vouched>,
+    /// Peers' held-back changes may be ready to take, more than one batch takes
+    /// ([`Writer::take_waiting`]): the next batches take them, a part's worth at a time,
+    /// taking turns with what staff ask as parts do.
+    pub waiting_due: bool,
     /// How many changes the next part takes ([`next_part`]): as many as the last part's
     /// pace fits in [`PART_BUDGET`], from [`PART_FIRST`]; a message of more is taken in
     /// parts.
@@ -853,7 +857,7 @@ impl Writer {
             let mut batch = Vec::new();
             if let Some(first) = held.take() {
                 batch.push(first);
-            } else if self.taking.is_empty() {
+            } else if self.taking.is_empty() && !self.waiting_due {
                 part_turn = false;
                 match rx.blocking_recv() {
                     Some(first) => batch.push(first),
@@ -872,14 +876,15 @@ impl Writer {
                     Err(mpsc::error::TryRecvError::Disconnected) => {
                         // Every sender is gone: the node is shutting down.
                         self.taking.clear();
+                        self.waiting_due = false;
                         break;
                     }
                 }
             }
-            if batch.is_empty() && self.taking.is_empty() {
+            if batch.is_empty() && self.taking.is_empty() && !self.waiting_due {
                 break;
             }
-            if !self.taking.is_empty() {
+            if !self.taking.is_empty() || self.waiting_due {
                 if part_turn || batch.is_empty() {
                     batch.push(Command::TakePart);
                     part_turn = false;
@@ -1009,7 +1014,7 @@ impl Writer {
                 break;
             }
             // Not between the parts of a message: they would each save the document again.
-            let idle = rx.is_empty() && self.taking.is_empty();
+            let idle = rx.is_empty() && self.taking.is_empty() && !self.waiting_due;
             if failed.is_none()
                 && ((self.uncompacted > self.compact_after && idle)
                     || self.uncompacted > COMPACT_ANYWAY * self.compact_after)
@@ -1691,6 +1696,13 @@ impl Writer {
         changes: &mut Vec<StoredChange>,
         events: &mut Vec<NodeEvent>,
     ) -> Deferred {
+        // Held-back changes left from the last batch go first: a part may add to them.
+        if self.waiting_due {
+            let _ = self.ledger.take_newly_flagged();
+            self.take_waiting(changes);
+            self.report_flags(events);
+            return Box::new(|_| {});
+        }
         let Some(Taking {
             peer,
             mut parts,
@@ -1769,7 +1781,12 @@ impl Writer {
     /// gate it builds on, which that gate pushes itself), are taken too, until none more
     /// are. A peer whose held-back changes are refused loses them, and its connection at
     /// its next message ([`Writer::refused_waiting`]).
+    ///
+    /// At most a part's worth ([`Writer::part`]) a batch: after a heal thousands wait on one
+    /// catch-up part (one batch took 3,040 changes and 1.7 s, its scans waiting as long).
+    /// What is left is taken by the batches after ([`Writer::waiting_due`]).
     fn take_waiting(&mut self, changes: &mut Vec<StoredChange>) {
+        let mut budget = self.part;
         loop {
             let mut took = false;
             let waiting: Vec<String> = self
@@ -1779,12 +1796,17 @@ impl Writer {
                 .map(|(p, _)| p.clone())
                 .collect();
             for peer in waiting {
+                if budget == 0 {
+                    self.waiting_due = true;
+                    return;
+                }
                 let Some(state) = self.peers.get_mut(&peer) else {
                     continue;
                 };
-                match self.ledger.take_waiting(state, now_ms()) {
+                match self.ledger.take_waiting(state, budget, now_ms()) {
                     Ok(new) => {
                         took |= !new.is_empty();
+                        budget = budget.saturating_sub(new.len());
                         changes.extend(new);
                     }
                     Err(e) => {
@@ -1794,6 +1816,7 @@ impl Writer {
                 }
             }
             if !took {
+                self.waiting_due = false;
                 return;
             }
         }

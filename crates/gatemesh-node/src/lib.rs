@@ -342,6 +342,7 @@ impl Node {
             catch_up: Default::default(),
             vouched: vouched.clone(),
             part: gate::PART_FIRST,
+            waiting_due: false,
             reload_after_commit: false,
             refused_waiting: Default::default(),
             reload_pending: false,

@@ -472,3 +472,33 @@ fn a_ledger_knows_when_a_peers_last_summary_names_what_it_lacks() {
         "B holds all A said it holds"
     );
 }
+
+#[test]
+fn held_back_changes_are_taken_a_bounded_number_at_a_time_in_causal_order() {
+    // A's pushes came before the change they build on (as after a heal, when the catch-up
+    // part that brings it arrives from another peer): once it is here, they are taken at
+    // most `most` a call, each call building only on what is here, until none waits.
+    let (mut a, mut b) = (device("gate-a"), device("gate-b"));
+    let first = admit(&mut a, 1);
+    let later = admit(&mut a, 10);
+    let mut from_a = PeerSync::default();
+    let taken = b
+        .receive_changes(&mut from_a, &pushed(&later), now())
+        .unwrap();
+    assert!(taken.is_empty());
+    assert_eq!(from_a.waiting(), 10);
+    b.receive_changes(&mut PeerSync::default(), &pushed(&first), now())
+        .unwrap();
+    let mut calls = Vec::new();
+    loop {
+        let new = b.take_waiting(&mut from_a, 4, now()).unwrap();
+        if new.is_empty() {
+            break;
+        }
+        calls.push(new.len());
+    }
+    assert_eq!(calls, [4, 4, 2]);
+    assert_eq!(from_a.waiting(), 0);
+    // B holds every admission A made.
+    assert_eq!(b.redemptions().len(), 11);
+}
