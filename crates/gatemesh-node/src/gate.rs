@@ -672,8 +672,8 @@ impl CatchUp {
     }
 }
 
-/// Most changes of a peer's sync message taken in one batch: ~1,000 signatures, tens of
-/// milliseconds on a laptop's cores, between which scans are decided.
+/// A gap of more changes than this is a large one, asked of one peer at a time
+/// ([`CatchUp`]); a message's parts are smaller ([`PART_MOST`]).
 pub(crate) const PART: usize = 1024;
 
 /// Most changes the writer applies onto a whole ledger before taking it
@@ -686,28 +686,33 @@ const WHOLE_ROUNDS: u32 = 4;
 const PART_LEAST: usize = 32;
 
 /// Changes of a message's first part, before the gate knows what one costs at this moment
-/// ([`next_part`]): on two busy cores a first part of [`PART`] took 0.7 s, after a
+/// ([`next_part`]): on two busy cores a first part of 1,024 took 0.7 s, after a
 /// partition healed, and every scan meanwhile waited as long.
 pub(crate) const PART_FIRST: usize = 128;
 
+/// Most changes of a part ([`next_part`]): a pace measured at a quiet moment does not hold
+/// when the machine gets busy again (parts grown to 1,024 took 1.9 s after a heal, at
+/// 1.7 ms a change on two busy cores).
+pub(crate) const PART_MOST: usize = 256;
+
 /// How many changes the part after one of `most` changes, `took` long for `taken` of them,
 /// takes: as many as fit [`PART_BUDGET`] at the pace it went, between [`PART_LEAST`] and
-/// [`PART`], and at most twice as many as this one (one quick part, its machine idle for a
-/// moment, does not make the next one long).
+/// [`PART_MOST`], and at most twice as many as this one (one quick part, its machine idle
+/// for a moment, does not make the next one long).
 fn next_part(most: usize, taken: usize, took: std::time::Duration) -> usize {
     let Some(each) = took.checked_div(taken.max(1) as u32) else {
         return most;
     };
     let fit = if each.is_zero() {
-        PART
+        PART_MOST
     } else {
         (PART_BUDGET.as_nanos() / each.as_nanos()) as usize
     };
-    fit.min(most.saturating_mul(2)).clamp(PART_LEAST, PART)
+    fit.min(most.saturating_mul(2)).clamp(PART_LEAST, PART_MOST)
 }
 
 /// How long taking one part should keep the writer: on a laptop whose cores are busy a
-/// part of [`PART`] changes took seconds, and the scans after it waited as long, so parts
+/// part of 1,024 changes took seconds, and the scans after it waited as long, so parts
 /// shrink (to [`PART_LEAST`]) while they take longer than this and grow back when quick.
 const PART_BUDGET: std::time::Duration = std::time::Duration::from_millis(50);
 
@@ -2271,7 +2276,8 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::{
-        CATCH_UP_MOST, CATCH_UP_WAIT, CatchUp, PART, PART_BUDGET, PART_FIRST, PART_LEAST, next_part,
+        CATCH_UP_MOST, CATCH_UP_WAIT, CatchUp, PART, PART_BUDGET, PART_FIRST, PART_LEAST,
+        PART_MOST, next_part,
     };
     use std::time::{Duration, Instant};
 
@@ -2282,11 +2288,12 @@ mod tests {
         assert_eq!(next_part(PART_FIRST, PART_FIRST, ms(400)), PART_LEAST);
         // 128 in 100 ms: 64 fit.
         assert_eq!(next_part(PART_FIRST, PART_FIRST, ms(100)), 64);
-        // Quick: at most twice the last, at most PART.
+        // Quick: at most twice the last, at most PART_MOST.
         assert_eq!(next_part(PART_FIRST, PART_FIRST, ms(1)), 2 * PART_FIRST);
-        assert_eq!(next_part(PART, PART, Duration::ZERO), PART);
+        assert_eq!(next_part(PART_MOST, PART_MOST, Duration::ZERO), PART_MOST);
+        assert_eq!(next_part(PART, PART, Duration::ZERO), PART_MOST);
         // Fewer taken than asked (the message's end): the pace is of those taken.
-        assert_eq!(next_part(PART, 10, ms(5)), 100);
+        assert_eq!(next_part(PART_MOST, 10, ms(5)), 100);
         assert_eq!(
             next_part(PART, 0, PART_BUDGET),
             PART_LEAST,
