@@ -446,13 +446,6 @@ mod tests {
             .unwrap()
     }
 
-    fn row(n: u8) -> StoredChange {
-        StoredChange {
-            hash: [n; 32],
-            bytes: vec![n],
-        }
-    }
-
     #[test]
     fn a_commit_waits_for_the_disk_as_opened_unless_it_holds_nothing_to_lose() {
         let dir = tempfile::tempdir().unwrap();
@@ -460,10 +453,10 @@ mod tests {
         let mut store = Store::open(&path, Durability::Power).unwrap();
         assert_eq!(synchronous(&store), 2);
         store
-            .commit_replacing(None, &[row(1)], &[], Wait::Never)
+            .commit_replacing(None, &[numbered(1)], &[], Wait::Never)
             .unwrap();
         assert_eq!(synchronous(&store), 1);
-        store.commit(&[row(2)], &[]).unwrap();
+        store.commit(&[numbered(2)], &[]).unwrap();
         assert_eq!(synchronous(&store), 2, "this node's own wait for the disk");
         store
             .commit_replacing(None, &[], &[("scans".into(), 3)], Wait::Never)
@@ -475,10 +468,10 @@ mod tests {
         let event = gatemesh_ticket::EventId::new("ROCK-2026").unwrap();
         let stored = store.load_or_init(&event).unwrap();
         let hashes: Vec<[u8; 32]> = stored.changes.iter().map(|c| c.hash).collect();
-        assert_eq!(hashes, [[1; 32], [2; 32]]);
+        assert_eq!(hashes, [numbered(1).hash, numbered(2).hash]);
         assert_eq!(store.tally().unwrap(), [("scans".to_owned(), 3)]);
         // A store opened not to wait never does.
-        store.commit(&[row(4)], &[]).unwrap();
+        store.commit(&[numbered(4)], &[]).unwrap();
         assert_eq!(synchronous(&store), 1);
     }
 

@@ -1473,18 +1473,9 @@ fn records_a_gate_signed_or_verified_are_not_verified_again_when_a_peer_sends_th
         "and North's changes, verified as East took them"
     );
     // North's whole ledger, as it sends it to a gate that holds nothing.
-    let mut late = Gate::new("Late");
-    let (mut to_north, mut to_late) = Default::default();
-    let hello = late.ledger.sync_message(&mut to_north).unwrap();
-    north
-        .ledger
-        .receive_sync(&mut to_late, &hello, now())
-        .unwrap();
-    let whole = north.ledger.sync_message(&mut to_late).unwrap();
+    let whole = answer_to_first_message(&mut north.ledger, &mut Gate::new("Late").ledger);
     let precheck = |vouched: &gatemesh_ledger::Vouched| {
-        let mut parts = gatemesh_ledger::SyncInParts::parse(&whole).unwrap();
-        parts.precheck(&event(), &trust_of(&event()), vouched);
-        parts.prechecked()
+        prechecked(&whole, &trust_of(&event()), vouched).prechecked()
     };
     assert_eq!(precheck(&vouched), 100);
     assert_eq!(vouched.len(), 140, "nothing verified again");
@@ -1511,17 +1502,10 @@ fn a_message_that_carries_no_certificates_is_prechecked_with_those_the_ledger_ho
     for i in 0..20 {
         north.scan(&TicketId::generate(), "n1", t0 + 100 + i);
     }
-    let (mut to_north, mut to_east) = Default::default();
-    let hello = east.ledger.sync_message(&mut to_north).unwrap();
-    north
-        .ledger
-        .receive_sync(&mut to_east, &hello, now())
-        .unwrap();
-    let message = north.ledger.sync_message(&mut to_east).unwrap();
+    let message = answer_to_first_message(&mut north.ledger, &mut east.ledger);
     let precheck = |vouched: &gatemesh_ledger::Vouched| {
-        let mut parts = gatemesh_ledger::SyncInParts::parse(&message).unwrap();
+        let parts = prechecked(&message, &trust_of(&event()), vouched);
         assert_eq!(parts.left(), 20, "North's new changes, and nothing else");
-        parts.precheck(&event(), &trust_of(&event()), vouched);
         parts.prechecked()
     };
     assert_eq!(precheck(&vouched), 20);
@@ -1531,9 +1515,27 @@ fn a_message_that_carries_no_certificates_is_prechecked_with_those_the_ledger_ho
     // it was checked against.
     let other_ca = gatemesh_mesh::pki::create_ca("ROCK-2026", 30).unwrap();
     let other = Trust::from_pem(&other_ca.cert_pem, &event()).unwrap();
-    let mut parts = gatemesh_ledger::SyncInParts::parse(&message).unwrap();
-    parts.precheck(&event(), &other, &vouched);
-    assert_eq!(parts.prechecked(), 0);
+    assert_eq!(prechecked(&message, &other, &vouched).prechecked(), 0);
+}
+
+/// What `from` sends `to` after `to`'s first sync message (the changes `to` lacks, or its
+/// whole ledger when `to` holds nothing).
+fn answer_to_first_message(from: &mut Ledger, to: &mut Ledger) -> Vec<u8> {
+    let (mut to_from, mut to_to) = Default::default();
+    let hello = to.sync_message(&mut to_from).unwrap();
+    from.receive_sync(&mut to_to, &hello, now()).unwrap();
+    from.sync_message(&mut to_to).unwrap()
+}
+
+/// `message` parsed and prechecked against `trust`, with what `vouched` holds.
+fn prechecked(
+    message: &[u8],
+    trust: &Trust,
+    vouched: &gatemesh_ledger::Vouched,
+) -> gatemesh_ledger::SyncInParts {
+    let mut parts = gatemesh_ledger::SyncInParts::parse(message).unwrap();
+    parts.precheck(&event(), trust, vouched);
+    parts
 }
 
 #[test]
