@@ -9,6 +9,24 @@ if [[ -z ${CARGO_TARGET_DIR:-} ]]; then
 fi
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 
+# Every checkout builds the workspace's own crates into the same files of a shared directory
+# (their names do not depend on where the checkout is), and cargo judges them fresh by file
+# times: a checkout whose sources are older than another checkout's last build would be taken
+# as built and run that other checkout's code. So the directory remembers which checkout
+# built in it last, and another one first removes the workspace crates' artifacts (never the
+# dependencies'). The scripts source this file from the checkout's root.
+use_target_dir_from_here() {
+  local mark=$CARGO_TARGET_DIR/.gatemesh-checkout
+  if [[ -e $mark && $(<"$mark") != "$PWD" ]]; then
+    echo "env.sh: $CARGO_TARGET_DIR was last built from $(<"$mark"); removing the workspace crates' artifacts" >&2
+    cargo clean --quiet --workspace
+    cargo clean --quiet --workspace --release
+  fi
+  mkdir -p "$CARGO_TARGET_DIR"
+  echo "$PWD" >"$mark"
+}
+use_target_dir_from_here
+
 # The release build both demos run (scripts/demo.sh, scripts/demo-headless.sh): the app and
 # the CLI in one cargo call, so both scripts ask for the same packages and features and the
 # second finds everything built (building the CLI alone resolves other features and compiles
