@@ -50,17 +50,22 @@ impl At {
     }
 
     /// A request made from this place; `Err` for a transport failure or a non-2xx answer.
+    /// `within`: how long to wait for the answer, if not the client's 10 s.
     async fn call(
         &self,
         method: reqwest::Method,
         path: &str,
         body: Option<Value>,
+        within: Option<Duration>,
     ) -> Result<Value> {
         let this = self.clone();
         let path = path.to_owned();
         self.handle
             .spawn(async move {
                 let mut req = this.client.request(method, format!("{}{path}", this.base));
+                if let Some(within) = within {
+                    req = req.timeout(within);
+                }
                 if let Some(t) = &this.token {
                     req = req.bearer_auth(t);
                 }
@@ -79,16 +84,44 @@ impl At {
     }
 
     pub(super) async fn get(&self, path: &str) -> Result<Value> {
-        self.call(reqwest::Method::GET, path, None).await
+        self.call(reqwest::Method::GET, path, None, None).await
     }
 
     pub(super) async fn post(&self, path: &str, body: Value) -> Result<Value> {
-        self.call(reqwest::Method::POST, path, Some(body)).await
+        self.call(reqwest::Method::POST, path, Some(body), None)
+            .await
     }
 
     pub(super) async fn put(&self, path: &str, body: Value) -> Result<Value> {
-        self.call(reqwest::Method::PUT, path, Some(body)).await
+        self.call(reqwest::Method::PUT, path, Some(body), None)
+            .await
     }
+
+    /// A scanner's ask for a code's answer, given up after [`SCAN_TIMEOUT`]; `Err` as for
+    /// [`Self::post`] ([`timed_out`] tells an ask the gate took in and did not answer).
+    pub(super) async fn scan(&self, body: Value) -> Result<Value> {
+        self.call(
+            reqwest::Method::POST,
+            "/v1/scan",
+            Some(body),
+            Some(SCAN_TIMEOUT),
+        )
+        .await
+    }
+}
+
+/// How long a scanner waits for a gate's answer before it asks again: well within the gate's
+/// repeat window (`Policy::repeat_window_ms`, 10 s), so that a gate that was slow to answer
+/// answers the second ask of one presentation as it decided the first (green for the holder,
+/// not yellow). A scanner that waited as long as the window would always ask again outside
+/// it.
+pub(super) const SCAN_TIMEOUT: Duration = Duration::from_secs(4);
+
+/// Whether a request failed because its answer did not come in time: the gate took it in
+/// and may have decided it.
+pub(super) fn timed_out(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<reqwest::Error>()
+        .is_some_and(reqwest::Error::is_timeout)
 }
 
 /// Starts a gatemesh service and reads the one JSON line it prints when ready.
@@ -267,5 +300,17 @@ impl Drop for Children {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scanner_asks_again_within_the_gates_repeat_window() {
+        let window = gatemesh_ledger::Policy::default().repeat_window_ms;
+        // Room for the second ask to wait for the writer behind the first.
+        assert!(2 * SCAN_TIMEOUT.as_millis() < u128::try_from(window).unwrap());
     }
 }

@@ -567,24 +567,28 @@ impl Watch {
 /// restarting) is tried again every 100 ms, as a scanner's queue would.
 async fn shoot(gate: &At, code: &str, scanner: &str) -> (Shot, f64) {
     let first_try = Instant::now();
+    // The first ask the gate took in and did not answer in time: the answer's latency counts
+    // from it (the wait before it, a gate down or restarting, is the time waited).
+    let mut taken_in: Option<Instant> = None;
     loop {
         let sent = Instant::now();
-        match gate
-            .post("/v1/scan", json!({ "code": code, "scanner": scanner }))
-            .await
-        {
+        match gate.scan(json!({ "code": code, "scanner": scanner })).await {
             Ok(v) => {
+                let asked = taken_in.unwrap_or(sent);
                 let shot = Shot {
                     verdict: str_of(&v["verdict"]),
                     reason: str_of(&v["reason"]),
                     list: v["list"].as_str().map(str::to_owned),
                     redemption_id: v["redemption_id"].as_str().map(str::to_owned),
-                    latency_ms: round(sent.elapsed().as_secs_f64() * 1000.0),
+                    latency_ms: round(asked.elapsed().as_secs_f64() * 1000.0),
                 };
-                let waited = (sent - first_try).as_secs_f64() * 1000.0;
+                let waited = (asked - first_try).as_secs_f64() * 1000.0;
                 return (shot, round(waited));
             }
-            Err(_) if first_try.elapsed() < Duration::from_secs(120) => {
+            Err(e) if first_try.elapsed() < Duration::from_secs(120) => {
+                if super::fleet::timed_out(&e) {
+                    taken_in.get_or_insert(sent);
+                }
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             Err(e) => {
