@@ -2202,6 +2202,11 @@ impl Ledger {
     /// reaches the document, as a push is ([`Ledger::receive_changes`]). Returns the changes
     /// that were new here, to store before anything else is sent. Errors mean what they
     /// mean for [`Ledger::receive_sync`]; after one, the rest of the message is dropped.
+    ///
+    /// At most `most` changes in all, in causal order: the part's and those `peer` pushed
+    /// before that build on them (after a heal, thousands of a peer's pushes wait on the
+    /// part that brings what they build on). What is left waits for the next part or
+    /// [`Ledger::take_waiting`].
     pub fn take_sync_part(
         &mut self,
         peer: &mut PeerSync,
@@ -2211,7 +2216,7 @@ impl Ledger {
     ) -> Result<Vec<StoredChange>, LedgerError> {
         let n = most.min(parts.changes.len());
         let part: Vec<Change> = parts.changes.drain(..n).collect();
-        self.take_changes(peer, part, now_ms, &parts.checked, usize::MAX)
+        self.take_changes(peer, part, now_ms, &parts.checked, most)
     }
 
     /// After its last part: what the message says of the peer (its heads, what it has and

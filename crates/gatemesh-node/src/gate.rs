@@ -1662,7 +1662,7 @@ impl Writer {
                         if taken.is_ok() {
                             // Peers' pushes that waited for what the document brought (none
                             // of it is a row, so taking_in did not look).
-                            self.take_waiting(changes);
+                            self.take_waiting(changes, self.part);
                             self.report_flags(events);
                         }
                         return answer_after_store(reply, taken.map(|_| ()));
@@ -1704,7 +1704,7 @@ impl Writer {
         // Held-back changes left from the last batch go first: a part may add to them.
         if self.waiting_due {
             let _ = self.ledger.take_newly_flagged();
-            self.take_waiting(changes);
+            self.take_waiting(changes, self.part);
             self.report_flags(events);
             return Box::new(|_| {});
         }
@@ -1769,10 +1769,10 @@ impl Writer {
         let state = self.peers.entry(peer.to_owned()).or_default();
         match take(&mut self.ledger, state) {
             Ok(new) => {
-                let took = !new.is_empty();
+                let (took, budget) = (!new.is_empty(), self.part.saturating_sub(new.len()));
                 changes.extend(new);
                 if took {
-                    self.take_waiting(changes);
+                    self.take_waiting(changes, budget);
                 }
                 self.report_flags(events);
                 Ok(self.peers.get(peer).is_some_and(|s| s.waiting() > 0))
@@ -1787,11 +1787,11 @@ impl Writer {
     /// are. A peer whose held-back changes are refused loses them, and its connection at
     /// its next message ([`Writer::refused_waiting`]).
     ///
-    /// At most a part's worth ([`Writer::part`]) a batch: after a heal thousands wait on one
-    /// catch-up part (one batch took 3,040 changes and 1.7 s, its scans waiting as long).
-    /// What is left is taken by the batches after ([`Writer::waiting_due`]).
-    fn take_waiting(&mut self, changes: &mut Vec<StoredChange>) {
-        let mut budget = self.part;
+    /// At most `budget` (a part's worth, [`Writer::part`], less what the batch's take just
+    /// took): after a heal thousands wait on one catch-up part (one batch took 3,040
+    /// changes and 1.7 s, its scans waiting as long). What is left is taken by the batches
+    /// after ([`Writer::waiting_due`]).
+    fn take_waiting(&mut self, changes: &mut Vec<StoredChange>, mut budget: usize) {
         loop {
             let mut took = false;
             let waiting: Vec<String> = self
