@@ -361,7 +361,7 @@ async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
                 "rtt_ms": p.rtt_ms, "last_sync": p.last_sync_ms.map(format_ms), "behind": behind,
                 "messages": p.messages, "bytes_sent": p.bytes_sent, "bytes_received": p.bytes_received,
                 "pushes": p.pushes, "push_backlog_max": p.push_backlog_max,
-                "fell_behind": p.fell_behind,
+                "fell_behind": p.fell_behind, "rounds": p.rounds, "relayed": p.relayed,
             })
         })
         .collect();

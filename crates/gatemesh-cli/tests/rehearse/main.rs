@@ -115,7 +115,13 @@ fn assert_cost_reported(r: &Value, text: &str) {
             "{g}"
         );
         assert!(queue["sessions"].as_u64().unwrap() >= queue["peer_links"].as_u64().unwrap());
-        for k in ["backlog_max", "sessions_fell_behind", "fell_behind"] {
+        for k in [
+            "backlog_max",
+            "sessions_fell_behind",
+            "fell_behind",
+            "rounds",
+            "relayed",
+        ] {
             assert!(queue[k].is_u64(), "{k}: {g}");
         }
         // Every admission went out to the peers: some commit was queued for one.
@@ -125,6 +131,17 @@ fn assert_cost_reported(r: &Value, text: &str) {
             "{text}"
         );
     }
+    // The partition left each side lacking the other's admissions, which no push carried:
+    // the gates relayed them after the heal (summaries), or caught up by rounds of the
+    // sync protocol, and the counts say so.
+    let carried: u64 = per_gate
+        .iter()
+        .map(|g| {
+            let q = &g["push_queue"];
+            q["rounds"].as_u64().unwrap() + q["relayed"].as_u64().unwrap()
+        })
+        .sum();
+    assert!(carried >= 1, "{text}");
     // The gate SIGKILLed lived twice, and both lives count.
     let killed = r["plan"]["faults"]["killed_gate"].as_u64().unwrap() as usize;
     assert_eq!(per_gate[killed]["cpu"]["lives"], 2, "{}", per_gate[killed]);

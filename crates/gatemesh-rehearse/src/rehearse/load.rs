@@ -118,34 +118,40 @@ pub(super) struct Link {
     pub fell_behind: u64,
     /// Pushes received from the peer.
     pub pushes: u64,
-    /// The current session's counters as last seen: messages, pushes, fell behind.
-    current: (u64, u64, u64),
+    /// Rounds of the sync protocol the gate started with the peer: catch-up, which the
+    /// steady state should rarely need (pushes and summaries' relays carry it).
+    pub rounds: u64,
+    /// Changes the gate relayed to the peer (what its summaries showed it lacked).
+    pub relayed: u64,
+    /// The current session's counters as last seen ([`Link::COUNTERS`]).
+    current: [u64; 5],
 }
 
 impl Link {
+    /// The counters of a peer entry of `/v1/status` a link sums over sessions.
+    const COUNTERS: [&str; 5] = ["messages", "pushes", "fell_behind", "rounds", "relayed"];
+
     /// Takes in a peer entry of the gate's `/v1/status`.
     pub(super) fn observe(&mut self, peer: &Value) {
-        let n = |k: &str| peer[k].as_u64().unwrap_or(0);
-        let now = (n("messages"), n("pushes"), n("fell_behind"));
-        let (messages, pushes, fell) = self.current;
+        let now = Self::COUNTERS.map(|k| peer[k].as_u64().unwrap_or(0));
         // Counters only grow within a session: one that went down is a new session.
-        let new_session = self.sessions == 0 || now.0 < messages || now.1 < pushes || now.2 < fell;
+        let new_session = self.sessions == 0 || now.iter().zip(&self.current).any(|(n, c)| n < c);
+        let before = if new_session { [0; 5] } else { self.current };
         if new_session {
             self.sessions += 1;
-            if now.2 > 0 {
-                self.sessions_fell_behind += 1;
-            }
-            self.pushes += now.1;
-            self.fell_behind += now.2;
-        } else {
-            if fell == 0 && now.2 > 0 {
-                self.sessions_fell_behind += 1;
-            }
-            self.pushes += now.1 - pushes;
-            self.fell_behind += now.2 - fell;
         }
+        let [_, pushes, fell, rounds, relayed] = std::array::from_fn(|i| now[i] - before[i]);
+        if before[2] == 0 && fell > 0 {
+            self.sessions_fell_behind += 1;
+        }
+        self.pushes += pushes;
+        self.fell_behind += fell;
+        self.rounds += rounds;
+        self.relayed += relayed;
         self.current = now;
-        self.backlog_max = self.backlog_max.max(n("push_backlog_max"));
+        self.backlog_max = self
+            .backlog_max
+            .max(peer["push_backlog_max"].as_u64().unwrap_or(0));
     }
 }
 
@@ -258,12 +264,16 @@ pub(super) fn report(seen: &Seen, cpu: &[Option<Cpu>], admitted: &[usize]) -> (V
                 "sessions": link_sessions,
                 "sessions_fell_behind": link_sessions_fell,
                 "fell_behind": link_fell,
+                "rounds": links.values().map(|l| l.rounds).sum::<u64>(),
+                "relayed": links.values().map(|l| l.relayed).sum::<u64>(),
                 "per_peer": links.iter().map(|(peer, l)| (peer.clone(), json!({
                     "push_backlog_max": l.backlog_max,
                     "pushes": l.pushes,
                     "sessions": l.sessions,
                     "sessions_fell_behind": l.sessions_fell_behind,
                     "fell_behind": l.fell_behind,
+                    "rounds": l.rounds,
+                    "relayed": l.relayed,
                 }))).collect::<serde_json::Map<_, _>>(),
             },
         }));
@@ -367,6 +377,17 @@ mod tests {
     fn peer(messages: u64, pushes: u64, backlog: u64, fell: u64) -> Value {
         json!({ "name": "b", "messages": messages, "pushes": pushes,
                 "push_backlog_max": backlog, "fell_behind": fell })
+    }
+
+    #[test]
+    fn a_link_sums_the_rounds_it_started_and_the_changes_it_relayed_over_sessions() {
+        let mut l = Link::default();
+        let at = |rounds: u64, relayed: u64| json!({ "name": "b", "messages": 3, "pushes": 9, "rounds": rounds, "relayed": relayed });
+        l.observe(&at(1, 10));
+        l.observe(&at(2, 25));
+        // Only the rounds went down: the connection was redialled all the same.
+        l.observe(&at(1, 25));
+        assert_eq!((l.sessions, l.rounds, l.relayed, l.pushes), (2, 3, 50, 18));
     }
 
     /// What a link counted: sessions, pushes, largest backlog, times and sessions behind.
