@@ -218,12 +218,18 @@ fn deflated_columns(body: &[u8]) -> Option<Vec<&[u8]>> {
 }
 
 /// The changes `bytes` carries that `doc` does not hold yet (of a document, those of its
-/// history `doc` lacks); its compressed data must have passed [`Inflation`] already.
-/// Automerge can panic on crafted input; the caller guards this.
-pub(crate) fn new_changes(doc: &mut AutoCommit, bytes: &[u8]) -> Result<Vec<Change>, LedgerError> {
+/// history `doc` lacks), and how many of the changes it carried `doc` held; its compressed
+/// data must have passed [`Inflation`] already. Automerge can panic on crafted input; the
+/// caller guards this.
+pub(crate) fn new_changes(
+    doc: &mut AutoCommit,
+    bytes: &[u8],
+) -> Result<(Vec<Change>, usize), LedgerError> {
     let mut out = parsed(bytes, |other| missing_from(doc, other))?;
+    let carried = out.len();
     out.retain(|c| !crate::doc::holds(doc, &c.hash()));
-    Ok(out)
+    let held = carried - out.len();
+    Ok((out, held))
 }
 
 /// Every change `bytes` carries (of a document, its whole history), with no document to

@@ -1750,6 +1750,8 @@ pub struct PeerSync(
     Owed,
     Sizes,
     crate::summary::Relayed,
+    /// Changes the peer pushed or relayed on this connection that this ledger held already.
+    u64,
 );
 
 /// How much one sync message to this peer may carry, and ask for.
@@ -2420,7 +2422,8 @@ impl Ledger {
         bounded(bytes, "pushed changes")?;
         crate::admit::Inflation::default().all(bytes)?;
         let doc = &mut self.doc;
-        let incoming = guarded(|| crate::admit::new_changes(doc, bytes))?;
+        let (incoming, held) = guarded(|| crate::admit::new_changes(doc, bytes))?;
+        peer.5 += held as u64;
         self.take_changes(
             peer,
             incoming,
@@ -2575,6 +2578,7 @@ impl PeerSync {
                 ..Sizes::default()
             },
             Default::default(),
+            0,
         )
     }
 
@@ -2610,6 +2614,13 @@ impl PeerSync {
     /// Changes of this peer waiting for the changes they build on.
     pub fn waiting(&self) -> usize {
         self.1.changes.len()
+    }
+
+    /// Changes the peer pushed or relayed on this connection that the ledger held already
+    /// when they came (another peer's relay or push, or a catch-up, brought them first):
+    /// work spent on sending them twice.
+    pub fn already_held(&self) -> u64 {
+        self.5
     }
 }
 

@@ -178,9 +178,10 @@ pub(crate) enum Command {
         scopes: Vec<(gatemesh_wire::Scope, Option<i64>)>,
         reply: Reply<Vec<u64>>,
     },
-    /// How many changes each peer lacks, by device name.
+    /// How many changes each peer lacks, and how many it sent on this connection that were
+    /// held here already, by device name.
     PeerLag {
-        reply: Reply<std::collections::HashMap<String, Option<usize>>>,
+        reply: Reply<std::collections::HashMap<String, PeerLag>>,
     },
     /// The uplink asks for redemptions it has not sent yet (ids not in `sent`), looking
     /// from `from` (where its last look found the first unsent one) on.
@@ -770,6 +771,15 @@ impl Marks {
             .find(|(at, _)| *at <= by)
             .map_or(0, |(_, noted)| noted + 1)
     }
+}
+
+/// What the writer knows of a peer's sync ([`Command::PeerLag`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PeerLag {
+    /// Changes the peer lacks, when counted.
+    pub behind: Option<usize>,
+    /// Changes the peer pushed or relayed on this connection that were held here already.
+    pub already_held: u64,
 }
 
 /// How long a count of what a peer lacks stands (see [`Writer::peer_lag`]).
@@ -1393,7 +1403,7 @@ impl Writer {
     /// milliseconds for a peer a partition's worth behind), so one look recounts the oldest
     /// counts only until [`LAG_BUDGET`] is spent (at least one): status pages poll every
     /// second, and scans wait while the writer counts.
-    fn peer_lag(&mut self) -> std::collections::HashMap<String, Option<usize>> {
+    fn peer_lag(&mut self) -> std::collections::HashMap<String, PeerLag> {
         let began = std::time::Instant::now();
         let peers = &self.peers;
         self.lag.retain(|name, _| peers.contains_key(name));
@@ -1413,9 +1423,15 @@ impl Writer {
                 self.lag.insert(name, (std::time::Instant::now(), behind));
             }
         }
-        self.lag
+        self.peers
             .iter()
-            .map(|(name, (_, behind))| (name.clone(), *behind))
+            .map(|(name, state)| {
+                let lag = PeerLag {
+                    behind: self.lag.get(name).and_then(|(_, behind)| *behind),
+                    already_held: state.already_held(),
+                };
+                (name.clone(), lag)
+            })
             .collect()
     }
 

@@ -36,7 +36,7 @@ use std::{
 };
 
 pub use check_in::{CheckIn, CheckInStatus, ListsSource};
-pub use gate::{Counts, GateStats, NodeEvent, Revocations, ScanResult, Snapshot};
+pub use gate::{Counts, GateStats, NodeEvent, PeerLag, Revocations, ScanResult, Snapshot};
 use gatemesh_ledger::{
     Action, AuditEntry, Direction, Durability, Ledger, LedgerError, NodeId, Policy, Redemption,
     Resolution, Store, StoreError, TicketState,
@@ -806,17 +806,18 @@ impl Node {
             .collect())
     }
 
-    /// Peers, each with how many changes it lacks as far as it last told us.
+    /// Peers, each with how many changes it lacks as far as it last told us, and how many
+    /// it sent on its connection that were held here already.
     pub async fn peer_report(
         &self,
-    ) -> Result<Vec<(gatemesh_mesh::session::PeerStatus, Option<usize>)>, NodeError> {
+    ) -> Result<Vec<(gatemesh_mesh::session::PeerStatus, gate::PeerLag)>, NodeError> {
         let lag = self.ask(|reply| gate::Command::PeerLag { reply }).await?;
         Ok(self
             .peers()
             .into_iter()
             .map(|p| {
-                let behind = lag.get(&p.name).copied().flatten();
-                (p, behind)
+                let seen = lag.get(&p.name).copied().unwrap_or_default();
+                (p, seen)
             })
             .collect())
     }

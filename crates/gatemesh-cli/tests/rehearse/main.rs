@@ -121,6 +121,7 @@ fn assert_cost_reported(r: &Value, text: &str) {
             "fell_behind",
             "rounds",
             "relayed",
+            "already_held",
         ] {
             assert!(queue[k].is_u64(), "{k}: {g}");
         }

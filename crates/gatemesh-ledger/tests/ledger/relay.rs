@@ -532,3 +532,29 @@ fn a_catch_up_part_takes_at_most_its_size_with_the_held_back_changes_it_lets_in(
     assert_eq!(from_a.waiting(), 0);
     assert_eq!(b.redemptions().len(), 11);
 }
+
+#[test]
+fn changes_that_come_again_are_counted_as_held_already_and_taken_once() {
+    // A pushes its 3 admissions to B; C relays 2 of them to B later, and A's push of all 3
+    // comes again (a summary that lagged behind a busy writer): B takes each once, and
+    // each connection counts what it brought that B held already.
+    let (mut a, mut b) = (device("gate-a"), device("gate-b"));
+    let made = admit(&mut a, 3);
+    let mut from_a = PeerSync::default();
+    let taken = b
+        .receive_changes(&mut from_a, &pushed(&made), now())
+        .unwrap();
+    assert_eq!((taken.len(), from_a.already_held()), (3, 0));
+    let mut from_c = PeerSync::default();
+    let again = b
+        .receive_changes(&mut from_c, &pushed(&made[1..]), now())
+        .unwrap();
+    assert!(again.is_empty());
+    assert_eq!(from_c.already_held(), 2);
+    let again = b
+        .receive_changes(&mut from_a, &pushed(&made), now())
+        .unwrap();
+    assert!(again.is_empty());
+    assert_eq!(from_a.already_held(), 3);
+    assert_eq!(b.redemptions().len(), 3);
+}

@@ -123,24 +123,33 @@ pub(super) struct Link {
     pub rounds: u64,
     /// Changes the gate relayed to the peer (what its summaries showed it lacked).
     pub relayed: u64,
+    /// Changes the peer pushed or relayed to the gate that it held already: sent twice.
+    pub already_held: u64,
     /// The current session's counters as last seen ([`Link::COUNTERS`]).
-    current: [u64; 5],
+    current: [u64; 6],
 }
 
 impl Link {
     /// The counters of a peer entry of `/v1/status` a link sums over sessions.
-    const COUNTERS: [&str; 5] = ["messages", "pushes", "fell_behind", "rounds", "relayed"];
+    const COUNTERS: [&str; 6] = [
+        "messages",
+        "pushes",
+        "fell_behind",
+        "rounds",
+        "relayed",
+        "already_held",
+    ];
 
     /// Takes in a peer entry of the gate's `/v1/status`.
     pub(super) fn observe(&mut self, peer: &Value) {
         let now = Self::COUNTERS.map(|k| peer[k].as_u64().unwrap_or(0));
         // Counters only grow within a session: one that went down is a new session.
         let new_session = self.sessions == 0 || now.iter().zip(&self.current).any(|(n, c)| n < c);
-        let before = if new_session { [0; 5] } else { self.current };
+        let before = if new_session { [0; 6] } else { self.current };
         if new_session {
             self.sessions += 1;
         }
-        let [_, pushes, fell, rounds, relayed] = std::array::from_fn(|i| now[i] - before[i]);
+        let [_, pushes, fell, rounds, relayed, held] = std::array::from_fn(|i| now[i] - before[i]);
         if before[2] == 0 && fell > 0 {
             self.sessions_fell_behind += 1;
         }
@@ -148,6 +157,7 @@ impl Link {
         self.fell_behind += fell;
         self.rounds += rounds;
         self.relayed += relayed;
+        self.already_held += held;
         self.current = now;
         self.backlog_max = self
             .backlog_max
@@ -266,6 +276,7 @@ pub(super) fn report(seen: &Seen, cpu: &[Option<Cpu>], admitted: &[usize]) -> (V
                 "fell_behind": link_fell,
                 "rounds": links.values().map(|l| l.rounds).sum::<u64>(),
                 "relayed": links.values().map(|l| l.relayed).sum::<u64>(),
+                "already_held": links.values().map(|l| l.already_held).sum::<u64>(),
                 "per_peer": links.iter().map(|(peer, l)| (peer.clone(), json!({
                     "push_backlog_max": l.backlog_max,
                     "pushes": l.pushes,
@@ -274,6 +285,7 @@ pub(super) fn report(seen: &Seen, cpu: &[Option<Cpu>], admitted: &[usize]) -> (V
                     "fell_behind": l.fell_behind,
                     "rounds": l.rounds,
                     "relayed": l.relayed,
+                    "already_held": l.already_held,
                 }))).collect::<serde_json::Map<_, _>>(),
             },
         }));

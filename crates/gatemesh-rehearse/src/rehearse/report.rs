@@ -964,7 +964,7 @@ pub fn text(r: &Value) -> String {
         let (c, p) = (&g["cpu"], &g["push_queue"]);
         let _ = writeln!(
             s,
-            "  {:<14} CPU {:>7} s ({})  {:>7} ms/admission  {:>7} ms/redemption held ({} held)  push backlog max {:>4}  fell behind {} in {} sessions  sync rounds {}  relayed {}  peak memory {} MiB",
+            "  {:<14} CPU {:>7} s ({})  {:>7} ms/admission  {:>7} ms/redemption held ({} held)  push backlog max {:>4}  fell behind {} in {} sessions  sync rounds {}  relayed {}  received again {}  peak memory {} MiB",
             g["gate"].as_str().unwrap_or_default(),
             c["s"],
             if c["lives"] == 1 {
@@ -980,6 +980,7 @@ pub fn text(r: &Value) -> String {
             p["sessions_fell_behind"],
             p["rounds"],
             p["relayed"],
+            p["already_held"],
             g["memory"]["peak_mib"]
         );
     }
