@@ -14,7 +14,9 @@ export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 # times: a checkout whose sources are older than another checkout's last build would be taken
 # as built and run that other checkout's code. So the directory remembers which checkout
 # built in it last, and another one first removes the workspace crates' artifacts (never the
-# dependencies'). The scripts source this file from the checkout's root.
+# dependencies'). The scripts source this file from the checkout's root. Two checkouts must
+# not build or test at the same time in one directory (each would remove or overwrite what
+# the other runs): give one of them its own CARGO_TARGET_DIR.
 use_target_dir_from_here() {
   local mark=$CARGO_TARGET_DIR/.gatemesh-checkout
   if [[ -e $mark && $(<"$mark") != "$PWD" ]]; then

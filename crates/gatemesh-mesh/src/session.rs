@@ -642,25 +642,13 @@ impl Mesh {
                         None => { told_open = false; continue }
                     },
                 };
-                let new = dialing.lock().is_ok_and(|mut d| {
-                    if tries.is_some() {
-                        let now = tokio::time::Instant::now();
-                        d.quiet.retain(|_, until| *until > now);
-                        let told = d.at.values().filter(|t| t.is_some()).count();
-                        if d.quiet.contains_key(&addr) || told >= TOLD_DIALLING_MOST {
-                            return false;
-                        }
-                    }
-                    if d.at.contains_key(&addr) {
-                        return false;
-                    }
-                    d.at.insert(addr, tries);
-                    true
-                });
+                let new = dialing
+                    .lock()
+                    .is_ok_and(|mut d| d.take(addr, tries, tokio::time::Instant::now()));
                 if new {
                     tokio::spawn(dial_loop(
                         dial_endpoint.clone(),
-                        (addr, tries),
+                        addr,
                         dial_ctx.clone(),
                         dialing.clone(),
                     ));
@@ -755,6 +743,41 @@ struct DialingState {
 
 type Dialing = Arc<Mutex<DialingState>>;
 
+impl DialingState {
+    /// An address to dial, found (by mDNS or the configuration: `tries` is `None`) or told of
+    /// by a peer (at most `tries` failed attempts in a row): whether a dial loop must start
+    /// for it. An address found while a told one's loop runs makes that loop dial until the
+    /// mesh stops: otherwise a partition longer than the told loop's attempts (about ten
+    /// seconds) ended it, and the pair stayed apart after the heal — mDNS had announced the
+    /// address once, before.
+    fn take(&mut self, addr: SocketAddr, tries: Option<u32>, now: tokio::time::Instant) -> bool {
+        if tries.is_some() {
+            self.quiet.retain(|_, until| *until > now);
+            let told = self.at.values().filter(|t| t.is_some()).count();
+            if self.quiet.contains_key(&addr) || told >= TOLD_DIALLING_MOST {
+                return false;
+            }
+        }
+        match self.at.get_mut(&addr) {
+            Some(running) => {
+                if tries.is_none() {
+                    *running = None;
+                }
+                false
+            }
+            None => {
+                self.at.insert(addr, tries);
+                true
+            }
+        }
+    }
+
+    /// How many failed attempts in a row the loop for `addr` may make, if it is limited.
+    fn tries(&self, addr: &SocketAddr) -> Option<u32> {
+        self.at.get(addr).copied().flatten()
+    }
+}
+
 /// Failed attempts in a row after which a dial loop for an address a peer told of gives up
 /// (about ten seconds), and how long that address is then not dialled again when told of:
 /// a dishonest peer's made-up addresses cost a few packets each every few minutes, not a
@@ -768,12 +791,7 @@ const TOLD_DIALLING_MOST: usize = 64;
 
 /// Dials `addr` (again whenever its connection ends) until the mesh stops, or, with
 /// `tries`, until that many attempts in a row failed (it then leaves `dialing`).
-async fn dial_loop(
-    endpoint: Endpoint,
-    (addr, tries): (SocketAddr, Option<u32>),
-    ctx: Arc<Ctx>,
-    dialing: Dialing,
-) {
+async fn dial_loop(endpoint: Endpoint, addr: SocketAddr, ctx: Arc<Ctx>, dialing: Dialing) {
     let mut failed = 0u32;
     let mut backoff = Duration::from_millis(200);
     let mut stop = ctx.stop.clone();
@@ -801,6 +819,8 @@ async fn dial_loop(
         // first packet resent after 1, 3, 7 s: after a partition healed, the link came back
         // only when the next resend went out (2–2.6 s in the rehearsal). Short attempts,
         // each starting over, keep a first packet going out at least every 1.5 s.
+        // Read each time: an address found since it was told of is dialled for good.
+        let tries = dialing.lock().ok().and_then(|d| d.tries(&addr));
         if tries.is_some_and(|most| failed >= most) {
             tracing::debug!("peer at {addr}: given up after {failed} attempts");
             if let Ok(mut d) = dialing.lock() {
@@ -1488,6 +1508,31 @@ fn update(ctx: &Ctx, peer: &str, f: impl FnOnce(&mut PeerStatus)) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_address_found_while_its_told_dial_loop_runs_is_dialled_for_good() {
+        let now = tokio::time::Instant::now();
+        let addr: SocketAddr = "10.0.0.7:7443".parse().unwrap();
+        let mut d = DialingState::default();
+        // A peer told of it first: one loop, with a limit.
+        assert!(d.take(addr, Some(TOLD_TRIES), now));
+        assert_eq!(d.tries(&addr), Some(TOLD_TRIES));
+        assert!(!d.take(addr, Some(TOLD_TRIES), now), "one loop an address");
+        // mDNS found it: no second loop, and the one running no longer gives up (a
+        // partition longer than its attempts would have ended it, and the pair stayed
+        // apart after the heal).
+        assert!(!d.take(addr, None, now));
+        assert_eq!(d.tries(&addr), None);
+        // Told of again, it stays unlimited.
+        assert!(!d.take(addr, Some(TOLD_TRIES), now));
+        assert_eq!(d.tries(&addr), None);
+        // A told address given up on is quiet for a while, unless found.
+        let other: SocketAddr = "10.0.0.8:7443".parse().unwrap();
+        d.quiet.insert(other, now + TOLD_QUIET);
+        assert!(!d.take(other, Some(TOLD_TRIES), now));
+        assert!(d.take(other, None, now));
+        assert_eq!(d.tries(&other), None);
+    }
 
     #[test]
     fn a_summary_goes_when_it_is_news_and_otherwise_every_few_seconds() {
