@@ -789,8 +789,9 @@ const TOLD_QUIET: Duration = Duration::from_secs(600);
 /// Most dial loops for told addresses at once (a mesh has tens of devices).
 const TOLD_DIALLING_MOST: usize = 64;
 
-/// Dials `addr` (again whenever its connection ends) until the mesh stops, or, with
-/// `tries`, until that many attempts in a row failed (it then leaves `dialing`).
+/// Dials `addr` (again whenever its connection ends) until the mesh stops, or, while the
+/// address is only told of ([`DialingState::tries`]), until that many attempts in a row
+/// failed (it then leaves `dialing`).
 async fn dial_loop(endpoint: Endpoint, addr: SocketAddr, ctx: Arc<Ctx>, dialing: Dialing) {
     let mut failed = 0u32;
     let mut backoff = Duration::from_millis(200);

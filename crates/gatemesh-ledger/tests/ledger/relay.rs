@@ -473,11 +473,9 @@ fn a_ledger_knows_when_a_peers_last_summary_names_what_it_lacks() {
     );
 }
 
-#[test]
-fn held_back_changes_are_taken_a_bounded_number_at_a_time_in_causal_order() {
-    // A's pushes came before the change they build on (as after a heal, when the catch-up
-    // part that brings it arrives from another peer): once it is here, they are taken at
-    // most `most` a call, each call building only on what is here, until none waits.
+/// A (11 admissions) and B, which holds back A's 10 later pushes: the first, which they
+/// build on, has not reached B. Returns A, B, that first change and B's state for A.
+fn held_back_by_b() -> (Ledger, Ledger, Vec<StoredChange>, PeerSync) {
     let (mut a, mut b) = (device("gate-a"), device("gate-b"));
     let first = admit(&mut a, 1);
     let later = admit(&mut a, 10);
@@ -486,7 +484,16 @@ fn held_back_changes_are_taken_a_bounded_number_at_a_time_in_causal_order() {
         .receive_changes(&mut from_a, &pushed(&later), now())
         .unwrap();
     assert!(taken.is_empty());
-    assert_eq!(from_a.waiting(), 10);
+    assert_eq!((from_a.waiting(), first.len()), (10, 1));
+    (a, b, first, from_a)
+}
+
+#[test]
+fn held_back_changes_are_taken_a_bounded_number_at_a_time_in_causal_order() {
+    // A's pushes came before the change they build on (as after a heal, when the catch-up
+    // part that brings it arrives from another peer): once it is here, they are taken at
+    // most `most` a call, each call building only on what is here, until none waits.
+    let (_, mut b, first, mut from_a) = held_back_by_b();
     b.receive_changes(&mut PeerSync::default(), &pushed(&first), now())
         .unwrap();
     let mut calls = Vec::new();
@@ -509,13 +516,7 @@ fn a_catch_up_part_takes_at_most_its_size_with_the_held_back_changes_it_lets_in(
     // taken in parts of 4. Each part takes at most 4 in all, its own and the held-back
     // ones it lets in (once, the first part took all 11: after a heal, 3,373 changes in
     // one part held the scans 0.84 s).
-    let (mut a, mut b) = (device("gate-a"), device("gate-b"));
-    let first = admit(&mut a, 1);
-    let later = admit(&mut a, 10);
-    let mut from_a = PeerSync::default();
-    b.receive_changes(&mut from_a, &pushed(&later), now())
-        .unwrap();
-    assert_eq!((from_a.waiting(), first.len()), (10, 1));
+    let (mut a, mut b, _, mut from_a) = held_back_by_b();
     let hello = b.sync_message(&mut from_a).unwrap();
     let mut to_b = PeerSync::default();
     a.receive_sync(&mut to_b, &hello, now()).unwrap();

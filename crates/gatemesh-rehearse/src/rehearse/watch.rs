@@ -606,3 +606,86 @@ async fn shoot(gate: &At, code: &str, scanner: &str) -> (Shot, f64) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+    use crate::rehearse::fleet::SCAN_TIMEOUT;
+
+    /// A gate on loopback that answers its first scan only after the scanner gave up on it
+    /// and every later one at once, each with a green answer; counts the scans it took in.
+    async fn slow_first_gate() -> (std::net::SocketAddr, Arc<AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let asks = Arc::new(AtomicUsize::new(0));
+        let counted = asks.clone();
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                let n = counted.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut got = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    // The request whole: its head, then as many bytes as it says.
+                    loop {
+                        let Ok(k) = sock.read(&mut buf).await else {
+                            return;
+                        };
+                        if k == 0 {
+                            return;
+                        }
+                        got.extend_from_slice(&buf[..k]);
+                        let text = String::from_utf8_lossy(&got).to_lowercase();
+                        if let Some(head) = text.find("\r\n\r\n") {
+                            let length = text
+                                .lines()
+                                .find_map(|l| l.strip_prefix("content-length:"))
+                                .and_then(|v| v.trim().parse::<usize>().ok())
+                                .unwrap_or(0);
+                            if got.len() >= head + 4 + length {
+                                break;
+                            }
+                        }
+                    }
+                    if n == 0 {
+                        tokio::time::sleep(SCAN_TIMEOUT + Duration::from_secs(1)).await;
+                    }
+                    let body = r#"{"verdict":"admit","reason":"valid","redemption_id":"r1"}"#;
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = sock.write_all(answer.as_bytes()).await;
+                });
+            }
+        });
+        (addr, asks)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_scan_the_gate_was_slow_to_answer_is_asked_again_and_timed_from_the_first_ask() {
+        let (addr, asks) = slow_first_gate().await;
+        let gate = At::new(
+            tokio::runtime::Handle::current(),
+            format!("http://{addr}"),
+            None,
+            None,
+        )
+        .unwrap();
+        let (shot, waited) = shoot(&gate, "GM1:code", "lane-1").await;
+        // The scanner gave up on its first ask and asked again; the second got the answer.
+        assert_eq!(asks.load(Ordering::SeqCst), 2);
+        assert_eq!(
+            (shot.verdict.as_str(), shot.reason.as_str()),
+            ("admit", "valid")
+        );
+        // The gate had the first ask all along: the holder waited from then, and that is the
+        // scan's latency, not the wait before a gate that was down.
+        let timeout_ms = SCAN_TIMEOUT.as_secs_f64() * 1000.0;
+        assert!(shot.latency_ms >= timeout_ms, "{} ms", shot.latency_ms);
+        assert!(waited < shot.latency_ms, "{waited} ms waited");
+    }
+}
