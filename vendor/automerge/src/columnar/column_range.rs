@@ -1,0 +1,17 @@
+mod rle;
+pub(crate) use rle::RleRange;
+mod delta;
+pub(crate) use delta::DeltaRange;
+mod boolean;
+pub(crate) use boolean::{BooleanRange, MaybeBooleanRange};
+mod raw;
+pub(crate) use raw::RawRange;
+mod opid_list;
+pub(crate) use opid_list::{OpIdListEncoder, OpIdListIter, OpIdListRange};
+mod value;
+pub(crate) use value::{ValueEncoder, ValueIter, ValueRange};
+pub(crate) mod generic;
+mod key;
+pub(crate) use key::{Key, KeyEncoder, KeyIter, KeyRange};
+mod obj_id;
+pub(crate) use obj_id::{ObjIdEncoder, ObjIdIter, ObjIdRange};

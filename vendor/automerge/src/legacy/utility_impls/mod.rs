@@ -1,0 +1,4 @@
+mod element_id;
+mod key;
+mod object_id;
+mod opid;
