@@ -19,6 +19,9 @@
 //! one map of 100,000 redemptions every peer's admission cost every gate a walk of half the
 //! ledger — 16 ms at 100,000, most of a gate's time in a busy mesh (`gatemesh bench
 //! fanout`). A shard holds 1/256 of it. Writing one's own records seeks, and does not walk.
+//! The workspace now builds a patched automerge (`vendor/automerge/GATEMESH.md`) whose apply
+//! seeks to the keys a change writes too; the shards stay, as the format, and because
+//! automerge's apply still handles a map's operations at each key it writes.
 //!
 //! Why flat keys: two nodes that concurrently create the same nested map each make their own,
 //! and one of them disappears from view; the shards are made once, at genesis, for that

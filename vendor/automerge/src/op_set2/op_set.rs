@@ -1250,6 +1250,12 @@ impl OpSet {
         )
     }
 
+    /// The first position in `range` (ops of one map, sorted by key) whose key is not
+    /// less than `prop`.
+    pub(crate) fn map_key_start(&self, prop: &str, range: Range<usize>) -> usize {
+        self.cols.key_str.scope_to_value(Some(prop), range).start
+    }
+
     pub(crate) fn prop_range(&self, obj: &ObjId, prop: &str) -> Range<usize> {
         let range = self.scope_to_obj(obj);
         self.cols.key_str.scope_to_value(Some(prop), range)

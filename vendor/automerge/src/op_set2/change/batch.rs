@@ -332,6 +332,7 @@ fn walk_list<'a>(
 }
 
 struct MapWalker<'a, 'b> {
+    op_set: &'a OpSet,
     ops: OpIter<'a>,
     log: &'b mut PatchLog,
     pred: &'b mut PredCache,
@@ -395,6 +396,7 @@ impl Top {
 impl<'a, 'b> MapWalker<'a, 'b> {
     fn new(
         obj: ObjId,
+        op_set: &'a OpSet,
         mut ops: OpIter<'a>,
         text_encoding: TextEncoding,
         pred: &'b mut PredCache,
@@ -407,6 +409,7 @@ impl<'a, 'b> MapWalker<'a, 'b> {
         let value = ValueState::new(obj, SequenceType::List, text_encoding);
         let top = Top::Nothing;
         MapWalker {
+            op_set,
             ops,
             log,
             pos,
@@ -446,8 +449,8 @@ impl<'a, 'b> MapWalker<'a, 'b> {
     }
 
     fn advance_doc_op(&mut self, pos: usize, ops: &mut [ChangeOp]) {
+        self.skip_untouched_keys(ops[pos].key());
         while let Some(d) = self.doc_op.as_ref() {
-            // TODO - sometimes we can fast forward to the next property
             match d.key.partial_cmp(ops[pos].key()) {
                 Some(Ordering::Greater) => break,
                 Some(Ordering::Equal) if d.id > ops[pos].id() => break,
@@ -463,6 +466,32 @@ impl<'a, 'b> MapWalker<'a, 'b> {
                 }
             }
             self.next_doc_op();
+        }
+    }
+
+    /// gatemesh patch: fast-forwards past the doc ops of the keys no change op writes,
+    /// those after the key the walker is on and before `key`, the next change op's key.
+    /// The walk would only hydrate their values and emit nothing for them: a map op's
+    /// predecessors are ops of its own key, and ops of a key no change op writes neither
+    /// conflict with nor are exposed by anything. (Upstream 0.12 leaves the keys after the
+    /// last written one unwalked for the same reason, in `finish`.) Without this, applying
+    /// a change to a map walks the map from its first key: a change cost O(map size).
+    fn skip_untouched_keys(&mut self, key: &KeyRef<'_>) {
+        let KeyRef::Map(key) = key else {
+            return;
+        };
+        let Some(d) = self.doc_op.as_ref() else {
+            return;
+        };
+        let before = matches!(&d.key, KeyRef::Map(k) if k.as_ref() < key.as_ref());
+        if !before || d.prop() == self.value.key {
+            return;
+        }
+        let next = self.ops.pos();
+        let target = self.op_set.map_key_start(key, next..self.ops.end_pos());
+        if target > self.pos {
+            self.pos = target;
+            self.doc_op = self.ops.nth(target - next);
         }
     }
 
@@ -890,6 +919,7 @@ impl BatchApply {
                 Some(ObjType::Map) => {
                     let mut walker = MapWalker::new(
                         os.obj,
+                        doc.ops(),
                         doc_ops,
                         doc.text_encoding(),
                         &mut self.pred,
