@@ -13,16 +13,18 @@ export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 # (their names do not depend on where the checkout is), and cargo judges them fresh by file
 # times: a checkout whose sources are older than another checkout's last build would be taken
 # as built and run that other checkout's code. So the directory remembers which checkout
-# built in it last, and another one first removes the workspace crates' artifacts (never the
-# dependencies'). The scripts source this file from the checkout's root. Two checkouts must
+# built in it last, and another one first removes the workspace crates' artifacts, and the
+# vendored automerge's (a path dependency, named and judged the same way), never the
+# registry dependencies'. The scripts source this file from the checkout's root. Two checkouts must
 # not build or test at the same time in one directory (each would remove or overwrite what
 # the other runs): give one of them its own CARGO_TARGET_DIR.
 use_target_dir_from_here() {
   local mark=$CARGO_TARGET_DIR/.gatemesh-checkout
   if [[ -e $mark && $(<"$mark") != "$PWD" ]]; then
-    echo "env.sh: $CARGO_TARGET_DIR was last built from $(<"$mark"); removing the workspace crates' artifacts" >&2
+    echo "env.sh: $CARGO_TARGET_DIR was last built from $(<"$mark"); removing the workspace crates' and the vendored automerge's artifacts" >&2
     cargo clean --quiet --workspace
     cargo clean --quiet --workspace --release
+    cargo clean --quiet -p automerge
   fi
   mkdir -p "$CARGO_TARGET_DIR"
   echo "$PWD" >"$mark"
