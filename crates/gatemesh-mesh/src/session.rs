@@ -549,11 +549,22 @@ struct Ctx {
     /// Where the addresses peers tell of go to be dialled ([`PEERS_FRAME`]), when this
     /// device exchanges them ([`MeshConfig::exchange_peers`]).
     told: std::sync::OnceLock<mpsc::UnboundedSender<SocketAddr>>,
+    /// Moves whenever the open connections may have changed (one registered, ended or
+    /// closed): each session reads the devices this node reaches and their addresses again
+    /// only then, not at every summary (each of up to 31 sessions once a second, each a
+    /// look at every connection).
+    neighbours: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Ctx {
     fn is_self_revoked(&self) -> bool {
         self.self_revoked.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The open connections may have changed.
+    fn neighbours_changed(&self) {
+        self.neighbours
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     }
 }
 
@@ -592,16 +603,18 @@ impl Mesh {
             me_cert,
             self_revoked: self_revoked.clone(),
             told: std::sync::OnceLock::new(),
+            neighbours: Arc::default(),
         });
+        // Set before any session starts: a session reads it when its neighbours change.
+        let (told_tx, mut told) = mpsc::unbounded_channel::<SocketAddr>();
+        if config.exchange_peers {
+            let _ = ctx.told.set(told_tx);
+        }
         let mut tasks = vec![
             tokio::spawn(accept_loop(endpoint.clone(), ctx.clone())),
             tokio::spawn(watch_revoked(ctx.clone())),
         ];
         let (found_tx, mut found) = mpsc::unbounded_channel();
-        let (told_tx, mut told) = mpsc::unbounded_channel::<SocketAddr>();
-        if config.exchange_peers {
-            let _ = ctx.told.set(told_tx);
-        }
         for addr in &config.static_peers {
             let _ = found_tx.send(*addr);
         }
@@ -947,6 +960,15 @@ async fn serve(
             },
         );
     }
+    ctx.neighbours_changed();
+    // Closed by either side, for any reason: the sessions read who is reached again.
+    let closed = tokio::spawn({
+        let (conn, neighbours) = (conn.clone(), ctx.neighbours.clone());
+        async move {
+            conn.closed().await;
+            neighbours.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        }
+    });
     let result = session(&conn, send, recv, &peer.name, ctx).await;
     if let Err(e) = &result {
         tracing::warn!("sync with {} ended: {e}", peer.name);
@@ -970,6 +992,7 @@ async fn serve(
             .is_some_and(|l| l.conn.stable_id() == conn.stable_id())
     {
         registry.live.remove(&peer.name);
+        ctx.neighbours_changed();
         let address = conn.remote_address().to_string();
         if ctx.revoked.contains_fingerprint(&cert) {
             registry.refused(Refusal {
@@ -988,6 +1011,9 @@ async fn serve(
                 .insert(peer.name.clone(), (cert, peer.role, address));
         }
     }
+    // Its end is known now (and it is no longer registered); a connection left open is
+    // closed with the endpoint.
+    closed.abort();
     let _ = ctx
         .port
         .requests
@@ -1044,6 +1070,7 @@ async fn watch_revoked(ctx: Arc<Ctx>) {
                 .collect();
             for name in closing {
                 if let Some(live) = registry.live.remove(&name) {
+                    ctx.neighbours_changed();
                     if ctx.is_self_revoked() {
                         live.conn.close(
                             VarInt::from_u32(CLOSE_REVOKED),
@@ -1136,6 +1163,9 @@ async fn syncing(
     let mut last_round: Option<tokio::time::Instant> = None;
     // The addresses of this node's other peers, as last told to this one.
     let mut told_peer: Option<String> = None;
+    // The devices this node reaches, as read when the open connections last changed
+    // ([`Ctx::neighbours`]).
+    let mut reaches: Option<(u64, Vec<String>)> = None;
     // A frame read while gathering pushes that is not one: handled next.
     let mut held: Option<Vec<u8>> = None;
     // When to ask for what pushed changes build on, if they still wait for it.
@@ -1180,18 +1210,23 @@ async fn syncing(
                 // moment ago (too recent, or another's to relay first) is due by the next.
                 // Unchanged and lacking nothing, once every few seconds ([`summary_due`]).
                 now = summary.tick() => {
-                    if ctx.told.get().is_some() {
-                        let addresses = addresses_except(ctx, peer);
-                        if told_peer.as_ref() != Some(&addresses) {
-                            let mut frame = Vec::with_capacity(addresses.len() + 1);
-                            frame.push(PEERS_FRAME);
-                            frame.extend_from_slice(addresses.as_bytes());
-                            out.send(frame).await.map_err(|_| gone())?;
-                            told_peer = Some(addresses);
+                    // Read again only when a connection came, went or closed.
+                    let seen = ctx.neighbours.load(std::sync::atomic::Ordering::Acquire);
+                    if reaches.as_ref().is_none_or(|(at, _)| *at != seen) {
+                        if ctx.told.get().is_some() {
+                            let addresses = addresses_except(ctx, peer);
+                            if told_peer.as_ref() != Some(&addresses) {
+                                let mut frame = Vec::with_capacity(addresses.len() + 1);
+                                frame.push(PEERS_FRAME);
+                                frame.extend_from_slice(addresses.as_bytes());
+                                out.send(frame).await.map_err(|_| gone())?;
+                                told_peer = Some(addresses);
+                            }
                         }
+                        reaches = Some((seen, reached(ctx)));
                     }
-                    let reaches = reached(ctx);
-                    let ours = ctx.port.summary(peer, reaches).await?;
+                    let reached_now = reaches.as_ref().map(|(_, r)| r.clone()).unwrap_or_default();
+                    let ours = ctx.port.summary(peer, reached_now).await?;
                     if !summary_due(last_summary.as_ref(), &ours.message, ours.behind, now) {
                         continue;
                     }
