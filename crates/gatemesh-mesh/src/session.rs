@@ -816,16 +816,16 @@ async fn dial_loop(endpoint: Endpoint, addr: SocketAddr, ctx: Arc<Ctx>, dialing:
         if *stop.borrow() || ctx.is_self_revoked() {
             return;
         }
-        let connected = known.as_ref().is_some_and(|name| {
-            ctx.registry.lock().is_ok_and(|r| {
-                r.live
-                    .get(name)
-                    .is_some_and(|l| l.conn.close_reason().is_none())
-            })
+        let connected = known.as_ref().and_then(|name| {
+            let registry = ctx.registry.lock().ok()?;
+            let live = registry.live.get(name)?;
+            live.conn.close_reason().is_none().then(|| live.conn.clone())
         });
-        if connected {
+        if let Some(conn) = connected {
+            // Woken when it closes (not every half second: 31 dial loops a gate at a
+            // stadium); then the device is looked up again, perhaps connected anew.
             tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(500)) => continue,
+                _ = conn.closed() => continue,
                 _ = stop.changed() => return,
             }
         }
