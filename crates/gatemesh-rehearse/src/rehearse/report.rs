@@ -272,10 +272,13 @@ pub(super) fn build(i: Inputs<'_>) -> Result<Value> {
     let reached = snapshot(&shared.reached)?;
     let changed_at = snapshot(&shared.changed_at)?;
     let findings = Findings::of(&scans, &reached, &i.agreement, i.plan);
+    let pass_most_ms = crate::stats::round(snapshot(&shared.standing_pass_most)? * 1000.0);
     let push_ms: Vec<f64> = reached
         .iter()
         .filter_map(|((ticket, _), at)| changed_at.get(ticket).map(|c| (at - c) * 1000.0))
         .collect();
+    let mut void_and_transfer = percentiles(push_ms);
+    void_and_transfer["watch_pass_most_ms"] = json!(pass_most_ms);
 
     // Latency and throughput.
     let answered: Vec<&ScanRecord> = scans
@@ -354,7 +357,7 @@ pub(super) fn build(i: Inputs<'_>) -> Result<Value> {
         "per_gate": per_gate,
         "admissions_per_minute": series,
         "propagation": propagation_summary(&propagation),
-        "void_and_transfer_push": percentiles(push_ms),
+        "void_and_transfer_push": void_and_transfer,
         "faults": faults,
         "observed": observed,
         "timing": {
@@ -916,8 +919,8 @@ pub fn text(r: &Value) -> String {
     let v = &r["void_and_transfer_push"];
     let _ = writeln!(
         s,
-        "  refund/transfer reaching each gate: p50 {} ms, p99 {} ms, max {} ms",
-        v["p50_ms"], v["p99_ms"], v["max_ms"]
+        "  refund/transfer reaching each gate: p50 {} ms, p99 {} ms, max {} ms (each gate's changed tickets looked up 4 at a time; its longest pass {} ms)",
+        v["p50_ms"], v["p99_ms"], v["max_ms"], v["watch_pass_most_ms"]
     );
     let o = &r["observed"];
     let _ = writeln!(
