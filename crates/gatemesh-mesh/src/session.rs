@@ -819,7 +819,10 @@ async fn dial_loop(endpoint: Endpoint, addr: SocketAddr, ctx: Arc<Ctx>, dialing:
         let connected = known.as_ref().and_then(|name| {
             let registry = ctx.registry.lock().ok()?;
             let live = registry.live.get(name)?;
-            live.conn.close_reason().is_none().then(|| live.conn.clone())
+            live.conn
+                .close_reason()
+                .is_none()
+                .then(|| live.conn.clone())
         });
         if let Some(conn) = connected {
             // Woken when it closes (not every half second: 31 dial loops a gate at a
