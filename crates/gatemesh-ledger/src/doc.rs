@@ -1465,15 +1465,15 @@ impl Ledger {
     /// of the map cost half a millisecond of the writer each time, a tenth of its time at a
     /// 32-gate rehearsal.
     pub fn resolutions_where(&self, mut keep: impl FnMut(&Resolution) -> bool) -> Vec<Resolution> {
+        let all: Vec<Resolution> = self
+            .resolved
+            .iter()
+            .flat_map(|(_, tid)| self.records::<Resolution>(&self.roots.resolutions, tid))
+            .collect();
         debug_assert_eq!(
             {
-                let mut ids: Vec<String> = self
-                    .resolved
-                    .iter()
-                    .flat_map(|(_, tid)| self.records::<Resolution>(&self.roots.resolutions, tid))
-                    .map(|r| r.id.as_str().to_owned())
-                    .collect();
-                ids.sort();
+                let mut ids: Vec<&str> = all.iter().map(|r| r.id.as_str()).collect();
+                ids.sort_unstable();
                 ids
             },
             {
@@ -1485,16 +1485,12 @@ impl Ledger {
                     .filter_map(|item| text(&item.value).and_then(parse::<Resolution>))
                     .map(|r| r.id.as_str().to_owned())
                     .collect();
-                ids.sort();
+                ids.sort_unstable();
                 ids
             },
             "the tickets with resolutions are every ticket with a resolution record"
         );
-        self.resolved
-            .iter()
-            .flat_map(|(_, tid)| self.records::<Resolution>(&self.roots.resolutions, tid))
-            .filter(|r| keep(r))
-            .collect()
+        all.into_iter().filter(|r| keep(r)).collect()
     }
 
     /// The redemptions this ledger holds, by ticket and id, in the order it learned of them

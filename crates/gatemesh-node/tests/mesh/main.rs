@@ -1400,6 +1400,37 @@ async fn a_peer_whose_link_stalls_catches_up_and_holds_no_one_back() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gate_that_loses_a_peer_says_so_and_its_changes_are_relayed_to_it() {
+    // A, B and C all connected, C to B through a link that then goes dead for good. C's
+    // summaries must stop saying it reaches B (a session reads who is reached again when a
+    // connection closes): while they say so, A leaves B's changes to B's own pushes, which
+    // no longer reach C.
+    let w = World::new();
+    let (a, a_addr) = w.gate("gate-a", "ca", &[]).await;
+    let (b, b_addr) = w.gate("gate-b", "ca", &[a_addr]).await;
+    let relay = Relay::start(b_addr).await;
+    let (c, _) = w.gate("gate-c", "ca", &[a_addr, relay.addr]).await;
+    eventually("all three are connected", || async {
+        a.peers().len() == 2 && b.peers().len() == 2 && c.peers().len() == 2
+    })
+    .await;
+    relay.pause(true);
+    eventually("C's connection to B timed out", || async {
+        c.peers().iter().all(|p| p.name != "gate-b")
+    })
+    .await;
+    let tid = TicketId::generate();
+    b.scan(&w.code(&tid), "b1", Direction::Entry).await.unwrap();
+    eventually("A relays B's admission to C", || knows(&c, &tid, "gate-b")).await;
+    let dup = c.scan(&w.code(&tid), "c1", Direction::Entry).await.unwrap();
+    assert_eq!(dup.verdict, Verdict::Duplicate);
+    relay.task.abort();
+    for n in [a, b, c] {
+        n.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gate_that_joins_late_takes_the_ledger_from_one_peer_not_from_each() {
     // A and B hold the same 1,500 admissions (more than a gate takes in one part). C joins
     // late and dials both. Asked by each (each sync message says what C has), each would
