@@ -2133,7 +2133,12 @@ impl Ledger {
     /// talking for as long as anyone admits anyone. The next round's start says them.
     ///
     /// It is sent anyway when the peer's last message carried changes (the peer is owed our
-    /// heads), and when it starts over from nothing (a reset, or a first message).
+    /// heads), and when either side starts over from nothing (a reset, or a first message).
+    /// A peer's first message says all it holds in a bloom filter, which holds about one
+    /// change in a hundred it lacks by mistake: those are not sent, and only this node's
+    /// heads show the peer that it lacks them (it then asks for them by hash). This node
+    /// may share heads with the peer all the same (it took the peer's changes before), so
+    /// its own side of that is not enough.
     pub fn sync_followup(&mut self, peer: &mut PeerSync) -> Option<Vec<u8>> {
         // What making a message without changes moves in automerge's state (the hashes it
         // sent grow only by the changes it carries; its reset flag is only ever set by a
@@ -2146,8 +2151,15 @@ impl Ledger {
             peer.0.in_flight,
         );
         let owed = peer.2.0;
+        let peer_from_nothing = peer
+            .0
+            .their_have
+            .as_ref()
+            .and_then(|have| have.first())
+            .is_some_and(|h| h.last_sync.is_empty());
         let message = self.next_message(peer)?;
-        let from_nothing = message.have.first().is_some_and(|h| h.last_sync.is_empty());
+        let from_nothing =
+            peer_from_nothing || message.have.first().is_some_and(|h| h.last_sync.is_empty());
         if message.changes.is_empty() && message.need.is_empty() && !owed && !from_nothing {
             (
                 peer.0.last_sent_heads,
