@@ -2004,12 +2004,34 @@ impl Ledger {
         self.tips.encode(reaches)
     }
 
-    /// Whether the peer's last summary (`relay` keeps it) names changes this ledger lacks.
-    pub fn lacks_what_peer_said(&self, peer: &PeerSync) -> bool {
-        peer.4
-            .theirs
-            .as_ref()
-            .is_some_and(|theirs| theirs.lacked_by(&self.tips) > 0)
+    /// Whether the last summary of the peer `peer_name` (`relay` keeps it) names changes
+    /// this ledger lacks that the peer would relay to it: the peer's own, or those of a
+    /// writer whose device this node does not reach (`reaches`) or does not know. A writer
+    /// this node reaches pushes its changes itself, and no peer relays them here; in a busy
+    /// mesh a peer's summary nearly always names one of those a moment before its push
+    /// lands.
+    pub fn lacks_what_peer_said(
+        &mut self,
+        peer: &PeerSync,
+        peer_name: &str,
+        reaches: &[String],
+    ) -> bool {
+        let Some(theirs) = peer.4.theirs.as_ref() else {
+            return false;
+        };
+        let (devices, doc, roots, trust) = (
+            &mut self.devices,
+            &self.doc,
+            &self.roots,
+            self.trust.as_ref(),
+        );
+        let mut lacked = theirs.lacked_writers(&self.tips);
+        lacked.any(|actor| {
+            let name = crate::authored::node_of(actor)
+                .and_then(|node| known_device_in((&mut *devices, doc, roots, trust), &node))
+                .map(|device| device.peer.name.clone());
+            name.is_none_or(|n| n == peer_name || !reaches.contains(&n))
+        })
     }
 
     /// What to send `peer` after its summary message: the changes it lacks that this node

@@ -101,6 +101,22 @@ impl Summary {
         lack
     }
 
+    /// The writers of which this summary's ledger holds changes that `other`'s lacks, in
+    /// writer order.
+    pub(crate) fn lacked_writers<'a>(
+        &'a self,
+        other: &'a Summary,
+    ) -> impl Iterator<Item = &'a ActorId> + 'a {
+        let mut theirs = other.0.iter().peekable();
+        self.0.iter().filter_map(move |(actor, tip)| {
+            while theirs.next_if(|(a, _)| *a < actor).is_some() {}
+            let their_seq = theirs
+                .next_if(|(a, _)| *a == actor)
+                .map_or(0, |(_, t)| t.seq);
+            (tip.seq > their_seq).then_some(actor)
+        })
+    }
+
     /// The message that tells a peer this summary and the devices its sender reaches now
     /// (their names; at most [`SUMMARY_REACHES_MOST`], longer ones left out): version,
     /// then each writer (its id's length and bytes, its newest change's number as LEB128
@@ -748,6 +764,13 @@ mod tests {
             };
             prop_assert_eq!(sa.lacked_by(&sb), lacked(&a, &b));
             prop_assert_eq!(sb.lacked_by(&sa), lacked(&b, &a));
+            let writers: Vec<&[u8]> = sa.lacked_writers(&sb).map(|w| w.to_bytes()).collect();
+            let expected: Vec<&[u8]> = a
+                .iter()
+                .filter(|(w, seq)| b.get(*w).copied().unwrap_or(0) < **seq)
+                .map(|(w, _)| w.as_bytes())
+                .collect();
+            prop_assert_eq!(writers, expected);
         }
     }
 }

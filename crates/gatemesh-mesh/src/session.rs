@@ -123,24 +123,41 @@ pub struct OurSummary {
     pub behind: bool,
 }
 
-/// Whether this node's summary `message` goes to the peer at this tick: the first, one that
-/// differs from the last sent (`last`: the message and when), one while this node lacks
-/// what the peer holds (`behind`), and otherwise one every [`SUMMARY_QUIET_MOST`] — two
-/// gates that hold the same and change nothing do not tell each other so every second (at
-/// 32 gates, each summary a few kilobytes to each of 31 peers).
+/// Whether this node's summary `message` goes to the peer at this tick: the first; one while
+/// this node lacks what the peer would relay to it (`behind`); one that differs from the
+/// last sent (`last`: the message and when) once `pace` passed since it ([`summary_pace`]);
+/// and otherwise one every [`SUMMARY_QUIET_MOST`] — two gates that hold the same and change
+/// nothing do not tell each other so every second (at 32 gates, each summary a few
+/// kilobytes to each of 31 peers).
 pub fn summary_due(
     last: Option<&(Vec<u8>, tokio::time::Instant)>,
     message: &[u8],
     behind: bool,
-    now: tokio::time::Instant,
+    (now, pace): (tokio::time::Instant, Duration),
 ) -> bool {
     match last {
         None => true,
         Some((sent, at)) => {
-            behind || sent.as_slice() != message || now.duration_since(*at) >= SUMMARY_QUIET_MOST
+            let since = now.duration_since(*at);
+            behind || (sent.as_slice() != message && since >= pace) || since >= SUMMARY_QUIET_MOST
         }
     }
 }
+
+/// How often a summary that changed goes to each peer when this node reaches `peers`
+/// devices: every [`SUMMARY_EVERY`] up to [`SUMMARY_PEERS_AT_PACE`] of them, then less often
+/// in proportion (at most every [`SUMMARY_QUIET_MOST`]), so a gate takes in about that many
+/// summaries a second however large the mesh. In a busy mesh every summary changed: at 32
+/// gates, one a second from each of 31 peers was a large part of an idle gate's work. What
+/// waits for a summary meanwhile: relays of the writers a node does not reach, and those
+/// go at once while it lacks them (`behind`).
+pub fn summary_pace(peers: usize) -> Duration {
+    let times = u32::try_from(peers.div_ceil(SUMMARY_PEERS_AT_PACE).max(1)).unwrap_or(u32::MAX);
+    SUMMARY_EVERY.saturating_mul(times).min(SUMMARY_QUIET_MOST)
+}
+
+/// Peers up to which a changed summary goes to each every [`SUMMARY_EVERY`].
+pub const SUMMARY_PEERS_AT_PACE: usize = 8;
 
 /// What a session sends a peer after its summary or its request for changes.
 #[derive(Debug, Default)]
@@ -1230,7 +1247,8 @@ async fn syncing(
                     }
                     let reached_now = reaches.as_ref().map(|(_, r)| r.clone()).unwrap_or_default();
                     let ours = ctx.port.summary(peer, reached_now).await?;
-                    if !summary_due(last_summary.as_ref(), &ours.message, ours.behind, now) {
+                    let pace = summary_pace(reaches.as_ref().map_or(0, |(_, r)| r.len()));
+                    if !summary_due(last_summary.as_ref(), &ours.message, ours.behind, (now, pace)) {
                         continue;
                     }
                     let mut frame = Vec::with_capacity(ours.message.len() + 1);
@@ -1576,10 +1594,10 @@ mod tests {
     #[test]
     fn a_summary_goes_when_it_is_news_and_otherwise_every_few_seconds() {
         let t0 = tokio::time::Instant::now();
-        let later = |s: f64| t0 + Duration::from_secs_f64(s);
+        let later = |s: f64| (t0 + Duration::from_secs_f64(s), SUMMARY_EVERY);
         let sent = (b"holds A:5".to_vec(), t0);
         // The first of a connection.
-        assert!(summary_due(None, b"holds A:5", false, t0));
+        assert!(summary_due(None, b"holds A:5", false, (t0, SUMMARY_EVERY)));
         // The same, lacking nothing: not before SUMMARY_QUIET_MOST.
         assert!(!summary_due(Some(&sent), b"holds A:5", false, later(1.0)));
         let quiet = SUMMARY_QUIET_MOST.as_secs_f64();
@@ -1590,9 +1608,33 @@ mod tests {
             later(quiet - 0.5)
         ));
         assert!(summary_due(Some(&sent), b"holds A:5", false, later(quiet)));
-        // Changed (a change taken or made, a peer reached or lost): at once.
+        // Changed (a change taken or made, a peer reached or lost): at the next tick.
         assert!(summary_due(Some(&sent), b"holds A:6", false, later(1.0)));
         // Unchanged, but the peer holds what this node lacks: the peer relays on it.
         assert!(summary_due(Some(&sent), b"holds A:5", true, later(1.0)));
+        // Changed, with many peers: once the pace passed; lacking, at once all the same.
+        let pace = summary_pace(31);
+        let at = |s: f64| (t0 + Duration::from_secs_f64(s), pace);
+        assert!(!summary_due(Some(&sent), b"holds A:6", false, at(1.0)));
+        assert!(summary_due(
+            Some(&sent),
+            b"holds A:6",
+            false,
+            at(pace.as_secs_f64())
+        ));
+        assert!(summary_due(Some(&sent), b"holds A:6", true, at(1.0)));
+    }
+
+    #[test]
+    fn a_gate_takes_in_about_as_many_summaries_a_second_however_many_peers_it_has() {
+        for peers in 0..=SUMMARY_PEERS_AT_PACE {
+            assert_eq!(summary_pace(peers), SUMMARY_EVERY, "{peers} peers");
+        }
+        assert_eq!(summary_pace(9), SUMMARY_EVERY * 2);
+        assert_eq!(summary_pace(16), SUMMARY_EVERY * 2);
+        assert_eq!(summary_pace(31), SUMMARY_EVERY * 4);
+        // 31 peers, each every 4 s: under 8 a second.
+        assert!(31.0 / summary_pace(31).as_secs_f64() <= SUMMARY_PEERS_AT_PACE as f64);
+        assert_eq!(summary_pace(1_000), SUMMARY_QUIET_MOST);
     }
 }

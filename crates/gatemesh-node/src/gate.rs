@@ -1547,7 +1547,7 @@ impl Writer {
                 let behind = self
                     .peers
                     .get(&peer)
-                    .is_some_and(|state| self.ledger.lacks_what_peer_said(state));
+                    .is_some_and(|state| self.ledger.lacks_what_peer_said(state, &peer, &reaches));
                 let _ = reply.send(gatemesh_mesh::session::OurSummary {
                     message: self.ledger.summary_message(&reaches),
                     behind,

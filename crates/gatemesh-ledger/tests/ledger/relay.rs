@@ -456,7 +456,10 @@ fn a_ledger_knows_when_a_peers_last_summary_names_what_it_lacks() {
     // What keeps a gate telling a quiet peer its summary: the peer relays on it.
     let (mut a, mut b) = (device("gate-a"), device("gate-b"));
     let mut from_a = PeerSync::default();
-    assert!(!b.lacks_what_peer_said(&from_a), "no summary from A yet");
+    assert!(
+        !b.lacks_what_peer_said(&from_a, "gate-a", &[]),
+        "no summary from A yet"
+    );
     let made = admit(&mut a, 2);
     b.relay(
         &mut from_a,
@@ -464,13 +467,61 @@ fn a_ledger_knows_when_a_peers_last_summary_names_what_it_lacks() {
         &plan(&b, "gate-b", now()),
     )
     .unwrap();
-    assert!(b.lacks_what_peer_said(&from_a));
+    assert!(b.lacks_what_peer_said(&from_a, "gate-a", &reaching(&["gate-a"])));
     b.receive_changes(&mut PeerSync::default(), &pushed(&made), now())
         .unwrap();
     assert!(
-        !b.lacks_what_peer_said(&from_a),
+        !b.lacks_what_peer_said(&from_a, "gate-a", &reaching(&["gate-a"])),
         "B holds all A said it holds"
     );
+}
+
+#[test]
+fn a_lack_counts_only_for_what_the_peer_would_relay() {
+    // C writes; A and B take its first change (and so its device). A then takes C's later
+    // changes, and says so: B lacks them. If B reaches C, C's pushes bring them and A
+    // relays nothing; if not, A does, and B keeps telling A its summary until they come.
+    let (mut a, mut b, mut c) = (device("gate-a"), device("gate-b"), device("gate-c"));
+    let first = admit(&mut c, 1);
+    for ledger in [&mut a, &mut b] {
+        ledger
+            .receive_changes(&mut PeerSync::default(), &pushed(&first), now())
+            .unwrap();
+    }
+    let later = admit(&mut c, 3);
+    a.receive_changes(&mut PeerSync::default(), &pushed(&later), now())
+        .unwrap();
+    let mut from_a = PeerSync::default();
+    b.relay(
+        &mut from_a,
+        &a.summary_message(&reaching(&["gate-c"])),
+        &plan(&b, "gate-b", now()),
+    )
+    .unwrap();
+    assert!(
+        !b.lacks_what_peer_said(&from_a, "gate-a", &reaching(&["gate-a", "gate-c"])),
+        "C pushes them to B"
+    );
+    assert!(
+        b.lacks_what_peer_said(&from_a, "gate-a", &reaching(&["gate-a"])),
+        "only a relay brings them to B"
+    );
+    // A writer whose device B does not know yet: counted, as only a relay may bring it.
+    let (mut d, mut e) = (device("gate-d"), device("gate-e"));
+    let by_d = admit(&mut d, 1);
+    e.receive_changes(&mut PeerSync::default(), &pushed(&by_d), now())
+        .unwrap();
+    let mut from_e = PeerSync::default();
+    b.relay(
+        &mut from_e,
+        &e.summary_message(&[]),
+        &plan(&b, "gate-b", now()),
+    )
+    .unwrap();
+    assert!(b.lacks_what_peer_said(&from_e, "gate-e", &reaching(&["gate-d", "gate-e"])));
+    b.receive_changes(&mut PeerSync::default(), &pushed(&by_d), now())
+        .unwrap();
+    assert!(!b.lacks_what_peer_said(&from_e, "gate-e", &reaching(&["gate-d", "gate-e"])));
 }
 
 /// A (11 admissions) and B, which holds back A's 10 later pushes: the first, which they
