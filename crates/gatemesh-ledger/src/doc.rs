@@ -23,7 +23,10 @@ use crate::{
         FORMAT, Roots, Sharded, audit_key, check_roots, record_key, roots_of, status_key,
         ticket_of_key, ticket_prefix,
     },
-    model::{AuditEntry, HlcClock, NodeId, Record, Redemption, RedemptionId, Resolution, Status},
+    model::{
+        AuditEntry, Hlc, HlcClock, NodeId, Record, Redemption, RedemptionId, Resolution, Standing,
+        Status,
+    },
     sign::{Device, DeviceRecord, Signer, Trust},
     state::TicketState,
     tally::EntryTally,
@@ -122,6 +125,12 @@ pub struct Ledger {
     resolved: BTreeSet<(usize, TicketId)>,
     /// Tickets that joined `flagged` since [`Ledger::take_newly_flagged`] last took them.
     newly_flagged: Vec<TicketId>,
+    /// The winning status of each ticket that has one in the document, as last derived (its
+    /// clock and standing): what tells a new standing from one derived again. A few hundred
+    /// entries at an event with as many refunds and transfers.
+    standings: HashMap<TicketId, (Hlc, Standing)>,
+    /// Tickets whose standing changed since [`Ledger::take_newly_standing`] last took them.
+    newly_standing: Vec<TicketId>,
     /// Entry scans per gate, kept with the flags (see [`Ledger::entry_tally`]).
     entries: EntryTally,
     /// Who is inside now, per check-in scope.
@@ -302,8 +311,8 @@ pub struct ReleasedLists {
 /// each ticket's records: a seek costs about what reading a few hundred records does.
 const BULK_REFRESH: usize = 2048;
 
-/// One ticket's redemptions and resolutions as read from its shard.
-type TicketRecords = (Vec<Redemption>, Vec<Resolution>);
+/// One ticket's redemptions, resolutions and statuses as read from its shard.
+type TicketRecords = (Vec<Redemption>, Vec<Resolution>, Vec<Status>);
 
 /// Every ledger value gets its own epoch, so a position kept from one (a reloaded ledger
 /// learns its records in another order) is never used with another.
@@ -450,6 +459,8 @@ impl Ledger {
             flagged: BTreeSet::new(),
             resolved: BTreeSet::new(),
             newly_flagged: Vec::new(),
+            standings: HashMap::new(),
+            newly_standing: Vec::new(),
             entries: EntryTally::default(),
             occupancy: Default::default(),
             arrivals: Vec::new(),
@@ -487,6 +498,8 @@ impl Ledger {
         ledger.reread_lists();
         let all: HashSet<TicketId> = ledger.all_tickets();
         ledger.refresh(all);
+        // What a ledger holds when it opens is not news.
+        ledger.newly_standing.clear();
         Ok(ledger)
     }
 
@@ -535,7 +548,9 @@ impl Ledger {
             for tid in tickets {
                 let (redemptions, resolutions, statuses) = self.ticket_records(&tid);
                 let resolved = !resolutions.is_empty();
+                let written = !statuses.is_empty();
                 let (state, set_aside) = self.parts_of(&tid, redemptions, resolutions, statuses);
+                self.standing_derived(&tid, written.then_some(&state));
                 self.derived(tid, (state, set_aside), resolved);
             }
             return;
@@ -552,16 +567,19 @@ impl Ledger {
             }
             let mut read = self.shard_records(shard);
             for tid in tickets {
-                let (redemptions, resolutions) = read.remove(&tid).unwrap_or_default();
+                let (redemptions, resolutions, statuses) = read.remove(&tid).unwrap_or_default();
                 let resolved = !resolutions.is_empty();
-                let (state, set_aside) = self.parts_of(&tid, redemptions, resolutions, Vec::new());
+                let written = !statuses.is_empty();
+                let (state, set_aside) = self.parts_of(&tid, redemptions, resolutions, statuses);
+                self.standing_derived(&tid, written.then_some(&state));
                 self.derived(tid, (state, set_aside), resolved);
             }
         }
     }
 
-    /// The redemptions and resolutions of one shard, by ticket: what a ticket's flags,
-    /// counts and tally derive from (its standing is read when it is scanned).
+    /// The redemptions, resolutions and statuses of one shard, by ticket: what a ticket's
+    /// flags, counts, tally and standing derive from (statuses are few: a shard's map of
+    /// them is most often empty).
     fn shard_records(&self, shard: usize) -> HashMap<TicketId, TicketRecords> {
         fn read<T: DeserializeOwned>(
             doc: &AutoCommit,
@@ -585,7 +603,29 @@ impl Ledger {
         read(&self.doc, roots.resolutions.shard(shard), |tid, r| {
             out.entry(tid).or_default().1.push(r)
         });
+        read(&self.doc, roots.status.shard(shard), |tid, s| {
+            out.entry(tid).or_default().2.push(s)
+        });
         out
+    }
+
+    /// Keeps the winning status of a ticket with statuses in the document (`state`, `None`
+    /// when it has none), and notes the ticket in `newly_standing` when that status changed:
+    /// a refund, a void or a transfer taken from a peer or written here.
+    fn standing_derived(&mut self, tid: &TicketId, state: Option<&TicketState>) {
+        let Some(status) = state.and_then(|s| s.status.as_ref()) else {
+            if self.standings.remove(tid).is_some() {
+                // Its statuses were all set aside (their writer revoked): the local one,
+                // if any, holds again.
+                self.newly_standing.push(tid.clone());
+            }
+            return;
+        };
+        let now = (status.hlc.clone(), status.standing.clone());
+        if self.standings.get(tid) != Some(&now) {
+            self.standings.insert(tid.clone(), now);
+            self.newly_standing.push(tid.clone());
+        }
     }
 
     /// Keeps what was derived of one ticket: its entries, counts, arrivals, clock and flag,
@@ -897,6 +937,23 @@ impl Ledger {
         let mut told = HashSet::new();
         newly.retain(|t| self.flagged.contains(t) && told.insert(t.clone()));
         newly
+    }
+
+    /// The tickets whose standing changed since the last call (a status taken from a peer
+    /// or written here, after a refund, a void or a transfer), each once, with the standing
+    /// that holds now: what a caller tells its viewers after taking something in. What the
+    /// ledger held when it opened is not listed.
+    pub fn take_newly_standing(&mut self) -> Vec<(TicketId, Standing)> {
+        let newly = std::mem::take(&mut self.newly_standing);
+        let mut told = HashSet::new();
+        newly
+            .into_iter()
+            .filter(|t| told.insert(t.clone()))
+            .map(|t| {
+                let standing = self.ticket(&t).standing();
+                (t, standing)
+            })
+            .collect()
     }
 
     /// Takes the standings this node was told locally (a manifest file, for an event with
@@ -2497,6 +2554,22 @@ impl Ledger {
                 .cloned(),
         );
         new.newly_flagged = newly;
+        // Likewise the standings: those this ledger had not reported, and those the
+        // document brought.
+        let mut newly = std::mem::take(&mut self.newly_standing);
+        newly.extend(
+            new.standings
+                .iter()
+                .filter(|(t, now)| self.standings.get(*t) != Some(*now))
+                .map(|(t, _)| t.clone()),
+        );
+        newly.extend(
+            self.standings
+                .keys()
+                .filter(|t| !new.standings.contains_key(*t))
+                .cloned(),
+        );
+        new.newly_standing = newly;
         let mut fresh = 0;
         for c in parts.changes.drain(..) {
             if !holds(&mut self.doc, &c.hash()) {

@@ -459,6 +459,7 @@ async fn live(State(s): State<AppState>) -> Sse<impl Stream<Item = Result<Event,
                         NodeEvent::Resolved { .. } => "resolved",
                         NodeEvent::Imported { .. } => "imported",
                         NodeEvent::CaughtUp { .. } => "caught_up",
+                        NodeEvent::Standing { .. } => "standing",
                     };
                     let data = match &event {
                         NodeEvent::Verdict(r) => {

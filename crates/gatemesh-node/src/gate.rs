@@ -100,6 +100,12 @@ pub enum NodeEvent {
         peer: String,
         changes: usize,
     },
+    /// A ticket's standing changed here (a refund, a void or a transfer, from the server or
+    /// from a peer): what holds now.
+    Standing {
+        tid: TicketId,
+        standing: gatemesh_ledger::Standing,
+    },
 }
 
 type Reply<T> = oneshot::Sender<Result<T, NodeError>>;
@@ -1754,13 +1760,20 @@ impl Writer {
         answer_after_store(reply, taken.map(|_| ()))
     }
 
-    /// Reports the tickets the ledger flagged since it was last asked.
+    /// Reports the tickets the ledger flagged, and those whose standing changed, since it was
+    /// last asked.
     fn report_flags(&mut self, events: &mut Vec<NodeEvent>) {
         events.extend(
             self.ledger
                 .take_newly_flagged()
                 .into_iter()
                 .map(|tid| NodeEvent::Flagged { tid }),
+        );
+        events.extend(
+            self.ledger
+                .take_newly_standing()
+                .into_iter()
+                .map(|(tid, standing)| NodeEvent::Standing { tid, standing }),
         );
     }
 

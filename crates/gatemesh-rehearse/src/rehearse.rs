@@ -213,6 +213,11 @@ impl Rehearsal {
             eid: eid.clone(),
             releases: releases.map(Arc::new),
         };
+        // Each gate's live stream, followed from before the doors open: a refund reaches a
+        // gate when it says so.
+        let _followers: Vec<AbortOnDrop<()>> = (0..at_gate.len())
+            .map(|g| AbortOnDrop(tokio::spawn(watch.clone().follow_standings(g))))
+            .collect();
         let (played_s, observed) = self.play_plan(&plan, &lan, &fleet, &watch).await?;
         eprintln!(
             "rehearsal: event played in {played_s:.1} s; waiting for every gate and the server to agree"

@@ -269,6 +269,45 @@ async fn event(
     (tickets, issuer)
 }
 
+/// The gate's live stream (`/v1/stream`), open.
+async fn live_stream(gate: &GateProc) -> reqwest::Response {
+    let url = format!("{}/v1/stream", gate.api);
+    let live = gatemesh_node::edge::pinned_builder(None)
+        .unwrap()
+        .build()
+        .unwrap()
+        .get(&url)
+        .bearer_auth(token_for(&url))
+        .send()
+        .await
+        .unwrap();
+    assert!(live.status().is_success(), "{}", live.status());
+    live
+}
+
+/// The data of the next event named `name` on a live stream (`pending`: what was read of
+/// it and not yet looked at); other events are passed over.
+async fn next_event(live: &mut reqwest::Response, pending: &mut String, name: &str) -> Value {
+    let named = format!("event: {name}");
+    // Keep-alives come every 15 s: a deadline for the event, not for each chunk.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        while let Some(end) = pending.find("\n\n") {
+            let block: String = pending.drain(..end + 2).collect();
+            if block.lines().any(|l| l == named) {
+                let data = block.lines().find_map(|l| l.strip_prefix("data: "));
+                return serde_json::from_str(data.unwrap_or("null")).unwrap();
+            }
+        }
+        let chunk = tokio::time::timeout_at(deadline, live.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("no {name} event within 30 s"))
+            .unwrap()
+            .expect("the live stream goes on");
+        pending.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}
+
 async fn uplink(gate: &GateProc) -> Value {
     get(&format!("{}/v1/status", gate.api)).await["uplink"].clone()
 }
@@ -353,7 +392,9 @@ async fn the_servers_word_reaches_a_connected_gate(backend: Backend) {
     let (t0, c0) = &tickets[0];
     assert_eq!(scan(&gate, c0, "s1").await["verdict"], "admit");
 
-    // A refund at the server reaches the gate, which then turns the ticket away.
+    // A refund at the server reaches the gate, which then turns the ticket away; its live
+    // stream says so (what a supervisor's screen and the rehearsal follow).
+    let (mut live, mut pending) = (live_stream(&gate).await, String::new());
     let (t1, c1) = &tickets[1];
     post(
         &format!("{}/v1/events/WORD/tickets/{t1}/void", server.base),
@@ -369,6 +410,16 @@ async fn the_servers_word_reaches_a_connected_gate(backend: Backend) {
         (r["verdict"].as_str(), r["reason"].as_str()),
         (Some("reject"), Some("void"))
     );
+    let e = next_event(&mut live, &mut pending, "standing").await;
+    assert_eq!(
+        (
+            e["tid"].as_str(),
+            e["standing"]["state"].as_str(),
+            e["standing"]["reason"].as_str()
+        ),
+        (Some(t1.as_str()), Some("void"), Some("refunded")),
+        "{e}"
+    );
 
     // A transfer: the old code is refused, the new one (issued after the gate started) admits.
     let (t2, c2) = &tickets[2];
@@ -382,6 +433,16 @@ async fn the_servers_word_reaches_a_connected_gate(backend: Backend) {
     })
     .await;
     assert_eq!(scan(&gate, c2, "s1").await["reason"], "transferred");
+    let e = next_event(&mut live, &mut pending, "standing").await;
+    assert_eq!(
+        (
+            e["tid"].as_str(),
+            e["standing"]["state"].as_str(),
+            &e["standing"]["to"]
+        ),
+        (Some(t2.as_str()), Some("transferred"), &new["tid"]),
+        "{e}"
+    );
     let r = scan(&gate, new["code"].as_str().unwrap(), "s1").await;
     assert_eq!(
         (r["verdict"].as_str(), r["reason"].as_str()),

@@ -1518,6 +1518,46 @@ fn a_message_that_carries_no_certificates_is_prechecked_with_those_the_ledger_ho
     assert_eq!(prechecked(&message, &other, &vouched).prechecked(), 0);
 }
 
+/// A refund or a transfer, written here or taken from a peer, is news for the gate's
+/// viewers once, with the standing that holds; a ticket derived again for another reason,
+/// or a ledger opened on what it held, is not.
+#[test]
+fn a_changed_standing_is_news_once_wherever_it_came_from() {
+    let mut a = signed_ledger(&event(), Role::Gate, "gate-a");
+    let mut b = signed_ledger(&event(), Role::Gate, "gate-b");
+    sync_pair(&mut a, &mut b);
+    assert!(a.take_newly_standing().is_empty());
+    let (refunded, transferred, to) = (
+        TicketId::generate(),
+        TicketId::generate(),
+        TicketId::generate(),
+    );
+    let void = Standing::Void {
+        reason: "refund".into(),
+    };
+    server_says(&mut a, &refunded, void.clone(), T0);
+    assert_eq!(a.take_newly_standing(), [(refunded.clone(), void.clone())]);
+    assert!(a.take_newly_standing().is_empty(), "told once");
+    // The refunded ticket presented and recorded anyway: derived again, not news.
+    let r = redemption(&mut a, &refunded, T0 + 1);
+    a.record_redemption(&r).unwrap();
+    assert!(a.take_newly_standing().is_empty(), "derived again");
+    // Taken from a peer: news there.
+    sync_pair(&mut a, &mut b);
+    assert_eq!(b.take_newly_standing(), [(refunded.clone(), void.clone())]);
+    let moved = Standing::Transferred { to: to.clone() };
+    server_says(&mut b, &transferred, moved.clone(), T0 + 2);
+    let _ = b.take_newly_standing();
+    sync_pair(&mut a, &mut b);
+    assert_eq!(a.take_newly_standing(), [(transferred.clone(), moved)]);
+    // Reinstated later: news again, with what holds now.
+    server_says(&mut a, &refunded, Standing::Active, T0 + 3);
+    assert_eq!(a.take_newly_standing(), [(refunded, Standing::Active)]);
+    // A ledger opened on all of it: nothing is news.
+    let mut reopened = Ledger::open(&event(), a.node().clone(), &a.save(), None, []).unwrap();
+    assert!(reopened.take_newly_standing().is_empty());
+}
+
 /// A peer's first message says what it holds in a bloom filter, which holds about one change
 /// in a hundred that the peer lacks by mistake. The gate's answer then carries none of its
 /// changes, and only the gate's heads show the peer what it lacks: the answer goes out even

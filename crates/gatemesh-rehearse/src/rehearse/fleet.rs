@@ -97,6 +97,40 @@ impl At {
             .await
     }
 
+    /// Follows the server-sent events at `path` from this place, handing each event's name
+    /// and data to `each` as it comes, until the stream ends (`Ok`) or breaks, or the place
+    /// does not answer (`Err`).
+    pub(super) async fn follow(
+        &self,
+        path: &str,
+        mut each: impl FnMut(&str, &str) + Send + 'static,
+    ) -> Result<()> {
+        let this = self.clone();
+        let path = path.to_owned();
+        self.handle
+            .spawn(async move {
+                let mut req = this
+                    .client
+                    .get(format!("{}{path}", this.base))
+                    .timeout(FOLLOW_MOST);
+                if let Some(t) = &this.token {
+                    req = req.bearer_auth(t);
+                }
+                let mut resp = req.send().await?.error_for_status()?;
+                let mut pending: Vec<u8> = Vec::new();
+                while let Some(chunk) = resp.chunk().await? {
+                    pending.extend_from_slice(&chunk);
+                    while let Some(end) = pending.windows(2).position(|w| w == b"\n\n") {
+                        let block: Vec<u8> = pending.drain(..end + 2).collect();
+                        let (name, data) = sse_event(&String::from_utf8_lossy(&block));
+                        each(&name, &data);
+                    }
+                }
+                Ok(())
+            })
+            .await?
+    }
+
     /// A scanner's ask for a code's answer, given up after [`SCAN_TIMEOUT`]; `Err` as for
     /// [`Self::post`] ([`timed_out`] tells an ask the gate took in and did not answer).
     pub(super) async fn scan(&self, body: Value) -> Result<Value> {
@@ -108,6 +142,28 @@ impl At {
         )
         .await
     }
+}
+
+/// Longest a live stream is followed on one connection (a rehearsal is shorter).
+const FOLLOW_MOST: Duration = Duration::from_secs(24 * 3600);
+
+/// An event of a server-sent stream (its lines up to the blank one): its name (`message`
+/// when it names none) and its data lines joined.
+fn sse_event(block: &str) -> (String, String) {
+    let mut name = "message".to_owned();
+    let mut data: Vec<&str> = Vec::new();
+    for line in block.lines() {
+        let field = |prefix: &str| {
+            line.strip_prefix(prefix)
+                .map(|v| v.strip_prefix(' ').unwrap_or(v))
+        };
+        if let Some(v) = field("event:") {
+            v.clone_into(&mut name);
+        } else if let Some(v) = field("data:") {
+            data.push(v);
+        }
+    }
+    (name, data.join("\n"))
 }
 
 /// How long a scanner waits for a gate's answer before it asks again: well within the gate's
@@ -312,5 +368,21 @@ mod tests {
         let window = gatemesh_ledger::Policy::default().repeat_window_ms;
         // Room for the second ask to wait for the writer behind the first.
         assert!(2 * SCAN_TIMEOUT.as_millis() < u128::try_from(window).unwrap());
+    }
+
+    #[test]
+    fn an_event_of_a_live_stream_reads_as_its_name_and_data() {
+        let read = |block: &str| sse_event(block);
+        assert_eq!(
+            read("event: standing\ndata: {\"tid\":\"A1\"}\n\n"),
+            ("standing".into(), "{\"tid\":\"A1\"}".into())
+        );
+        // No space after the colon; data over two lines; a comment line.
+        assert_eq!(
+            read(": keep-alive\nevent:flagged\ndata:one\ndata: two\n\n"),
+            ("flagged".into(), "one\ntwo".into())
+        );
+        // A keep-alive alone: an unnamed event with no data, which nobody follows.
+        assert_eq!(read(":\n\n"), ("message".into(), String::new()));
     }
 }

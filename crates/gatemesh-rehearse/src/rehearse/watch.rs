@@ -29,6 +29,8 @@ const PROBE_EVERY: Duration = Duration::from_millis(10);
 /// How often each gate's standing watch looks again, and how many lookups it has in flight.
 const STANDING_EVERY: Duration = Duration::from_millis(25);
 const STANDING_LOOKS: usize = 4;
+/// How soon a gate's live stream is followed again after it ended or broke.
+const FOLLOW_AGAIN: Duration = Duration::from_millis(250);
 
 /// How long after a fault propagation samples count as recovery rather than steady state.
 const RECOVERY: Duration = Duration::from_secs(5);
@@ -88,17 +90,21 @@ pub(super) struct Shared {
     pub(super) new_codes: Mutex<HashMap<usize, (String, String)>>,
     new_code: Notify,
     pub(super) scans: Mutex<Vec<ScanRecord>>,
-    /// Wall seconds when the server confirmed a void / transfer.
+    /// Wall seconds when the box office asked the server for a void / transfer (the gates
+    /// may hear of it before the server's answer reaches the box office).
     pub(super) changed_at: Mutex<HashMap<usize, f64>>,
-    /// Wall seconds when gate g first showed the ticket's new standing (the answer to the
-    /// lookup that showed it).
-    pub(super) reached: Mutex<HashMap<(usize, usize), f64>>,
+    /// Wall seconds when gate g first showed the ticket's new standing (its live stream's
+    /// event, or the answer to the lookup that showed it) and whether the stream showed it
+    /// ([`Shared::reached`]).
+    reached: Mutex<HashMap<(usize, usize), (f64, bool)>>,
+    /// Of those, how many a gate's live stream showed, and how many a lookup did.
+    pub(super) reached_by_stream: AtomicU64,
+    pub(super) reached_by_lookup: AtomicU64,
     /// The longest pass of any gate's standing watch, seconds: how late at most it can
     /// see a change that showed just after its lookup of the ticket.
     pub(super) standing_pass_most: Mutex<f64>,
-    /// Per gate whose standing watch runs, the changed tickets (plan index, id) it does not
-    /// show yet.
-    standings: Mutex<HashMap<usize, Vec<(usize, String)>>>,
+    /// The changed tickets each gate does not show yet, and what its live stream showed.
+    standings: Mutex<Standings>,
     pub(super) propagation: Mutex<Vec<Propagation>>,
     pub(super) faults: Mutex<Vec<Value>>,
     epoch: AtomicU64,
@@ -130,6 +136,8 @@ impl Shared {
             changed_at: Mutex::default(),
             standing_pass_most: Mutex::default(),
             reached: Mutex::default(),
+            reached_by_stream: AtomicU64::new(0),
+            reached_by_lookup: AtomicU64::new(0),
             standings: Mutex::default(),
             propagation: Mutex::default(),
             faults: Mutex::default(),
@@ -160,6 +168,63 @@ impl Shared {
             f.push(json!({ "event_s": round(self.event_now()), "wall_s": round(self.now()), "what": what }));
         }
     }
+    /// Gate `g`'s live stream says ticket `tid` is no longer active: reached now, if the
+    /// rehearsal changed it; otherwise noted, for when the box office's answer comes.
+    fn stream_showed(&self, g: usize, tid: &str) {
+        let at = self.now();
+        let Ok(mut w) = self.standings.lock() else {
+            return;
+        };
+        let outstanding = w.outstanding.entry(g).or_default();
+        match outstanding.iter().position(|(_, t)| t == tid) {
+            Some(i) => {
+                let (ticket, _) = outstanding.remove(i);
+                drop(w);
+                self.reach(ticket, g, at, true);
+            }
+            None => {
+                w.shown.entry((g, tid.to_owned())).or_insert(at);
+            }
+        }
+    }
+
+    /// Ticket `ticket`'s new standing reached gate `g` at `at`, seen on its live stream or by
+    /// a lookup: the earliest sighting counts (a lookup in flight may answer after the
+    /// stream showed it, or before).
+    fn reach(&self, ticket: usize, g: usize, at: f64, by_stream: bool) {
+        let Ok(mut r) = self.reached.lock() else {
+            return;
+        };
+        let (this, other) = if by_stream {
+            (&self.reached_by_stream, &self.reached_by_lookup)
+        } else {
+            (&self.reached_by_lookup, &self.reached_by_stream)
+        };
+        match r.get_mut(&(ticket, g)) {
+            None => {
+                r.insert((ticket, g), (at, by_stream));
+                this.fetch_add(1, Ordering::Relaxed);
+            }
+            Some((earlier, stream)) if at < *earlier => {
+                *earlier = at;
+                if *stream != by_stream {
+                    other.fetch_sub(1, Ordering::Relaxed);
+                    this.fetch_add(1, Ordering::Relaxed);
+                    *stream = by_stream;
+                }
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// When each gate first showed each changed ticket's new standing, by (ticket, gate).
+    pub(super) fn reached(&self) -> HashMap<(usize, usize), f64> {
+        self.reached
+            .lock()
+            .map(|r| r.iter().map(|(k, (at, _))| (*k, *at)).collect())
+            .unwrap_or_default()
+    }
+
     fn connected(&self, a: usize, b: usize) -> bool {
         let apart = self
             .side_b
@@ -173,6 +238,16 @@ impl Shared {
             .unwrap_or(true);
         !apart && !down
     }
+}
+
+/// Which gate shows which changed standing.
+#[derive(Default)]
+struct Standings {
+    /// Per gate whose standing watch runs, the changed tickets (plan index, id) it does not
+    /// show yet.
+    outstanding: HashMap<usize, Vec<(usize, String)>>,
+    /// What a gate's live stream showed of tickets not (yet) known as changed: when.
+    shown: HashMap<(usize, String), f64>,
 }
 
 /// The tasks that act on the plan and watch its effects.
@@ -348,19 +423,21 @@ impl Watch {
     pub(super) async fn void(self, ticket: usize) {
         let tid = self.shared.codes[ticket].0.clone();
         let path = format!("/v1/events/{}/tickets/{tid}/void", self.eid);
+        let asked = self.shared.now();
         if self
             .org
             .post(&path, json!({ "reason": "refund", "actor": "box-office" }))
             .await
             .is_ok()
         {
-            self.changed(ticket, tid).await;
+            self.changed(ticket, tid, asked).await;
         }
     }
 
     pub(super) async fn transfer(self, ticket: usize) {
         let tid = self.shared.codes[ticket].0.clone();
         let path = format!("/v1/events/{}/tickets/{tid}/transfer", self.eid);
+        let asked = self.shared.now();
         let Ok(new) = self
             .org
             .post(
@@ -375,28 +452,66 @@ impl Watch {
             m.insert(ticket, (str_of(&new["tid"]), str_of(&new["code"])));
         }
         self.shared.new_code.notify_waiters();
-        self.changed(ticket, tid).await;
+        self.changed(ticket, tid, asked).await;
     }
 
-    /// Records when the server confirmed a change of standing, and hands the ticket to each
-    /// gate's standing watch ([`Watch::watch_standings`]).
-    async fn changed(&self, ticket: usize, tid: String) {
-        let at = self.shared.now();
+    /// Once the server confirmed a change of standing the box office asked for at `asked`:
+    /// notes when, takes what the gates' live streams showed of it already, and hands the
+    /// ticket to the standing watch of each gate that does not show it yet
+    /// ([`Watch::watch_standings`]).
+    async fn changed(&self, ticket: usize, tid: String, asked: f64) {
         if let Ok(mut c) = self.shared.changed_at.lock() {
-            c.insert(ticket, at);
+            c.insert(ticket, asked);
         }
         for g in 0..self.gates.len() {
-            let first = match self.shared.standings.lock() {
+            let (first, shown) = match self.shared.standings.lock() {
                 Ok(mut w) => {
-                    let first = !w.contains_key(&g);
-                    w.entry(g).or_default().push((ticket, tid.clone()));
-                    first
+                    let first = !w.outstanding.contains_key(&g);
+                    let shown = w.shown.remove(&(g, tid.clone()));
+                    let outstanding = w.outstanding.entry(g).or_default();
+                    if shown.is_none() {
+                        outstanding.push((ticket, tid.clone()));
+                    }
+                    (first, shown)
                 }
-                Err(_) => false,
+                Err(_) => (false, None),
             };
+            if let Some(at) = shown {
+                self.shared.reach(ticket, g, at, true);
+            }
             if first {
                 tokio::spawn(self.clone().watch_standings(g));
             }
+        }
+    }
+
+    /// Gate `g`'s live stream (`/v1/stream`), followed while the event plays: a ticket's new
+    /// standing counts as reached when the gate's event says so, not at a lookup's pass.
+    /// After a break (the gate killed, or restarting) it follows again; what it missed
+    /// meanwhile, [`Watch::watch_standings`] finds by lookups.
+    pub(super) async fn follow_standings(self, g: usize) {
+        let shared = self.shared.clone();
+        while !shared.done.load(Ordering::SeqCst) {
+            let seen = shared.clone();
+            let followed = self.gates[g]
+                .follow("/v1/stream", move |name, data| {
+                    if name != "standing" {
+                        return;
+                    }
+                    let Ok(event) = serde_json::from_str::<Value>(data) else {
+                        return;
+                    };
+                    let changed = event["standing"]["state"]
+                        .as_str()
+                        .is_some_and(|state| state != "active");
+                    if let (true, Some(tid)) = (changed, event["tid"].as_str()) {
+                        seen.stream_showed(g, tid);
+                    }
+                })
+                .await;
+            // Broken or ended: the lookups cover the gap (the report counts what each showed).
+            let _ = followed;
+            tokio::time::sleep(FOLLOW_AGAIN).await;
         }
     }
 
@@ -415,7 +530,7 @@ impl Watch {
             let outstanding = shared
                 .standings
                 .lock()
-                .map(|w| w.get(&g).cloned().unwrap_or_default())
+                .map(|w| w.outstanding.get(&g).cloned().unwrap_or_default())
                 .unwrap_or_default();
             let gate = &self.gates[g];
             let pass = shared.now();
@@ -444,13 +559,12 @@ impl Watch {
                 *most = most.max(shared.now() - pass);
             }
             if !shown.is_empty() {
-                if let Ok(mut r) = shared.reached.lock() {
-                    for &(ticket, at) in &shown {
-                        r.insert((ticket, g), at);
-                    }
+                // The stream may have shown some first: the earlier sighting counts.
+                for &(ticket, at) in &shown {
+                    shared.reach(ticket, g, at, false);
                 }
                 if let Ok(mut w) = shared.standings.lock()
-                    && let Some(watch) = w.get_mut(&g)
+                    && let Some(watch) = w.outstanding.get_mut(&g)
                 {
                     watch.retain(|(ticket, _)| !shown.iter().any(|(t, _)| t == ticket));
                 }
