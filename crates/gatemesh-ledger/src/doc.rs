@@ -131,6 +131,9 @@ pub struct Ledger {
     standings: HashMap<TicketId, (Hlc, Standing)>,
     /// Tickets whose standing changed since [`Ledger::take_newly_standing`] last took them.
     newly_standing: Vec<TicketId>,
+    /// The server's signed statuses this gate heard from its uplink and holds before one
+    /// gate of the mesh writes them ([`Ledger::hold_status`]): they count as if written.
+    held: HashMap<TicketId, Status>,
     /// Entry scans per gate, kept with the flags (see [`Ledger::entry_tally`]).
     entries: EntryTally,
     /// Who is inside now, per check-in scope.
@@ -461,6 +464,7 @@ impl Ledger {
             newly_flagged: Vec::new(),
             standings: HashMap::new(),
             newly_standing: Vec::new(),
+            held: HashMap::new(),
             entries: EntryTally::default(),
             occupancy: Default::default(),
             arrivals: Vec::new(),
@@ -548,7 +552,7 @@ impl Ledger {
             for tid in tickets {
                 let (redemptions, resolutions, statuses) = self.ticket_records(&tid);
                 let resolved = !resolutions.is_empty();
-                let written = !statuses.is_empty();
+                let written = !statuses.is_empty() || self.held.contains_key(&tid);
                 let (state, set_aside) = self.parts_of(&tid, redemptions, resolutions, statuses);
                 self.standing_derived(&tid, written.then_some(&state));
                 self.derived(tid, (state, set_aside), resolved);
@@ -569,7 +573,7 @@ impl Ledger {
             for tid in tickets {
                 let (redemptions, resolutions, statuses) = read.remove(&tid).unwrap_or_default();
                 let resolved = !resolutions.is_empty();
-                let written = !statuses.is_empty();
+                let written = !statuses.is_empty() || self.held.contains_key(&tid);
                 let (state, set_aside) = self.parts_of(&tid, redemptions, resolutions, statuses);
                 self.standing_derived(&tid, written.then_some(&state));
                 self.derived(tid, (state, set_aside), resolved);
@@ -621,9 +625,15 @@ impl Ledger {
             }
             return;
         };
-        let now = (status.hlc.clone(), status.standing.clone());
-        if self.standings.get(tid) != Some(&now) {
-            self.standings.insert(tid.clone(), now);
+        // News when the standing itself changed: the same standing written again (under
+        // another clock) is not.
+        let changed = self
+            .standings
+            .get(tid)
+            .is_none_or(|(_, was)| was != &status.standing);
+        self.standings
+            .insert(tid.clone(), (status.hlc.clone(), status.standing.clone()));
+        if changed {
             self.newly_standing.push(tid.clone());
         }
     }
@@ -721,6 +731,7 @@ impl Ledger {
         // where none was written.
         let status = statuses
             .into_iter()
+            .chain(self.held.get(tid).cloned())
             .filter(|s| &s.tid == tid && !revoked.sets_aside(&s.hlc.node, &s.hlc))
             .max_by(|a, b| a.hlc.cmp(&b.hlc))
             .or_else(|| self.local.get(tid).cloned());
@@ -961,6 +972,62 @@ impl Ledger {
     /// the document says otherwise. Nothing is written into the document.
     pub fn set_local_standings(&mut self, standings: impl IntoIterator<Item = Status>) {
         self.local = standings.into_iter().map(|s| (s.tid.clone(), s)).collect();
+    }
+
+    /// Holds the server's signed status `s` (from this gate's uplink) as if it were written,
+    /// without writing it: every gate of the mesh hears the server at once, and if each
+    /// wrote what it heard, one refund would be as many changes as there are gates (at 32
+    /// gates, 80 refunds in ten seconds were 2,560 changes for every gate to take in). The
+    /// gate decides by it now; one gate writes it ([`Ledger::record_status`]), and the others
+    /// find it written when their turn comes ([`Ledger::written_status`],
+    /// [`Ledger::release_held`]). A held status competes with those written by its clock.
+    /// It is checked as one written would be: signed by a device of the event whose role
+    /// sets standings, whose certificate the ledger holds; else refused, and nothing held.
+    pub fn hold_status(&mut self, s: Status) -> Result<(), LedgerError> {
+        let device = known_device_in(
+            (
+                &mut self.devices,
+                &self.doc,
+                &self.roots,
+                self.trust.as_ref(),
+            ),
+            s.writer(),
+        )
+        .ok_or_else(|| {
+            LedgerError::Refused(format!(
+                "a status of node {}, whose certificate the ledger does not hold",
+                s.writer()
+            ))
+        })?;
+        crate::admit::signed_by(&s, &device, &self.event).map_err(LedgerError::Refused)?;
+        let newer = self.held.get(&s.tid).is_none_or(|held| held.hlc < s.hlc);
+        if newer {
+            let tid = s.tid.clone();
+            self.held.insert(tid.clone(), s);
+            self.refresh([tid]);
+        }
+        Ok(())
+    }
+
+    /// The ticket's winning status as written into the document (a held one aside).
+    pub fn written_status(&self, tid: &TicketId) -> Option<Status> {
+        let revoked = &self.revoked;
+        self.records::<Status>(&self.roots.status, tid)
+            .into_iter()
+            .filter(|s| &s.tid == tid && !revoked.sets_aside(&s.hlc.node, &s.hlc))
+            .max_by(|a, b| a.hlc.cmp(&b.hlc))
+    }
+
+    /// Stops holding the ticket's status: it is written now, by this gate or another.
+    pub fn release_held(&mut self, tid: &TicketId) {
+        if self.held.remove(tid).is_some() {
+            self.refresh([tid.clone()]);
+        }
+    }
+
+    /// How many of the server's statuses this gate holds unwritten.
+    pub fn held_statuses(&self) -> usize {
+        self.held.len()
     }
 
     /// The standings this node was told locally (see [`Ledger::set_local_standings`]).
@@ -2543,6 +2610,7 @@ impl Ledger {
         new.sealing = self.sealing;
         new.clock.join(&self.clock);
         new.local = std::mem::take(&mut self.local);
+        new.held = std::mem::take(&mut self.held);
         // Flags this ledger reported stay reported; those it had not, and the document's
         // new ones, are the replacement's to report.
         let mut newly = std::mem::take(&mut self.newly_flagged);
@@ -2560,7 +2628,7 @@ impl Ledger {
         newly.extend(
             new.standings
                 .iter()
-                .filter(|(t, now)| self.standings.get(*t) != Some(*now))
+                .filter(|(t, (_, now))| self.standings.get(*t).is_none_or(|(_, was)| was != now))
                 .map(|(t, _)| t.clone()),
         );
         newly.extend(

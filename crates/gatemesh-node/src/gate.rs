@@ -212,6 +212,12 @@ pub(crate) enum Command {
         update: ServerUpdate,
         reply: Reply<usize>,
     },
+    /// The server's standings of `tickets` this gate held ([`ServerUpdate::hold`]), written
+    /// now where no gate of the mesh wrote them yet.
+    WriteStandings {
+        tickets: Vec<ServerTicket>,
+        reply: Reply<usize>,
+    },
     /// A compaction's snapshot, saved off the writer ([`Writer::compact_apart`]): it holds
     /// every change row up to `through` (`None`: the save failed, the rows stay).
     Saved {
@@ -240,6 +246,7 @@ impl Command {
                 | Command::PeerLag { .. }
                 | Command::Unsent { .. }
                 | Command::FromServer { .. }
+                | Command::WriteStandings { .. }
                 | Command::Saved { .. }
         )
     }
@@ -275,6 +282,7 @@ impl Command {
             Command::UnsentResolutions { .. } => "uplink resolutions",
             Command::Revocations { .. } => "revocations",
             Command::FromServer { .. } => "server news",
+            Command::WriteStandings { .. } => "server standings",
             Command::Saved { .. } => "compaction",
             Command::Shutdown => "shutdown",
         }
@@ -374,6 +382,10 @@ pub struct ServerUpdate {
     /// The event's check-in lists as the server last released them, as its identity signed
     /// them: written into the ledger (after the certificates), so they reach every gate.
     pub lists: Option<gatemesh_ledger::ListsRecord>,
+    /// On a gate of a mesh, the tickets' new standings are held (they count at once) and not
+    /// written: the uplink has one gate write each a moment later
+    /// ([`Command::WriteStandings`]), as every gate hears the server at once.
+    pub hold: bool,
 }
 
 /// Revoked devices as the ledger knows them, for staff.
@@ -1375,6 +1387,10 @@ impl Writer {
                 let result = self.apply_server_news(update, changes, events);
                 defer(reply, result)
             }
+            Command::WriteStandings { tickets, reply } => {
+                let result = self.write_standings(&tickets, changes, events);
+                defer(reply, result)
+            }
             Command::Revocations { reply } => {
                 let report = Revocations {
                     revocations: self.ledger.revocations().to_vec(),
@@ -2041,6 +2057,46 @@ impl Writer {
 
     /// Writes the server's word into the ledger where it says something new; returns how
     /// many records were written.
+    /// The server's standings of `tickets` that this gate held ([`ServerUpdate::hold`]):
+    /// written where the ledger does not hold them written yet (by another gate of the mesh,
+    /// whose turn came first), and held no longer. How many were written here.
+    fn write_standings(
+        &mut self,
+        tickets: &[ServerTicket],
+        changes: &mut Vec<StoredChange>,
+        events: &mut Vec<NodeEvent>,
+    ) -> Result<usize, NodeError> {
+        if !self.ledger.is_signing() {
+            // A gate with no mesh identity held nothing: it wrote the news as it came.
+            return Ok(0);
+        }
+        let mut written = 0;
+        for t in tickets {
+            let Some(status) = self.server_standing(t) else {
+                continue;
+            };
+            let there = self
+                .ledger
+                .written_status(&t.tid)
+                .is_some_and(|w| w.hlc >= status.hlc);
+            if !there {
+                match self.ledger.record_status(&status, "from the server") {
+                    Ok(change) => {
+                        written += usize::from(change.is_some());
+                        changes.extend(change);
+                    }
+                    Err(gatemesh_ledger::LedgerError::Refused(why)) => {
+                        tracing::warn!("the server's standing of ticket {}: {why}", t.tid);
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            self.ledger.release_held(&t.tid);
+        }
+        self.report_flags(events);
+        Ok(written)
+    }
+
     fn apply_server_news(
         &mut self,
         update: ServerUpdate,
@@ -2096,10 +2152,16 @@ impl Writer {
             if state.standing() != t.standing
                 && let Some(status) = self.server_standing(t)
             {
-                match self.ledger.record_status(&status, "from the server") {
+                let taken = if update.hold && self.ledger.is_signing() {
+                    // Counts at once; one gate of the mesh writes it (`WriteStandings`).
+                    self.ledger.hold_status(status).map(|()| None)
+                } else {
+                    self.ledger.record_status(&status, "from the server")
+                };
+                match taken {
                     Ok(change) => {
+                        written += usize::from(change.is_some());
                         changes.extend(change);
-                        written += 1;
                     }
                     // Another's record this ledger cannot check: nothing was written.
                     Err(gatemesh_ledger::LedgerError::Refused(why)) => {

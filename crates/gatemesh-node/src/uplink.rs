@@ -231,6 +231,14 @@ impl Node {
         self.ask(|reply| Command::FromServer { update, reply })
             .await
     }
+
+    pub(crate) async fn write_standings(
+        &self,
+        tickets: Vec<ServerTicket>,
+    ) -> Result<usize, NodeError> {
+        self.ask(|reply| Command::WriteStandings { tickets, reply })
+            .await
+    }
 }
 
 /// Sleeps `delay` unless told to stop first; says whether to go on.
@@ -387,9 +395,47 @@ fn update_from(body: &[u8], full: bool, uplink: &Uplink) -> anyhow::Result<(i64,
             certs,
             revocations: manifest.revocations,
             lists,
+            // Held, then written by one gate of the mesh (`Down::apply`).
+            hold: true,
         },
     ))
 }
+
+/// How long after hearing the server's standing of a ticket a gate's turn comes to write it
+/// into the ledger, each [`STANDING_TURN`] after the one before (at most
+/// [`STANDING_TURN_MOST`]): the gates connected (`peers`, and this one, `me`) take turns in
+/// an order drawn from the ticket, so that one writes what all of them heard from the
+/// server (at 32 gates, each writing every refund was 32 changes a refund for every gate to
+/// take in), and the next one only if the one before had not written it by then (it had no
+/// uplink, or was slow). Every gate holds the standing meanwhile: its own door decides by it
+/// at once.
+fn standing_turn(tid: &TicketId, me: &str, peers: &[String]) -> Duration {
+    // FNV-1a: the same order on every gate, whatever its build.
+    let rank = |name: &str| {
+        tid.as_str()
+            .bytes()
+            .chain([0])
+            .chain(name.bytes())
+            .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            })
+    };
+    let mine = rank(me);
+    let before = peers
+        .iter()
+        .filter(|p| p.as_str() != me && rank(p) < mine)
+        .count();
+    STANDING_TURN
+        .saturating_mul(u32::try_from(before).unwrap_or(u32::MAX))
+        .min(STANDING_TURN_MOST)
+}
+
+/// The wait between two gates' turns to write a standing ([`standing_turn`]): longer than a
+/// push between two gates takes on a venue's LAN.
+const STANDING_TURN: Duration = Duration::from_millis(100);
+/// The longest a gate waits for its turn: past it, every gate that still finds the standing
+/// unwritten writes it (the first few in the order had no uplink).
+const STANDING_TURN_MOST: Duration = Duration::from_millis(500);
 
 struct Down {
     node: Node,
@@ -427,6 +473,47 @@ impl Down {
         }
     }
 
+    /// The server's news into the ledger: its standings held at once, each written in this
+    /// gate's turn ([`standing_turn`]) where no gate of the mesh wrote it before.
+    async fn apply(&self, update: ServerUpdate) -> Result<usize, NodeError> {
+        let standings: Vec<ServerTicket> = update
+            .tickets
+            .iter()
+            .filter(|t| t.status.is_some())
+            .cloned()
+            .collect();
+        let written = self.node.apply_server_news(update).await?;
+        if standings.is_empty() {
+            return Ok(written);
+        }
+        let me = self.node.info().name.clone();
+        let peers: Vec<String> = self
+            .node
+            .peers()
+            .into_iter()
+            .filter(|p| p.connected)
+            .map(|p| p.name)
+            .collect();
+        let mut turns: std::collections::BTreeMap<Duration, Vec<ServerTicket>> =
+            std::collections::BTreeMap::new();
+        for t in standings {
+            turns
+                .entry(standing_turn(&t.tid, &me, &peers))
+                .or_default()
+                .push(t);
+        }
+        for (turn, tickets) in turns {
+            let node = self.node.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(turn).await;
+                if let Err(e) = node.write_standings(tickets).await {
+                    tracing::warn!("uplink: writing the server's standings: {e}");
+                }
+            });
+        }
+        Ok(written)
+    }
+
     /// The manifest if this is the first contact, then the change stream until it breaks.
     async fn once(&self, cursor: &mut Option<i64>) -> anyhow::Result<()> {
         if cursor.is_none() {
@@ -440,7 +527,7 @@ impl Down {
                 .error_for_status()?;
             let body = response.bytes().await?;
             let (at, update) = update_from(&body, true, &self.uplink)?;
-            self.node.apply_server_news(update).await?;
+            self.apply(update).await?;
             *cursor = Some(at);
             self.uplink.update(|s| s.cursor = Some(at));
             self.uplink.contact();
@@ -477,7 +564,7 @@ impl Down {
                             || !update.revocations.is_empty()
                             || update.lists.is_some()
                         {
-                            self.node.apply_server_news(update).await?;
+                            self.apply(update).await?;
                         }
                         *cursor = Some(at);
                         self.uplink.update(|s| s.cursor = Some(at));
@@ -915,5 +1002,42 @@ impl Beat {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gates_of_a_mesh_take_turns_to_write_a_standing_one_first() {
+        let gates: Vec<String> = (1..=32).map(|i| format!("Gate-{i}")).collect();
+        for _ in 0..50 {
+            let tid = TicketId::generate();
+            let mut turns: Vec<Duration> = gates
+                .iter()
+                .map(|me| standing_turn(&tid, me, &gates))
+                .collect();
+            turns.sort();
+            // One gate at once, the next ones a turn apart, the rest together at the most.
+            assert_eq!(turns[0], Duration::ZERO, "{tid}");
+            assert_eq!(turns[1], STANDING_TURN, "{tid}");
+            assert_eq!(turns[2], STANDING_TURN * 2, "{tid}");
+            assert_eq!(turns[31], STANDING_TURN_MOST);
+            // The order is the ticket's: another ticket, most often another first gate.
+        }
+        let firsts: HashSet<String> = (0..50)
+            .map(|_| {
+                let tid = TicketId::generate();
+                gates
+                    .iter()
+                    .find(|me| standing_turn(&tid, me, &gates).is_zero())
+                    .cloned()
+                    .unwrap()
+            })
+            .collect();
+        assert!(firsts.len() > 10, "{firsts:?}");
+        // A gate alone writes at once.
+        assert!(standing_turn(&TicketId::generate(), "Gate-1", &[]).is_zero());
     }
 }

@@ -104,6 +104,13 @@ static SERVER: std::sync::LazyLock<Signer> =
 /// Writes `standing` of `tid` into `ledger` as the server signed it (its certificate learned
 /// first), as a gate takes the server's word.
 fn server_says(ledger: &mut Ledger, tid: &TicketId, standing: Standing, at_ms: i64) {
+    let s = server_status(tid, standing, at_ms);
+    ledger.learn_device(&SERVER.device().cert_der).unwrap();
+    ledger.record_status(&s, "from the server").unwrap();
+}
+
+/// The server's signed record of `standing` of `tid`.
+fn server_status(tid: &TicketId, standing: Standing, at_ms: i64) -> Status {
     let mut s = Status {
         sig: None,
         tid: tid.clone(),
@@ -116,9 +123,8 @@ fn server_says(ledger: &mut Ledger, tid: &TicketId, standing: Standing, at_ms: i
             node: SERVER.node().clone(),
         },
     };
-    SERVER.sign_status(ledger.event(), &mut s).unwrap();
-    ledger.learn_device(&SERVER.device().cert_der).unwrap();
-    ledger.record_status(&s, "from the server").unwrap();
+    SERVER.sign_status(&event(), &mut s).unwrap();
+    s
 }
 
 /// A ledger of `event` written by a new device of `role`, signing and checking.
@@ -1556,6 +1562,58 @@ fn a_changed_standing_is_news_once_wherever_it_came_from() {
     // A ledger opened on all of it: nothing is news.
     let mut reopened = Ledger::open(&event(), a.node().clone(), &a.save(), None, []).unwrap();
     assert!(reopened.take_newly_standing().is_empty());
+}
+
+/// The server's standing held by a gate whose uplink heard it, while another gate of the
+/// mesh writes it: it counts at once and is news then; written by the other gate and taken
+/// from it, it is not news again; a held status loses to a later one written; one the
+/// server did not sign is refused and nothing is held.
+#[test]
+fn a_held_standing_counts_at_once_and_is_not_news_again_when_another_gate_writes_it() {
+    let mut a = signed_ledger(&event(), Role::Gate, "gate-a");
+    let mut b = signed_ledger(&event(), Role::Gate, "gate-b");
+    a.learn_device(&SERVER.device().cert_der).unwrap();
+    sync_pair(&mut a, &mut b);
+    let void = Standing::Void {
+        reason: "refund".into(),
+    };
+    let (refunded, reinstated, forged) = (
+        TicketId::generate(),
+        TicketId::generate(),
+        TicketId::generate(),
+    );
+    let held = server_status(&refunded, void.clone(), T0);
+    a.hold_status(held.clone()).unwrap();
+    assert_eq!(a.ticket(&refunded).standing(), void);
+    assert_eq!(a.take_newly_standing(), [(refunded.clone(), void.clone())]);
+    assert!(a.written_status(&refunded).is_none(), "held, not written");
+    // B's turn came first: it writes the very record (the server signed it once and sent it
+    // to both), and A takes it.
+    b.learn_device(&SERVER.device().cert_der).unwrap();
+    b.record_status(&held, "from the server").unwrap();
+    sync_pair(&mut a, &mut b);
+    assert!(a.take_newly_standing().is_empty(), "not news again");
+    assert_eq!(a.written_status(&refunded), Some(held));
+    a.release_held(&refunded);
+    assert_eq!(
+        (a.ticket(&refunded).standing(), a.held_statuses()),
+        (void.clone(), 0)
+    );
+    assert!(a.take_newly_standing().is_empty());
+    // A reinstatement written later wins over a void held from before it.
+    server_says(&mut b, &reinstated, Standing::Active, T0 + 10);
+    sync_pair(&mut a, &mut b);
+    a.hold_status(server_status(&reinstated, void.clone(), T0 + 5))
+        .unwrap();
+    assert_eq!(a.ticket(&reinstated).standing(), Standing::Active);
+    // Not the server's signature: refused, nothing held.
+    let mut bad = server_status(&forged, void, T0);
+    bad.standing = Standing::Void {
+        reason: "a refund nobody made".into(),
+    };
+    assert!(a.hold_status(bad).is_err());
+    assert_eq!(a.ticket(&forged).standing(), Standing::Active);
+    assert_eq!(a.held_statuses(), 1);
 }
 
 /// A peer's first message says what it holds in a bloom filter, which holds about one change
