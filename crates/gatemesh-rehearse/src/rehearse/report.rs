@@ -41,15 +41,21 @@ pub struct Agreement {
     /// take from it, what it could not read: each one shown to its staff), how many and
     /// the last; in a rehearsal every one is a fault.
     pub skipped: Vec<(usize, u64, String)>,
+    /// In the first gate's audit trail: the tickets whose standing was written, and the
+    /// standings written in all (each gate that writes one writes its audit line): how many
+    /// gates wrote each refund or transfer.
+    pub standing_writes: (usize, usize),
 }
 
 impl Agreement {
     fn to_json(&self) -> Value {
+        let (tickets, writes) = self.standing_writes;
         json!({
             "tickets_checked": self.tickets,
             "disagreements": self.disagreements.iter().take(20).collect::<Vec<_>>(),
             "disagreement_count": self.disagreements.len(),
             "uplink_items_skipped": self.skipped_total(),
+            "standing_writes": { "tickets": tickets, "writes": writes },
         })
     }
 
@@ -134,6 +140,18 @@ pub(super) async fn agreement(
             out.skipped.push((g, skipped, last));
         }
         let export = gate.get("/v1/export").await?;
+        if g == 0 {
+            let mut written: HashMap<String, usize> = HashMap::new();
+            for a in export["audit"].as_array().into_iter().flatten() {
+                if a["action"]
+                    .as_str()
+                    .is_some_and(|x| x.starts_with("status:"))
+                {
+                    *written.entry(str_of(&a["tid"])).or_default() += 1;
+                }
+            }
+            out.standing_writes = (written.len(), written.values().sum());
+        }
         let mut held: HashMap<String, Held> = HashMap::new();
         for r in export["redemptions"].as_array().into_iter().flatten() {
             if r["direction"] == "entry" {
@@ -279,6 +297,11 @@ pub(super) fn build(i: Inputs<'_>) -> Result<Value> {
         .collect();
     let mut void_and_transfer = percentiles(push_ms);
     void_and_transfer["watch_pass_most_ms"] = json!(pass_most_ms);
+    let answered: Vec<f64> = snapshot(&shared.answered_in)?
+        .iter()
+        .map(|s| s * 1000.0)
+        .collect();
+    void_and_transfer["server_answered"] = percentiles(answered);
     void_and_transfer["seen_on_live_stream"] = json!(
         shared
             .reached_by_stream
@@ -936,6 +959,12 @@ pub fn text(r: &Value) -> String {
         v["seen_on_live_stream"],
         v["seen_by_lookup"],
         v["watch_pass_most_ms"]
+    );
+    let w = &r["agreement"]["standing_writes"];
+    let _ = writeln!(
+        s,
+        "  standings written into the ledger: {} for {} tickets (each gate that writes one adds a change every gate takes in); the server answered the box office in p50 {} ms, p99 {} ms",
+        w["writes"], w["tickets"], v["server_answered"]["p50_ms"], v["server_answered"]["p99_ms"]
     );
     let o = &r["observed"];
     let _ = writeln!(

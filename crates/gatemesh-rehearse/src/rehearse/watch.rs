@@ -93,6 +93,8 @@ pub(super) struct Shared {
     /// Wall seconds when the box office asked the server for a void / transfer (the gates
     /// may hear of it before the server's answer reaches the box office).
     pub(super) changed_at: Mutex<HashMap<usize, f64>>,
+    /// How long the server took to answer each of those requests, seconds.
+    pub(super) answered_in: Mutex<Vec<f64>>,
     /// Wall seconds when gate g first showed the ticket's new standing (its live stream's
     /// event, or the answer to the lookup that showed it) and whether the stream showed it
     /// ([`Shared::reached`]).
@@ -134,6 +136,7 @@ impl Shared {
             new_code: Notify::new(),
             scans: Mutex::default(),
             changed_at: Mutex::default(),
+            answered_in: Mutex::default(),
             standing_pass_most: Mutex::default(),
             reached: Mutex::default(),
             reached_by_stream: AtomicU64::new(0),
@@ -462,6 +465,9 @@ impl Watch {
     async fn changed(&self, ticket: usize, tid: String, asked: f64) {
         if let Ok(mut c) = self.shared.changed_at.lock() {
             c.insert(ticket, asked);
+        }
+        if let Ok(mut a) = self.shared.answered_in.lock() {
+            a.push(self.shared.now() - asked);
         }
         for g in 0..self.gates.len() {
             let (first, shown) = match self.shared.standings.lock() {

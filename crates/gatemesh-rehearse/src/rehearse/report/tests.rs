@@ -44,6 +44,7 @@ fn server(entries: &[&str], flagged: bool) -> Agreement {
         server: HashMap::from([("T0".to_owned(), held)]),
         tickets: 1,
         skipped: Vec::new(),
+        standing_writes: (0, 0),
     }
 }
 
