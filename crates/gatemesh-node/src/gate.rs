@@ -421,6 +421,28 @@ pub(crate) struct Unsent {
     pub certs: std::collections::HashMap<gatemesh_ledger::NodeId, Vec<u8>>,
 }
 
+/// What writing or holding the server's standing of `tid` gave: the change to store (how
+/// many: 0 or 1), a refusal logged (another's record this ledger cannot check: nothing was
+/// taken), or an error that fails the batch.
+fn standing_taken(
+    tid: &TicketId,
+    taken: Result<Option<StoredChange>, gatemesh_ledger::LedgerError>,
+    changes: &mut Vec<StoredChange>,
+) -> Result<usize, NodeError> {
+    match taken {
+        Ok(change) => {
+            let n = usize::from(change.is_some());
+            changes.extend(change);
+            Ok(n)
+        }
+        Err(gatemesh_ledger::LedgerError::Refused(why)) => {
+            tracing::warn!("the server's standing of ticket {tid}: {why}");
+            Ok(0)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// A reply held back until the batch's changes are on disk.
 type Deferred = Box<dyn FnOnce(Option<&NodeError>) + Send>;
 
@@ -2080,16 +2102,8 @@ impl Writer {
                 .written_status(&t.tid)
                 .is_some_and(|w| w.hlc >= status.hlc);
             if !there {
-                match self.ledger.record_status(&status, "from the server") {
-                    Ok(change) => {
-                        written += usize::from(change.is_some());
-                        changes.extend(change);
-                    }
-                    Err(gatemesh_ledger::LedgerError::Refused(why)) => {
-                        tracing::warn!("the server's standing of ticket {}: {why}", t.tid);
-                    }
-                    Err(e) => return Err(e.into()),
-                }
+                let taken = self.ledger.record_status(&status, "from the server");
+                written += standing_taken(&t.tid, taken, changes)?;
             }
             self.ledger.release_held(&t.tid);
         }
@@ -2158,17 +2172,7 @@ impl Writer {
                 } else {
                     self.ledger.record_status(&status, "from the server")
                 };
-                match taken {
-                    Ok(change) => {
-                        written += usize::from(change.is_some());
-                        changes.extend(change);
-                    }
-                    // Another's record this ledger cannot check: nothing was written.
-                    Err(gatemesh_ledger::LedgerError::Refused(why)) => {
-                        tracing::warn!("the server's standing of ticket {}: {why}", t.tid);
-                    }
-                    Err(e) => return Err(e.into()),
-                }
+                written += standing_taken(&t.tid, taken, changes)?;
             }
             let mut covered: HashSet<&RedemptionId> = state
                 .resolutions
