@@ -24,7 +24,7 @@ use crate::{
         ticket_of_key, ticket_prefix,
     },
     model::{
-        AuditEntry, Hlc, HlcClock, NodeId, Record, Redemption, RedemptionId, Resolution, Standing,
+        AuditEntry, HlcClock, NodeId, Record, Redemption, RedemptionId, Resolution, Standing,
         Status,
     },
     sign::{Device, DeviceRecord, Signer, Trust},
@@ -125,10 +125,10 @@ pub struct Ledger {
     resolved: BTreeSet<(usize, TicketId)>,
     /// Tickets that joined `flagged` since [`Ledger::take_newly_flagged`] last took them.
     newly_flagged: Vec<TicketId>,
-    /// The winning status of each ticket that has one in the document, as last derived (its
-    /// clock and standing): what tells a new standing from one derived again. A few hundred
-    /// entries at an event with as many refunds and transfers.
-    standings: HashMap<TicketId, (Hlc, Standing)>,
+    /// The standing of each ticket with a status in the document (or held), as last
+    /// derived: what tells a new standing from one derived again. A few hundred entries at
+    /// an event with as many refunds and transfers.
+    standings: HashMap<TicketId, Standing>,
     /// Tickets whose standing changed since [`Ledger::take_newly_standing`] last took them.
     newly_standing: Vec<TicketId>,
     /// The server's signed statuses this gate heard from its uplink and holds before one
@@ -627,13 +627,8 @@ impl Ledger {
         };
         // News when the standing itself changed: the same standing written again (under
         // another clock) is not.
-        let changed = self
-            .standings
-            .get(tid)
-            .is_none_or(|(_, was)| was != &status.standing);
-        self.standings
-            .insert(tid.clone(), (status.hlc.clone(), status.standing.clone()));
-        if changed {
+        if self.standings.get(tid) != Some(&status.standing) {
+            self.standings.insert(tid.clone(), status.standing.clone());
             self.newly_standing.push(tid.clone());
         }
     }
@@ -727,13 +722,10 @@ impl Ledger {
             .partition(|r| revoked.sets_aside(&r.node, &r.hlc));
         resolutions.retain(|r| &r.tid == tid && !revoked.sets_aside(&r.node, &r.hlc));
         resolutions.sort_by(|a, b| a.hlc.cmp(&b.hlc));
-        // Every status ever written stays; the latest by HLC wins; a local standing holds
-        // where none was written.
-        let status = statuses
-            .into_iter()
-            .chain(self.held.get(tid).cloned())
-            .filter(|s| &s.tid == tid && !revoked.sets_aside(&s.hlc.node, &s.hlc))
-            .max_by(|a, b| a.hlc.cmp(&b.hlc))
+        // Every status ever written stays; the latest by HLC wins (a held one among them); a
+        // local standing holds where none was written.
+        let status = self
+            .winning_status(tid, statuses.into_iter().chain(self.held.get(tid).cloned()))
             .or_else(|| self.local.get(tid).cloned());
         (
             TicketState {
@@ -984,22 +976,7 @@ impl Ledger {
     /// It is checked as one written would be: signed by a device of the event whose role
     /// sets standings, whose certificate the ledger holds; else refused, and nothing held.
     pub fn hold_status(&mut self, s: Status) -> Result<(), LedgerError> {
-        let device = known_device_in(
-            (
-                &mut self.devices,
-                &self.doc,
-                &self.roots,
-                self.trust.as_ref(),
-            ),
-            s.writer(),
-        )
-        .ok_or_else(|| {
-            LedgerError::Refused(format!(
-                "a status of node {}, whose certificate the ledger does not hold",
-                s.writer()
-            ))
-        })?;
-        crate::admit::signed_by(&s, &device, &self.event).map_err(LedgerError::Refused)?;
+        self.check_theirs(&s)?;
         let newer = self.held.get(&s.tid).is_none_or(|held| held.hlc < s.hlc);
         if newer {
             let tid = s.tid.clone();
@@ -1011,10 +988,19 @@ impl Ledger {
 
     /// The ticket's winning status as written into the document (a held one aside).
     pub fn written_status(&self, tid: &TicketId) -> Option<Status> {
-        let revoked = &self.revoked;
-        self.records::<Status>(&self.roots.status, tid)
+        self.winning_status(tid, self.records::<Status>(&self.roots.status, tid))
+    }
+
+    /// Of `statuses`, the latest by HLC of the ticket's that count (none of a revoked
+    /// writer's from its cut on).
+    fn winning_status(
+        &self,
+        tid: &TicketId,
+        statuses: impl IntoIterator<Item = Status>,
+    ) -> Option<Status> {
+        statuses
             .into_iter()
-            .filter(|s| &s.tid == tid && !revoked.sets_aside(&s.hlc.node, &s.hlc))
+            .filter(|s| &s.tid == tid && !self.revoked.sets_aside(&s.hlc.node, &s.hlc))
             .max_by(|a, b| a.hlc.cmp(&b.hlc))
     }
 
@@ -1160,6 +1146,20 @@ impl Ledger {
         Ok(change)
     }
 
+    /// Checks another device's record as its writer must have signed it: refused when the
+    /// ledger holds no certificate of that writer, or the signature or the role's rights do
+    /// not hold.
+    fn check_theirs<R: Record>(&mut self, record: &R) -> Result<(), LedgerError> {
+        let writer = record.writer().clone();
+        let device = self.known_device(&writer).ok_or_else(|| {
+            LedgerError::Refused(format!(
+                "a {} record of node {writer}, whose certificate this ledger does not hold",
+                R::MAP
+            ))
+        })?;
+        crate::admit::signed_by(record, &device, &self.event).map_err(LedgerError::Refused)
+    }
+
     /// Writes a record under `key`: this node's own, signed when it has an identity; another
     /// device's (relayed by the server) only as its writer signed it, when this ledger
     /// checks signatures.
@@ -1183,14 +1183,7 @@ impl Ledger {
                 *record.sig_mut() = Some(sig);
             }
         } else if self.trust.is_some() {
-            let writer = record.writer().clone();
-            let device = self.known_device(&writer).ok_or_else(|| {
-                LedgerError::Refused(format!(
-                    "a {} record of node {writer}, whose certificate this ledger does not hold",
-                    R::MAP
-                ))
-            })?;
-            crate::admit::signed_by(&record, &device, &self.event).map_err(LedgerError::Refused)?;
+            self.check_theirs(&record)?;
         }
         let json =
             serde_json::to_string(&record).map_err(|e| LedgerError::Corrupt(e.to_string()))?;
@@ -2628,7 +2621,7 @@ impl Ledger {
         newly.extend(
             new.standings
                 .iter()
-                .filter(|(t, (_, now))| self.standings.get(*t).is_none_or(|(_, was)| was != now))
+                .filter(|(t, now)| self.standings.get(*t) != Some(*now))
                 .map(|(t, _)| t.clone()),
         );
         newly.extend(

@@ -302,16 +302,9 @@ pub(super) fn build(i: Inputs<'_>) -> Result<Value> {
         .map(|s| s * 1000.0)
         .collect();
     void_and_transfer["server_answered"] = percentiles(answered);
-    void_and_transfer["seen_on_live_stream"] = json!(
-        shared
-            .reached_by_stream
-            .load(std::sync::atomic::Ordering::Relaxed)
-    );
-    void_and_transfer["seen_by_lookup"] = json!(
-        shared
-            .reached_by_lookup
-            .load(std::sync::atomic::Ordering::Relaxed)
-    );
+    let (by_stream, by_lookup) = shared.reached_by();
+    void_and_transfer["seen_on_live_stream"] = json!(by_stream);
+    void_and_transfer["seen_by_lookup"] = json!(by_lookup);
 
     // Latency and throughput.
     let answered: Vec<&ScanRecord> = scans

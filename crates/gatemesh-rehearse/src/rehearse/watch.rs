@@ -99,9 +99,6 @@ pub(super) struct Shared {
     /// event, or the answer to the lookup that showed it) and whether the stream showed it
     /// ([`Shared::reached`]).
     reached: Mutex<HashMap<(usize, usize), (f64, bool)>>,
-    /// Of those, how many a gate's live stream showed, and how many a lookup did.
-    pub(super) reached_by_stream: AtomicU64,
-    pub(super) reached_by_lookup: AtomicU64,
     /// The longest pass of any gate's standing watch, seconds: how late at most it can
     /// see a change that showed just after its lookup of the ticket.
     pub(super) standing_pass_most: Mutex<f64>,
@@ -139,8 +136,6 @@ impl Shared {
             answered_in: Mutex::default(),
             standing_pass_most: Mutex::default(),
             reached: Mutex::default(),
-            reached_by_stream: AtomicU64::new(0),
-            reached_by_lookup: AtomicU64::new(0),
             standings: Mutex::default(),
             propagation: Mutex::default(),
             faults: Mutex::default(),
@@ -195,29 +190,24 @@ impl Shared {
     /// a lookup: the earliest sighting counts (a lookup in flight may answer after the
     /// stream showed it, or before).
     fn reach(&self, ticket: usize, g: usize, at: f64, by_stream: bool) {
-        let Ok(mut r) = self.reached.lock() else {
-            return;
-        };
-        let (this, other) = if by_stream {
-            (&self.reached_by_stream, &self.reached_by_lookup)
-        } else {
-            (&self.reached_by_lookup, &self.reached_by_stream)
-        };
-        match r.get_mut(&(ticket, g)) {
-            None => {
-                r.insert((ticket, g), (at, by_stream));
-                this.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut r) = self.reached.lock() {
+            let seen = r.entry((ticket, g)).or_insert((at, by_stream));
+            if at < seen.0 {
+                *seen = (at, by_stream);
             }
-            Some((earlier, stream)) if at < *earlier => {
-                *earlier = at;
-                if *stream != by_stream {
-                    other.fetch_sub(1, Ordering::Relaxed);
-                    this.fetch_add(1, Ordering::Relaxed);
-                    *stream = by_stream;
-                }
-            }
-            Some(_) => {}
         }
+    }
+
+    /// Of the sightings that counted, how many a gate's live stream showed and how many a
+    /// lookup did.
+    pub(super) fn reached_by(&self) -> (usize, usize) {
+        self.reached
+            .lock()
+            .map(|r| {
+                let stream = r.values().filter(|(_, by_stream)| *by_stream).count();
+                (stream, r.len() - stream)
+            })
+            .unwrap_or_default()
     }
 
     /// When each gate first showed each changed ticket's new standing, by (ticket, gate).
