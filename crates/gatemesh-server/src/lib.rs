@@ -55,6 +55,8 @@ pub struct Server {
     /// Where devices reach this server and the certificate it presents, set by `serve`: what
     /// a pairing link carries.
     pub(crate) edge: Option<Arc<api::Edge>>,
+    /// The last delta each event's change streams read, shared between them.
+    pub(crate) deltas: Arc<api::manifest::Deltas>,
 }
 
 impl std::fmt::Debug for Server {
@@ -221,6 +223,7 @@ impl Server {
                 pair_guard: Arc::default(),
                 credentials: Arc::default(),
                 known_events: Arc::default(),
+                deltas: Arc::default(),
                 signers: Arc::default(),
                 public_url: None,
                 edge: None,

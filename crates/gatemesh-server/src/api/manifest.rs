@@ -1,10 +1,12 @@
 //! The manifest, whole or as a delta since a cursor, and the same as a live change stream:
 //! the server's word on each ticket, for gates to take into their ledgers.
 
+use std::{collections::HashMap, sync::Arc};
+
 use axum::{
     Json,
     extract::{Path, Query, State},
-    http::HeaderMap,
+    http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
 };
 use gatemesh_ticket::EventId;
@@ -12,7 +14,7 @@ use gatemesh_wire::{Admission, Manifest, ManifestEntry, Revocation, change};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
-use super::{ApiError, EID, ErrorBody, bad, blocking, event_id, known_event};
+use super::{ApiError, EID, ErrorBody, bad, blocking, err, event_id, known_event};
 use crate::{
     Server,
     store::{StoreError, Ticket},
@@ -222,21 +224,8 @@ pub(crate) async fn changes(
         let mut cursor = since;
         let mut first = true;
         loop {
-            wake.mark_unchanged();
-            let e = eid.clone();
-            let (signers, data) = (s.signers.clone(), s.data.clone());
-            let read = blocking(&s, move |st| {
-                manifest_read(st, &signers, &data, &e, Some(cursor))
-            })
-            .await;
-            let Ok(ManifestRead {
-                cursor: now,
-                tickets,
-                mut revocations,
-                mut lists,
-                guest_search,
-            }) = read
-            else {
+            let seen = *wake.borrow_and_update();
+            let Ok(delta) = s.deltas.read(&s, &eid, cursor, seen).await else {
                 // The database is away: tell the client, which reconnects from its cursor.
                 let _ = tx
                     .send(
@@ -247,47 +236,26 @@ pub(crate) async fn changes(
                     .await;
                 return;
             };
-            let chunks: Vec<&[WithAdmissions]> = tickets.chunks(CHANGES_CHUNK).collect();
-            for (i, chunk) in chunks.iter().enumerate() {
-                let id = if i + 1 == chunks.len() {
-                    now
-                } else {
-                    chunk.last().map_or(now, |(t, _)| t.seq)
-                };
-                let tickets = chunk
-                    .iter()
-                    .map(|(t, a)| manifest_entry(t, a, guest_search))
-                    .collect();
+            let mut events = delta.events.clone();
+            if first && events.is_empty() {
+                // Live from here: the client learns the cursor even when nothing changed.
                 let Some(event) = tickets_event(Manifest {
-                    cursor: id,
-                    tickets,
-                    // With the first piece: a client that resumes after it got them.
-                    revocations: std::mem::take(&mut revocations),
-                    lists: lists.take(),
-                }) else {
-                    return;
-                };
-                if tx.send(event).await.is_err() {
-                    return;
-                }
-            }
-            if tickets.is_empty() && (first || !revocations.is_empty() || lists.is_some()) {
-                // Live from here: the client learns the cursor even when nothing changed (and
-                // the devices revoked or the lists released, when only that changed).
-                let Some(event) = tickets_event(Manifest {
-                    cursor: now,
+                    cursor: delta.now,
                     tickets: Vec::new(),
-                    revocations: std::mem::take(&mut revocations),
-                    lists: lists.take(),
+                    revocations: Vec::new(),
+                    lists: None,
                 }) else {
                     return;
                 };
+                events.push(event);
+            }
+            for event in events {
                 if tx.send(event).await.is_err() {
                     return;
                 }
             }
             first = false;
-            cursor = now;
+            cursor = delta.now;
             tokio::select! {
                 changed = wake.changed() => if changed.is_err() { return },
                 _ = stopping.wait_for(|stop| *stop) => return,
@@ -303,6 +271,125 @@ pub(crate) async fn changes(
     Ok(Sse::new(events)
         .keep_alive(KeepAlive::new().interval(std::time::Duration::from_secs(15)))
         .into_response())
+}
+
+/// What the change stream sends for the tickets changed after a cursor: its events, and the
+/// cursor to ask from next.
+pub(crate) struct Delta {
+    since: i64,
+    /// The change count ([`crate::store::Storage::changes`]) before it was read: it holds
+    /// every commit counted up to there.
+    version: u64,
+    now: i64,
+    events: Vec<axum::response::sse::Event>,
+}
+
+/// The last delta the change streams of each event read. A commit wakes every gate's stream
+/// at once, all at the same cursor: the first reads the delta and makes its events, the
+/// others send the same ones, where each would otherwise read the database and write the
+/// JSON again (32 reads for every refund at a 32-gate venue).
+#[derive(Default)]
+pub(crate) struct Deltas(std::sync::Mutex<HashMap<EventId, Slot>>);
+
+type Slot = Arc<tokio::sync::Mutex<Option<Arc<Delta>>>>;
+
+impl Deltas {
+    /// The delta of `eid` after `since` that holds at least the commits counted up to
+    /// `seen`: the one read last when it does, else read now (one stream at a time per
+    /// event, so the others wait for it and take it).
+    async fn read(
+        &self,
+        s: &Server,
+        eid: &EventId,
+        since: i64,
+        seen: u64,
+    ) -> Result<Arc<Delta>, ApiError> {
+        let slot = {
+            let mut slots = self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            slots.entry(eid.clone()).or_default().clone()
+        };
+        let mut last = slot.lock().await;
+        if let Some(d) = last
+            .as_ref()
+            .filter(|d| d.since == since && d.version >= seen)
+        {
+            return Ok(d.clone());
+        }
+        // Counted before reading: the read holds at least this much.
+        let version = *s.store.changes().borrow();
+        let (signers, data, e) = (s.signers.clone(), s.data.clone(), eid.clone());
+        let read = blocking(s, move |st| {
+            manifest_read(st, &signers, &data, &e, Some(since))
+        })
+        .await?;
+        let delta = Arc::new(Delta {
+            since,
+            version,
+            now: read.cursor,
+            events: delta_events(read)?,
+        });
+        *last = Some(delta.clone());
+        Ok(delta)
+    }
+}
+
+/// The change stream's events of one read: its tickets in pieces of [`CHANGES_CHUNK`], each
+/// with the cursor to resume from (the devices revoked and the lists released go with the
+/// first piece, or alone when no ticket changed).
+fn delta_events(read: ManifestRead) -> Result<Vec<axum::response::sse::Event>, ApiError> {
+    let ManifestRead {
+        cursor: now,
+        tickets,
+        mut revocations,
+        mut lists,
+        guest_search,
+    } = read;
+    let failed = || {
+        err(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "a change event",
+        )
+    };
+    let mut events = Vec::new();
+    let chunks: Vec<&[WithAdmissions]> = tickets.chunks(CHANGES_CHUNK).collect();
+    for (i, chunk) in chunks.iter().enumerate() {
+        let id = if i + 1 == chunks.len() {
+            now
+        } else {
+            chunk.last().map_or(now, |(t, _)| t.seq)
+        };
+        let tickets = chunk
+            .iter()
+            .map(|(t, a)| manifest_entry(t, a, guest_search))
+            .collect();
+        events.push(
+            tickets_event(Manifest {
+                cursor: id,
+                tickets,
+                // With the first piece: a client that resumes after it got them.
+                revocations: std::mem::take(&mut revocations),
+                lists: lists.take(),
+            })
+            .ok_or_else(failed)?,
+        );
+    }
+    if tickets.is_empty() && (!revocations.is_empty() || lists.is_some()) {
+        // Only devices revoked or lists released: the client learns them and the cursor.
+        events.push(
+            tickets_event(Manifest {
+                cursor: now,
+                tickets: Vec::new(),
+                revocations,
+                lists,
+            })
+            .ok_or_else(failed)?,
+        );
+    }
+    Ok(events)
 }
 
 /// A `tickets` event of the change stream: the delta as JSON, its cursor as id.

@@ -47,6 +47,7 @@ on_both_backends!(
     bad_input_gets_4xx_never_5xx,
     transfers_chain_and_reverts_are_audited,
     the_change_stream_resumes_and_carries_voids_and_reverts,
+    every_stream_of_an_event_gets_each_change_once_from_its_own_cursor,
     journal_records_come_back_as_the_first_use,
     exits_and_reentries_a_gate_allowed_are_not_copies,
     journal_entries_count_once_per_check_in_scope,
@@ -979,6 +980,95 @@ async fn the_change_stream_resumes_and_carries_voids_and_reverts(backend: Backen
     assert_eq!(status, StatusCode::NOT_FOUND);
     let (status, _) = s.get("/v1/events/LIVE/changes?since=x").await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
+    s.stop().await;
+}
+
+/// The streams of an event share what one of them read (one read of the database for a
+/// commit that wakes every gate's stream): each still gets every change once, in order, and
+/// a stream at an older cursor gets what changed after its own.
+async fn every_stream_of_an_event_gets_each_change_once_from_its_own_cursor(backend: Backend) {
+    let s = Running::start(backend).await;
+    let tickets = s.event_with_tickets("MANY", 120).await;
+    let tid = |i: usize| tickets[i]["tid"].as_str().unwrap().to_owned();
+    let void = |i: usize| {
+        let s = &s;
+        let t = tid(i);
+        async move {
+            let (status, body) = s
+                .post(
+                    &format!("/v1/events/MANY/tickets/{t}/void"),
+                    json!({ "reason": "refund" }),
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+        }
+    };
+    // Reads a stream until it has seen `want` voided tickets; each ticket once.
+    async fn voids_seen(stream: &mut Sse, want: usize) -> (Vec<String>, String) {
+        let mut seen = Vec::new();
+        let mut last = String::new();
+        while seen.len() < want {
+            let (id, data) = stream.next_event().await;
+            for t in data["tickets"].as_array().unwrap() {
+                if t["status"] == "void" {
+                    let tid = t["tid"].as_str().unwrap().to_owned();
+                    assert!(!seen.contains(&tid), "{tid} came twice");
+                    seen.push(tid);
+                }
+            }
+            last = id;
+        }
+        (seen, last)
+    }
+    let mut streams = Vec::new();
+    for _ in 0..8 {
+        let mut stream = Sse::open(&s, "/v1/events/MANY/changes").await;
+        assert_eq!(
+            stream.next_event().await.1["tickets"]
+                .as_array()
+                .unwrap()
+                .len(),
+            120
+        );
+        streams.push(stream);
+    }
+    void(0).await;
+    let mut after_first = String::new();
+    for stream in &mut streams {
+        let (seen, last) = voids_seen(stream, 1).await;
+        assert_eq!(seen, [tid(0)]);
+        after_first = last;
+    }
+    // Rounds of ten voids at once, each its own commit, while every stream reads: none is
+    // missed by a stream that took a delta read before it committed.
+    let mut want = std::collections::BTreeSet::new();
+    for round in 0..10 {
+        let these: Vec<usize> = (1 + round * 10..=10 + round * 10).collect();
+        futures_util::future::join_all(these.iter().map(|&i| void(i))).await;
+        let these: std::collections::BTreeSet<String> = these.into_iter().map(tid).collect();
+        for stream in &mut streams {
+            let (seen, _) = voids_seen(stream, 10).await;
+            assert_eq!(
+                seen.into_iter().collect::<std::collections::BTreeSet<_>>(),
+                these
+            );
+        }
+        want.extend(these);
+    }
+    // A stream that resumes after the first void, while the others are live: it gets the
+    // hundred, not the live streams' latest delta; then the next void like everyone else.
+    let mut late = Sse::open_with(&s, "/v1/events/MANY/changes", Some(&after_first)).await;
+    let (seen, _) = voids_seen(&mut late, 100).await;
+    assert_eq!(
+        seen.into_iter().collect::<std::collections::BTreeSet<_>>(),
+        want
+    );
+    void(101).await;
+    streams.push(late);
+    for stream in &mut streams {
+        assert_eq!(voids_seen(stream, 1).await.0, [tid(101)]);
+    }
+    drop(streams);
     s.stop().await;
 }
 
