@@ -1,7 +1,9 @@
 //! SQLite storage: one file, zero set-up. One connection behind a mutex; every write is an
 //! immediate transaction, so SQLite's writer lock serialises them. Online redemptions are
 //! gathered (see [`super::gather`]): one thread stores every request waiting in one
-//! transaction, each in a savepoint of its own, so they share one durable write.
+//! transaction, each in a savepoint of its own, so they share one durable write. Voids and
+//! transfers asked for while another write holds the connection are stored together the
+//! same way ([`Sqlite::grouped`]).
 
 use std::{
     path::Path,
@@ -31,6 +33,35 @@ pub struct Sqlite {
     changes: Changes,
     /// Online redemptions on their way to the gatherer (`None` when it could not start).
     gather: Option<Queue>,
+    /// Voids and transfers waiting for the connection ([`Sqlite::grouped`]).
+    standings: Mutex<Vec<Asked>>,
+}
+
+/// A change of a ticket's standing the box office asked for (a refund's void, a transfer),
+/// waiting to be stored with the others that came meanwhile.
+#[derive(Debug)]
+enum Standing {
+    Void {
+        eid: EventId,
+        tid: TicketId,
+        actor: String,
+        reason: String,
+        record: String,
+    },
+    Transfer {
+        old: TicketId,
+        new: Box<Ticket>,
+        actor: String,
+        record: String,
+    },
+}
+
+/// A [`Standing`] waiting for a grouped write, and where its answer goes: the ticket voided
+/// (nothing for a transfer).
+#[derive(Debug)]
+struct Asked {
+    job: Standing,
+    reply: std::sync::mpsc::Sender<Result<Option<Ticket>, StoreError>>,
 }
 
 impl Sqlite {
@@ -118,6 +149,7 @@ impl Sqlite {
             changes: Changes::new(),
             // Without the thread every redemption is stored alone, as before gathering.
             gather: gatherer.is_ok().then_some(tx),
+            standings: Mutex::default(),
         })
     }
 
@@ -139,6 +171,82 @@ impl Sqlite {
         self.changes.bump();
         Ok(out)
     }
+
+    /// Stores a void or a transfer with every other one waiting for the connection, in one
+    /// transaction (each in a savepoint of its own, so one refused leaves nothing behind and
+    /// the others stand): a box office's burst of refunds shares durable writes and one wake
+    /// of the change streams, where one transaction each made them queue for the connection
+    /// one by one. No timer: alone, a void waits for nothing.
+    fn grouped(&self, job: Standing) -> Result<Option<Ticket>, StoreError> {
+        let (reply, answer) = std::sync::mpsc::channel();
+        unpoisoned(&self.standings).push(Asked { job, reply });
+        // Whoever holds the connection next stores every job waiting, this one among them
+        // unless one that held it before took it (and answered it before letting go).
+        let mut conn = self.conn();
+        let waiting = std::mem::take(&mut *unpoisoned(&self.standings));
+        if !waiting.is_empty() {
+            let answers = store_standings(&mut conn, &waiting).unwrap_or_else(|_| {
+                // The transaction failed as a whole (a full disk, say): each alone, so each
+                // gets its own answer or error.
+                waiting
+                    .iter()
+                    .map(|w| store_standings(&mut conn, std::slice::from_ref(w))?.remove(0))
+                    .collect()
+            });
+            drop(conn);
+            if answers.iter().any(Result::is_ok) {
+                self.changes.bump();
+            }
+            for (w, a) in waiting.into_iter().zip(answers) {
+                let _ = w.reply.send(a);
+            }
+        } else {
+            drop(conn);
+        }
+        answer.recv().unwrap_or_else(|_| {
+            Err(StoreError::Conflict(
+                "the write was lost before it was stored".into(),
+            ))
+        })
+    }
+}
+
+/// Every waiting void and transfer in one immediate transaction, each in a savepoint.
+fn store_standings(
+    conn: &mut Connection,
+    waiting: &[Asked],
+) -> Result<Vec<Result<Option<Ticket>, StoreError>>, StoreError> {
+    let mut tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut answers = Vec::with_capacity(waiting.len());
+    for w in waiting {
+        tx.execute_batch("SAVEPOINT standing")?;
+        let stored = match &w.job {
+            Standing::Void {
+                eid,
+                tid,
+                actor,
+                reason,
+                record,
+            } => rules::void(&mut tx, eid, tid, actor, reason, record).map(Some),
+            Standing::Transfer {
+                old,
+                new,
+                actor,
+                record,
+            } => rules::transfer(&mut tx, old, new, actor, record).map(|()| None),
+        };
+        if stored.is_err() {
+            tx.execute_batch("ROLLBACK TO standing")?;
+        }
+        tx.execute_batch("RELEASE standing")?;
+        answers.push(stored);
+    }
+    tx.commit()?;
+    Ok(answers)
+}
+
+fn unpoisoned<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn lock(conn: &Mutex<Connection>) -> std::sync::MutexGuard<'_, Connection> {
@@ -453,7 +561,14 @@ impl Storage for Sqlite {
         reason: &str,
         record: &str,
     ) -> Result<Ticket, StoreError> {
-        self.write(|tx| rules::void(tx, eid, tid, actor, reason, record))
+        self.grouped(Standing::Void {
+            eid: eid.clone(),
+            tid: tid.clone(),
+            actor: actor.into(),
+            reason: reason.into(),
+            record: record.into(),
+        })?
+        .ok_or_else(|| StoreError::NotFound(format!("ticket {tid}")))
     }
 
     fn redeem(
@@ -502,7 +617,13 @@ impl Storage for Sqlite {
         actor: &str,
         record: &str,
     ) -> Result<(), StoreError> {
-        self.write(|tx| rules::transfer(tx, old, new, actor, record))
+        self.grouped(Standing::Transfer {
+            old: old.clone(),
+            new: Box::new(new.clone()),
+            actor: actor.into(),
+            record: record.into(),
+        })
+        .map(drop)
     }
 
     fn revert(
@@ -872,4 +993,173 @@ fn redeem_in(
         to_json(&answer)?
     ])?;
     Ok((answer, flag))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ticket(eid: &EventId, n: u32) -> Ticket {
+        Ticket {
+            tid: TicketId::new(format!("T{n:04}")).unwrap(),
+            eid: eid.clone(),
+            seat: None,
+            format: gatemesh_ticket::Format::Gm1,
+            code: format!("code-{n}"),
+            status: TicketStatus::Active,
+            transferred_to: None,
+            transferred_from: None,
+            holder: None,
+            order_ref: None,
+            product: None,
+            void_reason: None,
+            reverted: Vec::new(),
+            flagged: false,
+            resolution: None,
+            seq: 0,
+            status_record: None,
+        }
+    }
+
+    fn asked(
+        job: Standing,
+    ) -> (
+        Asked,
+        std::sync::mpsc::Receiver<Result<Option<Ticket>, StoreError>>,
+    ) {
+        let (reply, answer) = std::sync::mpsc::channel();
+        (Asked { job, reply }, answer)
+    }
+
+    /// Voids and transfers stored in one transaction each stand or fall alone: a transfer
+    /// that fails after it wrote (its new ticket's id is taken) leaves its old ticket as it
+    /// was, and the voids beside it are stored.
+    #[test]
+    fn standings_stored_together_each_stand_or_fall_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = Sqlite::open(&dir.path().join("s.sqlite")).unwrap();
+        let eid = EventId::new("GROUP").unwrap();
+        st.create_event(&Event {
+            id: eid.clone(),
+            name: "group".into(),
+            capacity: None,
+            starts_at: None,
+            ends_at: None,
+            guest_search: false,
+        })
+        .unwrap();
+        let tickets: Vec<Ticket> = (0..4).map(|n| ticket(&eid, n)).collect();
+        st.insert_tickets(&tickets).unwrap();
+        let void = |n: usize| Standing::Void {
+            eid: eid.clone(),
+            tid: tickets[n].tid.clone(),
+            actor: "box-office".into(),
+            reason: "refund".into(),
+            record: format!("{{\"void\":{n}}}"),
+        };
+        let jobs = vec![
+            void(0),
+            // Its new ticket's id is ticket 3's: refused after the old one was updated.
+            Standing::Transfer {
+                old: tickets[1].tid.clone(),
+                new: Box::new(ticket(&eid, 3)),
+                actor: "box-office".into(),
+                record: "{}".into(),
+            },
+            // Voided twice in one group: the second is a conflict.
+            void(2),
+            void(2),
+            Standing::Void {
+                eid: eid.clone(),
+                tid: TicketId::new("NOSUCH").unwrap(),
+                actor: "box-office".into(),
+                reason: "refund".into(),
+                record: "{}".into(),
+            },
+        ];
+        let (asks, _answers): (Vec<_>, Vec<_>) = jobs.into_iter().map(asked).unzip();
+        let answers = store_standings(&mut st.conn(), &asks).unwrap();
+        assert!(matches!(&answers[0], Ok(Some(t)) if t.status == TicketStatus::Void));
+        assert!(
+            matches!(answers[1], Err(StoreError::Exists(_))),
+            "{:?}",
+            answers[1]
+        );
+        assert!(matches!(&answers[2], Ok(Some(t)) if t.tid == tickets[2].tid));
+        assert!(
+            matches!(answers[3], Err(StoreError::Conflict(_))),
+            "{:?}",
+            answers[3]
+        );
+        assert!(
+            matches!(answers[4], Err(StoreError::NotFound(_))),
+            "{:?}",
+            answers[4]
+        );
+        let status = |n: usize| st.ticket(&eid, &tickets[n].tid).unwrap().unwrap();
+        assert_eq!(status(0).status, TicketStatus::Void);
+        let kept = status(1);
+        assert_eq!(
+            (kept.status, kept.transferred_to, kept.status_record),
+            (TicketStatus::Active, None, None)
+        );
+        assert_eq!(status(2).status, TicketStatus::Void);
+        assert_eq!(status(3).status, TicketStatus::Active);
+        let audit: Vec<String> = st
+            .audit(&eid)
+            .unwrap()
+            .into_iter()
+            .map(|a| {
+                format!(
+                    "{}:{}",
+                    a.action,
+                    a.tid.map(|t| t.to_string()).unwrap_or_default()
+                )
+            })
+            .collect();
+        assert_eq!(audit, ["void:T0000", "void:T0002"]);
+    }
+
+    /// Many voids asked at once from many threads: each gets its own answer, every ticket is
+    /// voided once, and the change feed hears of them.
+    #[test]
+    fn voids_asked_at_once_each_get_their_own_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = Arc::new(Sqlite::open(&dir.path().join("s.sqlite")).unwrap());
+        let eid = EventId::new("BURST").unwrap();
+        st.create_event(&Event {
+            id: eid.clone(),
+            name: "burst".into(),
+            capacity: None,
+            starts_at: None,
+            ends_at: None,
+            guest_search: false,
+        })
+        .unwrap();
+        let tickets: Vec<Ticket> = (0..40).map(|n| ticket(&eid, n)).collect();
+        st.insert_tickets(&tickets).unwrap();
+        let mut feed = st.changes();
+        feed.mark_unchanged();
+        let threads: Vec<_> = (0..80)
+            .map(|i| {
+                let (st, eid, tid) = (st.clone(), eid.clone(), tickets[i % 40].tid.clone());
+                std::thread::spawn(move || st.void(&eid, &tid, "box-office", "refund", "{}"))
+            })
+            .collect();
+        let answers: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        let voided: Vec<&Ticket> = answers.iter().filter_map(|a| a.as_ref().ok()).collect();
+        assert_eq!(voided.len(), 40);
+        let mut tids: Vec<&TicketId> = voided.iter().map(|t| &t.tid).collect();
+        tids.sort();
+        tids.dedup();
+        assert_eq!(tids.len(), 40);
+        assert!(
+            answers
+                .iter()
+                .filter_map(|a| a.as_ref().err())
+                .all(|e| matches!(e, StoreError::Conflict(_)))
+        );
+        assert!(feed.has_changed().unwrap());
+        assert_eq!(st.audit(&eid).unwrap().len(), 40);
+    }
 }
