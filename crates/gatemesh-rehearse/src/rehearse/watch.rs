@@ -93,8 +93,8 @@ pub(super) struct Shared {
     /// Wall seconds when the box office asked the server for a void / transfer (the gates
     /// may hear of it before the server's answer reaches the box office).
     pub(super) changed_at: Mutex<HashMap<usize, f64>>,
-    /// How long the server took to answer each of those requests, seconds.
-    pub(super) answered_in: Mutex<Vec<f64>>,
+    /// Wall seconds when the server's answer to each of those requests came.
+    pub(super) answered_at: Mutex<HashMap<usize, f64>>,
     /// Wall seconds when gate g first showed the ticket's new standing (its live stream's
     /// event, or the answer to the lookup that showed it) and whether the stream showed it
     /// ([`Shared::reached`]).
@@ -133,7 +133,7 @@ impl Shared {
             new_code: Notify::new(),
             scans: Mutex::default(),
             changed_at: Mutex::default(),
-            answered_in: Mutex::default(),
+            answered_at: Mutex::default(),
             standing_pass_most: Mutex::default(),
             reached: Mutex::default(),
             standings: Mutex::default(),
@@ -456,8 +456,8 @@ impl Watch {
         if let Ok(mut c) = self.shared.changed_at.lock() {
             c.insert(ticket, asked);
         }
-        if let Ok(mut a) = self.shared.answered_in.lock() {
-            a.push(self.shared.now() - asked);
+        if let Ok(mut a) = self.shared.answered_at.lock() {
+            a.insert(ticket, self.shared.now());
         }
         for g in 0..self.gates.len() {
             let (first, shown) = match self.shared.standings.lock() {
