@@ -1,7 +1,8 @@
 //! `gatemesh bench …`: numbers measured on this machine through the code paths the product
 //! uses, one module a subject — [`gate`] (one gate: scans, dashboard, HTTP, cold start,
 //! merge), [`mesh`] (two gates over QUIC, on loopback or across a bridge), [`server`] (a
-//! running central server over its API), [`uplink`] (what the server's word costs a
+//! running central server over its API), [`voids`] (a burst of refunds at it while gates
+//! follow its change stream), [`uplink`] (what the server's word costs a
 //! gate) and [`revoke`] (how soon every gate refuses a revoked one). Each returns its report as JSON; `checks.ok = false` in it means a correctness
 //! check failed while measuring.
 
@@ -17,6 +18,7 @@ pub mod mesh;
 pub mod revoke;
 pub mod server;
 pub mod uplink;
+pub mod voids;
 
 /// Measure a gate.
 #[derive(Debug, clap::Args)]
@@ -42,6 +44,10 @@ enum What {
     /// with distinct tickets or all clients racing on one ticket (which must be admitted
     /// exactly once).
     Server(server::Args),
+    /// A box office's burst of voids against a running `gatemesh server` while gates follow
+    /// the event's change stream: latency, voids per second, and that every stream showed
+    /// every void.
+    Voids(voids::Args),
     /// What the server's word costs a gate: manifest bytes in full and as a delta, and the
     /// push latency of a void to a gate connected by its uplink.
     Uplink(uplink::Args),
@@ -59,6 +65,7 @@ impl Args {
             What::Mesh(a) => a.report.as_deref(),
             What::MeshRemote(a) => a.report.as_deref(),
             What::Server(a) => a.report.as_deref(),
+            What::Voids(a) => a.report.as_deref(),
             What::Uplink(a) => a.report.as_deref(),
             What::Revoke(a) => a.report.as_deref(),
         }
@@ -74,6 +81,7 @@ pub async fn run(args: &Args, gatemesh: &Path) -> Result<Value> {
         What::Mesh(a) => mesh::run(a).await,
         What::MeshRemote(a) => mesh::run_remote(a).await,
         What::Server(a) => server::run(a).await,
+        What::Voids(a) => voids::run(a).await,
         What::Uplink(a) => uplink::run(a).await,
         What::Revoke(a) => revoke::run(a).await,
     }

@@ -365,6 +365,7 @@ async fn agree(server: &ServerProc, eid: &str, gates: &[&GateProc], admitted: &[
 on_both_backends!(
     the_servers_word_reaches_a_connected_gate,
     gates_with_no_mesh_between_them_are_flagged_by_the_server,
+    a_burst_of_voids_reaches_every_change_stream,
 );
 
 fn server_for(backend: Backend, dir: &Path) -> (ServerProc, Option<pg::Database>) {
@@ -375,6 +376,64 @@ fn server_for(backend: Backend, dir: &Path) -> (ServerProc, Option<pg::Database>
         free_port(),
     );
     (server, pg)
+}
+
+/// `gatemesh bench voids`: a box office's burst of refunds from many clients while change
+/// streams follow the event (the server stores voids that arrive together together, and its
+/// streams share each read). Every void is answered void and every stream shows every one.
+async fn a_burst_of_voids_reaches_every_change_stream(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, _pg) = server_for(backend, dir.path());
+    let report = dir.path().join("voids.json");
+    let pin = server.pin.unwrap().to_string();
+    let out = gatemesh()
+        .args([
+            "bench",
+            "voids",
+            "--url",
+            &server.base,
+            "--fingerprint",
+            &pin,
+        ])
+        .args([
+            "--token",
+            TOKEN,
+            "--clients",
+            "16",
+            "--voids",
+            "300",
+            "--streams",
+            "8",
+        ])
+        .args(["--report", p(&report)])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(r["voids"], 300, "{r}");
+    assert_eq!(r["checks"]["ok"], true, "{r}");
+    assert_eq!(r["checks"]["streams_short"], 0, "{r}");
+    assert_eq!(r["checks"]["failed_voids"], 0, "{r}");
+    // The server agrees: 300 tickets void, each voided once in its audit.
+    let event = r["event"].as_str().unwrap();
+    let stats = get(&format!("{}/v1/events/{event}/stats", server.base)).await;
+    assert_eq!(
+        (&stats["tickets"], &stats["void"]),
+        (&json!(300), &json!(300)),
+        "{stats}"
+    );
+    let audit = get(&format!("{}/v1/events/{event}/audit", server.base)).await;
+    let voids = audit["audit"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["action"] == "void")
+        .count();
+    assert_eq!(voids, 300, "{audit}");
 }
 
 async fn the_servers_word_reaches_a_connected_gate(backend: Backend) {

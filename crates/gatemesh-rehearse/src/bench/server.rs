@@ -162,7 +162,7 @@ impl Shared {
     }
 }
 
-fn clip(s: &str) -> String {
+pub(super) fn clip(s: &str) -> String {
     s.chars().take(200).collect()
 }
 
@@ -406,7 +406,7 @@ fn now_rfc3339() -> String {
 }
 
 /// A run-unique suffix for the event and redemption ids: the start time in base 36.
-fn run_id() -> String {
+pub(super) fn run_id() -> String {
     let mut n = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
@@ -424,7 +424,7 @@ fn run_id() -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-async fn issue(
+pub(super) async fn issue(
     client: &reqwest::Client,
     base: &str,
     token: &str,
