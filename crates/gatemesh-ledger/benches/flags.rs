@@ -133,6 +133,7 @@ fn bench(c: &mut Criterion) {
         scanner: "s1",
         direction: Direction::Entry,
         now_ms: T0 + 20_000,
+        answered_late: None,
     };
     let policy = Policy::default();
     c.bench_function("decide/concurrent/10000", |b| {

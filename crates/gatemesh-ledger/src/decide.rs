@@ -79,6 +79,11 @@ pub struct Scan<'a> {
     pub direction: Direction,
     /// Wall time now, ms since 1970.
     pub now_ms: i64,
+    /// How late this node answered its own entries it could not answer at once (its writer
+    /// behind), ms after their presentation, by redemption: the repeat window runs from the
+    /// answer, so a scanner that asked again while it waited, or just after, gets the first
+    /// answer. `None`: every answer came at once.
+    pub answered_late: Option<&'a std::collections::HashMap<RedemptionId, i64>>,
 }
 
 /// The earlier use a `duplicate` points at.
@@ -154,18 +159,25 @@ pub enum Outcome {
 /// This scanner's own entry of the ticket within the repeat window, with no exit after it:
 /// a scanner that fired twice, or a holder who held the code up again.
 ///
-/// The window is the `repeat_window_ms` up to now, `0 <= now - at <= window`: a record dated
-/// after now (forged, or written before this node's clock was stepped back) is no repeat, or
-/// it would turn every copy green without recording anything.
+/// The window is the `repeat_window_ms` up to now, `0 <= now - at <= window`, from the
+/// entry's answer: as much longer as this node took to answer it ([`Scan::answered_late`]).
+/// A record dated after now (forged, or written before this node's clock was stepped back)
+/// is no repeat, or it would turn every copy green without recording anything.
 fn repeat<'s>(state: &'s TicketState, policy: &Policy, scan: &Scan<'_>) -> Option<&'s Redemption> {
-    let window = 0..=policy.repeat_window_ms;
+    let window = |r: &Redemption| {
+        let late = scan
+            .answered_late
+            .and_then(|late| late.get(&r.id))
+            .map_or(0, |&ms| ms.max(0));
+        0..=policy.repeat_window_ms.saturating_add(late)
+    };
     // One pass, in HLC order: the latest own entry in the window, forgotten at any exit after.
     state.effective().fold(None, |own, r| match r.direction {
         Direction::Exit => None,
         Direction::Entry
             if &r.node == scan.node
                 && r.scanner == scan.scanner
-                && window.contains(&scan.now_ms.saturating_sub(r.at_ms)) =>
+                && window(r).contains(&scan.now_ms.saturating_sub(r.at_ms)) =>
         {
             Some(r)
         }

@@ -508,6 +508,51 @@ pub(crate) fn tally_of(
     (counts, refusals)
 }
 
+/// Lateness past which an answer is noted in [`LateAnswers`]: under it, a scanner that asks
+/// again near the end of the window meets the window as it always was.
+const LATE_MS: i64 = 500;
+
+/// The entries this gate answered late (its writer behind: a heal's catch-up on a loaded
+/// laptop), each with how long after its presentation: the repeat window runs from the
+/// answer (`gatemesh_ledger::Scan::answered_late`). A scanner whose ask timed out asks again;
+/// an ask presented 12 s after the first, answered 15 s late, is the same holder, not a
+/// copy. Kept while the window after the answer lasts; empty while the gate keeps up.
+#[derive(Debug, Default)]
+pub(crate) struct LateAnswers {
+    late: std::collections::HashMap<RedemptionId, i64>,
+    /// When each stops mattering (its answer plus the window), oldest first.
+    until: std::collections::VecDeque<(i64, RedemptionId)>,
+}
+
+impl LateAnswers {
+    /// Notes entry `id` presented at `at_ms` and answered at `now_ms`, if it was late.
+    fn note(&mut self, id: &RedemptionId, at_ms: i64, now_ms: i64, window_ms: i64) {
+        self.forget(now_ms);
+        let late = now_ms.saturating_sub(at_ms);
+        if late >= LATE_MS {
+            self.late.insert(id.clone(), late);
+            self.until
+                .push_back((now_ms.saturating_add(window_ms), id.clone()));
+        }
+    }
+
+    /// Lets go of the answers whose window has passed.
+    fn forget(&mut self, now_ms: i64) {
+        while let Some((until, id)) = self.until.front() {
+            if *until >= now_ms {
+                break;
+            }
+            self.late.remove(id);
+            self.until.pop_front();
+        }
+    }
+
+    /// What the decision reads; `None` while nothing was late.
+    fn get(&self) -> Option<&std::collections::HashMap<RedemptionId, i64>> {
+        (!self.late.is_empty()).then_some(&self.late)
+    }
+}
+
 pub(crate) struct Writer {
     pub ledger: Ledger,
     pub store: Store,
@@ -530,6 +575,8 @@ pub(crate) struct Writer {
     pub refusals: std::collections::BTreeMap<Reason, u64>,
     /// The counts changed since they were last stored.
     pub tally_dirty: bool,
+    /// This gate's entries it answered late, for the repeat window ([`LateAnswers`]).
+    pub late_answers: LateAnswers,
     /// Where this gate's counts go to its mesh sessions, for its peers' dashboards, and the
     /// duplicates and refusals they were last published at.
     pub stats: tokio::sync::watch::Sender<std::sync::Arc<Vec<u8>>>,
@@ -1975,6 +2022,7 @@ impl Writer {
             scanner: &scanner,
             direction,
             now_ms: now,
+            answered_late: self.late_answers.get(),
         };
         let refusal = lists.as_ref().and_then(|l| l.as_ref().err());
         let outcome = match refusal {
@@ -2020,6 +2068,11 @@ impl Writer {
                 } else {
                     self.ledger.record_redemption(&redemption)?
                 });
+                if direction == Direction::Entry {
+                    let window = policy.repeat_window_ms;
+                    self.late_answers
+                        .note(&redemption.id, now, now_ms(), window);
+                }
                 Answer {
                     verdict: Verdict::Admit,
                     reason,
@@ -2371,10 +2424,30 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::{
-        CATCH_UP_MOST, CATCH_UP_WAIT, CatchUp, PART, PART_BUDGET, PART_FIRST, PART_LEAST,
-        PART_MOST, next_part,
+        CATCH_UP_MOST, CATCH_UP_WAIT, CatchUp, LATE_MS, LateAnswers, PART, PART_BUDGET, PART_FIRST,
+        PART_LEAST, PART_MOST, RedemptionId, next_part,
     };
     use std::time::{Duration, Instant};
+
+    /// An entry answered late is kept, with how late, while the window after its answer
+    /// lasts; one answered in time is not kept at all.
+    #[test]
+    fn late_answers_are_kept_for_the_window_after_the_answer() {
+        let mut late = LateAnswers::default();
+        let (quick, slow) = (RedemptionId::random(), RedemptionId::random());
+        late.note(&quick, 1_000, 1_000 + LATE_MS - 1, 10_000);
+        assert!(late.get().is_none());
+        late.note(&slow, 1_000, 16_000, 10_000);
+        assert_eq!(late.get().and_then(|l| l.get(&slow)), Some(&15_000));
+        late.forget(26_000);
+        assert!(
+            late.get().is_some(),
+            "the window after the answer still lasts"
+        );
+        late.forget(26_001);
+        assert!(late.get().is_none());
+        assert!(late.until.is_empty());
+    }
 
     #[test]
     fn a_part_takes_what_fits_the_budget_at_the_last_ones_pace() {

@@ -330,6 +330,7 @@ impl Node {
             counts,
             refusals,
             tally_dirty: false,
+            late_answers: gate::LateAnswers::default(),
             stats: stats_tx,
             stats_published: None,
             events: events.clone(),

@@ -332,6 +332,7 @@ fn a_history_written_before_change_signatures_reaches_a_new_gate_under_its_write
         name: "South",
         ledger: south,
         policy: Default::default(),
+        late: Default::default(),
     };
     south.scan(&TicketId::generate(), "s1", T0);
     let saved = south.ledger.save();

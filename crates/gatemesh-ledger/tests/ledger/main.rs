@@ -93,6 +93,7 @@ fn gate_with_key(name: &'static str) -> (Gate, p256::ecdsa::SigningKey) {
         name,
         ledger,
         policy: Policy::default(),
+        late: Default::default(),
     };
     (gate, key)
 }
@@ -151,6 +152,8 @@ struct Gate {
     name: &'static str,
     ledger: Ledger,
     policy: Policy,
+    /// How late it answered its own entries, as a gate's writer notes it.
+    late: std::collections::HashMap<RedemptionId, i64>,
 }
 
 impl Gate {
@@ -159,6 +162,7 @@ impl Gate {
             name,
             ledger: ledger(),
             policy: Policy::default(),
+            late: std::collections::HashMap::new(),
         }
     }
 
@@ -177,6 +181,7 @@ impl Gate {
             scanner,
             direction,
             now_ms,
+            answered_late: Some(&self.late),
         };
         match decide(
             &verified,
@@ -296,6 +301,42 @@ fn admit_then_double_fire_then_duplicate_naming_the_first_gate() {
     assert_eq!(a.ledger.ticket(&tid).redemptions.len(), 1);
 }
 
+/// A gate that answered an entry late (its writer behind, the scanner asking again meanwhile)
+/// counts the repeat window from its answer: an ask of the same scanner within the window
+/// after the answer gets the first answer, not "already admitted" for a holder never told.
+#[test]
+fn an_entry_answered_late_repeats_for_the_window_after_its_answer() {
+    let mut a = Gate::new("North 1");
+    let tid = TicketId::generate();
+    let first = a.scan(&tid, "s1", T0);
+    assert_eq!(first.verdict, Verdict::Admit);
+    // Presented at T0, answered 6 s later.
+    a.late.insert(first.redemption_id.clone().unwrap(), 6_000);
+    for at in [T0 + 4_000, T0 + 12_000, T0 + 16_000] {
+        let again = a.scan(&tid, "s1", at);
+        assert_eq!(
+            (again.verdict, &again.redemption_id),
+            (Verdict::Admit, &first.redemption_id),
+            "presented {} ms after the first",
+            at - T0
+        );
+    }
+    // Past the window after the answer, or another scanner: yellow, naming the first.
+    for (scanner, at) in [("s1", T0 + 16_001), ("s2", T0 + 12_000)] {
+        let dup = a.scan(&tid, scanner, at);
+        assert_eq!(
+            (dup.verdict, dup.reason),
+            (Verdict::Duplicate, Reason::AlreadyAdmitted),
+            "{scanner} at +{}",
+            at - T0
+        );
+    }
+    // Before its presentation is never a repeat, however late the answer.
+    a.late.insert(first.redemption_id.clone().unwrap(), 60_000);
+    assert_eq!(a.scan(&tid, "s1", T0 - 1).verdict, Verdict::Duplicate);
+    assert_eq!(a.ledger.ticket(&tid).redemptions.len(), 1);
+}
+
 #[test]
 fn a_double_fire_stays_green_when_a_concurrent_entry_arrives_in_between() {
     // A screenshot is admitted at A and, a moment later, the original at B; A's entry
@@ -385,6 +426,7 @@ fn the_repeat_window_takes_a_record_a_second_old_and_not_one_a_second_ahead() {
             scanner: "s1",
             direction: Direction::Entry,
             now_ms: T0,
+            answered_late: None,
         };
         let verified = Ok(verified(&tid));
         decide(
@@ -600,6 +642,7 @@ fn manifest_listing_and_unlisted_policy() {
         scanner: "s",
         direction: Direction::Entry,
         now_ms: T0,
+        answered_late: None,
     };
     let ok = Ok(verified(&tid));
     let mut policy = Policy::default();
@@ -637,6 +680,7 @@ fn every_ticket_refusal_maps_to_its_reason() {
         scanner: "s",
         direction: Direction::Entry,
         now_ms: T0,
+        answered_late: None,
     };
     let tid = TicketId::generate();
     let claims = |eid: &str, nbf, exp| Claims {

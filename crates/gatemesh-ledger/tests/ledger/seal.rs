@@ -49,6 +49,7 @@ fn a_gate_seals_every_few_hundred_changes_or_soon_after_its_last_one() {
         name: "North",
         ledger: opened(None),
         policy: Default::default(),
+        late: Default::default(),
     };
     for i in 0..SEAL_EVERY - 1 {
         let at = T0 + i as i64;
@@ -104,6 +105,7 @@ fn a_gate_seals_every_few_hundred_changes_or_soon_after_its_last_one() {
         name: "North",
         ledger: opened(Some(&north.ledger.save())),
         policy: Default::default(),
+        late: Default::default(),
     };
     let at = later + 2 * SEAL_AFTER_MS;
     admitted.scan(&TicketId::generate(), "n1", at);
@@ -125,6 +127,7 @@ fn a_gate_seals_every_few_hundred_changes_or_soon_after_its_last_one() {
         )
         .unwrap(),
         policy: Default::default(),
+        late: Default::default(),
     };
     unsigned.scan(&TicketId::generate(), "p1", T0);
     assert!(unsigned.ledger.seal(T0 + SEAL_AFTER_MS).unwrap().is_none());
