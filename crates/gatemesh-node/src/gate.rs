@@ -519,20 +519,41 @@ const LATE_MS: i64 = 500;
 /// copy. Kept while the window after the answer lasts; empty while the gate keeps up.
 #[derive(Debug, Default)]
 pub(crate) struct LateAnswers {
-    late: std::collections::HashMap<RedemptionId, i64>,
-    /// When each stops mattering (its answer plus the window), oldest first.
+    /// How late, and until when it matters (its answer plus the window).
+    late: std::collections::HashMap<RedemptionId, (i64, i64)>,
+    /// The same, oldest first, to let go of.
     until: std::collections::VecDeque<(i64, RedemptionId)>,
+    /// Entries decided in the batch under way, `(id, presented)`: noted again once their
+    /// answers go out with the batch's commit, which on a held writer is later still.
+    pending: Vec<(RedemptionId, i64)>,
+    /// The lateness map as [`gatemesh_ledger::Scan::answered_late`] reads it.
+    view: std::collections::HashMap<RedemptionId, i64>,
 }
 
 impl LateAnswers {
-    /// Notes entry `id` presented at `at_ms` and answered at `now_ms`, if it was late.
+    /// Notes entry `id` presented at `at_ms` and answered at `now_ms`, if it was late (a
+    /// later note of the same entry, at its answer, replaces one made at its decision).
     fn note(&mut self, id: &RedemptionId, at_ms: i64, now_ms: i64, window_ms: i64) {
         self.forget(now_ms);
         let late = now_ms.saturating_sub(at_ms);
         if late >= LATE_MS {
-            self.late.insert(id.clone(), late);
-            self.until
-                .push_back((now_ms.saturating_add(window_ms), id.clone()));
+            let until = now_ms.saturating_add(window_ms);
+            self.late.insert(id.clone(), (late, until));
+            self.view.insert(id.clone(), late);
+            self.until.push_back((until, id.clone()));
+        }
+    }
+
+    /// An entry decided in this batch: noted now, and again when the batch answers.
+    fn decided(&mut self, id: &RedemptionId, at_ms: i64, now_ms: i64, window_ms: i64) {
+        self.note(id, at_ms, now_ms, window_ms);
+        self.pending.push((id.clone(), at_ms));
+    }
+
+    /// The batch's answers went out at `now_ms`.
+    fn answered(&mut self, now_ms: i64, window_ms: i64) {
+        for (id, at_ms) in std::mem::take(&mut self.pending) {
+            self.note(&id, at_ms, now_ms, window_ms);
         }
     }
 
@@ -542,14 +563,18 @@ impl LateAnswers {
             if *until >= now_ms {
                 break;
             }
-            self.late.remove(id);
+            // Only if no later note of it holds it longer.
+            if self.late.get(id).is_some_and(|(_, u)| u == until) {
+                self.late.remove(id);
+                self.view.remove(id);
+            }
             self.until.pop_front();
         }
     }
 
     /// What the decision reads; `None` while nothing was late.
     fn get(&self) -> Option<&std::collections::HashMap<RedemptionId, i64>> {
-        (!self.late.is_empty()).then_some(&self.late)
+        (!self.view.is_empty()).then_some(&self.view)
     }
 }
 
@@ -1083,6 +1108,8 @@ impl Writer {
             for reply in replies {
                 reply(failed.as_ref());
             }
+            self.late_answers
+                .answered(now_ms(), self.policy.repeat_window_ms);
             slow.report(changes.len());
             // A batch of refusals and duplicates makes no record: its counts are stored after
             // the answers, so that no refused scan waits for a sync.
@@ -2069,9 +2096,9 @@ impl Writer {
                     self.ledger.record_redemption(&redemption)?
                 });
                 if direction == Direction::Entry {
-                    let window = policy.repeat_window_ms;
+                    let window = self.policy.repeat_window_ms;
                     self.late_answers
-                        .note(&redemption.id, now, now_ms(), window);
+                        .decided(&redemption.id, now, now_ms(), window);
                 }
                 Answer {
                     verdict: Verdict::Admit,
