@@ -30,19 +30,26 @@ const REPLAYS: usize = 100;
 /// Examples of failures kept in the report.
 const EXAMPLES: usize = 5;
 
-/// Redemptions per second and latency of a running `gatemesh server`.
+/// The running server a bench measures, and how to reach it.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(super) struct Target {
     /// The server's base URL, e.g. https://127.0.0.1:8080.
     #[arg(long)]
-    url: String,
+    pub(super) url: String,
     /// The server's certificate fingerprint (sha256:HEX, as `gatemesh server` prints it):
     /// the only certificate trusted, for an https:// --url.
     #[arg(long)]
-    fingerprint: Option<gatemesh_wire::CertFingerprint>,
+    pub(super) fingerprint: Option<gatemesh_wire::CertFingerprint>,
     /// The server's admin (organizer) token.
     #[arg(long, env = "GATEMESH_ADMIN_TOKEN", hide_env_values = true)]
-    token: String,
+    pub(super) token: String,
+}
+
+/// Redemptions per second and latency of a running `gatemesh server`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    target: Target,
     /// Concurrent clients (tasks sharing one keep-alive connection pool).
     #[arg(long, default_value_t = 16)]
     clients: usize,
@@ -166,7 +173,7 @@ pub(super) fn clip(s: &str) -> String {
     s.chars().take(200).collect()
 }
 
-/// Runs the server bench against `args.url`.
+/// Runs the server bench against `args.target`.
 pub async fn run(args: &Args) -> Result<Value> {
     ensure!(args.clients >= 1, "--clients must be at least 1");
     ensure!(args.tickets >= 1, "--tickets must be at least 1");
@@ -176,8 +183,8 @@ pub async fn run(args: &Args) -> Result<Value> {
     );
     ensure!((1..=10_000).contains(&args.batch), "--batch is 1 to 10000");
     ensure!(args.hot_group >= 1, "--hot-group must be at least 1");
-    let base = args.url.trim_end_matches('/').to_string();
-    let client = gatemesh_node::edge::pinned_builder(args.fingerprint)?
+    let base = args.target.url.trim_end_matches('/').to_string();
+    let client = gatemesh_node::edge::pinned_builder(args.target.fingerprint)?
         .pool_max_idle_per_host(args.clients)
         .timeout(Duration::from_secs(30))
         .build()
@@ -198,7 +205,7 @@ pub async fn run(args: &Args) -> Result<Value> {
     let event = format!("BENCH-{run_id}");
     let created = client
         .post(format!("{base}/v1/events"))
-        .bearer_auth(&args.token)
+        .bearer_auth(&args.target.token)
         .json(&json!({ "id": event, "name": "gatemesh bench server", "capacity": args.tickets }))
         .send()
         .await
@@ -214,14 +221,14 @@ pub async fn run(args: &Args) -> Result<Value> {
     let mut tids = Vec::with_capacity(args.tickets);
     while tids.len() < args.tickets {
         let count = (args.tickets - tids.len()).min(ISSUE_BATCH);
-        tids.extend(issue(&client, &base, &args.token, &event, count).await?);
+        tids.extend(issue(&client, &base, &args.target.token, &event, count).await?);
     }
     let issue_secs = issue_start.elapsed().as_secs_f64();
 
     let shared = Arc::new(Shared {
         client: client.clone(),
         redeem_url: format!("{base}/v1/events/{event}/redemptions"),
-        token: args.token.clone(),
+        token: args.target.token.clone(),
         run_id,
         at: now_rfc3339(),
         tids,

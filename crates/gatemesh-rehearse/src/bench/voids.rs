@@ -16,7 +16,7 @@ use std::{
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::{Value, json};
 
-use super::server::{clip, issue, run_id};
+use super::server::{Target, clip, issue, run_id};
 use crate::stats::{cores, percentile, round};
 
 /// How long the streams may take to show the last void once it was answered.
@@ -25,16 +25,8 @@ const SHOWN_WITHIN: Duration = Duration::from_secs(20);
 /// A burst of voids with change streams open.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The server's base URL, e.g. https://127.0.0.1:8080.
-    #[arg(long)]
-    url: String,
-    /// The server's certificate fingerprint (sha256:HEX, as `gatemesh server` prints it):
-    /// the only certificate trusted, for an https:// --url.
-    #[arg(long)]
-    fingerprint: Option<gatemesh_wire::CertFingerprint>,
-    /// The server's admin (organizer) token.
-    #[arg(long, env = "GATEMESH_ADMIN_TOKEN", hide_env_values = true)]
-    token: String,
+    #[command(flatten)]
+    target: Target,
     /// Concurrent clients (box-office terminals; tasks sharing one keep-alive pool).
     #[arg(long, default_value_t = 32)]
     clients: usize,
@@ -56,20 +48,20 @@ struct Seen {
     broke: Option<String>,
 }
 
-/// Runs the voids bench against `args.url`.
+/// Runs the voids bench against `args.target`.
 pub async fn run(args: &Args) -> Result<Value> {
     ensure!(args.clients >= 1, "--clients must be at least 1");
     ensure!((1..=10_000).contains(&args.voids), "--voids is 1 to 10000");
     ensure!(args.streams <= 256, "--streams is at most 256");
-    let base = args.url.trim_end_matches('/').to_string();
-    let client = gatemesh_node::edge::pinned_builder(args.fingerprint)?
+    let base = args.target.url.trim_end_matches('/').to_string();
+    let client = gatemesh_node::edge::pinned_builder(args.target.fingerprint)?
         .pool_max_idle_per_host(args.clients + args.streams)
         .build()
         .context("building the HTTP client")?;
     let event = format!("VOIDS-{}", run_id());
     let created = client
         .post(format!("{base}/v1/events"))
-        .bearer_auth(&args.token)
+        .bearer_auth(&args.target.token)
         .json(&json!({ "id": event, "name": "gatemesh bench voids", "capacity": args.voids }))
         .send()
         .await
@@ -79,7 +71,7 @@ pub async fn run(args: &Args) -> Result<Value> {
         let text = created.text().await.unwrap_or_default();
         bail!("creating event {event}: HTTP {status}: {}", clip(&text));
     }
-    let tids = Arc::new(issue(&client, &base, &args.token, &event, args.voids).await?);
+    let tids = Arc::new(issue(&client, &base, &args.target.token, &event, args.voids).await?);
 
     eprintln!("opening {} change streams…", args.streams);
     let seen: Vec<Arc<Mutex<Seen>>> = (0..args.streams).map(|_| Arc::default()).collect();
@@ -87,7 +79,7 @@ pub async fn run(args: &Args) -> Result<Value> {
     for s in &seen {
         let response = client
             .get(format!("{base}/v1/events/{event}/changes"))
-            .bearer_auth(&args.token)
+            .bearer_auth(&args.target.token)
             .send()
             .await
             .context("opening a change stream")?;
@@ -107,7 +99,7 @@ pub async fn run(args: &Args) -> Result<Value> {
             let (client, base, token, event, tids, next) = (
                 client.clone(),
                 base.clone(),
-                args.token.clone(),
+                args.target.token.clone(),
                 event.clone(),
                 tids.clone(),
                 next.clone(),

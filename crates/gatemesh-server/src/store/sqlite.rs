@@ -999,6 +999,21 @@ fn redeem_in(
 mod tests {
     use super::*;
 
+    /// A fresh event `id` in `st`.
+    fn event(st: &Sqlite, id: &str) -> EventId {
+        let eid = EventId::new(id).unwrap();
+        st.create_event(&Event {
+            id: eid.clone(),
+            name: id.to_lowercase(),
+            capacity: None,
+            starts_at: None,
+            ends_at: None,
+            guest_search: false,
+        })
+        .unwrap();
+        eid
+    }
+
     fn ticket(eid: &EventId, n: u32) -> Ticket {
         Ticket {
             tid: TicketId::new(format!("T{n:04}")).unwrap(),
@@ -1038,16 +1053,7 @@ mod tests {
     fn standings_stored_together_each_stand_or_fall_alone() {
         let dir = tempfile::tempdir().unwrap();
         let st = Sqlite::open(&dir.path().join("s.sqlite")).unwrap();
-        let eid = EventId::new("GROUP").unwrap();
-        st.create_event(&Event {
-            id: eid.clone(),
-            name: "group".into(),
-            capacity: None,
-            starts_at: None,
-            ends_at: None,
-            guest_search: false,
-        })
-        .unwrap();
+        let eid = event(&st, "GROUP");
         let tickets: Vec<Ticket> = (0..4).map(|n| ticket(&eid, n)).collect();
         st.insert_tickets(&tickets).unwrap();
         let void = |n: usize| Standing::Void {
@@ -1126,16 +1132,7 @@ mod tests {
     fn voids_asked_at_once_each_get_their_own_answer() {
         let dir = tempfile::tempdir().unwrap();
         let st = Arc::new(Sqlite::open(&dir.path().join("s.sqlite")).unwrap());
-        let eid = EventId::new("BURST").unwrap();
-        st.create_event(&Event {
-            id: eid.clone(),
-            name: "burst".into(),
-            capacity: None,
-            starts_at: None,
-            ends_at: None,
-            guest_search: false,
-        })
-        .unwrap();
+        let eid = event(&st, "BURST");
         let tickets: Vec<Ticket> = (0..40).map(|n| ticket(&eid, n)).collect();
         st.insert_tickets(&tickets).unwrap();
         let mut feed = st.changes();
