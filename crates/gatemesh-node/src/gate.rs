@@ -519,15 +519,16 @@ const LATE_MS: i64 = 500;
 /// copy. Kept while the window after the answer lasts; empty while the gate keeps up.
 #[derive(Debug, Default)]
 pub(crate) struct LateAnswers {
-    /// How late, and until when it matters (its answer plus the window).
-    late: std::collections::HashMap<RedemptionId, (i64, i64)>,
+    /// How late, ms after the presentation: what [`gatemesh_ledger::Scan::answered_late`]
+    /// reads.
+    late: std::collections::HashMap<RedemptionId, i64>,
+    /// Until when each matters (its answer plus the window).
+    until_of: std::collections::HashMap<RedemptionId, i64>,
     /// The same, oldest first, to let go of.
     until: std::collections::VecDeque<(i64, RedemptionId)>,
     /// Entries decided in the batch under way, `(id, presented)`: noted again once their
     /// answers go out with the batch's commit, which on a held writer is later still.
     pending: Vec<(RedemptionId, i64)>,
-    /// The lateness map as [`gatemesh_ledger::Scan::answered_late`] reads it.
-    view: std::collections::HashMap<RedemptionId, i64>,
 }
 
 impl LateAnswers {
@@ -538,8 +539,8 @@ impl LateAnswers {
         let late = now_ms.saturating_sub(at_ms);
         if late >= LATE_MS {
             let until = now_ms.saturating_add(window_ms);
-            self.late.insert(id.clone(), (late, until));
-            self.view.insert(id.clone(), late);
+            self.late.insert(id.clone(), late);
+            self.until_of.insert(id.clone(), until);
             self.until.push_back((until, id.clone()));
         }
     }
@@ -564,9 +565,9 @@ impl LateAnswers {
                 break;
             }
             // Only if no later note of it holds it longer.
-            if self.late.get(id).is_some_and(|(_, u)| u == until) {
+            if self.until_of.get(id) == Some(until) {
+                self.until_of.remove(id);
                 self.late.remove(id);
-                self.view.remove(id);
             }
             self.until.pop_front();
         }
@@ -574,7 +575,7 @@ impl LateAnswers {
 
     /// What the decision reads; `None` while nothing was late.
     fn get(&self) -> Option<&std::collections::HashMap<RedemptionId, i64>> {
-        (!self.view.is_empty()).then_some(&self.view)
+        (!self.late.is_empty()).then_some(&self.late)
     }
 }
 
@@ -2464,16 +2465,20 @@ mod tests {
         let (quick, slow) = (RedemptionId::random(), RedemptionId::random());
         late.note(&quick, 1_000, 1_000 + LATE_MS - 1, 10_000);
         assert!(late.get().is_none());
-        late.note(&slow, 1_000, 16_000, 10_000);
+        // Decided 15 s after its presentation, answered with its batch 3 s later still.
+        late.decided(&slow, 1_000, 16_000, 10_000);
         assert_eq!(late.get().and_then(|l| l.get(&slow)), Some(&15_000));
-        late.forget(26_000);
+        late.answered(19_000, 10_000);
+        assert_eq!(late.get().and_then(|l| l.get(&slow)), Some(&18_000));
+        // The decision's note runs out first; the answer's holds on.
+        late.forget(28_000);
         assert!(
             late.get().is_some(),
             "the window after the answer still lasts"
         );
-        late.forget(26_001);
+        late.forget(29_001);
         assert!(late.get().is_none());
-        assert!(late.until.is_empty());
+        assert!(late.until.is_empty() && late.until_of.is_empty());
     }
 
     #[test]
