@@ -613,8 +613,8 @@ impl Ledger {
         out
     }
 
-    /// Keeps the winning status of a ticket with statuses in the document (`state`, `None`
-    /// when it has none), and notes the ticket in `newly_standing` when that status changed:
+    /// Keeps the standing of a ticket with statuses in the document or held (`state`, `None`
+    /// when it has none), and notes the ticket in `newly_standing` when that standing changed:
     /// a refund, a void or a transfer taken from a peer or written here.
     fn standing_derived(&mut self, tid: &TicketId, state: Option<&TicketState>) {
         let Some(status) = state.and_then(|s| s.status.as_ref()) else {
@@ -2604,6 +2604,10 @@ impl Ledger {
         new.clock.join(&self.clock);
         new.local = std::mem::take(&mut self.local);
         new.held = std::mem::take(&mut self.held);
+        // The replacement was derived without them: its standings hold them now, so they are
+        // not news again.
+        let held: Vec<TicketId> = new.held.keys().cloned().collect();
+        new.refresh(held);
         // Flags this ledger reported stay reported; those it had not, and the document's
         // new ones, are the replacement's to report.
         let mut newly = std::mem::take(&mut self.newly_flagged);

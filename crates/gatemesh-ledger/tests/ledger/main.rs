@@ -1660,6 +1660,36 @@ fn a_held_standing_counts_at_once_and_is_not_news_again_when_another_gate_writes
     assert_eq!(a.held_statuses(), 1);
 }
 
+/// A status held when a whole ledger is taken in this one's place stays held in the new one:
+/// the door still refuses the refunded ticket at once, and its standing is not news again.
+#[test]
+fn a_held_standing_outlives_a_whole_ledger_taken_in_its_place() {
+    let mut a = signed_ledger(&event(), Role::Gate, "gate-a");
+    let mut north = signed_ledger(&event(), Role::Gate, "gate-n");
+    a.learn_device(&SERVER.device().cert_der).unwrap();
+    for i in 0..50 {
+        let r = redemption(&mut north, &TicketId::generate(), T0 + i);
+        north.record_redemption(&r).unwrap();
+    }
+    let refunded = TicketId::generate();
+    let void = Standing::Void {
+        reason: "refund".into(),
+    };
+    a.hold_status(server_status(&refunded, void.clone(), T0))
+        .unwrap();
+    assert_eq!(a.take_newly_standing(), [(refunded.clone(), void.clone())]);
+    let mut doc = automerge::AutoCommit::load(&north.save()).unwrap();
+    let mut parts = prepared(&whole_message(&mut doc), a.node());
+    assert!(parts.is_ready_whole());
+    a.take_whole(&mut parts, now()).expect("taken whole");
+    assert_eq!(a.redemption_count(), 50);
+    assert_eq!(
+        (a.ticket(&refunded).standing(), a.held_statuses()),
+        (void, 1)
+    );
+    assert!(a.take_newly_standing().is_empty(), "not news again");
+}
+
 /// A peer's first message says what it holds in a bloom filter, which holds about one change
 /// in a hundred that the peer lacks by mistake. The gate's answer then carries none of its
 /// changes, and only the gate's heads show the peer what it lacks: the answer goes out even

@@ -203,18 +203,7 @@ pub async fn run(args: &Args) -> Result<Value> {
 
     let run_id = run_id();
     let event = format!("BENCH-{run_id}");
-    let created = client
-        .post(format!("{base}/v1/events"))
-        .bearer_auth(&args.target.token)
-        .json(&json!({ "id": event, "name": "gatemesh bench server", "capacity": args.tickets }))
-        .send()
-        .await
-        .context("creating the bench event")?;
-    if !created.status().is_success() {
-        let status = created.status();
-        let text = created.text().await.unwrap_or_default();
-        bail!("creating event {event}: HTTP {status}: {}", clip(&text));
-    }
+    create_event(&client, &base, &args.target.token, &event, args.tickets).await?;
 
     eprintln!("issuing {} tickets for {event}…", args.tickets);
     let issue_start = Instant::now();
@@ -429,6 +418,29 @@ pub(super) fn run_id() -> String {
     }
     out.reverse();
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Creates the bench's event `event` for `capacity` tickets.
+pub(super) async fn create_event(
+    client: &reqwest::Client,
+    base: &str,
+    token: &str,
+    event: &str,
+    capacity: usize,
+) -> Result<()> {
+    let created = client
+        .post(format!("{base}/v1/events"))
+        .bearer_auth(token)
+        .json(&json!({ "id": event, "name": "gatemesh bench", "capacity": capacity }))
+        .send()
+        .await
+        .with_context(|| format!("creating the bench event at {base}"))?;
+    if !created.status().is_success() {
+        let status = created.status();
+        let text = created.text().await.unwrap_or_default();
+        bail!("creating event {event}: HTTP {status}: {}", clip(&text));
+    }
+    Ok(())
 }
 
 pub(super) async fn issue(

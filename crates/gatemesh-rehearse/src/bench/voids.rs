@@ -13,10 +13,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use serde_json::{Value, json};
 
-use super::server::{Target, clip, issue, run_id};
+use super::server::{Target, clip, create_event, issue, run_id};
 use crate::stats::{cores, percentile, round};
 
 /// How long the streams may take to show the last void once it was answered.
@@ -59,18 +59,7 @@ pub async fn run(args: &Args) -> Result<Value> {
         .build()
         .context("building the HTTP client")?;
     let event = format!("VOIDS-{}", run_id());
-    let created = client
-        .post(format!("{base}/v1/events"))
-        .bearer_auth(&args.target.token)
-        .json(&json!({ "id": event, "name": "gatemesh bench voids", "capacity": args.voids }))
-        .send()
-        .await
-        .with_context(|| format!("reaching the server at {base}"))?;
-    if !created.status().is_success() {
-        let status = created.status();
-        let text = created.text().await.unwrap_or_default();
-        bail!("creating event {event}: HTTP {status}: {}", clip(&text));
-    }
+    create_event(&client, &base, &args.target.token, &event, args.voids).await?;
     let tids = Arc::new(issue(&client, &base, &args.target.token, &event, args.voids).await?);
 
     eprintln!("opening {} change streams…", args.streams);
