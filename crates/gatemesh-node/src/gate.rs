@@ -334,6 +334,62 @@ impl SlowBatch {
     }
 }
 
+/// How long the writer's batches take lately, for what waits on a gate as busy as this one:
+/// the uplink spaces the gates' turns to write a refund by it (`uplink::standing_turn`).
+/// The longest batch of this [`PACE_WINDOW`] and the one before; nothing older.
+#[derive(Debug, Default)]
+pub(crate) struct Pace(std::sync::Mutex<PaceWindows>);
+
+#[derive(Debug, Default)]
+struct PaceWindows {
+    /// When this window began.
+    since: Option<std::time::Instant>,
+    /// The longest batch of this window, and of the one before.
+    now_most: std::time::Duration,
+    before_most: std::time::Duration,
+}
+
+/// How long one window of [`Pace`] lasts.
+const PACE_WINDOW: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl Pace {
+    /// A batch took `took`, ending at `at`.
+    pub(crate) fn batch(&self, took: std::time::Duration, at: std::time::Instant) {
+        let mut w = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match w.since.map(|since| at.saturating_duration_since(since)) {
+            Some(age) if age < PACE_WINDOW => w.now_most = w.now_most.max(took),
+            Some(age) if age < PACE_WINDOW * 2 => {
+                w.before_most = w.now_most;
+                w.now_most = took;
+                w.since = Some(at);
+            }
+            _ => {
+                *w = PaceWindows {
+                    since: Some(at),
+                    now_most: took,
+                    before_most: std::time::Duration::ZERO,
+                };
+            }
+        }
+    }
+
+    /// The longest batch of the last one or two windows, as of `at`.
+    pub(crate) fn lately(&self, at: std::time::Instant) -> std::time::Duration {
+        let w = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match w.since.map(|since| at.saturating_duration_since(since)) {
+            Some(age) if age < PACE_WINDOW => w.now_most.max(w.before_most),
+            Some(age) if age < PACE_WINDOW * 2 => w.now_most,
+            _ => std::time::Duration::ZERO,
+        }
+    }
+}
+
 /// A ticket as the server's manifest or change stream describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerTicket {
@@ -603,6 +659,8 @@ pub(crate) struct Writer {
     pub tally_dirty: bool,
     /// This gate's entries it answered late, for the repeat window ([`LateAnswers`]).
     pub late_answers: LateAnswers,
+    /// How long its batches take lately ([`Pace`]).
+    pub pace: std::sync::Arc<Pace>,
     /// Where this gate's counts go to its mesh sessions, for its peers' dashboards, and the
     /// duplicates and refusals they were last published at.
     pub stats: tokio::sync::watch::Sender<std::sync::Arc<Vec<u8>>>,
@@ -685,9 +743,14 @@ pub(crate) struct Taking {
 /// lacks), each sends the same gap: sixteen times over in a stadium, a whole ledger per peer
 /// for a late gate. So one peer is asked; the others get this node's heads and what they
 /// lack, but not what it has or needs, and send nothing back but their heads. The others
-/// are asked once the one went [`CATCH_UP_WAIT`] without being asked for a gap or sending
-/// a large part of one: by then this node holds the gap, and they send only what it still
-/// lacks. A peer's first messages on a new connection count as a gap (what it has is not
+/// are asked once the one answered the message that asked it and then went
+/// [`CATCH_UP_WAIT`] without being asked for a gap or sending a large part of one: by then
+/// this node holds the gap, and they send only what it still lacks. Its answer may take
+/// seconds (the peer saves its ledger on its own writer, the message crosses a busy LAN):
+/// a 32-gate heal on two cores took 5-7 s, and with a wait counted from the ask instead,
+/// each gate asked a new peer every two seconds and took the same gap from up to seven of
+/// them, whole ledgers included. A peer that does not answer within [`CATCH_UP_ANSWER`]
+/// (or whose connection ends) stops holding the others. A peer's first messages on a new connection count as a gap (what it has is not
 /// known yet); what a peer's bloom filter says this node lacks decides after that, so in
 /// steady state (a few changes apart) every peer is asked at every round.
 ///
@@ -699,6 +762,9 @@ pub(crate) struct Taking {
 pub struct CatchUp {
     /// The peer asked: until when it holds the others back, and since when it has.
     from: Option<(String, std::time::Instant, std::time::Instant)>,
+    /// When a message that asks the one peer for its gap went out, while its answer has
+    /// not come.
+    awaiting: Option<std::time::Instant>,
     /// A peer that held the others back for [`CATCH_UP_MOST`], and until when it waits its
     /// turn.
     rested: Option<(String, std::time::Instant)>,
@@ -712,6 +778,10 @@ pub(crate) type Arriving = std::sync::Arc<std::sync::Mutex<HashSet<String>>>;
 
 /// How long the peer asked for a gap keeps the others waiting without sending a part of it.
 const CATCH_UP_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Longest the peer asked for a gap keeps the others waiting for its answer to the ask
+/// (its message of the gap arriving: then [`CATCH_UP_WAIT`] counts).
+const CATCH_UP_ANSWER: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Longest one peer holds the others back (a gate joining 100,000 late takes ~17 s on two
 /// busy cores), and how long it then waits before it is the one again.
@@ -729,7 +799,10 @@ impl CatchUp {
         now: std::time::Instant,
     ) -> bool {
         if let Some((from, until, since)) = &self.from {
-            if *until <= now && !sending(from) {
+            let answering = self
+                .awaiting
+                .is_some_and(|asked| now.duration_since(asked) < CATCH_UP_ANSWER);
+            if *until <= now && !sending(from) && !answering {
                 self.from = None;
             } else if now.duration_since(*since) > CATCH_UP_MOST {
                 tracing::warn!(
@@ -738,6 +811,9 @@ impl CatchUp {
                 );
                 self.rested = Some((from.clone(), now + CATCH_UP_MOST));
                 self.from = None;
+            }
+            if self.from.is_none() {
+                self.awaiting = None;
             }
         }
         let small = lack.is_some_and(|n| n <= PART);
@@ -766,6 +842,34 @@ impl CatchUp {
             }
         }
         true
+    }
+
+    /// A message that asks `peer` for what this node lacks went out (`may_ask` said yes):
+    /// if it is the one peer asked for a gap, the others wait for its answer.
+    fn asked(&mut self, peer: &str, now: std::time::Instant) {
+        if self.from.as_ref().is_some_and(|(from, _, _)| from == peer) {
+            self.awaiting.get_or_insert(now);
+        }
+    }
+
+    /// A sync message from `peer` came (as it came off the connection, before it is
+    /// parsed): if it is the one peer asked, its answer is here, and [`CATCH_UP_WAIT`]
+    /// counts from now (while the message is parsed and taken, it holds the others anyway).
+    fn heard(&mut self, peer: &str, now: std::time::Instant) {
+        if let Some((from, until, _)) = &mut self.from
+            && from == peer
+            && self.awaiting.take().is_some()
+        {
+            *until = (*until).max(now + CATCH_UP_WAIT);
+        }
+    }
+
+    /// The connection to `peer` ended: if it was the one asked, the others are asked now.
+    fn gone(&mut self, peer: &str) {
+        if self.from.as_ref().is_some_and(|(from, _, _)| from == peer) {
+            self.from = None;
+            self.awaiting = None;
+        }
     }
 
     /// A large message from `peer` was parsed, and is taken next.
@@ -1112,6 +1216,8 @@ impl Writer {
             self.late_answers
                 .answered(now_ms(), self.policy.repeat_window_ms);
             slow.report(changes.len());
+            self.pace
+                .batch(slow.began.elapsed(), std::time::Instant::now());
             // A batch of refusals and duplicates makes no record: its counts are stored after
             // the answers, so that no refused scan waits for a sync.
             if self.tally_dirty && failed.is_none() {
@@ -1461,6 +1567,7 @@ impl Writer {
                 rounds,
             } => {
                 self.catch_up.parsed(&peer);
+                self.catch_up.heard(&peer, std::time::Instant::now());
                 // Its session ended while it was parsed: its state is forgotten already.
                 if reply.is_closed() {
                     return Box::new(|_| {});
@@ -1616,7 +1723,9 @@ impl Writer {
                     taking.iter().any(|t| t.peer == p)
                         || arriving.lock().is_ok_and(|a| a.contains(p))
                 };
-                state.set_asking(catch_up.may_ask(&peer, lack, sending, std::time::Instant::now()));
+                let now = std::time::Instant::now();
+                let asking = catch_up.may_ask(&peer, lack, sending, now);
+                state.set_asking(asking);
                 let message = match turn {
                     Turn::Start if self.ledger.agrees_with(state) => None,
                     Turn::Start => {
@@ -1631,6 +1740,16 @@ impl Writer {
                     Turn::Missing if state.waiting() == 0 => None,
                     Turn::Missing => self.ledger.need_message(state),
                 };
+                // A round's start and the answer to one are always answered (with the gap,
+                // when the peer holds it): the others wait for that answer. A follow-up is
+                // answered only if the peer has more to send.
+                if asking
+                    && message.is_some()
+                    && matches!(turn, Turn::Start | Turn::Answer)
+                    && lack.is_none_or(|n| n > PART)
+                {
+                    self.catch_up.asked(&peer, now);
+                }
                 // Sent only once this batch is on disk: a peer never holds a change that a
                 // failed commit could take back.
                 Box::new(move |failed| {
@@ -1638,6 +1757,7 @@ impl Writer {
                 })
             }
             SyncRequest::Receive { peer, bytes, reply } => {
+                self.catch_up.heard(&peer, std::time::Instant::now());
                 let parts = gatemesh_ledger::SyncInParts::parse(&bytes);
                 self.receive(peer, parts, (reply, 0), changes, events)
             }
@@ -1697,6 +1817,7 @@ impl Writer {
                 self.answer(&peer, answer, reply)
             }
             SyncRequest::Forget { peer } => {
+                self.catch_up.gone(&peer);
                 self.peers.remove(&peer);
                 self.refused_waiting.remove(&peer);
                 self.taking.retain(|t| t.peer != peer);
@@ -2452,8 +2573,8 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::{
-        CATCH_UP_MOST, CATCH_UP_WAIT, CatchUp, LATE_MS, LateAnswers, PART, PART_BUDGET, PART_FIRST,
-        PART_LEAST, PART_MOST, RedemptionId, next_part,
+        CATCH_UP_ANSWER, CATCH_UP_MOST, CATCH_UP_WAIT, CatchUp, LATE_MS, LateAnswers, PACE_WINDOW,
+        PART, PART_BUDGET, PART_FIRST, PART_LEAST, PART_MOST, Pace, RedemptionId, next_part,
     };
     use std::time::{Duration, Instant};
 
@@ -2528,6 +2649,78 @@ mod tests {
             "north went quiet: south is asked"
         );
         assert!(!c.may_ask("north", GAP, idle, late), "now south is the one");
+    }
+
+    #[test]
+    fn the_pace_is_the_longest_batch_of_the_last_window_or_two() {
+        let (pace, t0) = (Pace::default(), Instant::now());
+        let ms = Duration::from_millis;
+        assert_eq!(pace.lately(t0), Duration::ZERO, "no batch yet");
+        pace.batch(ms(40), t0);
+        pace.batch(ms(1_200), t0 + ms(100));
+        pace.batch(ms(30), t0 + ms(200));
+        assert_eq!(pace.lately(t0 + ms(300)), ms(1_200));
+        // The next window: its own batches, and the one before's longest, count.
+        pace.batch(ms(20), t0 + PACE_WINDOW);
+        assert_eq!(pace.lately(t0 + PACE_WINDOW), ms(1_200));
+        assert_eq!(
+            pace.lately(t0 + PACE_WINDOW * 2),
+            ms(20),
+            "the slow window is two back"
+        );
+        assert_eq!(
+            pace.lately(t0 + PACE_WINDOW * 3),
+            Duration::ZERO,
+            "idle since"
+        );
+        // After a quiet spell, the old windows are forgotten.
+        pace.batch(ms(10), t0 + PACE_WINDOW * 4);
+        assert_eq!(pace.lately(t0 + PACE_WINDOW * 4), ms(10));
+    }
+
+    #[test]
+    fn the_one_peer_asked_holds_the_others_until_its_answer_comes() {
+        let (mut c, t0) = (CatchUp::default(), Instant::now());
+        let idle = |_: &str| false;
+        assert!(c.may_ask("north", GAP, idle, t0));
+        c.asked("north", t0);
+        // Its answer is slow (it saves its ledger on a busy writer): no one else is asked.
+        let slow = t0 + CATCH_UP_WAIT * 3;
+        assert!(
+            !c.may_ask("south", GAP, idle, slow),
+            "north has not answered"
+        );
+        c.asked("south", slow);
+        // The answer comes: the usual wait counts from then.
+        c.heard("south", slow);
+        assert!(!c.may_ask("south", GAP, idle, slow), "south is not the one");
+        c.heard("north", slow);
+        assert!(!c.may_ask("south", GAP, idle, slow + CATCH_UP_WAIT / 2));
+        let after = slow + CATCH_UP_WAIT * 3 / 2;
+        assert!(
+            c.may_ask("south", GAP, idle, after),
+            "north answered and went quiet"
+        );
+
+        // A peer that never answers holds the others for CATCH_UP_ANSWER at most.
+        let (mut c, t0) = (CatchUp::default(), Instant::now());
+        assert!(c.may_ask("north", GAP, idle, t0));
+        c.asked("north", t0);
+        assert!(!c.may_ask("south", GAP, idle, t0 + CATCH_UP_ANSWER / 2));
+        assert!(c.may_ask("south", GAP, idle, t0 + CATCH_UP_ANSWER));
+
+        // Nor does one whose connection ended.
+        let (mut c, t0) = (CatchUp::default(), Instant::now());
+        assert!(c.may_ask("north", GAP, idle, t0));
+        c.asked("north", t0);
+        c.gone("east");
+        assert!(!c.may_ask("south", GAP, idle, t0));
+        c.gone("north");
+        assert!(c.may_ask("south", GAP, idle, t0), "north is gone");
+        // Asking another (not the one) leaves nothing awaited.
+        c.asked("east", t0);
+        c.heard("south", t0 + CATCH_UP_WAIT);
+        assert!(c.may_ask("east", GAP, idle, t0 + CATCH_UP_WAIT * 4));
     }
 
     #[test]

@@ -170,6 +170,8 @@ struct Shared {
     /// Signatures found good: by the mesh's prechecks, and those the writer made or
     /// verified (`Ledger::share_vouched`).
     vouched: Arc<gatemesh_ledger::Vouched>,
+    /// How long the writer's batches take lately ([`gate::Pace`]).
+    pace: Arc<gate::Pace>,
     _lock: File,
 }
 
@@ -316,6 +318,7 @@ impl Node {
         let revoked = gatemesh_mesh::revoked::Revoked::default();
         revoked.set(ledger.revoked_certs());
         let (commands, rx) = mpsc::channel(4096);
+        let pace = Arc::new(gate::Pace::default());
         let mut writer = gate::Writer {
             ledger,
             store,
@@ -331,6 +334,7 @@ impl Node {
             refusals,
             tally_dirty: false,
             late_answers: gate::LateAnswers::default(),
+            pace: pace.clone(),
             stats: stats_tx,
             stats_published: None,
             events: events.clone(),
@@ -391,6 +395,7 @@ impl Node {
                 stats,
                 arriving,
                 vouched,
+                pace,
                 _lock: lock,
             }),
         })
