@@ -185,6 +185,10 @@ struct ScanRequest {
     scanner: String,
     #[serde(default)]
     direction: Direction,
+    /// The scanner's name for this presentation, sent again with each ask of it: every ask
+    /// gets the first one's answer (`crate::presented`).
+    #[serde(default)]
+    presentation: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -260,7 +264,15 @@ async fn scan(
     State(s): State<AppState>,
     Body(req): Body<ScanRequest>,
 ) -> Result<Json<ScanResponse>, ApiError> {
-    let result = s.node.scan(&req.code, &req.scanner, req.direction).await?;
+    let result = s
+        .node
+        .scan_presented(
+            &req.code,
+            &req.scanner,
+            req.direction,
+            req.presentation.as_deref(),
+        )
+        .await?;
     Ok(Json(result.into()))
 }
 

@@ -27,6 +27,7 @@ mod guests;
 mod ledger_file;
 mod manifest;
 pub mod pairing;
+pub mod presented;
 mod uplink;
 
 use std::{
@@ -172,6 +173,8 @@ struct Shared {
     vouched: Arc<gatemesh_ledger::Vouched>,
     /// How long the writer's batches take lately ([`gate::Pace`]).
     pace: Arc<gate::Pace>,
+    /// The answers of presentations scanners named ([`presented`]).
+    presentations: presented::Presentations,
     _lock: File,
 }
 
@@ -396,6 +399,7 @@ impl Node {
                 arriving,
                 vouched,
                 pace,
+                presentations: Default::default(),
                 _lock: lock,
             }),
         })
@@ -461,6 +465,55 @@ impl Node {
             reply,
         })
         .await
+    }
+
+    /// Decides one scan of a presentation the scanner named (`presentation`: an id it sends
+    /// again with each ask of one presentation, [`presented`]): the first ask is decided,
+    /// and every ask of it gets that answer, also one that came while it was decided and
+    /// one long after the repeat window. The decision goes on if the asking connection drops
+    /// (the scanner gave up), so its retry gets it. Without an id, as [`Node::scan`].
+    pub async fn scan_presented(
+        &self,
+        code: &str,
+        scanner: &str,
+        direction: Direction,
+        presentation: Option<&str>,
+    ) -> Result<ScanResult, NodeError> {
+        let Some(id) = presentation else {
+            return self.scan(code, scanner, direction).await;
+        };
+        if gatemesh_wire::Label::parse(id).is_none() {
+            return Err(NodeError::BadInput(
+                "presentation must be 1-64 bytes of printable text".into(),
+            ));
+        }
+        if gatemesh_wire::Label::parse(scanner).is_none() {
+            return Err(NodeError::BadInput(
+                "scanner must be 1-64 bytes of printable text".into(),
+            ));
+        }
+        let asked = self
+            .shared
+            .presentations
+            .ask(scanner, id, code, std::time::Instant::now())?;
+        match asked {
+            presented::Ask::Again(answer) => match presented::answer_of(answer).await {
+                Some(result) => Ok(result),
+                // Its first ask failed (nothing stored): this one decides.
+                None => self.scan(code, scanner, direction).await,
+            },
+            presented::Ask::First(tx) => {
+                let (node, code, scanner) = (self.clone(), code.to_owned(), scanner.to_owned());
+                let deciding = tokio::spawn(async move {
+                    let result = node.scan(&code, &scanner, direction).await;
+                    presented::decided(tx, &result);
+                    result
+                });
+                deciding
+                    .await
+                    .map_err(|e| NodeError::Internal(format!("deciding a scan: {e}")))?
+            }
+        }
     }
 
     /// Guests whose name or order contains `query`, or whose ticket id or seat starts with

@@ -265,6 +265,67 @@ async fn admit_repeat_and_duplicate_naming_the_first_gate() {
     gate.stop().await;
 }
 
+/// A scanner that names its presentations gets the first ask's answer with every ask of
+/// one, whenever it asks: here the repeat window is off (0 ms), so without the name the
+/// scanner's retry would be yellow.
+#[tokio::test]
+async fn every_ask_of_a_named_presentation_gets_the_first_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let issuer = Issuer::new();
+    let policy = Policy {
+        repeat_window_ms: 0,
+        ..Policy::default()
+    };
+    let gate = Gate::start(dir.path(), "North 1", &issuer, None, policy).await;
+    let ask = |code: &str, presentation: Option<&str>| {
+        let mut body = json!({ "code": code, "scanner": "s1" });
+        if let Some(p) = presentation {
+            body["presentation"] = json!(p);
+        }
+        gate.post("/v1/scan", body)
+    };
+    let (tid, other) = (TicketId::generate(), TicketId::generate());
+    let code = issuer.ticket(&tid);
+
+    // Asked twice at once (the first ask's reply lost, the scanner asking again): one
+    // decision, one redemption, the same answer.
+    let ((s1, a1), (s2, a2)) = tokio::join!(ask(&code, Some("p-1")), ask(&code, Some("p-1")));
+    assert_eq!((s1, s2), (StatusCode::OK, StatusCode::OK));
+    assert_eq!(verdict(&a1), ("admit", "valid"), "{a1}");
+    assert_eq!(a1, a2);
+    // Asked again later, past the window: the first answer still.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let (_, again) = ask(&code, Some("p-1")).await;
+    assert_eq!(again, a1);
+    // A new presentation of the code (another id, or none) is a copy.
+    let (_, copy) = ask(&code, Some("p-2")).await;
+    assert_eq!(verdict(&copy), ("duplicate", "already_admitted"), "{copy}");
+    assert_eq!(copy["first"]["redemption_id"], a1["redemption_id"]);
+    let (_, copy) = ask(&code, None).await;
+    assert_eq!(verdict(&copy), ("duplicate", "already_admitted"), "{copy}");
+    // The same id for another code is the scanner's fault: refused, nothing stored.
+    let (status, body) = ask(&issuer.ticket(&other), Some("p-1")).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    let (_, t) = gate.get(&format!("/v1/tickets/{other}")).await;
+    assert!(t["redemptions"].as_array().is_none_or(Vec::is_empty), "{t}");
+    // Ids are another scanner's own: its p-1 is its first presentation.
+    let (_, theirs) = gate
+        .post(
+            "/v1/scan",
+            json!({ "code": issuer.ticket(&other), "scanner": "s2", "presentation": "p-1" }),
+        )
+        .await;
+    assert_eq!(verdict(&theirs), ("admit", "valid"), "{theirs}");
+    for bad in ["", &"x".repeat(65), "a\nb"] {
+        let (status, body) = ask(&code, Some(bad)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad:?}: {body}");
+    }
+
+    let (_, t) = gate.get(&format!("/v1/tickets/{tid}")).await;
+    assert_eq!(t["redemptions"].as_array().unwrap().len(), 1, "{t}");
+    gate.stop().await;
+}
+
 #[tokio::test]
 async fn every_reject_reason() {
     let dir = tempfile::tempdir().unwrap();

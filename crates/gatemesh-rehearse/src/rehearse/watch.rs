@@ -691,15 +691,20 @@ impl Watch {
 }
 
 /// Sends one code to a gate and waits for the answer; a gate that is down (killed,
-/// restarting) is tried again every 100 ms, as a scanner's queue would.
+/// restarting) or that did not answer in time is asked again every 100 ms, as a scanner's
+/// queue would, naming the presentation (the same id with each ask) so that the gate gives
+/// every ask the first one's answer.
 async fn shoot(gate: &At, code: &str, scanner: &str) -> (Shot, f64) {
+    static PRESENTED: AtomicU64 = AtomicU64::new(0);
+    let presentation = format!("p{}", PRESENTED.fetch_add(1, Ordering::Relaxed));
     let first_try = Instant::now();
     // The first ask the gate took in and did not answer in time: the answer's latency counts
     // from it (the wait before it, a gate down or restarting, is the time waited).
     let mut taken_in: Option<Instant> = None;
     loop {
         let sent = Instant::now();
-        match gate.scan(json!({ "code": code, "scanner": scanner })).await {
+        let ask = json!({ "code": code, "scanner": scanner, "presentation": presentation });
+        match gate.scan(ask).await {
             Ok(v) => {
                 let asked = taken_in.unwrap_or(sent);
                 let shot = Shot {
@@ -744,15 +749,18 @@ mod tests {
     use crate::rehearse::fleet::SCAN_TIMEOUT;
 
     /// A gate on loopback that answers its first scan only after the scanner gave up on it
-    /// and every later one at once, each with a green answer; counts the scans it took in.
-    async fn slow_first_gate() -> (std::net::SocketAddr, Arc<AtomicUsize>) {
+    /// and every later one at once, each with a green answer; keeps the bodies of the scans
+    /// it took in.
+    async fn slow_first_gate() -> (std::net::SocketAddr, Arc<std::sync::Mutex<Vec<Value>>>) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let asks = Arc::new(AtomicUsize::new(0));
-        let counted = asks.clone();
+        let asks = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let counted = Arc::new(AtomicUsize::new(0));
+        let kept = asks.clone();
         tokio::spawn(async move {
             while let Ok((mut sock, _)) = listener.accept().await {
                 let n = counted.fetch_add(1, Ordering::SeqCst);
+                let kept = kept.clone();
                 tokio::spawn(async move {
                     let mut got = Vec::new();
                     let mut buf = [0u8; 4096];
@@ -773,6 +781,9 @@ mod tests {
                                 .and_then(|v| v.trim().parse::<usize>().ok())
                                 .unwrap_or(0);
                             if got.len() >= head + 4 + length {
+                                let body =
+                                    serde_json::from_slice(&got[head + 4..]).unwrap_or(Value::Null);
+                                kept.lock().unwrap().push(body);
                                 break;
                             }
                         }
@@ -803,8 +814,12 @@ mod tests {
         )
         .unwrap();
         let (shot, waited) = shoot(&gate, "GM1:code", "lane-1").await;
-        // The scanner gave up on its first ask and asked again; the second got the answer.
-        assert_eq!(asks.load(Ordering::SeqCst), 2);
+        // The scanner gave up on its first ask and asked again, naming the presentation
+        // the same; the second got the answer.
+        let asks = asks.lock().unwrap().clone();
+        assert_eq!(asks.len(), 2, "{asks:?}");
+        assert!(asks[0]["presentation"].is_string(), "{asks:?}");
+        assert_eq!(asks[0]["presentation"], asks[1]["presentation"]);
         assert_eq!(
             (shot.verdict.as_str(), shot.reason.as_str()),
             ("admit", "valid")
