@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
 mod fleet;
-mod load;
+pub(crate) mod load;
 mod net;
 mod plan;
 mod plot;

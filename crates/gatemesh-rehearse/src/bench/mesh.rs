@@ -20,6 +20,11 @@ pub struct Args {
     /// Admissions on each side of the partition.
     #[arg(long, default_value_t = 5_000)]
     diverged: usize,
+    /// Admissions both gates hold before the partition (one's ledger imported into the
+    /// other): the heal's gap is then a part of each ledger, sent as changes and taken in
+    /// parts, as at a venue, not a whole ledger.
+    #[arg(long, default_value_t = 0)]
+    held: usize,
     /// Also write the report (JSON, as printed) to this file.
     #[arg(long)]
     pub(crate) report: Option<std::path::PathBuf>,
@@ -134,15 +139,23 @@ pub async fn run(args: &Args) -> Result<serde_json::Value> {
         args.diverged
     );
     let (c, d) = (b.node("gate-c")?, b.node("gate-d")?);
+    if args.held > 0 {
+        eprintln!("both gates holding {} admissions first…", args.held);
+        for (_, code) in &b.codes(args.held)? {
+            c.scan(code, "s", Direction::Entry).await?;
+        }
+        d.import_ledger(c.export_ledger().await?).await?;
+    }
     let codes = b.codes(2 * args.diverged)?;
     for (i, (_, code)) in codes.iter().enumerate() {
         let side = if i % 2 == 0 { &c } else { &d };
         side.scan(code, "s", Direction::Entry).await?;
     }
     let c_addr = b.join(&c, "gate-c", vec![])?;
+    let cpu_before = crate::rehearse::load::cpu_time(std::process::id())?;
     let start = Instant::now();
     b.join(&d, "gate-d", vec![c_addr])?;
-    let total = 2 * args.diverged;
+    let total = args.held + 2 * args.diverged;
     wait_until(
         || async {
             Ok(
@@ -154,6 +167,7 @@ pub async fn run(args: &Args) -> Result<serde_json::Value> {
     )
     .await?;
     let converged = start.elapsed();
+    let cpu = crate::rehearse::load::cpu_time(std::process::id())? - cpu_before;
     let wire: u64 = d
         .peers()
         .iter()
@@ -168,7 +182,12 @@ pub async fn run(args: &Args) -> Result<serde_json::Value> {
         "propagation_admit_to_known": summary(latencies),
         "wire_bytes_per_redemption": per_redemption.round(),
         "partition_each_side": args.diverged,
+        "held_before": args.held,
         "convergence_ms": round(converged.as_secs_f64() * 1000.0),
+        "convergence_cpu_ms": round(cpu.as_secs_f64() * 1000.0),
+        "convergence_cpu_us_per_change_taken": round(
+            cpu.as_secs_f64() * 1e6 / (2 * args.diverged).max(1) as f64
+        ),
         "convergence_wire_bytes": wire,
     }))
 }

@@ -26,7 +26,7 @@ fn ticks_per_s() -> f64 {
 
 /// CPU time (user and system, every thread, living or exited) of process `pid` so far; a
 /// killed process not yet reaped still reports its whole life.
-pub(super) fn cpu_time(pid: u32) -> Result<Duration> {
+pub(crate) fn cpu_time(pid: u32) -> Result<Duration> {
     Ok(stat(pid)?.0)
 }
 
