@@ -83,6 +83,13 @@ impl Summary {
         self.0.iter()
     }
 
+    /// How many changes the ledger holds, of every writer.
+    pub fn held(&self) -> usize {
+        self.0.values().fold(0usize, |n, tip| {
+            n.saturating_add(usize::try_from(tip.seq).unwrap_or(usize::MAX))
+        })
+    }
+
     /// How many changes this summary's ledger holds that `other`'s lacks, by the writers'
     /// sequence numbers.
     pub fn lacked_by(&self, other: &Summary) -> usize {

@@ -1139,6 +1139,70 @@ fn a_gate_that_holds_nothing_yet_gets_the_whole_ledger_in_one_message() {
     assert_eq!(whole.len(), 1, "one whole ledger: {from_north:?}");
 }
 
+/// After a partition a gate lacks a third or more of its peer's ledger, for which automerge
+/// sends the whole document: the peer checks every change of it and loads it whole. A peer
+/// whose summary says it holds most of the ledger gets the changes it lacks; one that
+/// lacks most still gets the whole document.
+#[test]
+fn a_peer_that_holds_most_of_the_ledger_gets_its_gap_not_the_whole_ledger() {
+    let t0 = 1_795_000_000_000;
+    // North and South hold 100 admissions; apart, North admits 80 more: South lacks 80 of
+    // North's ~180 changes (over a third). Returns what South learned and the kinds of
+    // North's messages.
+    let heal = |told: bool, late: bool| {
+        let (mut north, mut south) = (Gate::new("North"), Gate::new("South"));
+        for i in 0..100 {
+            north.scan(&TicketId::generate(), "n1", t0 + i);
+        }
+        if !late {
+            sync_pair(&mut north.ledger, &mut south.ledger);
+        }
+        for i in 0..80 {
+            north.scan(&TicketId::generate(), "n1", t0 + 1_000 + i);
+        }
+        let mut states: (gatemesh_ledger::PeerSync, gatemesh_ledger::PeerSync) = Default::default();
+        if told {
+            // South's summary, as it comes every second: North keeps it.
+            let summary = south.ledger.summary_message(&[]);
+            let plan = gatemesh_ledger::RelayPlan {
+                now_ms: t0 + 2_000,
+                noted_before: 0,
+                me: "North",
+                most: 0,
+                frame_most: 0,
+            };
+            north.ledger.relay(&mut states.0, &summary, &plan).unwrap();
+        }
+        let mut sent = Vec::new();
+        let (_, learned) = sync_pair_watched(
+            &mut north.ledger,
+            &mut south.ledger,
+            &mut states,
+            20,
+            |from_north, m| {
+                if from_north {
+                    sent.push(m[0]);
+                }
+            },
+        );
+        assert_eq!(south.ledger.redemption_count(), 180);
+        (learned, sent)
+    };
+    let (learned, sent) = heal(false, false);
+    assert_eq!(learned, 80);
+    assert!(
+        sent.contains(&WHOLE_MESSAGE),
+        "automerge's own rule: {sent:?}"
+    );
+    let (learned, sent) = heal(true, false);
+    assert_eq!(learned, 80);
+    assert!(!sent.contains(&WHOLE_MESSAGE), "its gap only: {sent:?}");
+    // A gate that holds nothing gets the whole ledger, its summary told or not.
+    let (learned, sent) = heal(true, true);
+    assert!(learned >= 180, "{learned}");
+    assert!(sent.contains(&WHOLE_MESSAGE), "{sent:?}");
+}
+
 #[test]
 fn the_sync_protocol_converges_and_flags_concurrent_admits() {
     let (mut a, mut b) = (Gate::new("A"), Gate::new("B"));
