@@ -951,10 +951,11 @@ async fn serve(
         relayed: 0,
         stats: None,
     };
-    {
+    let replaced = {
         let Ok(mut registry) = ctx.registry.lock() else {
             return;
         };
+        let replaced = registry.live.contains_key(&peer.name);
         if let Some(existing) = registry.live.get(&peer.name) {
             // Both dialed: the connection dialed by the smaller name wins, on both sides.
             let winner = ctx.me.name.clone().min(peer.name.clone());
@@ -979,6 +980,18 @@ async fn serve(
                 cert,
             },
         );
+        replaced
+    };
+    // The peer's sync state is per connection: one that took another's place starts afresh
+    // (the session it replaced, ending, leaves the state alone: see below).
+    if replaced {
+        let _ = ctx
+            .port
+            .requests
+            .send(SyncRequest::Forget {
+                peer: peer.name.clone(),
+            })
+            .await;
     }
     ctx.neighbours_changed();
     // Closed by either side, for any reason: the sessions read who is reached again.
@@ -1005,12 +1018,14 @@ async fn serve(
             at_ms: now_ms(),
         });
     }
+    let mut was_live = false;
     if let Ok(mut registry) = ctx.registry.lock()
         && registry
             .live
             .get(&peer.name)
             .is_some_and(|l| l.conn.stable_id() == conn.stable_id())
     {
+        was_live = true;
         registry.live.remove(&peer.name);
         ctx.neighbours_changed();
         let address = conn.remote_address().to_string();
@@ -1034,11 +1049,18 @@ async fn serve(
     // Its end is known now (and it is no longer registered); a connection left open is
     // closed with the endpoint.
     closed.abort();
-    let _ = ctx
-        .port
-        .requests
-        .send(SyncRequest::Forget { peer: peer.name })
-        .await;
+    // Only the live connection's end forgets the peer's sync state. One that another took
+    // the place of (both sides dialled, or it was lost and the peer came back) ends while
+    // the new one syncs: forgetting then wiped the new session's state mid-round (what the
+    // peer has, its last summary), and at a 32-gate heal peers that lacked a third of the
+    // ledger were sent it whole.
+    if was_live {
+        let _ = ctx
+            .port
+            .requests
+            .send(SyncRequest::Forget { peer: peer.name })
+            .await;
+    }
 }
 
 /// The peer's certificate (DER), as the handshake gave it.

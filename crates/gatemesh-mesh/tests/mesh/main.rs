@@ -208,3 +208,196 @@ async fn an_oversized_frame_is_refused_before_it_is_read() {
     let err = server.await.unwrap().unwrap_err();
     assert!(err.contains("frame"), "{err}");
 }
+
+/// What a ledger's owner was asked, in order: the kind of request and the peer.
+type Asked = std::sync::Arc<std::sync::Mutex<Vec<(&'static str, String)>>>;
+
+/// A ledger's owner for a mesh under test: answers every request with nothing to send, and
+/// keeps what it was asked, in order (the kind and the peer). With `hold`, the first summary
+/// asked for that peer is answered only once told (the session that asked waits there).
+fn owner(
+    hold: Option<(&'static str, tokio::sync::oneshot::Receiver<()>)>,
+) -> (gatemesh_mesh::session::SyncPort, Asked) {
+    use gatemesh_mesh::session::{OurSummary, SyncPort, SyncRequest};
+    let (requests, mut rx) = tokio::sync::mpsc::channel(256);
+    let (pushes, _) = tokio::sync::broadcast::channel(64);
+    let (_stats_tx, stats) = tokio::sync::watch::channel(std::sync::Arc::new(Vec::new()));
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = asked.clone();
+    tokio::spawn(async move {
+        let _stats = _stats_tx;
+        let mut hold = hold;
+        while let Some(request) = rx.recv().await {
+            let note = |kind: &'static str, peer: &str| {
+                kept.lock().unwrap().push((kind, peer.to_owned()));
+            };
+            match request {
+                SyncRequest::Summary { peer, reply, .. } => {
+                    note("summary", &peer);
+                    match hold.take_if(|(held, _)| *held == peer) {
+                        // Answered once told; the owner goes on meanwhile.
+                        Some((_, go)) => {
+                            tokio::spawn(async move {
+                                let _ = go.await;
+                                let _ = reply.send(OurSummary::default());
+                            });
+                        }
+                        None => {
+                            let _ = reply.send(OurSummary::default());
+                        }
+                    }
+                }
+                SyncRequest::Forget { peer } => note("forget", &peer),
+                SyncRequest::Generate { peer, reply, .. } => {
+                    note("generate", &peer);
+                    let _ = reply.send(None);
+                }
+                SyncRequest::Receive { peer, reply, .. } => {
+                    note("receive", &peer);
+                    let _ = reply.send(Ok(()));
+                }
+                SyncRequest::Push { peer, reply, .. } => {
+                    note("push", &peer);
+                    let _ = reply.send(Ok(false));
+                }
+                SyncRequest::Pushed { peer, .. } => note("pushed", &peer),
+                SyncRequest::TheirSummary { peer, reply, .. } => {
+                    note("their summary", &peer);
+                    let _ = reply.send(Ok(Default::default()));
+                }
+                SyncRequest::Need { peer, reply, .. } => {
+                    note("need", &peer);
+                    let _ = reply.send(Ok(Default::default()));
+                }
+            }
+        }
+    });
+    (
+        SyncPort {
+            requests,
+            pushes,
+            stats,
+        },
+        asked,
+    )
+}
+
+fn mesh_config(
+    identity: &std::path::Path,
+    peers: Vec<SocketAddr>,
+) -> gatemesh_mesh::session::MeshConfig {
+    gatemesh_mesh::session::MeshConfig {
+        identity: gatemesh_mesh::pki::Identity::load(identity).unwrap(),
+        bind: "127.0.0.1:0".parse().unwrap(),
+        static_peers: peers,
+        discovery: None,
+        exchange_peers: false,
+    }
+}
+
+/// B's side of a connection to A, made by hand (as a gate's dial loop makes one, but never
+/// again by itself): the handshake, then the hello frame that opens the session.
+async fn connect_as(
+    identity: &gatemesh_mesh::pki::Identity,
+    to: SocketAddr,
+) -> (
+    Endpoint,
+    quinn::Connection,
+    (quinn::SendStream, quinn::RecvStream),
+) {
+    let ep = mesh_endpoint(
+        &identity.trust,
+        &identity.creds,
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .unwrap();
+    let (conn, _) = timeout(T, dial(&ep, to, EVENT)).await.unwrap().unwrap();
+    let (mut send, recv) = conn.open_bi().await.unwrap();
+    write_frame(&mut send, &[]).await.unwrap();
+    (ep, conn, (send, recv))
+}
+
+/// Waits (at most [`T`]) until `done`.
+async fn until(done: impl Fn() -> bool) {
+    timeout(T, async {
+        while !done() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap();
+}
+
+/// A peer's connection lost and made again (or made both ways at once): the new one takes
+/// the old one's place while the old session still runs. The old session's end must leave
+/// the peer's sync state alone: forgetting it then wiped the new session's (what the peer
+/// has, its last summary, a catch-up being taken) mid-round.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_that_another_took_the_place_of_leaves_the_peers_state_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca_dir = dir.path().join("ca");
+    gatemesh_mesh::pki::write_new_ca(&ca_dir, EVENT, 30).unwrap();
+    for name in ["a", "b"] {
+        gatemesh_mesh::pki::enroll_into(&ca_dir, &dir.path().join(name), Role::Gate, name, 30)
+            .unwrap();
+    }
+    let (go, held) = tokio::sync::oneshot::channel();
+    let (a_port, asked) = owner(Some(("b", held)));
+    let a = gatemesh_mesh::session::Mesh::start(mesh_config(&dir.path().join("a"), vec![]), a_port)
+        .unwrap();
+    let a_addr = a.local_addr().unwrap();
+    let summaries = || {
+        asked
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(k, p)| *k == "summary" && p == "b")
+            .count()
+    };
+    let b = gatemesh_mesh::pki::Identity::load(&dir.path().join("b")).unwrap();
+    // B connects; A's owner holds its first summary for B: that session waits there.
+    let (_ep1, first, _s1) = connect_as(&b, a_addr).await;
+    until(|| summaries() == 1).await;
+    // B again, on a connection of its own (the first lost, which A does not know yet): it
+    // takes the first one's place at A, and its session asks for its own summary.
+    let (ep2, second, _s2) = connect_as(&b, a_addr).await;
+    let b2_addr = ep2.local_addr().unwrap().to_string();
+    until(|| summaries() == 2).await;
+    assert!(
+        a.peers()
+            .iter()
+            .any(|p| p.name == "b" && p.connected && p.address == b2_addr),
+        "{:?}",
+        a.peers()
+    );
+    assert!(first.close_reason().is_some(), "A closed the first");
+    // The old session goes on, and ends.
+    go.send(()).unwrap();
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    let asked = asked.lock().unwrap().clone();
+    let new_session = asked
+        .iter()
+        .enumerate()
+        .filter(|(_, (k, p))| *k == "summary" && p == "b")
+        .nth(1)
+        .map(|(i, _)| i)
+        .unwrap();
+    let forgotten_late = asked
+        .iter()
+        .enumerate()
+        .any(|(i, (k, p))| i > new_session && *k == "forget" && p == "b");
+    assert!(
+        !forgotten_late,
+        "B forgotten while its new session syncs: {asked:?}"
+    );
+    // The new one started afresh: B's state was forgotten before it, once.
+    let forgotten: Vec<usize> = asked
+        .iter()
+        .enumerate()
+        .filter(|(_, (k, p))| *k == "forget" && p == "b")
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(forgotten.len(), 1, "{asked:?}");
+    assert!(second.close_reason().is_none());
+    a.shutdown().await;
+}
