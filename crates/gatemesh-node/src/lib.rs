@@ -88,6 +88,19 @@ impl From<LedgerError> for NodeError {
     }
 }
 
+/// Refuses the first of `values` (named) that is not a label: 1-64 bytes of printable text.
+fn labels(values: &[(&str, &str)]) -> Result<(), NodeError> {
+    match values
+        .iter()
+        .find(|(_, value)| gatemesh_wire::Label::parse(value).is_none())
+    {
+        Some((what, _)) => Err(NodeError::BadInput(format!(
+            "{what} must be 1-64 bytes of printable text"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// How a gate is set up.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -439,11 +452,7 @@ impl Node {
                     .into(),
             ));
         }
-        if gatemesh_wire::Label::parse(scanner).is_none() {
-            return Err(NodeError::BadInput(
-                "scanner must be 1-64 bytes of printable text".into(),
-            ));
-        }
+        labels(&[("scanner", scanner)])?;
         let now_ms = gate::now_ms();
         let verified = Box::new(self.shared.verifier.verify(code, now_ms / 1000));
         // Like the signature, the gate's lists are checked before the ledger: a ticket no list
@@ -482,20 +491,13 @@ impl Node {
         let Some(id) = presentation else {
             return self.scan(code, scanner, direction).await;
         };
-        if gatemesh_wire::Label::parse(id).is_none() {
-            return Err(NodeError::BadInput(
-                "presentation must be 1-64 bytes of printable text".into(),
-            ));
-        }
-        if gatemesh_wire::Label::parse(scanner).is_none() {
-            return Err(NodeError::BadInput(
-                "scanner must be 1-64 bytes of printable text".into(),
-            ));
-        }
-        let asked = self
-            .shared
-            .presentations
-            .ask(scanner, id, code, std::time::Instant::now())?;
+        labels(&[("presentation", id), ("scanner", scanner)])?;
+        let asked = self.shared.presentations.ask(
+            scanner,
+            id,
+            (code, direction),
+            std::time::Instant::now(),
+        )?;
         match asked {
             presented::Ask::Again(answer) => match presented::answer_of(answer).await {
                 Some(result) => Ok(result),
@@ -548,13 +550,7 @@ impl Node {
                     .into(),
             ));
         }
-        for (what, value) in [("staff", staff.trim()), ("scanner", scanner)] {
-            if gatemesh_wire::Label::parse(value).is_none() {
-                return Err(NodeError::BadInput(format!(
-                    "{what} must be 1-64 bytes of printable text"
-                )));
-            }
-        }
+        labels(&[("staff", staff.trim()), ("scanner", scanner)])?;
         let Some(guest) = self.shared.guests.get(tid) else {
             return Err(NodeError::NotFound(format!(
                 "no guest with ticket {tid} in the server's manifest (finding guests is the \

@@ -23,6 +23,8 @@ use std::{
 
 use tokio::sync::watch;
 
+use gatemesh_ledger::Direction;
+
 use crate::{NodeError, ScanResult};
 
 /// How long a presentation's answer is kept.
@@ -38,8 +40,9 @@ type Key = (String, String);
 type Answer = watch::Receiver<Option<ScanResult>>;
 
 struct Kept {
-    /// The code presented, as sent.
+    /// The code presented, as sent, and which way.
     code: String,
+    direction: Direction,
     answer: Answer,
     /// Which ask made it ([`Inner::order`]).
     seq: u64,
@@ -73,14 +76,14 @@ pub(crate) enum Ask {
 }
 
 impl Presentations {
-    /// An ask of presentation `id` of `scanner`, for `code`. Refused when the scanner named
-    /// another code's presentation so (its ids are not unique: a fault to see, not to paper
-    /// over by answering another guest's answer).
+    /// An ask of presentation `id` of `scanner`, for `code` going `direction`. Refused when
+    /// the scanner named another code's presentation so, or one the other way (its ids are
+    /// not unique: a fault to see, not to paper over by answering another guest's answer).
     pub(crate) fn ask(
         &self,
         scanner: &str,
         id: &str,
-        code: &str,
+        (code, direction): (&str, Direction),
         now: Instant,
     ) -> Result<Ask, NodeError> {
         let mut inner = self
@@ -90,10 +93,10 @@ impl Presentations {
         inner.forget(now);
         let key = (scanner.to_owned(), id.to_owned());
         if let Some(kept) = inner.kept.get(&key).filter(|kept| !kept.failed()) {
-            if kept.code != code {
+            if kept.code != code || kept.direction != direction {
                 return Err(NodeError::Conflict(format!(
-                    "scanner {scanner} named another code's presentation {id}: a presentation \
-                     id names one presentation of one code"
+                    "scanner {scanner} named another presentation {id}: a presentation id \
+                     names one presentation of one code, one way"
                 )));
             }
             return Ok(Ask::Again(kept.answer.clone()));
@@ -105,6 +108,7 @@ impl Presentations {
             key.clone(),
             Kept {
                 code: code.to_owned(),
+                direction,
                 answer,
                 seq,
             },
@@ -184,30 +188,46 @@ mod tests {
     #[test]
     fn kept_answers_go_after_a_while_and_past_the_most() {
         let (p, t0) = (Presentations::default(), Instant::now());
-        let Ok(Ask::First(tx)) = p.ask("s1", "a", "CODE", t0) else {
+        let Ok(Ask::First(tx)) = p.ask("s1", "a", ("CODE", Direction::Entry), t0) else {
             panic!("first ask")
         };
         decided(tx, &Ok(answer()));
-        assert!(matches!(p.ask("s1", "a", "CODE", t0), Ok(Ask::Again(_))));
         assert!(matches!(
-            p.ask("s1", "a", "OTHER", t0),
+            p.ask("s1", "a", ("CODE", Direction::Entry), t0),
+            Ok(Ask::Again(_))
+        ));
+        assert!(matches!(
+            p.ask("s1", "a", ("OTHER", Direction::Entry), t0),
             Err(NodeError::Conflict(_))
         ));
         assert!(matches!(
-            p.ask("s1", "a", "CODE", t0 + KEPT_FOR),
+            p.ask("s1", "a", ("CODE", Direction::Exit), t0),
+            Err(NodeError::Conflict(_))
+        ));
+        assert!(matches!(
+            p.ask("s1", "a", ("CODE", Direction::Entry), t0 + KEPT_FOR),
             Ok(Ask::First(_))
         ));
         // Past the most kept, the oldest go first.
         let p = Presentations::default();
         for i in 0..KEPT_MOST + 10 {
-            if let Ok(Ask::First(tx)) = p.ask("s1", &i.to_string(), "CODE", t0) {
+            if let Ok(Ask::First(tx)) = p.ask("s1", &i.to_string(), ("CODE", Direction::Entry), t0)
+            {
                 decided(tx, &Ok(answer()));
             }
         }
         assert!(p.len() <= KEPT_MOST, "{}", p.len());
-        assert!(matches!(p.ask("s1", "0", "CODE", t0), Ok(Ask::First(_))));
         assert!(matches!(
-            p.ask("s1", &(KEPT_MOST + 9).to_string(), "CODE", t0),
+            p.ask("s1", "0", ("CODE", Direction::Entry), t0),
+            Ok(Ask::First(_))
+        ));
+        assert!(matches!(
+            p.ask(
+                "s1",
+                &(KEPT_MOST + 9).to_string(),
+                ("CODE", Direction::Entry),
+                t0
+            ),
             Ok(Ask::Again(_))
         ));
     }
@@ -215,10 +235,10 @@ mod tests {
     #[tokio::test]
     async fn a_first_ask_that_failed_leaves_the_next_to_decide() {
         let (p, t0) = (Presentations::default(), Instant::now());
-        let Ok(Ask::First(tx)) = p.ask("s1", "a", "CODE", t0) else {
+        let Ok(Ask::First(tx)) = p.ask("s1", "a", ("CODE", Direction::Entry), t0) else {
             panic!("first ask")
         };
-        let Ok(Ask::Again(waiting)) = p.ask("s1", "a", "CODE", t0) else {
+        let Ok(Ask::Again(waiting)) = p.ask("s1", "a", ("CODE", Direction::Entry), t0) else {
             panic!("second ask")
         };
         decided(tx, &Err(NodeError::Stopped));
@@ -226,10 +246,10 @@ mod tests {
             answer_of(waiting).await.is_none(),
             "the waiting ask decides"
         );
-        let Ok(Ask::First(tx)) = p.ask("s1", "a", "CODE", t0) else {
+        let Ok(Ask::First(tx)) = p.ask("s1", "a", ("CODE", Direction::Entry), t0) else {
             panic!("nothing kept of the failed one")
         };
-        let Ok(Ask::Again(waiting)) = p.ask("s1", "a", "CODE", t0) else {
+        let Ok(Ask::Again(waiting)) = p.ask("s1", "a", ("CODE", Direction::Entry), t0) else {
             panic!("second ask")
         };
         decided(tx, &Ok(answer()));

@@ -308,6 +308,14 @@ async fn every_ask_of_a_named_presentation_gets_the_first_answer() {
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     let (_, t) = gate.get(&format!("/v1/tickets/{other}")).await;
     assert!(t["redemptions"].as_array().is_none_or(Vec::is_empty), "{t}");
+    // So is it for the same code the other way.
+    let (status, body) = gate
+        .post(
+            "/v1/scan",
+            json!({ "code": code, "scanner": "s1", "presentation": "p-1", "direction": "exit" }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
     // Ids are another scanner's own: its p-1 is its first presentation.
     let (_, theirs) = gate
         .post(
