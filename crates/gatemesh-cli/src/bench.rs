@@ -8,6 +8,11 @@ use gatemesh_rehearse::bench::{self, Args};
 use serde_json::Value;
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    // The gates a bench runs in this process log only when asked (GATEMESH_LOG or
+    // RUST_LOG): what they did is part of a diagnosis, not of the report.
+    if std::env::var_os("GATEMESH_LOG").is_some() || std::env::var_os("RUST_LOG").is_some() {
+        crate::log::init(crate::log::LogFormat::Text);
+    }
     let gatemesh = std::env::current_exe()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -28,6 +28,11 @@ pub struct Args {
     /// Also write the report (JSON, as printed) to this file.
     #[arg(long)]
     pub(crate) report: Option<std::path::PathBuf>,
+    /// A `perf record --control fifo:PATH -D -1` control FIFO: `enable` is written to it as
+    /// the partition heals and `disable` once both gates converged, so a profile holds the
+    /// convergence alone, not the set-up.
+    #[arg(long)]
+    perf_control: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -153,6 +158,13 @@ pub async fn run(args: &Args) -> Result<serde_json::Value> {
     }
     let c_addr = b.join(&c, "gate-c", vec![])?;
     let cpu_before = crate::rehearse::load::cpu_time(std::process::id())?;
+    let perf = |command: &str| -> Result<()> {
+        if let Some(fifo) = &args.perf_control {
+            std::fs::write(fifo, format!("{command}\n"))?;
+        }
+        Ok(())
+    };
+    perf("enable")?;
     let start = Instant::now();
     b.join(&d, "gate-d", vec![c_addr])?;
     let total = args.held + 2 * args.diverged;
@@ -168,6 +180,7 @@ pub async fn run(args: &Args) -> Result<serde_json::Value> {
     .await?;
     let converged = start.elapsed();
     let cpu = crate::rehearse::load::cpu_time(std::process::id())? - cpu_before;
+    perf("disable")?;
     let wire: u64 = d
         .peers()
         .iter()
