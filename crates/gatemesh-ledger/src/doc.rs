@@ -1934,6 +1934,37 @@ impl SyncInParts {
     }
 }
 
+/// Checks ahead, on every core and off the thread that decides scans, the signatures of
+/// changes a peer pushed or relayed (after a heal, hundreds of its own and its side's at a
+/// time), as [`SyncInParts::precheck`] does a catch-up's: those found good join `vouched`,
+/// and the writer's full check of the push ([`Ledger::receive_changes`]) then costs a
+/// digest for each where it cost an ECDSA verification. Nothing is decided or kept but
+/// that; a push that does not read, or that would inflate past the bounds, is left to the
+/// writer to refuse. Returns how many signatures were found good.
+pub fn precheck_pushed(
+    bytes: &[u8],
+    event: &EventId,
+    trust: &Trust,
+    vouched: &crate::admit::Vouched,
+) -> usize {
+    let readable = bounded(bytes, "pushed changes")
+        .and_then(|()| crate::admit::Inflation::default().all(bytes))
+        .and_then(|()| guarded(|| crate::admit::all_changes(bytes)));
+    let Ok(changes) = readable else {
+        return 0;
+    };
+    let Ok(genesis) = AutoCommit::load(&crate::layout::genesis(event)) else {
+        return 0;
+    };
+    let Ok(roots) = roots_of(&genesis) else {
+        return 0;
+    };
+    // automerge may panic on a crafted change as its operations are read: the writer's
+    // check refuses such a push, this is only a look ahead.
+    guarded(|| Ok(crate::admit::precheck(&roots, trust, event, &changes, vouched).len()))
+        .unwrap_or(0)
+}
+
 /// One peer's side of the Automerge sync protocol: what this node believes the peer has.
 /// Kept per connection; a fresh state after a reconnect costs one extra round trip.
 #[derive(Debug, Default)]

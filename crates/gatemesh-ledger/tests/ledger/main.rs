@@ -1632,6 +1632,49 @@ fn a_message_that_carries_no_certificates_is_prechecked_with_those_the_ledger_ho
 }
 
 #[test]
+fn a_push_checked_ahead_is_taken_without_verifying_its_signatures_again() {
+    // North and East met; then North admitted 30 while apart, and relays them to East as
+    // one push. Checked ahead with what East's ledger shares (its certificates, the
+    // signatures found good), the 30 are found good; East's writer then takes the push and
+    // verifies none of them (the shared set does not grow). Bytes that are no push are
+    // found nothing in.
+    let (mut north, mut east) = (Gate::new("North"), Gate::new("East"));
+    let vouched = std::sync::Arc::new(gatemesh_ledger::Vouched::default());
+    east.ledger.share_vouched(vouched.clone());
+    let t0 = 1_795_000_000_000;
+    for i in 0..10 {
+        north.scan(&TicketId::generate(), "n1", t0 + i);
+    }
+    sync_pair(&mut north.ledger, &mut east.ledger);
+    let push: Vec<u8> = (0..30)
+        .flat_map(|i| {
+            let r = redemption(&mut north.ledger, &TicketId::generate(), t0 + 100 + i);
+            north.ledger.record_redemption(&r).unwrap().unwrap().bytes
+        })
+        .collect();
+    let trust = trust_of(&event());
+    let before = vouched.len();
+    assert_eq!(
+        gatemesh_ledger::precheck_pushed(&push, &event(), &trust, &vouched),
+        30
+    );
+    assert_eq!(vouched.len(), before + 30);
+    let taken = east
+        .ledger
+        .receive_changes(&mut gatemesh_ledger::PeerSync::default(), &push, now())
+        .unwrap();
+    assert_eq!(taken.len(), 30);
+    assert_eq!(vouched.len(), before + 30, "nothing verified on the writer");
+    assert_eq!(east.ledger.redemption_count(), 40);
+    for junk in [&b"not a push"[..], &push[..push.len() - 1], &[]] {
+        assert_eq!(
+            gatemesh_ledger::precheck_pushed(junk, &event(), &trust, &vouched),
+            0
+        );
+    }
+}
+
+#[test]
 fn certificates_a_ledger_file_brought_are_shared_with_the_prechecks() {
     // East learned North's certificate from North's ledger file (`gatemesh import`), not
     // from a peer: North's message after that carries its new changes but not its
