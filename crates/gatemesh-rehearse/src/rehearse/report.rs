@@ -974,10 +974,19 @@ pub fn text(r: &Value) -> String {
         v["after_the_answer"]["p99_ms"]
     );
     let o = &r["observed"];
+    // Every gate's time, or none when one never flagged them all.
+    let per_gate = &o["flagged_after_heal"]["s_per_gate"];
+    let everywhere = per_gate.as_array().and_then(|all| {
+        all.iter()
+            .map(Value::as_f64)
+            .try_fold(0.0f64, |most, s| Some(most.max(s?)))
+    });
     let _ = writeln!(
         s,
-        "  uplink back: gate reconciled in {} s; LAN healed: flags everywhere in {} s; SIGKILL: back in {} s",
-        o["uplink_reconciled"]["s"], o["flagged_after_heal"]["s_per_gate"], o["kill"]["down_s"]
+        "  uplink back: gate reconciled in {} s; LAN healed: flags on every gate after {} s (each gate: {per_gate} s); SIGKILL: back in {} s",
+        o["uplink_reconciled"]["s"],
+        everywhere.map_or_else(|| "(never, on some gate)".to_owned(), |s| s.to_string()),
+        o["kill"]["down_s"]
     );
     for g in r["per_gate"].as_array().into_iter().flatten() {
         let _ = writeln!(
