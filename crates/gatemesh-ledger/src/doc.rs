@@ -1906,10 +1906,7 @@ impl SyncInParts {
     /// Nothing is decided here; every part is checked in full as it is taken. Signatures
     /// `vouched` holds (found good in an earlier message) are not verified again.
     pub fn precheck(&mut self, event: &EventId, trust: &Trust, vouched: &crate::admit::Vouched) {
-        let Ok(genesis) = AutoCommit::load(&crate::layout::genesis(event)) else {
-            return;
-        };
-        let Ok(roots) = roots_of(&genesis) else {
+        let Some(roots) = genesis_roots(event) else {
             return;
         };
         // In place: a catch-up holds 100,000 changes, not worth copying to read.
@@ -1934,6 +1931,13 @@ impl SyncInParts {
     }
 }
 
+/// The maps of `event`'s ledger, as its genesis makes them: what a precheck reads a
+/// message's puts against, before any ledger is at hand.
+fn genesis_roots(event: &EventId) -> Option<Roots> {
+    let genesis = AutoCommit::load(&crate::layout::genesis(event)).ok()?;
+    roots_of(&genesis).ok()
+}
+
 /// Checks ahead, on every core and off the thread that decides scans, the signatures of
 /// changes a peer pushed or relayed (after a heal, hundreds of its own and its side's at a
 /// time), as [`SyncInParts::precheck`] does a catch-up's: those found good join `vouched`,
@@ -1953,10 +1957,7 @@ pub fn precheck_pushed(
     let Ok(changes) = readable else {
         return 0;
     };
-    let Ok(genesis) = AutoCommit::load(&crate::layout::genesis(event)) else {
-        return 0;
-    };
-    let Ok(roots) = roots_of(&genesis) else {
+    let Some(roots) = genesis_roots(event) else {
         return 0;
     };
     // automerge may panic on a crafted change as its operations are read: the writer's
