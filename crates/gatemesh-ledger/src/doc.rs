@@ -176,6 +176,8 @@ pub struct Ledger {
     tips: crate::summary::Summary,
     /// The changes it made or took most recently, to relay.
     recent: crate::summary::Recent,
+    /// The changes it put in its sync messages, by where their bytes came from.
+    served: SyncServed,
     /// How much of this node's own history its last seal left out (`seal.rs`).
     sealing: Sealing,
     /// The puts of this node's next change, not yet made ([`Ledger::commit_own`]).
@@ -483,6 +485,7 @@ impl Ledger {
             vouched: None,
             tips: crate::summary::Summary::default(),
             recent: crate::summary::Recent::default(),
+            served: SyncServed::default(),
             sealing: Sealing::default(),
             draft: Vec::new(),
         };
@@ -2023,6 +2026,34 @@ pub const SYNC_CHANGES_MOST: usize = 2 * 1024 * 1024;
 /// (32 MiB) with room for the frame's own bytes.
 pub const SYNC_MESSAGE_MOST: usize = 31 * 1024 * 1024;
 
+/// The changes this ledger put in its sync messages, by where their bytes came from. A
+/// message capped to its size leaves the rest to the next, which puts them in again.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct SyncServed {
+    /// Taken as they came, from the changes at hand (`Recent`).
+    pub at_hand: u64,
+    /// Rebuilt by automerge from the document's operations (older than any at hand).
+    pub rebuilt: u64,
+    /// Whole documents sent.
+    pub whole: u64,
+}
+
+impl SyncServed {
+    /// Counts automerge's `message` (rebuilt changes, or a whole document) and `at_hand`
+    /// changes taken from the changes at hand.
+    fn count(&mut self, message: &automerge::sync::Message, at_hand: usize) {
+        let whole = message.changes.iter().next().and_then(|c| c.get(8)) == Some(&DOCUMENT);
+        if whole {
+            self.whole += 1;
+            return;
+        }
+        let all = change_slices(&message.changes)
+            .map_or_else(|| message.changes.iter().count(), |c| c.len());
+        self.at_hand += at_hand as u64;
+        self.rebuilt += all as u64;
+    }
+}
+
 /// Whether the peer's last sync message carried changes and this node has not sent a
 /// message since: it is owed our heads (changes it sent that this node already knew reach
 /// automerge as none, and without an answer the peer would believe this node lacks them).
@@ -2440,7 +2471,7 @@ impl Ledger {
     /// The next message of automerge's protocol, as large as [`Sizes`] lets it be: a whole
     /// document up to [`SYNC_MESSAGE_MOST`], changes up to [`SYNC_CHANGES_MOST`].
     fn next_message(&mut self, peer: &mut PeerSync) -> Option<automerge::sync::Message> {
-        use automerge::sync::{MessageVersion, SyncDoc};
+        use automerge::sync::MessageVersion;
         let kept = (
             peer.0.last_sent_heads.clone(),
             peer.0.have_responded,
@@ -2458,7 +2489,7 @@ impl Ledger {
                 <= self.tips.held()
         });
         let v2 = lacks_little && take_v2(&mut peer.0);
-        let generated = self.doc.sync().generate_sync_message(&mut peer.0);
+        let generated = self.generate(&mut peer.0);
         if v2 {
             give_v2(&mut peer.0);
         }
@@ -2476,7 +2507,7 @@ impl Ledger {
                     peer.0.have_responded,
                     peer.0.in_flight,
                 ) = kept;
-                let again = self.doc.sync().generate_sync_message(&mut peer.0);
+                let again = self.generate(&mut peer.0);
                 if v2 {
                     give_v2(&mut peer.0);
                 }
@@ -2511,6 +2542,150 @@ impl Ledger {
             message.need = Vec::new();
         }
         Some(message)
+    }
+
+    /// Automerge's next sync message for `state`, with the changes it would send that are at
+    /// hand in [`Recent`] taken from there as they came, not rebuilt.
+    ///
+    /// automerge 0.12 keeps no change's bytes: the changes of a message are rebuilt from the
+    /// document's operations (`get_changes_by_hashes`), at a cost that grows with the ledger.
+    /// After a 32-gate partition healed, answering one peer's catch-up (a few thousand
+    /// changes) held a gate's writer for 7 s. So the changes the message would carry
+    /// ([`Ledger::due_to_send`], automerge's own rule) that [`Recent`] holds are marked sent
+    /// before automerge makes it, which then rebuilds only the rest, and are added to it
+    /// after those (everything not at hand is older than everything that is). The message
+    /// carries the same changes either way.
+    fn generate(&mut self, state: &mut automerge::sync::State) -> Option<automerge::sync::Message> {
+        use automerge::sync::{MessageVersion, SyncDoc};
+        let at_hand: Vec<ChangeHash> = self
+            .due_to_send(state)
+            .into_iter()
+            .filter(|h| self.recent.by_hash(h).is_some() && state.sent_hashes.insert(*h))
+            .collect();
+        if at_hand.is_empty() {
+            let message = self.doc.sync().generate_sync_message(state)?;
+            self.served.count(&message, 0);
+            return Some(message);
+        }
+        let Some(mut message) = self.doc.sync().generate_sync_message(state) else {
+            // With nothing left to rebuild automerge may find nothing to say (its heads
+            // unchanged and the peer's equal to them): asked again without the changes at
+            // hand marked, it says what it would have.
+            for h in &at_hand {
+                state.sent_hashes.remove(h);
+            }
+            let message = self.doc.sync().generate_sync_message(state)?;
+            self.served.count(&message, 0);
+            return Some(message);
+        };
+        self.served.count(&message, at_hand.len());
+        let mut chunks: Vec<Vec<u8>> = match message.version {
+            MessageVersion::V1 => message.changes.iter().map(<[u8]>::to_vec).collect(),
+            // Changes one after another in one chunk (automerge writes a whole document
+            // only when it would send over a third of the ledger, which `due_to_send` leaves to
+            // it).
+            MessageVersion::V2 => split_changes(&message.changes)
+                .unwrap_or_else(|| message.changes.iter().map(<[u8]>::to_vec).collect()),
+        };
+        let mut slots: Vec<&crate::summary::Slot> = at_hand
+            .iter()
+            .filter_map(|h| self.recent.by_hash(h))
+            .collect();
+        slots.sort_by_key(|s| s.noted);
+        chunks.extend(slots.iter().map(|s| s.bytes.to_vec()));
+        message.changes = chunks.into();
+        message.version = MessageVersion::V1;
+        Some(message)
+    }
+
+    /// The changes automerge's next message to `state`'s peer would carry, by its own rule
+    /// (`get_hashes_to_send`): those it asked for, and those since the heads it last shared
+    /// with this node that its bloom filter of what it has does not hold, with everything
+    /// that builds on them. Less what was already sent. None when automerge would send none
+    /// or a whole document instead (a peer that holds nothing, or a gap of over a third of
+    /// the ledger to a peer that takes whole documents), or reset the round.
+    fn due_to_send(&mut self, state: &automerge::sync::State) -> Vec<ChangeHash> {
+        let (Some(have), Some(need)) = (state.their_have.as_ref(), state.their_need.as_ref())
+        else {
+            return Vec::new();
+        };
+        if state.peer_read_only {
+            return Vec::new();
+        }
+        let whole_allowed = state
+            .their_capabilities
+            .as_ref()
+            .is_some_and(|c| c.contains(&automerge::sync::Capability::MessageV2));
+        if whole_allowed && state.their_heads.as_deref() == Some(&[]) {
+            return Vec::new();
+        }
+        if let Some(first) = have.first()
+            && !first.last_sync.iter().all(|h| holds(&mut self.doc, h))
+        {
+            return Vec::new();
+        }
+        let mut out: Vec<ChangeHash> = Vec::new();
+        if have.is_empty() {
+            for h in need {
+                if holds(&mut self.doc, h) {
+                    out.push(*h);
+                }
+            }
+        } else {
+            let last_sync: Vec<ChangeHash> = have
+                .iter()
+                .flat_map(|h| h.last_sync.iter().copied())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            // Since those heads, in automerge's order (each after what it builds on).
+            let since: Vec<(ChangeHash, Vec<ChangeHash>)> = self
+                .doc
+                .get_changes_meta(&last_sync)
+                .into_iter()
+                .map(|m| (m.hash, m.deps))
+                .collect();
+            let mut dependents: HashMap<ChangeHash, Vec<ChangeHash>> = HashMap::new();
+            let mut sending: HashSet<ChangeHash> = HashSet::new();
+            for (hash, deps) in &since {
+                for dep in deps {
+                    dependents.entry(*dep).or_default().push(*hash);
+                }
+                if have.iter().all(|h| !h.bloom.contains_hash(hash)) {
+                    sending.insert(*hash);
+                }
+            }
+            let mut stack: Vec<ChangeHash> = sending.iter().copied().collect();
+            while let Some(hash) = stack.pop() {
+                for dependent in dependents.get(&hash).into_iter().flatten() {
+                    if sending.insert(*dependent) {
+                        stack.push(*dependent);
+                    }
+                }
+            }
+            for h in need {
+                if !sending.contains(h) && holds(&mut self.doc, h) {
+                    out.push(*h);
+                }
+            }
+            out.extend(
+                since
+                    .iter()
+                    .map(|(h, _)| *h)
+                    .filter(|h| sending.contains(h)),
+            );
+        }
+        out.retain(|h| !state.sent_hashes.contains(h));
+        if whole_allowed && out.len() > self.tips.held() / 3 {
+            return Vec::new();
+        }
+        out
+    }
+
+    /// The changes this ledger put in its sync messages so far, by where their bytes came
+    /// from.
+    pub fn sync_served(&self) -> SyncServed {
+        self.served
     }
 
     /// How many changes the peer holds that this node lacks, as far as the bloom filter of
@@ -3037,6 +3212,16 @@ fn give_v2(state: &mut automerge::sync::State) {
 /// magic bytes, a 4-byte checksum, its type, its length (LEB128) and that many bytes.
 /// `None` if they do not read so.
 fn split_changes(chunks: &automerge::sync::ChunkList) -> Option<Vec<Vec<u8>>> {
+    Some(
+        change_slices(chunks)?
+            .into_iter()
+            .map(<[u8]>::to_vec)
+            .collect(),
+    )
+}
+
+/// [`split_changes`], each change where it is.
+fn change_slices(chunks: &automerge::sync::ChunkList) -> Option<Vec<&[u8]>> {
     let mut out = Vec::new();
     for mut rest in chunks.iter() {
         while !rest.is_empty() {
@@ -3044,7 +3229,7 @@ fn split_changes(chunks: &automerge::sync::ChunkList) -> Option<Vec<Vec<u8>>> {
             let len = usize::try_from(read_leb128(&mut after_type).ok()?).ok()?;
             let header = rest.len() - after_type.len();
             let end = header.checked_add(len)?;
-            out.push(rest.get(..end)?.to_vec());
+            out.push(rest.get(..end)?);
             rest = &rest[end..];
         }
     }

@@ -48,8 +48,8 @@ pub use decide::{
 };
 pub use doc::{
     Ledger, LedgerError, MAX_SYNC_MESSAGE, PeerSync, ReleasedLists, SYNC_CHANGES_MOST,
-    SYNC_MESSAGE_MOST, Saving, StoredChange, SyncInParts, TakenWhole, WHOLE_BESIDES_MOST,
-    precheck_pushed,
+    SYNC_MESSAGE_MOST, Saving, StoredChange, SyncInParts, SyncServed, TakenWhole,
+    WHOLE_BESIDES_MOST, precheck_pushed,
 };
 pub use layout::{SHARDS, genesis, shard_of, ticket_map, ticket_maps};
 pub use model::{

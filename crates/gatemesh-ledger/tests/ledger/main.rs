@@ -1203,6 +1203,91 @@ fn a_peer_that_holds_most_of_the_ledger_gets_its_gap_not_the_whole_ledger() {
     assert!(sent.contains(&WHOLE_MESSAGE), "{sent:?}");
 }
 
+/// North answers South's round after a partition: how many changes North's messages carried
+/// and South learned, North's summary told to South and South's to North first (as they
+/// come every second), so that neither sends a whole ledger.
+fn heal_told(north: &mut Ledger, south: &mut Ledger, t0: i64) -> (usize, usize) {
+    let plan = gatemesh_ledger::RelayPlan {
+        now_ms: t0,
+        noted_before: 0,
+        me: "",
+        most: 0,
+        frame_most: 0,
+    };
+    let mut states: (gatemesh_ledger::PeerSync, gatemesh_ledger::PeerSync) = Default::default();
+    let summary = south.summary_message(&[]);
+    north.relay(&mut states.0, &summary, &plan).unwrap();
+    let summary = north.summary_message(&[]);
+    south.relay(&mut states.1, &summary, &plan).unwrap();
+    let mut carried = 0;
+    let (_, learned) = sync_pair_watched(north, south, &mut states, 20, |from_north, m| {
+        assert_ne!(m[0], WHOLE_MESSAGE);
+        if from_north {
+            carried += gatemesh_ledger::SyncInParts::parse(m).unwrap().left();
+        }
+    });
+    assert_eq!(sorted_heads(north), sorted_heads(south));
+    (carried, learned)
+}
+
+/// automerge 0.12 keeps no change's bytes: it rebuilds each change a sync message carries
+/// from the document's operations, at a cost that grows with the ledger (after a 32-gate
+/// heal, 7 s of a writer for one peer's catch-up). The changes at hand, as they came, go
+/// instead; only those no longer at hand are rebuilt, and the peer gets the same changes.
+#[test]
+fn a_catch_up_is_answered_with_the_changes_at_hand_and_only_older_ones_are_rebuilt() {
+    let t0 = 1_795_000_000_000;
+    let parted = || {
+        let (mut north, mut south) = (Gate::new("North"), Gate::new("South"));
+        for i in 0..300 {
+            north.scan(&TicketId::generate(), "n1", t0 + i);
+        }
+        sync_pair(&mut north.ledger, &mut south.ledger);
+        let both: Vec<TicketId> = (0..10).map(|_| TicketId::generate()).collect();
+        apart(&mut north, &mut south, 80, &both, t0 + 1_000);
+        (north, south)
+    };
+    // Every change South lacks is at hand: none is rebuilt.
+    let (mut north, mut south) = parted();
+    let before = north.ledger.sync_served();
+    let (carried, learned) = heal_told(&mut north.ledger, &mut south.ledger, t0 + 2_000);
+    assert_eq!((carried, learned), (80, 80), "each change once");
+    let served = north.ledger.sync_served();
+    assert_eq!(served.rebuilt - before.rebuilt, 0, "{served:?}");
+    assert_eq!(served.at_hand - before.at_hand, 80, "{served:?}");
+    assert_eq!(flagged(&south).len(), 10);
+    // North opened again from its saved document holds no change at hand: South's gap is
+    // rebuilt, and the 20 North admits after opening are at hand. South gets all 100.
+    let (mut north, mut south) = parted();
+    // (A replacement laptop, say: another device, its ledger opened from North's.)
+    let signer = device_of(&event(), Role::Gate, "North2");
+    let saved = north.ledger.save();
+    let mut ledger = Ledger::open(
+        &event(),
+        signer.node().clone(),
+        &genesis(&event()),
+        Some(&saved),
+        [],
+    )
+    .unwrap();
+    ledger.sign_with(signer, trust_of(&event())).unwrap();
+    let mut again = Gate {
+        name: "North2",
+        ledger,
+        policy: Policy::default(),
+        late: Default::default(),
+    };
+    for i in 0..20 {
+        again.scan(&TicketId::generate(), "n1", t0 + 3_000 + i);
+    }
+    let (carried, learned) = heal_told(&mut again.ledger, &mut south.ledger, t0 + 4_000);
+    assert_eq!((carried, learned), (100, 100));
+    let served = again.ledger.sync_served();
+    assert_eq!((served.rebuilt, served.at_hand), (80, 20), "{served:?}");
+    assert_eq!(flagged(&south).len(), 10);
+    assert_eq!(south.ledger.redemption_count(), 300 + 2 * 80 + 20);
+}
+
 #[test]
 fn the_sync_protocol_converges_and_flags_concurrent_admits() {
     let (mut a, mut b) = (Gate::new("A"), Gate::new("B"));
