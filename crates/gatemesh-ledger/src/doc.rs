@@ -2007,7 +2007,7 @@ impl Default for Sizes {
 /// A peer is sent this ledger as a whole document (when automerge would, for a gap of over a
 /// third) only if it lacks more than one change in this many of those held, by its last
 /// summary; otherwise the changes it lacks.
-const WHOLE_WHEN_LACKING: usize = 2;
+pub(crate) const WHOLE_WHEN_LACKING: usize = 2;
 
 /// Most bytes of changes one sync message carries (a gap after a partition heals, or a
 /// restart, larger than a third of the ledger goes as the whole document instead, which is

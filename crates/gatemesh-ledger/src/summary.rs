@@ -363,6 +363,9 @@ pub(crate) struct Relayed {
     pub lacking: HashMap<ActorId, (u64, i64)>,
     /// The peer's last summary.
     pub theirs: Option<Summary>,
+    /// How many of the peer's changes this node lacked, past [`CATCH_UP_LACK`], when that
+    /// last shrank (or was first seen), and when (ms).
+    pub behind: Option<(usize, i64)>,
 }
 
 /// How long a peer may lack a writer's changes that a first relayer should have sent before
@@ -469,7 +472,7 @@ pub(crate) fn plan_relay(
         if their_seq >= tip.seq {
             relayed.lacking.remove(actor);
             if their.is_some_and(|t| t.seq == tip.seq && t.hash != tip.hash) {
-                round = Some("a writer's newest change differs here and at the peer");
+                round = Some(DIFFERS);
             }
             continue;
         }
@@ -493,6 +496,10 @@ pub(crate) fn plan_relay(
                 continue;
             }
         }
+        if picked.len() >= plan.most {
+            // The rest goes with the answer to the peer's next summary.
+            break;
+        }
         let sent = relayed.sent.get(actor).copied().unwrap_or(0);
         for seq in their_seq.max(sent).saturating_add(1)..=tip.seq {
             match recent.get(actor, seq) {
@@ -505,20 +512,21 @@ pub(crate) fn plan_relay(
                 Some(slot) if own && slot.noted >= plan.noted_before => break,
                 Some(slot) => picked.push(slot),
             }
-            if picked.len() > plan.most {
-                round = Some(TOO_MANY);
+            if picked.len() >= plan.most {
                 break 'writers;
             }
         }
     }
-    // A gap too large to relay that is a catch-up (the peer lacks more than
-    // [`CATCH_UP_LACK`] in all) is the peer's to ask for: its round's first message is
-    // small (its bloom filter holds what it has), ours would hold every change held here.
-    let peer_catches_up = mine.lacked_by(&theirs) > CATCH_UP_LACK;
-    let catch_up = theirs.lacked_by(mine) > CATCH_UP_LACK;
+    // A peer that lacks most of this ledger (joining late, or back after a long outage)
+    // takes it whole, by a round it starts itself: its round's first message is small (its
+    // bloom filter holds what it has), ours would hold every change held here. So does a
+    // peer that lacks a catch-up's worth this node no longer has at hand.
+    let peer_lack = mine.lacked_by(&theirs);
+    let peer_takes_whole = peer_lack > CATCH_UP_LACK && takes_whole(peer_lack, mine.held());
+    let catch_up = catching_up(relayed, theirs.lacked_by(mine), theirs.held(), plan.now_ms);
     relayed.theirs = Some(theirs);
-    if round.is_some() {
-        if round == Some(TOO_MANY) && peer_catches_up {
+    if round.is_some() || peer_takes_whole {
+        if peer_lack > CATCH_UP_LACK && round != Some(DIFFERS) {
             round = None;
         }
         return Relay {
@@ -540,12 +548,42 @@ pub(crate) fn plan_relay(
     }
 }
 
-const TOO_MANY: &str = "the peer lacks more than a relay carries";
+const DIFFERS: &str = "a writer's newest change differs here and at the peer";
 
-/// Changes a node lacks, by a peer's summary, past which it catches up by a round of the
-/// sync protocol it starts itself (after a partition healed, on joining late), rather than
-/// by its peers' relays.
+/// Changes a node lacks, by a peer's summary, past which it may catch up by a round of the
+/// sync protocol it starts itself rather than by its peers' relays: at once when it lacks
+/// most of the ledger (joining late, back after a long outage: it takes it whole), and when
+/// the relays have brought nothing for [`CATCH_UP_STALL_MS`] (what it lacks is no longer
+/// at hand at its peers). A gap relays carry, such as a partition's after it heals, comes
+/// by them alone: each change at hand as it came, where a round costs a pass over every
+/// change since the two last agreed (on a new connection, the whole ledger), on both sides.
 pub const CATCH_UP_LACK: usize = 2048;
+
+/// How long a node that lacks more than [`CATCH_UP_LACK`] of a peer's changes waits for
+/// the lack to shrink by relays before it starts a round of the sync protocol itself.
+pub const CATCH_UP_STALL_MS: i64 = 3_000;
+
+/// Whether a ledger that lacks `lack` of `held` changes takes a whole document rather than
+/// the changes themselves (see `doc.rs`, where automerge's own rule is bounded by it).
+pub(crate) fn takes_whole(lack: usize, held: usize) -> bool {
+    lack.saturating_mul(crate::doc::WHOLE_WHEN_LACKING) > held
+}
+
+/// Whether this node, lacking `lack` of the `held` changes of the peer's ledger by its
+/// summary now, starts a catch-up round (see [`CATCH_UP_LACK`]); `relayed.behind`
+/// remembers since when the lack has not shrunk.
+fn catching_up(relayed: &mut Relayed, lack: usize, held: usize, now_ms: i64) -> bool {
+    if lack <= CATCH_UP_LACK {
+        relayed.behind = None;
+        return false;
+    }
+    let since = match relayed.behind {
+        Some((was, since)) if lack >= was => since,
+        _ => now_ms,
+    };
+    relayed.behind = Some((lack, since));
+    takes_whole(lack, held) || now_ms.saturating_sub(since) >= CATCH_UP_STALL_MS
+}
 
 /// The version of a request for changes by hash ([`crate::Ledger::need_message`]).
 pub const NEED_VERSION: u8 = 1;

@@ -938,6 +938,9 @@ const PART_BUDGET: std::time::Duration = std::time::Duration::from_millis(50);
 /// to the sync protocol, built for catch-up.
 const RELAY_MOST: usize = 512;
 
+/// A sync message that takes this long to make is logged, with what it carried.
+const SLOW_MESSAGE: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// How long a change taken here waits before it is relayed to a peer whose summary lacks
 /// it: meanwhile it may be on its way to the peer already (this node's own push, whose mark
 /// comes back from the session after it was written).
@@ -1715,8 +1718,11 @@ impl Writer {
         match request {
             SyncRequest::Generate { peer, turn, reply } => {
                 use gatemesh_mesh::session::Turn;
+                let began = std::time::Instant::now();
                 let state = self.peers.entry(peer.clone()).or_default();
                 let lack = self.ledger.lack_from(state);
+                let lack_took = began.elapsed();
+                let served = self.ledger.sync_served();
                 let (taking, catch_up) = (&self.taking, &mut self.catch_up);
                 let arriving = catch_up.arriving.clone();
                 let sending = |p: &str| {
@@ -1740,6 +1746,20 @@ impl Writer {
                     Turn::Missing if state.waiting() == 0 => None,
                     Turn::Missing => self.ledger.need_message(state),
                 };
+                let took = began.elapsed();
+                if took >= SLOW_MESSAGE {
+                    let now = self.ledger.sync_served();
+                    tracing::info!(
+                        "the {turn:?} message for {peer} took {} ms (telling what it lacks \
+                         {} ms): {} bytes, {} changes at hand, {} rebuilt, {} whole documents",
+                        took.as_millis(),
+                        lack_took.as_millis(),
+                        message.as_ref().map_or(0, Vec::len),
+                        now.at_hand - served.at_hand,
+                        now.rebuilt - served.rebuilt,
+                        now.whole - served.whole,
+                    );
+                }
                 // A round's start and the answer to one are always answered (with the gap,
                 // when the peer holds it): the others wait for that answer. A follow-up is
                 // answered only if the peer has more to send.

@@ -187,19 +187,24 @@ fn one_peer_relays_a_writer_first_and_the_others_only_if_it_is_still_lacked() {
 }
 
 #[test]
-fn a_gap_too_large_or_no_longer_at_hand_goes_to_the_sync_protocol() {
+fn a_gap_larger_than_a_relay_goes_in_parts_and_one_no_longer_at_hand_to_the_sync_protocol() {
     let (mut a, c) = (device("gate-a"), device("gate-c"));
-    admit(&mut a, 20);
+    admit(&mut a, 25);
     let says = c.summary_message(&reaching(&["gate-a"]));
     let small = RelayPlan {
         most: 10,
         ..plan(&a, "gate-a", now())
     };
-    let relay = a.relay(&mut PeerSync::default(), &says, &small).unwrap();
-    assert!(
-        relay.frames.is_empty() && relay.round.is_some(),
-        "{relay:?}"
-    );
+    // Each summary of the peer's is answered with the next part, in order, until the gap
+    // is sent; no round.
+    let mut state = PeerSync::default();
+    let mut parts = Vec::new();
+    for _ in 0..4 {
+        let relay = a.relay(&mut state, &says, &small).unwrap();
+        assert!(relay.round.is_none() && !relay.catch_up, "{relay:?}");
+        parts.push(relay.changes);
+    }
+    assert_eq!(parts, [10, 10, 5, 0]);
 
     // A reopened from a snapshot holds its history, but not its changes' bytes.
     let node = a.node().clone();
@@ -449,6 +454,52 @@ fn a_peer_that_lacks_a_catch_ups_worth_asks_for_it_by_a_round_of_its_own() {
         )
         .unwrap();
     assert!(by_c.catch_up && by_c.frames.is_empty(), "{by_c:?}");
+}
+
+#[test]
+fn a_gate_that_lacks_a_partitions_worth_waits_for_relays_and_starts_a_round_only_if_they_stall() {
+    // C holds most of A's ledger and lacks more than a catch-up's worth of it (a partition's
+    // admissions, after it heals): they come by relays, each change at hand as it came. C
+    // starts a round of its own only once they have brought nothing for a while.
+    use gatemesh_ledger::{CATCH_UP_LACK, CATCH_UP_STALL_MS};
+    let (mut a, mut c) = (device("gate-a"), device("gate-c"));
+    let shared = admit(&mut a, CATCH_UP_LACK + 200);
+    c.receive_changes(&mut PeerSync::default(), &pushed(&shared), now())
+        .unwrap();
+    let apart = admit(&mut a, CATCH_UP_LACK + 100);
+    let a_says = a.summary_message(&reaching(&["gate-c"]));
+    let mut state = PeerSync::default();
+    let t = now();
+    let mut by_c = |c: &mut Ledger, at: i64| {
+        c.relay(&mut state, &a_says, &plan(c, "gate-c", at))
+            .unwrap()
+            .catch_up
+    };
+    assert!(!by_c(&mut c, t), "relays may bring it");
+    assert!(!by_c(&mut c, t + CATCH_UP_STALL_MS - 1));
+    // A relay brought some: C waits again.
+    c.receive_changes(&mut PeerSync::default(), &pushed(&apart[..50]), now())
+        .unwrap();
+    assert!(!by_c(&mut c, t + CATCH_UP_STALL_MS + 500));
+    assert!(!by_c(&mut c, t + 2 * CATCH_UP_STALL_MS + 499));
+    assert!(by_c(&mut c, t + 2 * CATCH_UP_STALL_MS + 500), "stalled");
+    // A relays it all, in parts, and calls for no round: C does not lack most of it.
+    let c_says = c.summary_message(&reaching(&["gate-a"]));
+    let mut to_c = PeerSync::default();
+    let (mut sent, mut parts) = (0, 0);
+    loop {
+        let relay = a
+            .relay(&mut to_c, &c_says, &plan(&a, "gate-a", now()))
+            .unwrap();
+        assert!(relay.round.is_none() && !relay.catch_up, "{relay:?}");
+        if relay.changes == 0 {
+            break;
+        }
+        sent += take(&mut c, &relay);
+        parts += 1;
+    }
+    assert_eq!((sent, parts), (apart.len() - 50, 5));
+    assert_eq!(c.summary(), a.summary());
 }
 
 #[test]
