@@ -363,8 +363,8 @@ pub(crate) struct Relayed {
     pub lacking: HashMap<ActorId, (u64, i64)>,
     /// The peer's last summary.
     pub theirs: Option<Summary>,
-    /// How many of the peer's changes this node lacked, past [`CATCH_UP_LACK`], when that
-    /// last shrank (or was first seen), and when (ms).
+    /// While this node lacks more than [`CATCH_UP_LACK`] of the peer's changes: how many
+    /// changes it held when it last took one (or first lacked them), and when (ms).
     pub behind: Option<(usize, i64)>,
 }
 
@@ -523,7 +523,11 @@ pub(crate) fn plan_relay(
     // peer that lacks a catch-up's worth this node no longer has at hand.
     let peer_lack = mine.lacked_by(&theirs);
     let peer_takes_whole = peer_lack > CATCH_UP_LACK && takes_whole(peer_lack, mine.held());
-    let catch_up = catching_up(relayed, theirs.lacked_by(mine), theirs.held(), plan.now_ms);
+    let catch_up = catching_up(
+        relayed,
+        (theirs.lacked_by(mine), theirs.held(), mine.held()),
+        plan.now_ms,
+    );
     relayed.theirs = Some(theirs);
     if round.is_some() || peer_takes_whole {
         if peer_lack > CATCH_UP_LACK && round != Some(DIFFERS) {
@@ -553,14 +557,14 @@ const DIFFERS: &str = "a writer's newest change differs here and at the peer";
 /// Changes a node lacks, by a peer's summary, past which it may catch up by a round of the
 /// sync protocol it starts itself rather than by its peers' relays: at once when it lacks
 /// most of the ledger (joining late, back after a long outage: it takes it whole), and when
-/// the relays have brought nothing for [`CATCH_UP_STALL_MS`] (what it lacks is no longer
-/// at hand at its peers). A gap relays carry, such as a partition's after it heals, comes
+/// it has taken no change for [`CATCH_UP_STALL_MS`] (what it lacks is no longer at hand at
+/// its peers). A gap relays carry, such as a partition's after it heals, comes
 /// by them alone: each change at hand as it came, where a round costs a pass over every
 /// change since the two last agreed (on a new connection, the whole ledger), on both sides.
 pub const CATCH_UP_LACK: usize = 2048;
 
 /// How long a node that lacks more than [`CATCH_UP_LACK`] of a peer's changes waits for
-/// the lack to shrink by relays before it starts a round of the sync protocol itself.
+/// any change to come (by relays) before it starts a round of the sync protocol itself.
 pub const CATCH_UP_STALL_MS: i64 = 3_000;
 
 /// Whether a ledger that lacks `lack` of `held` changes takes a whole document rather than
@@ -570,18 +574,24 @@ pub(crate) fn takes_whole(lack: usize, held: usize) -> bool {
 }
 
 /// Whether this node, lacking `lack` of the `held` changes of the peer's ledger by its
-/// summary now, starts a catch-up round (see [`CATCH_UP_LACK`]); `relayed.behind`
-/// remembers since when the lack has not shrunk.
-fn catching_up(relayed: &mut Relayed, lack: usize, held: usize, now_ms: i64) -> bool {
+/// summary now and holding `ours`, starts a catch-up round (see [`CATCH_UP_LACK`]).
+/// `relayed.behind` remembers since when this node has taken no change: what it lacks of
+/// one peer may not shrink while it takes relays from all of them under load (that peer
+/// admits meanwhile too), so any change taken counts as the relays flowing.
+fn catching_up(
+    relayed: &mut Relayed,
+    (lack, held, ours): (usize, usize, usize),
+    now_ms: i64,
+) -> bool {
     if lack <= CATCH_UP_LACK {
         relayed.behind = None;
         return false;
     }
     let since = match relayed.behind {
-        Some((was, since)) if lack >= was => since,
+        Some((was, since)) if ours <= was => since,
         _ => now_ms,
     };
-    relayed.behind = Some((lack, since));
+    relayed.behind = Some((ours, since));
     takes_whole(lack, held) || now_ms.saturating_sub(since) >= CATCH_UP_STALL_MS
 }
 

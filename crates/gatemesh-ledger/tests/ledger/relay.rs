@@ -460,7 +460,7 @@ fn a_peer_that_lacks_a_catch_ups_worth_asks_for_it_by_a_round_of_its_own() {
 fn a_gate_that_lacks_a_partitions_worth_waits_for_relays_and_starts_a_round_only_if_they_stall() {
     // C holds most of A's ledger and lacks more than a catch-up's worth of it (a partition's
     // admissions, after it heals): they come by relays, each change at hand as it came. C
-    // starts a round of its own only once they have brought nothing for a while.
+    // starts a round of its own only once it has taken nothing for a while.
     use gatemesh_ledger::{CATCH_UP_LACK, CATCH_UP_STALL_MS};
     let (mut a, mut c) = (device("gate-a"), device("gate-c"));
     let shared = admit(&mut a, CATCH_UP_LACK + 200);
@@ -477,7 +477,8 @@ fn a_gate_that_lacks_a_partitions_worth_waits_for_relays_and_starts_a_round_only
     };
     assert!(!by_c(&mut c, t), "relays may bring it");
     assert!(!by_c(&mut c, t + CATCH_UP_STALL_MS - 1));
-    // A relay brought some: C waits again.
+    // A relay brought some (any change taken counts: under load what C lacks of one peer
+    // may not shrink while that peer admits): C waits again.
     c.receive_changes(&mut PeerSync::default(), &pushed(&apart[..50]), now())
         .unwrap();
     assert!(!by_c(&mut c, t + CATCH_UP_STALL_MS + 500));
