@@ -496,10 +496,6 @@ pub(crate) fn plan_relay(
                 continue;
             }
         }
-        if picked.len() >= plan.most {
-            // The rest goes with the answer to the peer's next summary.
-            break;
-        }
         let sent = relayed.sent.get(actor).copied().unwrap_or(0);
         for seq in their_seq.max(sent).saturating_add(1)..=tip.seq {
             match recent.get(actor, seq) {
@@ -510,10 +506,9 @@ pub(crate) fn plan_relay(
                 // This node's own, too recent: a push of it may be on its way (the rest are
                 // newer still). Another writer's goes at once: it does not reach the peer.
                 Some(slot) if own && slot.noted >= plan.noted_before => break,
+                // A full answer: the rest goes with the answer to the peer's next summary.
+                Some(_) if picked.len() >= plan.most => break 'writers,
                 Some(slot) => picked.push(slot),
-            }
-            if picked.len() >= plan.most {
-                break 'writers;
             }
         }
     }
