@@ -90,13 +90,14 @@ fn bench(c: &mut Criterion) {
             noted_before: 0,
             me: "",
             most: 0,
+            catch_up_most: 0,
             frame_most: 0,
         };
         let mut theirs = PeerSync::default();
         let mut ours = PeerSync::default();
-        let summary = south.summary_message(&[]);
+        let summary = south.summary_message(&[], gatemesh_ledger::Wants::Relays);
         answering.relay(&mut ours, &summary, &plan).unwrap();
-        let summary = answering.summary_message(&[]);
+        let summary = answering.summary_message(&[], gatemesh_ledger::Wants::Relays);
         south.relay(&mut theirs, &summary, &plan).unwrap();
         theirs.start_round();
         let m = south.sync_message(&mut theirs).unwrap();

@@ -2275,10 +2275,16 @@ impl Ledger {
         self.recent.noted()
     }
 
-    /// The message that tells a peer this ledger's summary and the devices this node
-    /// reaches now (see `summary.rs`).
-    pub fn summary_message(&self, reaches: &[String]) -> Vec<u8> {
-        self.tips.encode(reaches)
+    /// The message that tells a peer this ledger's summary, the devices this node reaches
+    /// now, and what it wants relayed (see `summary.rs`).
+    pub fn summary_message(&self, reaches: &[String], wants: crate::summary::Wants) -> Vec<u8> {
+        self.tips.encode(reaches, wants)
+    }
+
+    /// How many changes this ledger lacks that the peer holds, by the peer's last summary;
+    /// `None` before it told one.
+    pub fn lacked_of(&self, peer: &PeerSync) -> Option<usize> {
+        Some(peer.4.theirs.as_ref()?.lacked_by(&self.tips))
     }
 
     /// Whether the last summary of the peer `peer_name` (`relay` keeps it) names changes
@@ -2322,7 +2328,7 @@ impl Ledger {
         message: &[u8],
         plan: &crate::summary::RelayPlan<'_>,
     ) -> Result<crate::summary::Relay, LedgerError> {
-        let (theirs, reaches) = crate::summary::Summary::decode(message)?;
+        let told = crate::summary::Summary::decode(message)?;
         // Named only when the peer lacks a writer's changes (a few writers, of the dozens a
         // summary lists): a peer's summary comes every second from each of up to 31.
         let (devices, doc, roots, trust) = (
@@ -2339,7 +2345,7 @@ impl Ledger {
                     .map(|d| d.peer.name.clone())
             },
             &mut peer.4,
-            (theirs, reaches),
+            told,
             plan,
         ))
     }
@@ -2981,6 +2987,20 @@ impl Ledger {
         bytes: &[u8],
         now_ms: i64,
     ) -> Result<Vec<StoredChange>, LedgerError> {
+        self.receive_changes_upto(peer, bytes, now_ms, usize::MAX)
+    }
+
+    /// [`Ledger::receive_changes`], taking at most `most` of them now (the first in causal
+    /// order): the rest wait with the peer's held-back changes, ready, for
+    /// [`Ledger::take_waiting`]. A relay of a partition's gap is thousands of changes; taken
+    /// in one go they held a gate's scans for a second.
+    pub fn receive_changes_upto(
+        &mut self,
+        peer: &mut PeerSync,
+        bytes: &[u8],
+        now_ms: i64,
+        most: usize,
+    ) -> Result<Vec<StoredChange>, LedgerError> {
         bounded(bytes, "pushed changes")?;
         crate::admit::Inflation::default().all(bytes)?;
         let doc = &mut self.doc;
@@ -2991,7 +3011,7 @@ impl Ledger {
             incoming,
             now_ms,
             &crate::sign::Checked::default(),
-            usize::MAX,
+            most,
         )
     }
 

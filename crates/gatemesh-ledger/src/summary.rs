@@ -47,8 +47,51 @@ pub struct Tip {
 pub struct Summary(BTreeMap<ActorId, Tip>);
 
 /// The version of a summary message this build writes; a message of another version is
-/// refused ([`LedgerError::BadMessage`]).
-pub const SUMMARY_VERSION: u8 = 1;
+/// refused ([`LedgerError::BadMessage`]). Version 2 added what the sender wants relayed
+/// ([`Wants`]).
+pub const SUMMARY_VERSION: u8 = 2;
+
+/// What the sender of a summary wants relayed to it, its last byte.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Wants {
+    /// The peer's own changes, and those of the writers the sender does not reach: the
+    /// steady state (see the module's documentation).
+    #[default]
+    Relays,
+    /// Every writer's changes it lacks that the peer has at hand: it lacks a large gap (a
+    /// partition's, after it heals), and catches up from this one peer.
+    Gap,
+    /// None: it catches up a large gap from another peer, which sends every writer's
+    /// changes; this one's would come twice. What the peer pushes still goes.
+    Nothing,
+}
+
+impl Wants {
+    fn byte(self) -> u8 {
+        match self {
+            Wants::Relays => 0,
+            Wants::Gap => 1,
+            Wants::Nothing => 2,
+        }
+    }
+
+    fn of(byte: u8) -> Option<Wants> {
+        [Wants::Relays, Wants::Gap, Wants::Nothing]
+            .into_iter()
+            .find(|w| w.byte() == byte)
+    }
+}
+
+/// A peer's summary message, read ([`Summary::decode`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Told {
+    /// What the peer holds.
+    pub summary: Summary,
+    /// The devices it reaches now.
+    pub reaches: Vec<String>,
+    /// What it wants relayed to it.
+    pub wants: Wants,
+}
 
 /// Most writers one summary message may name: an event has tens of devices (gates,
 /// observers, their replacements).
@@ -124,11 +167,13 @@ impl Summary {
         })
     }
 
-    /// The message that tells a peer this summary and the devices its sender reaches now
-    /// (their names; at most [`SUMMARY_REACHES_MOST`], longer ones left out): version,
-    /// then each writer (its id's length and bytes, its newest change's number as LEB128
-    /// and hash), then each device name (length and bytes).
-    pub fn encode(&self, reaches: &[String]) -> Vec<u8> {
+    /// The message that tells a peer this summary, the devices its sender reaches now
+    /// (their names; at most [`SUMMARY_REACHES_MOST`], longer ones left out), and what the
+    /// sender wants relayed: version, then each writer (its id's length and bytes, its
+    /// newest change's number as LEB128 and hash), then each device name (length and
+    /// bytes), then a byte of what it wants ([`Wants`]: 0 the usual relays, 1 a gap, 2
+    /// nothing).
+    pub fn encode(&self, reaches: &[String], wants: Wants) -> Vec<u8> {
         let mut out = Vec::with_capacity(16 + self.0.len() * 72 + reaches.len() * 24);
         out.push(SUMMARY_VERSION);
         let writers: Vec<_> = self
@@ -155,13 +200,13 @@ impl Summary {
             out.push(name.len() as u8);
             out.extend_from_slice(name.as_bytes());
         }
+        out.push(wants.byte());
         out
     }
 
-    /// Reads a peer's summary message ([`Summary::encode`]): the summary and the names of
-    /// the devices the peer reaches. Anything but exactly such a message, within the
-    /// bounds, is refused with [`LedgerError::BadMessage`].
-    pub fn decode(bytes: &[u8]) -> Result<(Summary, Vec<String>), LedgerError> {
+    /// Reads a peer's summary message ([`Summary::encode`]). Anything but exactly such a
+    /// message, within the bounds, is refused with [`LedgerError::BadMessage`].
+    pub fn decode(bytes: &[u8]) -> Result<Told, LedgerError> {
         let bad = |why: &str| LedgerError::BadMessage(format!("a summary message: {why}"));
         let mut at = bytes;
         match take(&mut at, 1).map_err(|_| bad("empty"))? {
@@ -204,10 +249,17 @@ impl Summary {
                 .map_err(|_| bad("a device name that is not UTF-8"))?;
             reaches.push(name.to_owned());
         }
+        let wants = take(&mut at, 1).map_err(|e| bad(&e))?[0];
+        let wants = Wants::of(wants)
+            .ok_or_else(|| bad(&format!("wants {wants}, which this build does not know")))?;
         if !at.is_empty() {
             return Err(bad("bytes after its end"));
         }
-        Ok((summary, reaches))
+        Ok(Told {
+            summary,
+            reaches,
+            wants,
+        })
     }
 }
 
@@ -384,8 +436,12 @@ pub struct RelayPlan<'a> {
     pub noted_before: u64,
     /// This device's name.
     pub me: &'a str,
-    /// Most changes relayed in one answer; a larger gap goes to the sync protocol.
+    /// Most changes relayed in one answer; the rest goes with the answers to the peer's next
+    /// summaries.
     pub most: usize,
+    /// Most changes relayed in one answer to a peer that catches up from this node
+    /// ([`Wants::Gap`]).
+    pub catch_up_most: usize,
     /// Most bytes of changes per frame.
     pub frame_most: usize,
 }
@@ -448,17 +504,34 @@ pub(crate) fn frames_of<'a>(
     frames
 }
 
-/// What to relay to a peer whose summary is `theirs` and who reaches the devices
-/// `reaches`, from a ledger whose summary is `mine`, recent changes `recent` and node
-/// `node`; `name_of` names the device that writes under an actor, when the ledger knows it.
-/// `relayed` (kept per connection) learns what is sent.
+/// What to relay to a peer that `told` this node what it holds, from a ledger whose summary
+/// is `mine`, recent changes `recent` and node `node`; `name_of` names the device that
+/// writes under an actor, when the ledger knows it. `relayed` (kept per connection) learns
+/// what is sent.
+///
+/// A peer that catches up from this node ([`Wants::Gap`]) gets every writer's changes it
+/// lacks that are at hand, up to [`RelayPlan::catch_up_most`] an answer; a writer whose
+/// changes it lacks are no longer at hand is left to the round the peer starts itself once
+/// nothing comes ([`CATCH_UP_STALL_MS`]). One that catches up from another peer
+/// ([`Wants::Nothing`]) gets nothing.
 pub(crate) fn plan_relay(
     (mine, recent, node): (&Summary, &Recent, &ActorId),
     mut name_of: impl FnMut(&ActorId) -> Option<String>,
     relayed: &mut Relayed,
-    (theirs, reaches): (Summary, Vec<String>),
+    told: Told,
     plan: &RelayPlan<'_>,
 ) -> Relay {
+    let Told {
+        summary: theirs,
+        reaches,
+        wants,
+    } = told;
+    let catch_me_up = wants == Wants::Gap;
+    let most = if catch_me_up {
+        plan.catch_up_most
+    } else {
+        plan.most
+    };
     let reached: HashSet<&str> = reaches.iter().map(String::as_str).collect();
     let candidates: Vec<&str> = reached.iter().copied().chain([plan.me]).collect();
     let mut round = None;
@@ -476,8 +549,11 @@ pub(crate) fn plan_relay(
             }
             continue;
         }
+        if wants == Wants::Nothing {
+            continue;
+        }
         let own = actor == node;
-        if !own {
+        if !own && !catch_me_up {
             // Its writer pushes to the peer itself.
             let name = name_of(actor);
             if name.as_deref().is_some_and(|n| reached.contains(n)) {
@@ -497,8 +573,15 @@ pub(crate) fn plan_relay(
             }
         }
         let sent = relayed.sent.get(actor).copied().unwrap_or(0);
+        let of_writer = picked.len();
         for seq in their_seq.max(sent).saturating_add(1)..=tip.seq {
             match recent.get(actor, seq) {
+                // Asked to catch the peer up: the writers at hand go (the changes after one
+                // not at hand would only wait at the peer for it).
+                None if catch_me_up => {
+                    picked.truncate(of_writer);
+                    continue 'writers;
+                }
                 None => {
                     round = Some("the peer lacks changes no longer at hand here");
                     break 'writers;
@@ -506,8 +589,8 @@ pub(crate) fn plan_relay(
                 // This node's own, too recent: a push of it may be on its way (the rest are
                 // newer still). Another writer's goes at once: it does not reach the peer.
                 Some(slot) if own && slot.noted >= plan.noted_before => break,
-                // A full answer: the rest goes with the answer to the peer's next summary.
-                Some(_) if picked.len() >= plan.most => break 'writers,
+                // No writer's share is larger than a full answer.
+                Some(_) if picked.len() - of_writer >= most => break,
                 Some(slot) => picked.push(slot),
             }
         }
@@ -534,7 +617,11 @@ pub(crate) fn plan_relay(
             ..Relay::default()
         };
     }
+    // The oldest first, in the order this node took them (each writer's in order, and what
+    // a change builds on before it): the rest goes with the answer to the peer's next
+    // summary.
     picked.sort_by_key(|s| s.noted);
+    picked.truncate(most);
     for slot in &picked {
         let sent = relayed.sent.entry(slot.actor.clone()).or_insert(0);
         *sent = (*sent).max(slot.seq);
@@ -659,9 +746,17 @@ mod tests {
             ("NODE-C", u64::MAX, 3),
         ]);
         let reaches = vec!["Main-Entrance".to_owned(), "VIP-Door".to_owned()];
-        let (read, names) = Summary::decode(&s.encode(&reaches)).unwrap();
-        assert_eq!(read, s);
-        assert_eq!(names, reaches);
+        for wants in [Wants::Relays, Wants::Gap, Wants::Nothing] {
+            let told = Summary::decode(&s.encode(&reaches, wants)).unwrap();
+            assert_eq!(
+                told,
+                Told {
+                    summary: s.clone(),
+                    reaches: reaches.clone(),
+                    wants
+                }
+            );
+        }
         // The longest actor a node writes under: a node id of 64 and an incarnation.
         let longest = gatemesh_wire::NodeId::parse(&"n".repeat(64)).unwrap();
         let mut s = Summary::default();
@@ -670,7 +765,12 @@ mod tests {
             1,
             ChangeHash([1; 32]),
         );
-        assert_eq!(Summary::decode(&s.encode(&[])).unwrap().0, s);
+        assert_eq!(
+            Summary::decode(&s.encode(&[], Wants::Relays))
+                .unwrap()
+                .summary,
+            s
+        );
     }
 
     #[test]
@@ -694,15 +794,26 @@ mod tests {
 
     #[test]
     fn summaries_out_of_bounds_or_malformed_are_refused() {
-        let ok = summary(&[("NODE-A", 1, 1)]).encode(&["gate".into()]);
+        let ok = summary(&[("NODE-A", 1, 1)]).encode(&["gate".into()], Wants::Relays);
         let mut cases: Vec<(&str, Vec<u8>)> = vec![
             ("empty", vec![]),
             ("another version", {
                 let mut b = ok.clone();
-                b[0] = 2;
+                b[0] = SUMMARY_VERSION + 1;
                 b
             }),
             ("cut short", ok[..ok.len() - 1].to_vec()),
+            ("a want this build does not know", {
+                let mut b = ok.clone();
+                *b.last_mut().unwrap() = 3;
+                b
+            }),
+            ("the first version, which had no flags", {
+                let mut b = ok.clone();
+                b[0] = 1;
+                b.pop();
+                b
+            }),
             ("bytes after its end", {
                 let mut b = ok.clone();
                 b.push(0);
@@ -719,11 +830,11 @@ mod tests {
             twice.extend([1, b'A', 1]);
             twice.extend([7; 32]);
         }
-        twice.push(0);
+        twice.extend([0, 0]);
         cases.push(("a writer named twice", twice));
         let mut zero = vec![SUMMARY_VERSION, 1, 1, b'A', 0];
         zero.extend([7; 32]);
-        zero.push(0);
+        zero.extend([0, 0]);
         cases.push(("number 0", zero));
         cases.push(("an empty id", vec![SUMMARY_VERSION, 1, 0]));
         let mut long = vec![SUMMARY_VERSION, 1, 74];
@@ -782,14 +893,14 @@ mod tests {
         fn any_summary_reads_back(
             tips in proptest::collection::btree_map("[A-Z0-9]{1,64}", (1u64.., any::<u8>()), 0..40),
             reaches in proptest::collection::vec("[a-zA-Z0-9._-]{1,63}", 0..20),
+            wants in prop_oneof![Just(Wants::Relays), Just(Wants::Gap), Just(Wants::Nothing)],
         ) {
             let mut s = Summary::default();
             for (actor, (seq, h)) in &tips {
                 s.note(&ActorId::from(actor.as_bytes()), *seq, ChangeHash([*h; 32]));
             }
-            let (read, names) = Summary::decode(&s.encode(&reaches)).unwrap();
-            prop_assert_eq!(read, s);
-            prop_assert_eq!(names, reaches);
+            let told = Summary::decode(&s.encode(&reaches, wants)).unwrap();
+            prop_assert_eq!(told, Told { summary: s, reaches, wants });
         }
 
         /// The one-pass count is the sum, writer by writer, of what the other lacks.

@@ -121,6 +121,10 @@ pub struct OurSummary {
     /// The peer's last summary named changes this node lacks: it keeps telling the peer
     /// (whose relays to this node are decided on its summaries) until it has them.
     pub behind: bool,
+    /// The message asks the peer to relay this node every writer's changes it lacks (a
+    /// large gap): the next summary goes as soon as a push from the peer was taken, for the
+    /// next part.
+    pub catching_up: bool,
 }
 
 /// Whether this node's summary `message` goes to the peer at this tick: the first; one while
@@ -1214,6 +1218,11 @@ async fn syncing(
     let mut ask_at: Option<tokio::time::Instant> = None;
     // The summary last sent, and when.
     let mut last_summary: Option<(Vec<u8>, tokio::time::Instant)> = None;
+    // The last summary asked the peer to relay a gap ([`OurSummary::catching_up`]).
+    let mut catching_up = false;
+    // The peer told no summary on this connection yet: until then this node does not know
+    // what it lacks, and its first summary asks for no relays (the owner's rule).
+    let mut first_of_theirs = true;
     loop {
         if let Some(turn) = next.take()
             && let Some(mut message) = ctx.port.generate(peer, turn).await?
@@ -1278,6 +1287,7 @@ async fn syncing(
                     frame.extend_from_slice(&ours.message);
                     out.send(frame).await.map_err(|_| gone())?;
                     last_summary = Some((ours.message, now));
+                    catching_up = ours.catching_up;
                     continue;
                 }
                 changed = stats.changed() => {
@@ -1326,6 +1336,11 @@ async fn syncing(
                 if ctx.port.push(peer, changes).await? {
                     ask_at.get_or_insert_with(|| tokio::time::Instant::now() + MISSING_GRACE);
                 }
+                // Catching up from this peer: what it sent is taken (or waits its turn on the
+                // writer), and the next part is asked for now, not at the next tick.
+                if catching_up {
+                    summary.reset_immediately();
+                }
                 update(ctx, peer, |s| {
                     s.last_sync_ms = Some(now_ms());
                     s.pushes += count;
@@ -1351,6 +1366,11 @@ async fn syncing(
                     s.last_sync_ms = Some(now_ms());
                     s.bytes_received += len;
                 });
+                // What this node lacks of the peer is known now: its summary says what it
+                // wants relayed at once, not at the next tick.
+                if std::mem::take(&mut first_of_theirs) {
+                    summary.reset_immediately();
+                }
                 if answered(&out, answer, last_round, peer, ctx).await? {
                     next = Some(Turn::Start);
                 }

@@ -684,6 +684,8 @@ pub(crate) struct Writer {
     pub taking: std::collections::VecDeque<Taking>,
     /// The one peer this gate asks for a large gap at a time ([`CatchUp`]).
     pub catch_up: CatchUp,
+    /// The one peer this gate asks to relay it a large gap at a time ([`CatchUpRelay`]).
+    pub relay_from: CatchUpRelay,
     /// Signatures found good, shared with the mesh's prechecks (every ledger the writer
     /// opens keeps what it signs and verifies there).
     pub vouched: std::sync::Arc<gatemesh_ledger::Vouched>,
@@ -891,8 +893,115 @@ impl CatchUp {
 }
 
 /// A gap of more changes than this is a large one, asked of one peer at a time
-/// ([`CatchUp`]); a message's parts are smaller ([`PART_MOST`]).
+/// ([`CatchUp`], [`CatchUpRelay`]); a message's parts are smaller ([`PART_MOST`]).
 pub(crate) const PART: usize = 1024;
+
+/// The one peer a gate asks to relay it a large gap at a time: every writer's changes the
+/// gate lacks, from what that peer has at hand (`gatemesh_ledger::Wants::Gap`).
+///
+/// After a partition heals, a gate lacks what the other side admitted meanwhile, from every
+/// gate of it. Unasked, each writer's changes come from that writer (or the one peer first
+/// to relay them) once this gate is connected to it again, a part at a time: the gap is
+/// complete only once most of the other side is reached (about 2 s at the median gate of a
+/// 32-gate heal on two cores). Asked, the first peer of the other side reached sends all of
+/// it, as a round of the sync protocol did, without the round's pass over every change
+/// since the two sides last agreed. One peer is asked, not each: each would send the same
+/// gap. Meanwhile the others are asked to relay nothing (`gatemesh_ledger::Wants::Nothing`):
+/// their own changes of the gap, and what they relay of the writers this gate does not
+/// reach yet, would come twice (what they push still comes).
+///
+/// A gate asks when it lacks more than [`RELAY_ASK_PAST`] of a peer's changes, and goes on
+/// asking that peer (no other) while it lacks more than [`RELAY_ASK_UNTIL`] of them: the rest
+/// is on its way by each writer's pushes. What the one peer no longer has at hand comes by
+/// the round this gate starts once nothing came for `gatemesh_ledger::CATCH_UP_STALL_MS`.
+/// One peer is asked for at most [`CATCH_UP_MOST`] in a row and then rests as long: a
+/// dishonest one that says it holds much this gate lacks, and sends nothing, holds the
+/// others back no longer than that (their own changes and relays still come meanwhile).
+#[derive(Debug, Default)]
+pub struct CatchUpRelay {
+    /// The peer asked, since when, and when this gate last told it so.
+    from: Option<(String, std::time::Instant, std::time::Instant)>,
+    /// A peer that was asked for [`CATCH_UP_MOST`], and until when it is not asked again.
+    rested: Option<(String, std::time::Instant)>,
+}
+
+/// Changes a gate lacks of a peer's (by its summary) past which it asks that peer to relay
+/// it every writer's changes ([`CatchUpRelay`]).
+pub(crate) const RELAY_ASK_PAST: usize = PART;
+
+/// Changes a gate lacks of the peer it asks to relay it a gap at most which it no longer
+/// asks ([`CatchUpRelay`]).
+pub(crate) const RELAY_ASK_UNTIL: usize = RELAY_MOST / 2;
+
+/// How long the peer asked to relay a gap stays the one without this gate telling it so
+/// again (a session tells its peer a summary every second while it asks): its connection is
+/// stuck, and another may be asked.
+const RELAY_ASK_STALE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Most changes relayed in one answer to a peer that catches up from this gate (its summary
+/// asks, [`CatchUpRelay`]); it tells its next summary as soon as it took them, for the next.
+const CATCH_UP_RELAY_MOST: usize = 4 * PART;
+
+impl CatchUpRelay {
+    /// What this gate's summary for `peer`, of whose changes it lacks `lack`, asks it to
+    /// relay. Nothing while what it lacks is not known (`None`: no summary of the peer's on
+    /// this connection yet): after a heal, a peer told to relay as usual before this gate
+    /// knows it lacks a gap sends its own part of it, which the one asked sends too.
+    fn wants(
+        &mut self,
+        peer: &str,
+        lack: Option<usize>,
+        now: std::time::Instant,
+    ) -> gatemesh_ledger::Wants {
+        use gatemesh_ledger::Wants;
+        if let Some((from, since, last)) = &self.from {
+            if now.duration_since(*since) > CATCH_UP_MOST {
+                tracing::warn!(
+                    "{from} was asked to relay a gap for {} s: other peers may be asked now",
+                    CATCH_UP_MOST.as_secs()
+                );
+                self.rested = Some((from.clone(), now + CATCH_UP_MOST));
+                self.from = None;
+            } else if from != peer && now.duration_since(*last) > RELAY_ASK_STALE {
+                self.from = None;
+            }
+        }
+        let Some(lack) = lack else {
+            return Wants::Nothing;
+        };
+        match &mut self.from {
+            Some((from, _, last)) if from == peer => {
+                if lack > RELAY_ASK_UNTIL {
+                    *last = now;
+                    return Wants::Gap;
+                }
+                self.from = None;
+                Wants::Relays
+            }
+            Some(_) => Wants::Nothing,
+            None if lack > RELAY_ASK_PAST
+                && !self
+                    .rested
+                    .as_ref()
+                    .is_some_and(|(rested, until)| rested == peer && *until > now) =>
+            {
+                tracing::info!(
+                    "catching up from {peer} by its relays: this gate lacks {lack} of its changes"
+                );
+                self.from = Some((peer.into(), now, now));
+                Wants::Gap
+            }
+            None => Wants::Relays,
+        }
+    }
+
+    /// The connection to `peer` ended: if it was the one asked, another may be.
+    fn gone(&mut self, peer: &str) {
+        if self.from.as_ref().is_some_and(|(from, _, _)| from == peer) {
+            self.from = None;
+        }
+    }
+}
 
 /// Most changes the writer applies onto a whole ledger before taking it
 /// ([`Writer::receive`]); more go onto it off the writer first, at most [`WHOLE_ROUNDS`]
@@ -934,8 +1043,9 @@ fn next_part(most: usize, taken: usize, took: std::time::Duration) -> usize {
 /// shrink (to [`PART_LEAST`]) while they take longer than this and grow back when quick.
 const PART_BUDGET: std::time::Duration = std::time::Duration::from_millis(50);
 
-/// Most changes relayed to a peer after one summary: a larger gap (a partition's worth) goes
-/// to the sync protocol, built for catch-up.
+/// Most changes relayed to a peer after one summary: the rest of a larger gap goes with the
+/// answers to its next summaries (unless it catches up from this gate:
+/// [`CATCH_UP_RELAY_MOST`]).
 const RELAY_MOST: usize = 512;
 
 /// A sync message that takes this long to make is logged, with what it carried.
@@ -1782,8 +1892,11 @@ impl Writer {
                 self.receive(peer, parts, (reply, 0), changes, events)
             }
             SyncRequest::Push { peer, bytes, reply } => {
+                // A part's worth now, the rest in the batches after (a relayed gap is
+                // thousands of changes), as a sync message's parts are.
+                let most = self.part;
                 let taken = self.taking_in(&peer, changes, events, |ledger, state| {
-                    ledger.receive_changes(state, &bytes, now_ms())
+                    ledger.receive_changes_upto(state, &bytes, now_ms(), most)
                 });
                 Box::new(move |failed| {
                     let _ = reply.send(match failed {
@@ -1803,13 +1916,24 @@ impl Writer {
                 reaches,
                 reply,
             } => {
-                let behind = self
+                use gatemesh_ledger::Wants;
+                let now = std::time::Instant::now();
+                let lack = self
                     .peers
                     .get(&peer)
-                    .is_some_and(|state| self.ledger.lacks_what_peer_said(state, &peer, &reaches));
+                    .and_then(|state| self.ledger.lacked_of(state));
+                let wants = self.relay_from.wants(&peer, lack, now);
+                // While this gate asks a peer for a gap, its summaries go every second (the
+                // next part is relayed on each); to the others, only as usual.
+                let behind = wants == Wants::Gap
+                    || wants == Wants::Relays
+                        && self.peers.get(&peer).is_some_and(|state| {
+                            self.ledger.lacks_what_peer_said(state, &peer, &reaches)
+                        });
                 let _ = reply.send(gatemesh_mesh::session::OurSummary {
-                    message: self.ledger.summary_message(&reaches),
+                    message: self.ledger.summary_message(&reaches, wants),
                     behind,
+                    catching_up: wants == Wants::Gap,
                 });
                 Box::new(|_| {})
             }
@@ -1824,6 +1948,7 @@ impl Writer {
                     noted_before: self.marks.noted_before(received),
                     me: &self.gate_name,
                     most: RELAY_MOST,
+                    catch_up_most: CATCH_UP_RELAY_MOST,
                     frame_most: gatemesh_mesh::session::PUSH_MOST,
                 };
                 let state = self.peers.entry(peer.clone()).or_default();
@@ -1838,6 +1963,7 @@ impl Writer {
             }
             SyncRequest::Forget { peer } => {
                 self.catch_up.gone(&peer);
+                self.relay_from.gone(&peer);
                 self.peers.remove(&peer);
                 self.refused_waiting.remove(&peer);
                 self.taking.retain(|t| t.peer != peer);
@@ -2593,10 +2719,64 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::{
-        CATCH_UP_ANSWER, CATCH_UP_MOST, CATCH_UP_WAIT, CatchUp, LATE_MS, LateAnswers, PACE_WINDOW,
-        PART, PART_BUDGET, PART_FIRST, PART_LEAST, PART_MOST, Pace, RedemptionId, next_part,
+        CATCH_UP_ANSWER, CATCH_UP_MOST, CATCH_UP_WAIT, CatchUp, CatchUpRelay, LATE_MS, LateAnswers,
+        PACE_WINDOW, PART, PART_BUDGET, PART_FIRST, PART_LEAST, PART_MOST, Pace, RELAY_ASK_PAST,
+        RELAY_ASK_STALE, RELAY_ASK_UNTIL, RedemptionId, next_part,
     };
+    use gatemesh_ledger::Wants;
     use std::time::{Duration, Instant};
+
+    /// A gate that lacks a gap asks the first peer that has it to relay it all, the others
+    /// for nothing meanwhile, and goes back to the usual relays once it lacks little.
+    #[test]
+    fn one_peer_is_asked_to_relay_a_gap_and_the_others_for_nothing_meanwhile() {
+        let (mut r, t0) = (CatchUpRelay::default(), Instant::now());
+        let gap = Some(RELAY_ASK_PAST + 1);
+        assert_eq!(r.wants("a", Some(RELAY_ASK_PAST), t0), Wants::Relays);
+        assert_eq!(r.wants("a", None, t0), Wants::Nothing, "not known yet");
+        assert_eq!(r.wants("a", gap, t0), Wants::Gap);
+        assert_eq!(r.wants("b", gap, t0), Wants::Nothing, "b has it too");
+        assert_eq!(r.wants("c", Some(0), t0), Wants::Nothing);
+        // A's relays come: the gap shrinks, and A is asked until little is left.
+        let t1 = t0 + Duration::from_secs(1);
+        assert_eq!(r.wants("a", Some(RELAY_ASK_UNTIL + 1), t1), Wants::Gap);
+        assert_eq!(r.wants("a", Some(RELAY_ASK_UNTIL), t1), Wants::Relays);
+        assert_eq!(r.wants("b", Some(RELAY_ASK_UNTIL), t1), Wants::Relays);
+        // Another gap: B is asked first this time; its connection ends, and A may be asked.
+        assert_eq!(r.wants("b", gap, t1), Wants::Gap);
+        assert_eq!(r.wants("a", gap, t1), Wants::Nothing);
+        r.gone("b");
+        assert_eq!(r.wants("a", gap, t1), Wants::Gap);
+    }
+
+    /// The peer asked for a gap holds the others back while its session tells it so, at
+    /// most for [`CATCH_UP_MOST`]: then it rests as long, and another is asked.
+    #[test]
+    fn the_peer_asked_for_a_gap_holds_the_others_back_for_a_bounded_time() {
+        let (mut r, t0) = (CatchUpRelay::default(), Instant::now());
+        let gap = Some(RELAY_ASK_PAST + 1);
+        assert_eq!(r.wants("a", gap, t0), Wants::Gap);
+        // A's session stuck (no summary for A): B may be asked once A went stale.
+        let stale = t0 + RELAY_ASK_STALE + Duration::from_millis(1);
+        assert_eq!(r.wants("b", gap, t0 + RELAY_ASK_STALE), Wants::Nothing);
+        assert_eq!(r.wants("b", gap, stale), Wants::Gap);
+        // B, told every second, is asked until the bound, then rests.
+        let mut t = stale;
+        while t < stale + CATCH_UP_MOST {
+            assert_eq!(r.wants("b", gap, t), Wants::Gap);
+            assert_eq!(r.wants("a", gap, t), Wants::Nothing);
+            t += Duration::from_secs(1);
+        }
+        let over = stale + CATCH_UP_MOST + Duration::from_millis(1);
+        assert_eq!(r.wants("b", gap, over), Wants::Relays, "B rests");
+        assert_eq!(r.wants("a", gap, over), Wants::Gap);
+        r.gone("a");
+        assert_eq!(
+            r.wants("b", gap, over + Duration::from_secs(1)),
+            Wants::Relays
+        );
+        assert_eq!(r.wants("b", gap, over + CATCH_UP_MOST), Wants::Gap);
+    }
 
     /// An entry answered late is kept, with how late, while the window after its answer
     /// lasts; one answered in time is not kept at all.

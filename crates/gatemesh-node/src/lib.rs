@@ -367,6 +367,7 @@ impl Node {
             pushes: pushes.clone(),
             taking: Default::default(),
             catch_up: Default::default(),
+            relay_from: Default::default(),
             vouched: vouched.clone(),
             part: gate::PART_FIRST,
             waiting_due: false,

@@ -1163,12 +1163,15 @@ fn a_peer_that_holds_most_of_the_ledger_gets_its_gap_not_the_whole_ledger() {
         let mut states: (gatemesh_ledger::PeerSync, gatemesh_ledger::PeerSync) = Default::default();
         if told {
             // South's summary, as it comes every second: North keeps it.
-            let summary = south.ledger.summary_message(&[]);
+            let summary = south
+                .ledger
+                .summary_message(&[], gatemesh_ledger::Wants::Relays);
             let plan = gatemesh_ledger::RelayPlan {
                 now_ms: t0 + 2_000,
                 noted_before: 0,
                 me: "North",
                 most: 0,
+                catch_up_most: 0,
                 frame_most: 0,
             };
             north.ledger.relay(&mut states.0, &summary, &plan).unwrap();
@@ -1212,12 +1215,13 @@ fn heal_told(north: &mut Ledger, south: &mut Ledger, t0: i64) -> (usize, usize) 
         noted_before: 0,
         me: "",
         most: 0,
+        catch_up_most: 0,
         frame_most: 0,
     };
     let mut states: (gatemesh_ledger::PeerSync, gatemesh_ledger::PeerSync) = Default::default();
-    let summary = south.summary_message(&[]);
+    let summary = south.summary_message(&[], gatemesh_ledger::Wants::Relays);
     north.relay(&mut states.0, &summary, &plan).unwrap();
-    let summary = north.summary_message(&[]);
+    let summary = north.summary_message(&[], gatemesh_ledger::Wants::Relays);
     south.relay(&mut states.1, &summary, &plan).unwrap();
     let mut carried = 0;
     let (_, learned) = sync_pair_watched(north, south, &mut states, 20, |from_north, m| {

@@ -3,6 +3,7 @@
 
 use gatemesh_ledger::{
     Ledger, LedgerError, PeerSync, RELAY_BACKUP_MS, Relay, RelayPlan, Role, StoredChange, Summary,
+    Wants,
 };
 use gatemesh_ticket::TicketId;
 
@@ -35,6 +36,7 @@ fn plan<'a>(ledger: &Ledger, me: &'a str, now_ms: i64) -> RelayPlan<'a> {
         noted_before: ledger.noted() + 1,
         me,
         most: 512,
+        catch_up_most: 4096,
         frame_most: 256 * 1024,
     }
 }
@@ -63,14 +65,14 @@ fn a_writer_a_peer_cannot_reach_is_relayed_to_it_once_and_one_it_reaches_is_not(
     let mut to_c = PeerSync::default();
 
     // C reaches B and A: A pushes to C itself, B relays nothing.
-    let says = c.summary_message(&reaching(&["gate-b", "gate-a"]));
+    let says = c.summary_message(&reaching(&["gate-b", "gate-a"]), Wants::Relays);
     let relay = b
         .relay(&mut to_c, &says, &plan(&b, "gate-b", now()))
         .unwrap();
     assert_eq!(relay, Relay::default());
 
     // C reaches only B: B, the one relayer C has, relays A's changes, in the order taken.
-    let says = c.summary_message(&reaching(&["gate-b"]));
+    let says = c.summary_message(&reaching(&["gate-b"]), Wants::Relays);
     let relay = b
         .relay(&mut to_c, &says, &plan(&b, "gate-b", now()))
         .unwrap();
@@ -85,7 +87,7 @@ fn a_writer_a_peer_cannot_reach_is_relayed_to_it_once_and_one_it_reaches_is_not(
         .unwrap();
     assert_eq!(again, Relay::default());
     // C's next summary: nothing lacked, nothing sent; B counts C as lacking nothing.
-    let says = c.summary_message(&reaching(&["gate-b"]));
+    let says = c.summary_message(&reaching(&["gate-b"]), Wants::Relays);
     let relay = b
         .relay(&mut to_c, &says, &plan(&b, "gate-b", now()))
         .unwrap();
@@ -106,7 +108,7 @@ fn own_changes_made_a_moment_ago_wait_and_another_writers_go_at_once() {
     let made = admit(&mut a, 2);
     b.receive_changes(&mut PeerSync::default(), &pushed(&made), now())
         .unwrap();
-    let says = c.summary_message(&reaching(&["gate-a", "gate-b"]));
+    let says = c.summary_message(&reaching(&["gate-a", "gate-b"]), Wants::Relays);
     let young = |ledger: &Ledger, me: &'static str, noted: u64| RelayPlan {
         noted_before: noted + 1,
         ..plan(ledger, me, now())
@@ -116,7 +118,7 @@ fn own_changes_made_a_moment_ago_wait_and_another_writers_go_at_once() {
     assert_eq!(by_a.unwrap(), Relay::default());
     let by_a = a.relay(&mut a_to_c, &says, &plan(&a, "gate-a", now()));
     assert_eq!(by_a.unwrap().changes, 2);
-    let says = c.summary_message(&reaching(&["gate-b"]));
+    let says = c.summary_message(&reaching(&["gate-b"]), Wants::Relays);
     let by_b = b.relay(
         &mut PeerSync::default(),
         &says,
@@ -132,7 +134,7 @@ fn a_writers_own_changes_pushed_to_a_peer_are_not_relayed_and_those_it_missed_ar
     let mut to_c = PeerSync::default();
     // The first three were written to C's connection; the fourth never was.
     a.pushed(&mut to_c, made[..3].iter().map(|c| c.hash));
-    let says = c.summary_message(&reaching(&["gate-a"]));
+    let says = c.summary_message(&reaching(&["gate-a"]), Wants::Relays);
     let relay = a
         .relay(&mut to_c, &says, &plan(&a, "gate-a", now()))
         .unwrap();
@@ -155,7 +157,7 @@ fn one_peer_relays_a_writer_first_and_the_others_only_if_it_is_still_lacked() {
             .unwrap();
     }
     // C reaches B and D, not A: one of them is A's first relayer to C.
-    let says = c.summary_message(&reaching(&["gate-b", "gate-d"]));
+    let says = c.summary_message(&reaching(&["gate-b", "gate-d"]), Wants::Relays);
     let t = now();
     let (mut b_to_c, mut d_to_c) = (PeerSync::default(), PeerSync::default());
     let by_b = b.relay(&mut b_to_c, &says, &plan(&b, "gate-b", t)).unwrap();
@@ -190,7 +192,7 @@ fn one_peer_relays_a_writer_first_and_the_others_only_if_it_is_still_lacked() {
 fn a_gap_larger_than_a_relay_goes_in_parts_and_one_no_longer_at_hand_to_the_sync_protocol() {
     let (mut a, c) = (device("gate-a"), device("gate-c"));
     admit(&mut a, 25);
-    let says = c.summary_message(&reaching(&["gate-a"]));
+    let says = c.summary_message(&reaching(&["gate-a"]), Wants::Relays);
     let small = RelayPlan {
         most: 10,
         ..plan(&a, "gate-a", now())
@@ -275,7 +277,7 @@ fn a_writer_whose_newest_change_differs_at_the_peer_calls_for_the_sync_protocol(
         .unwrap();
     two.receive_changes(&mut PeerSync::default(), other.raw_bytes(), now())
         .unwrap();
-    let says = two.summary_message(&[]);
+    let says = two.summary_message(&[], Wants::Relays);
     let relay = one
         .relay(&mut state, &says, &plan(&one, "gate-one", now()))
         .unwrap();
@@ -407,7 +409,7 @@ fn a_peer_that_says_it_lacks_everything_gets_each_change_once_per_connection() {
     let made = admit(&mut a, 30);
     b.receive_changes(&mut PeerSync::default(), &pushed(&made), now())
         .unwrap();
-    let lacking = c.summary_message(&[]);
+    let lacking = c.summary_message(&[], Wants::Relays);
     let mut state = PeerSync::default();
     let first = b
         .relay(&mut state, &lacking, &plan(&b, "gate-b", now()))
@@ -419,7 +421,7 @@ fn a_peer_that_says_it_lacks_everything_gets_each_change_once_per_connection() {
             .unwrap();
         assert_eq!(again, Relay::default());
     }
-    let empty = Summary::default().encode(&[]);
+    let empty = Summary::default().encode(&[], gatemesh_ledger::Wants::Relays);
     let relay = b
         .relay(&mut state, &empty, &plan(&b, "gate-b", now()))
         .unwrap();
@@ -436,7 +438,7 @@ fn a_peer_that_lacks_a_catch_ups_worth_asks_for_it_by_a_round_of_its_own() {
     // and the gate that lacks it starts the round, whose first message is small.
     let (mut a, mut c) = (device("gate-a"), device("gate-c"));
     admit(&mut a, gatemesh_ledger::CATCH_UP_LACK + 10);
-    let c_says = c.summary_message(&reaching(&["gate-a"]));
+    let c_says = c.summary_message(&reaching(&["gate-a"]), Wants::Relays);
     let by_a = a
         .relay(
             &mut PeerSync::default(),
@@ -445,7 +447,7 @@ fn a_peer_that_lacks_a_catch_ups_worth_asks_for_it_by_a_round_of_its_own() {
         )
         .unwrap();
     assert_eq!(by_a, Relay::default(), "A leaves it to C");
-    let a_says = a.summary_message(&reaching(&["gate-c"]));
+    let a_says = a.summary_message(&reaching(&["gate-c"]), Wants::Relays);
     let by_c = c
         .relay(
             &mut PeerSync::default(),
@@ -467,7 +469,7 @@ fn a_gate_that_lacks_a_partitions_worth_waits_for_relays_and_starts_a_round_only
     c.receive_changes(&mut PeerSync::default(), &pushed(&shared), now())
         .unwrap();
     let apart = admit(&mut a, CATCH_UP_LACK + 100);
-    let a_says = a.summary_message(&reaching(&["gate-c"]));
+    let a_says = a.summary_message(&reaching(&["gate-c"]), Wants::Relays);
     let mut state = PeerSync::default();
     let t = now();
     let mut by_c = |c: &mut Ledger, at: i64| {
@@ -485,7 +487,7 @@ fn a_gate_that_lacks_a_partitions_worth_waits_for_relays_and_starts_a_round_only
     assert!(!by_c(&mut c, t + 2 * CATCH_UP_STALL_MS + 499));
     assert!(by_c(&mut c, t + 2 * CATCH_UP_STALL_MS + 500), "stalled");
     // A relays it all, in parts, and calls for no round: C does not lack most of it.
-    let c_says = c.summary_message(&reaching(&["gate-a"]));
+    let c_says = c.summary_message(&reaching(&["gate-a"]), Wants::Relays);
     let mut to_c = PeerSync::default();
     let (mut sent, mut parts) = (0, 0);
     loop {
@@ -515,7 +517,7 @@ fn a_ledger_knows_when_a_peers_last_summary_names_what_it_lacks() {
     let made = admit(&mut a, 2);
     b.relay(
         &mut from_a,
-        &a.summary_message(&[]),
+        &a.summary_message(&[], Wants::Relays),
         &plan(&b, "gate-b", now()),
     )
     .unwrap();
@@ -546,7 +548,7 @@ fn a_lack_counts_only_for_what_the_peer_would_relay() {
     let mut from_a = PeerSync::default();
     b.relay(
         &mut from_a,
-        &a.summary_message(&reaching(&["gate-c"])),
+        &a.summary_message(&reaching(&["gate-c"]), Wants::Relays),
         &plan(&b, "gate-b", now()),
     )
     .unwrap();
@@ -566,7 +568,7 @@ fn a_lack_counts_only_for_what_the_peer_would_relay() {
     let mut from_e = PeerSync::default();
     b.relay(
         &mut from_e,
-        &e.summary_message(&[]),
+        &e.summary_message(&[], Wants::Relays),
         &plan(&b, "gate-b", now()),
     )
     .unwrap();
@@ -661,4 +663,149 @@ fn changes_that_come_again_are_counted_as_held_already_and_taken_once() {
     assert!(again.is_empty());
     assert_eq!(from_a.already_held(), 3);
     assert_eq!(b.redemptions().len(), 3);
+}
+
+#[test]
+fn a_gate_catching_up_from_one_peer_gets_every_writers_changes_from_it_and_none_from_the_others() {
+    // After a partition heals, C lacks what A, B and P admitted apart. It reaches all of them
+    // again: unasked, P would relay only its own changes (A and B push theirs to C). C asks P
+    // for the gap: P sends every writer's changes C lacks, oldest first, a bounded part per
+    // answer; the others, asked for nothing meanwhile, send nothing.
+    let (mut a, mut b, mut p, mut c) = (
+        device("gate-a"),
+        device("gate-b"),
+        device("gate-p"),
+        device("gate-c"),
+    );
+    let everyone = reaching(&["gate-a", "gate-b", "gate-p"]);
+    // Each knows every device (their first admissions came before the partition).
+    let firsts: Vec<_> = [&mut a, &mut b, &mut p]
+        .into_iter()
+        .flat_map(|writer| admit(writer, 1))
+        .collect();
+    for ledger in [&mut a, &mut b, &mut p, &mut c] {
+        ledger
+            .receive_changes(&mut PeerSync::default(), &pushed(&firsts), now())
+            .unwrap();
+    }
+    let by_a = admit(&mut a, 30);
+    let by_b = admit(&mut b, 20);
+    // P takes A's, admits, then takes B's.
+    p.receive_changes(&mut PeerSync::default(), &pushed(&by_a), now())
+        .unwrap();
+    let by_p = admit(&mut p, 5);
+    p.receive_changes(&mut PeerSync::default(), &pushed(&by_b), now())
+        .unwrap();
+    b.receive_changes(&mut PeerSync::default(), &pushed(&by_a), now())
+        .unwrap();
+
+    let usual = c.summary_message(&everyone, Wants::Relays);
+    let relay = p
+        .relay(&mut PeerSync::default(), &usual, &plan(&p, "gate-p", now()))
+        .unwrap();
+    assert_eq!(relay.changes, by_p.len(), "unasked: P's own");
+
+    // Asked for nothing, B relays nothing (not even its own): C catches up from P.
+    let nothing = c.summary_message(&everyone, Wants::Nothing);
+    let relay = b
+        .relay(
+            &mut PeerSync::default(),
+            &nothing,
+            &plan(&b, "gate-b", now()),
+        )
+        .unwrap();
+    assert_eq!(relay, Relay::default());
+
+    let gap = c.summary_message(&everyone, Wants::Gap);
+    let small = RelayPlan {
+        catch_up_most: 40,
+        ..plan(&p, "gate-p", now())
+    };
+    let mut to_c = PeerSync::default();
+    let first = p.relay(&mut to_c, &gap, &small).unwrap();
+    let second = p.relay(&mut to_c, &gap, &small).unwrap();
+    let third = p.relay(&mut to_c, &gap, &small).unwrap();
+    assert_eq!(
+        (first.changes, second.changes, third.changes),
+        (40, 15, 0),
+        "a part per answer, each change once"
+    );
+    // Oldest first, in the order P took them: each part builds only on what C holds or the
+    // part before (nothing waits at C).
+    let order: Vec<_> = by_a.iter().chain(&by_p).chain(&by_b).collect();
+    let mut sent = first.frames.concat();
+    sent.extend(second.frames.concat());
+    let expected: Vec<u8> = order.iter().flat_map(|c| c.bytes.clone()).collect();
+    assert_eq!(sent, expected);
+    let mut from_p = PeerSync::default();
+    for relay in [&first, &second] {
+        for frame in &relay.frames {
+            c.receive_changes(&mut from_p, frame, now()).unwrap();
+        }
+        assert_eq!(from_p.waiting(), 0);
+    }
+    assert_eq!(c.summary(), p.summary());
+}
+
+#[test]
+fn a_gap_asked_of_a_peer_that_no_longer_has_it_at_hand_brings_what_it_has_and_no_round() {
+    // P was reopened from its data: the changes it held before are not at hand (a round of
+    // the sync protocol rebuilds them), those it took since are. Asked for a gap, it sends
+    // every writer's it has at hand and leaves the rest to the round C starts once nothing
+    // comes.
+    let (mut a, mut b, mut p, mut c) = (
+        device("gate-a"),
+        device("gate-b"),
+        device("gate-p"),
+        device("gate-c"),
+    );
+    for writer in [&mut a, &mut b] {
+        let first = admit(writer, 1);
+        for ledger in [&mut p, &mut c] {
+            ledger
+                .receive_changes(&mut PeerSync::default(), &pushed(&first), now())
+                .unwrap();
+        }
+    }
+    let old = admit(&mut a, 10);
+    p.receive_changes(&mut PeerSync::default(), &pushed(&old), now())
+        .unwrap();
+    let node = p.node().clone();
+    let mut p = super::checking(
+        Ledger::open(
+            &event(),
+            node,
+            &gatemesh_ledger::genesis(&event()),
+            Some(&p.save()),
+            [],
+        )
+        .unwrap(),
+    );
+    let new = admit(&mut b, 10);
+    p.receive_changes(&mut PeerSync::default(), &pushed(&new), now())
+        .unwrap();
+    let gap = c.summary_message(&reaching(&["gate-a", "gate-b", "gate-p"]), Wants::Gap);
+    let relay = p
+        .relay(&mut PeerSync::default(), &gap, &plan(&p, "gate-p", now()))
+        .unwrap();
+    assert_eq!((relay.changes, relay.round), (new.len(), None), "{relay:?}");
+    assert_eq!(take(&mut c, &relay), new.len());
+}
+
+#[test]
+fn a_large_push_is_taken_a_bounded_number_at_a_time() {
+    // A relayed gap comes as pushes of thousands of changes: a gate takes a part's worth
+    // at once and the rest, held back and ready, in the calls after.
+    let (mut a, mut b) = (device("gate-a"), device("gate-b"));
+    let made = admit(&mut a, 10);
+    let mut from_a = PeerSync::default();
+    let taken = b
+        .receive_changes_upto(&mut from_a, &pushed(&made), now(), 4)
+        .unwrap();
+    assert_eq!((taken.len(), from_a.waiting()), (4, 6));
+    assert_eq!(b.redemption_count(), 4);
+    assert!(b.need_message(&from_a).is_none(), "nothing is missing");
+    let rest = b.take_waiting(&mut from_a, usize::MAX, now()).unwrap();
+    assert_eq!((rest.len(), from_a.waiting()), (6, 0));
+    assert_eq!(b.summary(), a.summary());
 }

@@ -708,7 +708,8 @@ fn a_peer_sending_arbitrary_streams_changes_nothing_and_the_gate_stays_up() {
     let event = EventId::new(EVENT).unwrap();
     let mut empty = Ledger::open(&event, NodeId::random(), &genesis(&event), None, []).unwrap();
     let hello = empty.sync_message(&mut PeerSync::default()).unwrap();
-    let summary = empty.summary_message(&["gate-broken".to_owned()]);
+    let summary =
+        empty.summary_message(&["gate-broken".to_owned()], gatemesh_ledger::Wants::Relays);
     let g = empty.heads()[0].0;
     let crafted = vec![
         sync_message(&[g], &[g, g], &[]),       // a change asked for twice
@@ -832,7 +833,7 @@ async fn a_peer_that_keeps_saying_it_lacks_everything_gets_each_change_once_and_
         [],
     )
     .unwrap()
-    .summary_message(&["gate-broken".to_owned()]);
+    .summary_message(&["gate-broken".to_owned()], gatemesh_ledger::Wants::Relays);
     let frame = |kind: u8, body: &[u8]| [&[kind][..], body].concat();
     // What A sends it over the next 6 s (the summaries below, and 2 s more).
     let counting = tokio::spawn(async move {
@@ -846,7 +847,8 @@ async fn a_peer_that_keeps_saying_it_lacks_everything_gets_each_change_once_and_
         rounds
     });
     let began = std::time::Instant::now();
-    let lacking_everything = gatemesh_ledger::Summary::default().encode(&[]);
+    let lacking_everything =
+        gatemesh_ledger::Summary::default().encode(&[], gatemesh_ledger::Wants::Relays);
     for i in 0..40 {
         let says = if i < 20 {
             &genesis_only
@@ -1201,7 +1203,9 @@ async fn a_forged_change_that_waited_for_another_peers_is_refused_and_its_sender
 
     // X says what it holds, as every peer does each second: A's answer is the end.
     let mut summary = vec![gatemesh_mesh::session::SUMMARY_FRAME];
-    summary.extend_from_slice(&gatemesh_ledger::Summary::default().encode(&[]));
+    summary.extend_from_slice(
+        &gatemesh_ledger::Summary::default().encode(&[], gatemesh_ledger::Wants::Relays),
+    );
     let _ = gatemesh_mesh::net::write_frame(&mut send_x, &summary).await;
     tokio::time::timeout(Duration::from_secs(10), conn_x.closed())
         .await
@@ -1425,6 +1429,79 @@ async fn a_gate_that_loses_a_peer_says_so_and_its_changes_are_relayed_to_it() {
     let dup = c.scan(&w.code(&tid), "c1", Direction::Entry).await.unwrap();
     assert_eq!(dup.verdict, Verdict::Duplicate);
     relay.task.abort();
+    for n in [a, b, c] {
+        n.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gate_back_from_a_partition_takes_its_gap_from_one_peer_by_its_relays() {
+    // A and B stay connected; C is cut off from both long enough for its connections to end,
+    // while A and B admit more than a gap a gate asks one peer for. Once C is back, it asks
+    // one of them to relay every writer's changes it lacks, and the other for nothing
+    // meanwhile: unasked, each would relay its own (and, in a stadium, its side's gates would
+    // relay the other side's writers C does not reach yet), the gap coming in pieces from
+    // many peers, and partly twice.
+    let w = World::new();
+    let (a, a_addr) = w.gate("gate-a", "ca", &[]).await;
+    let (b, b_addr) = w.gate("gate-b", "ca", &[a_addr]).await;
+    let (to_a, to_b) = (Relay::start(a_addr).await, Relay::start(b_addr).await);
+    let (c, _) = w.gate("gate-c", "ca", &[to_a.addr, to_b.addr]).await;
+    // Before: more than the gap, so that C lacks a part of the ledger, not most of it (that
+    // it would take whole, by a round).
+    let before: Vec<TicketId> = (0..1500).map(|_| TicketId::generate()).collect();
+    admit_with_four_scanners(&w, &a, &before).await;
+    eventually("B and C hold A's admissions", || async {
+        b.snapshot().await.unwrap().redemptions == before.len()
+            && c.snapshot().await.unwrap().redemptions == before.len()
+    })
+    .await;
+    to_a.pause(true);
+    to_b.pause(true);
+    gatemesh_testkit::poll_async(
+        "C's connections timed out",
+        Duration::from_secs(30),
+        Duration::from_millis(100),
+        async || c.peers().is_empty(),
+    )
+    .await;
+    let apart: Vec<TicketId> = (0..1100).map(|_| TicketId::generate()).collect();
+    let (by_a, by_b) = apart.split_at(550);
+    tokio::join!(
+        admit_with_four_scanners(&w, &a, by_a),
+        admit_with_four_scanners(&w, &b, by_b)
+    );
+    let all = before.len() + apart.len();
+    eventually("A and B hold each other's", || async {
+        a.snapshot().await.unwrap().redemptions == all
+            && b.snapshot().await.unwrap().redemptions == all
+    })
+    .await;
+    to_a.pause(false);
+    to_b.pause(false);
+    eventually("C catches up once it is back", || async {
+        c.snapshot().await.unwrap().redemptions == all
+    })
+    .await;
+    for tid in [&by_a[0], &by_b[0]] {
+        let dup = c.scan(&w.code(tid), "c1", Direction::Entry).await.unwrap();
+        assert_eq!(dup.verdict, Verdict::Duplicate);
+    }
+    let relayed_to_c = |gate: &Node| {
+        let peers = gate.peers();
+        peers
+            .iter()
+            .find(|p| p.name == "gate-c")
+            .map_or(0, |p| p.relayed)
+    };
+    let (from_a, from_b) = (relayed_to_c(&a), relayed_to_c(&b));
+    let (most, least) = (from_a.max(from_b), from_a.min(from_b));
+    assert!(
+        most >= 1000 && least * 4 < most,
+        "C took its gap from each peer: {from_a} changes relayed by A, {from_b} by B"
+    );
+    to_a.task.abort();
+    to_b.task.abort();
     for n in [a, b, c] {
         n.shutdown().await;
     }
