@@ -17,7 +17,7 @@ use crate::{Result, invalid};
 /// The mDNS service every device announces and browses for.
 pub const SERVICE_TYPE: &str = "_gatemesh._udp.local.";
 /// The `v` TXT value; devices that announce another are not dialed.
-pub const PROTOCOL_VERSION: &str = "2";
+pub const PROTOCOL_VERSION: &str = "3";
 
 /// Interface names never used for discovery unless named explicitly: container bridges,
 /// VPN tunnels and virtual-machine networks, where no gate lives.

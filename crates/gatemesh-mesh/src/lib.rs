@@ -5,7 +5,7 @@
 //!   naming event, role and device in a SAN URI `gatemesh://EVENT/ROLE/NAME`.
 //! - Transport ([`net`]): QUIC (quinn) with mutual TLS (rustls, ring): both sides check that
 //!   the other's certificate chains to the event's CA *and* names this event, in the TLS
-//!   handshake itself ([`tls`]). ALPN `gatemesh/2`, keep-alive, length-prefixed frames with a
+//!   handshake itself ([`tls`]). ALPN `gatemesh/3`, keep-alive, length-prefixed frames with a
 //!   size bound.
 //! - Sync sessions ([`session`]): one bidirectional stream per connection carrying Automerge
 //!   sync messages, pushed whenever the local ledger changes. The ledger stays with its owner

@@ -25,7 +25,7 @@ use crate::identity::PeerId;
 use crate::pki::Credentials;
 
 /// The ALPN protocol both sides require; another wire version gets another name.
-pub const ALPN: &[u8] = b"gatemesh/2";
+pub const ALPN: &[u8] = b"gatemesh/3";
 /// Name passed to `Endpoint::connect`. Sent as SNI, otherwise ignored by MeshServerVerifier.
 pub const SERVER_NAME: &str = "gatemesh.invalid";
 

@@ -1830,7 +1830,14 @@ impl Writer {
                 use gatemesh_mesh::session::Turn;
                 let began = std::time::Instant::now();
                 let state = self.peers.entry(peer.clone()).or_default();
-                let lack = self.ledger.lack_from(state);
+                // A request for changes by hash is no round: it asks for no gap (counted as
+                // one, it made its peer the one asked and held the others' rounds back).
+                let round = !matches!(turn, Turn::Missing);
+                let lack = if round {
+                    self.ledger.lack_from(state)
+                } else {
+                    None
+                };
                 let lack_took = began.elapsed();
                 let served = self.ledger.sync_served();
                 let (taking, catch_up) = (&self.taking, &mut self.catch_up);
@@ -1840,8 +1847,10 @@ impl Writer {
                         || arriving.lock().is_ok_and(|a| a.contains(p))
                 };
                 let now = std::time::Instant::now();
-                let asking = catch_up.may_ask(&peer, lack, sending, now);
-                state.set_asking(asking);
+                let asking = round && catch_up.may_ask(&peer, lack, sending, now);
+                if round {
+                    state.set_asking(asking);
+                }
                 let message = match turn {
                     Turn::Start if self.ledger.agrees_with(state) => None,
                     Turn::Start => {

@@ -569,10 +569,21 @@ async fn converged(
 ) -> Result<report::Agreement> {
     let start = Instant::now();
     loop {
+        let pass = Instant::now();
         let agreement = report::agreement(org, gates, eid, shared).await?;
         if agreement.disagreements.is_empty() || start.elapsed() > Duration::from_secs(180) {
             return Ok(agreement);
         }
+        // What still differs, so a slow agreement says why (a gate's uplink behind, a
+        // ticket one gate lacks …), and how long one look at every ticket took.
+        eprintln!(
+            "rehearsal: not yet agreed after {:.1} s ({} differences; this look took {:.1} s), \
+             the first: {}",
+            start.elapsed().as_secs_f64(),
+            agreement.disagreements.len(),
+            pass.elapsed().as_secs_f64(),
+            agreement.disagreements[0],
+        );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }

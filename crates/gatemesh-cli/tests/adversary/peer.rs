@@ -1,6 +1,6 @@
 //! The adversarial peer: a device enrolled honestly under the event's mesh CA (a gate or an
 //! observer) whose software is not. It dials a gate over the real mesh transport (QUIC,
-//! mutual TLS, `gatemesh/2` frames), syncs honestly until it holds the gate's ledger, then
+//! mutual TLS, `gatemesh/3` frames), syncs honestly until it holds the gate's ledger, then
 //! crafts changes with automerge itself — deletes, root maps, `meta`, records signed with
 //! its own key in anyone's name — and sends them as ordinary sync messages.
 
