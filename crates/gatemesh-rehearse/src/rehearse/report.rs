@@ -127,60 +127,29 @@ pub(super) async fn agreement(
     if let Ok(r) = shared.resolved.lock() {
         detailed.extend(r.iter().cloned());
     }
-    for (g, gate) in gates.iter().enumerate() {
-        let status = gate.get("/v1/status").await?;
-        let backlog = status["uplink"]["backlog"].as_u64().unwrap_or(u64::MAX);
+    // The gates read side by side (one after another, a look at 32 gates took 11 s on two
+    // busy cores: the time to agree measured the look as much as the gates).
+    let views: Vec<Result<GateView>> = stream::iter(gates.iter().enumerate())
+        .map(|(g, gate)| gate_view(gate, &detailed, g == 0))
+        .buffered(8)
+        .collect()
+        .await;
+    for (g, view) in views.into_iter().enumerate() {
+        let GateView {
+            backlog,
+            skipped,
+            standing_writes,
+            held,
+        } = view?;
         if backlog != 0 {
             out.disagreements
                 .push(format!("gate {g}: {backlog} redemptions not yet uploaded"));
         }
-        let skipped = status["uplink"]["skipped"].as_u64().unwrap_or(0);
-        if skipped > 0 {
-            let last = str_of(&status["uplink"]["last_skipped"]);
+        if let Some((skipped, last)) = skipped {
             out.skipped.push((g, skipped, last));
         }
-        let export = gate.get("/v1/export").await?;
-        if g == 0 {
-            let mut written: HashMap<String, usize> = HashMap::new();
-            for a in export["audit"].as_array().into_iter().flatten() {
-                if a["action"]
-                    .as_str()
-                    .is_some_and(|x| x.starts_with("status:"))
-                {
-                    *written.entry(str_of(&a["tid"])).or_default() += 1;
-                }
-            }
-            out.standing_writes = (written.len(), written.values().sum());
-        }
-        let mut held: HashMap<String, Held> = HashMap::new();
-        for r in export["redemptions"].as_array().into_iter().flatten() {
-            if r["direction"] == "entry" {
-                held.entry(str_of(&r["tid"]))
-                    .or_default()
-                    .entries
-                    .insert(str_of(&r["id"]));
-            }
-        }
-        let flags = gate.get("/v1/flags").await?;
-        for f in flags["flags"].as_array().into_iter().flatten() {
-            held.entry(str_of(&f["tid"])).or_default().flagged = true;
-        }
-        for tid in &detailed {
-            let t = gate.get(&format!("/v1/tickets/{tid}")).await?;
-            let h = held.entry(tid.clone()).or_default();
-            h.standing = str_of(&t["standing"]["state"]);
-            let resolutions = t["resolutions"].as_array().cloned().unwrap_or_default();
-            let reverted: HashSet<String> = resolutions
-                .iter()
-                .filter(|r| r["action"] == "revert")
-                .flat_map(|r| r["covers"].as_array().cloned().unwrap_or_default())
-                .map(|id| str_of(&id))
-                .collect();
-            h.entries.retain(|id| !reverted.contains(id));
-            h.resolution = resolutions
-                .last()
-                .map(|r| str_of(&r["action"]))
-                .unwrap_or_default();
+        if let Some(writes) = standing_writes {
+            out.standing_writes = writes;
         }
         for tid in &tids {
             let server = out.server.get(tid).cloned().unwrap_or_default();
@@ -204,6 +173,81 @@ pub(super) async fn agreement(
         }
     }
     Ok(out)
+}
+
+/// What one gate holds at the end, as [`agreement`] compares it with the server.
+struct GateView {
+    /// Redemptions its uplink has not uploaded yet.
+    backlog: u64,
+    /// Items its uplink skipped in its current life, and the last, if any.
+    skipped: Option<(u64, String)>,
+    /// The standing writes of its audit trail ([`Agreement::standing_writes`]), when asked.
+    standing_writes: Option<(usize, usize)>,
+    /// Per ticket it holds anything of.
+    held: HashMap<String, Held>,
+}
+
+/// Reads what `gate` holds: its entries and flags, and the standing and resolutions of the
+/// tickets `detailed`; its audit trail's standing writes when `audit`.
+async fn gate_view(gate: &At, detailed: &[String], audit: bool) -> Result<GateView> {
+    let status = gate.get("/v1/status").await?;
+    let backlog = status["uplink"]["backlog"].as_u64().unwrap_or(u64::MAX);
+    let skipped = status["uplink"]["skipped"].as_u64().unwrap_or(0);
+    let skipped = (skipped > 0).then(|| (skipped, str_of(&status["uplink"]["last_skipped"])));
+    let export = gate.get("/v1/export").await?;
+    let standing_writes = audit.then(|| {
+        let mut written: HashMap<String, usize> = HashMap::new();
+        for a in export["audit"].as_array().into_iter().flatten() {
+            if a["action"]
+                .as_str()
+                .is_some_and(|x| x.starts_with("status:"))
+            {
+                *written.entry(str_of(&a["tid"])).or_default() += 1;
+            }
+        }
+        (written.len(), written.values().sum())
+    });
+    let mut held: HashMap<String, Held> = HashMap::new();
+    for r in export["redemptions"].as_array().into_iter().flatten() {
+        if r["direction"] == "entry" {
+            held.entry(str_of(&r["tid"]))
+                .or_default()
+                .entries
+                .insert(str_of(&r["id"]));
+        }
+    }
+    let flags = gate.get("/v1/flags").await?;
+    for f in flags["flags"].as_array().into_iter().flatten() {
+        held.entry(str_of(&f["tid"])).or_default().flagged = true;
+    }
+    let tickets: Vec<(&String, Result<Value>)> = stream::iter(detailed)
+        .map(|tid| async move { (tid, gate.get(&format!("/v1/tickets/{tid}")).await) })
+        .buffer_unordered(8)
+        .collect()
+        .await;
+    for (tid, t) in tickets {
+        let t = t?;
+        let h = held.entry(tid.clone()).or_default();
+        h.standing = str_of(&t["standing"]["state"]);
+        let resolutions = t["resolutions"].as_array().cloned().unwrap_or_default();
+        let reverted: HashSet<String> = resolutions
+            .iter()
+            .filter(|r| r["action"] == "revert")
+            .flat_map(|r| r["covers"].as_array().cloned().unwrap_or_default())
+            .map(|id| str_of(&id))
+            .collect();
+        h.entries.retain(|id| !reverted.contains(id));
+        h.resolution = resolutions
+            .last()
+            .map(|r| str_of(&r["action"]))
+            .unwrap_or_default();
+    }
+    Ok(GateView {
+        backlog,
+        skipped,
+        standing_writes,
+        held,
+    })
 }
 
 /// Tickets admitted more than once (distinct redemptions) in one scope so far: what the
