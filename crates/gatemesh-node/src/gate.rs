@@ -1902,11 +1902,12 @@ impl Writer {
             }
             SyncRequest::Push { peer, bytes, reply } => {
                 // A part's worth now, the rest in the batches after (a relayed gap is
-                // thousands of changes), as a sync message's parts are.
-                let most = self.part;
+                // thousands of changes), as a sync message's parts are, and paced alike.
+                let (most, before, began) = (self.part, changes.len(), std::time::Instant::now());
                 let taken = self.taking_in(&peer, changes, events, |ledger, state| {
                     ledger.receive_changes_upto(state, &bytes, now_ms(), most)
                 });
+                self.paced(most, changes.len() - before, began.elapsed());
                 Box::new(move |failed| {
                     let _ = reply.send(match failed {
                         Some(e) => Err(e.to_string()),
@@ -2115,7 +2116,9 @@ impl Writer {
         // Held-back changes left from the last batch go first: a part may add to them.
         if self.waiting_due {
             let _ = self.ledger.take_newly_flagged();
-            self.take_waiting(changes, self.part);
+            let (most, before, began) = (self.part, changes.len(), std::time::Instant::now());
+            self.take_waiting(changes, most);
+            self.paced(most, changes.len() - before, began.elapsed());
             self.report_flags(events);
             return Box::new(|_| {});
         }
@@ -2147,6 +2150,18 @@ impl Writer {
             Err(e) => Err(e),
         };
         answer_after_store(reply, taken.map(|_| ()))
+    }
+
+    /// A part of at most `most` pushed or held-back changes took `took` for `taken` of them:
+    /// the next part fits [`PART_BUDGET`] at that pace ([`next_part`]), as a sync message's
+    /// do. Since a heal's gap comes by relays, sync messages are rare, and the parts stayed
+    /// at [`PART_FIRST`]: 128 changes took 0.5-1.8 s on two busy cores, the scans waiting.
+    /// A push of a few changes says little of the pace (its fixed costs, spread over one
+    /// or two), and leaves it as it was.
+    fn paced(&mut self, most: usize, taken: usize, took: std::time::Duration) {
+        if taken >= PART_LEAST {
+            self.part = next_part(most, taken, took);
+        }
     }
 
     /// Reports the tickets the ledger flagged, and those whose standing changed, since it was
