@@ -914,12 +914,14 @@ pub(crate) const PART: usize = 1024;
 /// asking that peer (no other) while it lacks more than [`RELAY_ASK_UNTIL`] of them: the rest
 /// is on its way by each writer's pushes. What the one peer no longer has at hand comes by
 /// the round this gate starts once nothing came for `gatemesh_ledger::CATCH_UP_STALL_MS`.
-/// One peer is asked for at most [`CATCH_UP_MOST`] in a row and then rests as long: a
-/// dishonest one that says it holds much this gate lacks, and sends nothing, holds the
-/// others back no longer than that (their own changes and relays still come meanwhile).
+/// One peer that sends nothing new for [`RELAY_ASK_STALE`] (no longer at hand, a stuck
+/// connection, or a dishonest peer that says it holds much this gate lacks) rests for
+/// [`CATCH_UP_MOST`], and another may be asked; so does one asked for [`CATCH_UP_MOST`] in a
+/// row. Meanwhile the others' pushes still come.
 #[derive(Debug, Default)]
 pub struct CatchUpRelay {
-    /// The peer asked, since when, and when this gate last told it so.
+    /// The peer asked, since when, and when this gate last took a change it sent (or asked
+    /// it first).
     from: Option<(String, std::time::Instant, std::time::Instant)>,
     /// A peer that was asked for [`CATCH_UP_MOST`], and until when it is not asked again.
     rested: Option<(String, std::time::Instant)>,
@@ -933,9 +935,8 @@ pub(crate) const RELAY_ASK_PAST: usize = PART;
 /// asks ([`CatchUpRelay`]).
 pub(crate) const RELAY_ASK_UNTIL: usize = RELAY_MOST / 2;
 
-/// How long the peer asked to relay a gap stays the one without this gate telling it so
-/// again (a session tells its peer a summary every second while it asks): its connection is
-/// stuck, and another may be asked.
+/// How long the peer asked to relay a gap stays the one while this gate takes nothing new
+/// from it ([`CatchUpRelay`]).
 const RELAY_ASK_STALE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Most changes relayed in one answer to a peer that catches up from this gate (its summary
@@ -954,15 +955,20 @@ impl CatchUpRelay {
         now: std::time::Instant,
     ) -> gatemesh_ledger::Wants {
         use gatemesh_ledger::Wants;
-        if let Some((from, since, last)) = &self.from {
-            if now.duration_since(*since) > CATCH_UP_MOST {
-                tracing::warn!(
-                    "{from} was asked to relay a gap for {} s: other peers may be asked now",
-                    CATCH_UP_MOST.as_secs()
-                );
+        if let Some((from, since, took)) = &self.from {
+            let why = if now.duration_since(*since) > CATCH_UP_MOST {
+                Some(format!("was asked for {} s", CATCH_UP_MOST.as_secs()))
+            } else if now.duration_since(*took) > RELAY_ASK_STALE {
+                Some(format!(
+                    "sent nothing new for {} s",
+                    RELAY_ASK_STALE.as_secs()
+                ))
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                tracing::warn!("{from}, asked to relay a gap, {why}: other peers may be asked now");
                 self.rested = Some((from.clone(), now + CATCH_UP_MOST));
-                self.from = None;
-            } else if from != peer && now.duration_since(*last) > RELAY_ASK_STALE {
                 self.from = None;
             }
         }
@@ -970,9 +976,8 @@ impl CatchUpRelay {
             return Wants::Nothing;
         };
         match &mut self.from {
-            Some((from, _, last)) if from == peer => {
+            Some((from, _, _)) if from == peer => {
                 if lack > RELAY_ASK_UNTIL {
-                    *last = now;
                     return Wants::Gap;
                 }
                 self.from = None;
@@ -992,6 +997,15 @@ impl CatchUpRelay {
                 Wants::Gap
             }
             None => Wants::Relays,
+        }
+    }
+
+    /// Changes `peer` sent that were new here were taken.
+    fn took(&mut self, peer: &str, now: std::time::Instant) {
+        if let Some((from, _, took)) = &mut self.from
+            && from == peer
+        {
+            *took = now;
         }
     }
 
@@ -1908,6 +1922,9 @@ impl Writer {
                     ledger.receive_changes_upto(state, &bytes, now_ms(), most)
                 });
                 self.paced(most, changes.len() - before, began.elapsed());
+                if changes.len() > before {
+                    self.relay_from.took(&peer, std::time::Instant::now());
+                }
                 Box::new(move |failed| {
                     let _ = reply.send(match failed {
                         Some(e) => Err(e.to_string()),
@@ -2773,27 +2790,32 @@ mod tests {
         assert_eq!(r.wants("a", gap, t1), Wants::Gap);
     }
 
-    /// The peer asked for a gap holds the others back while its session tells it so, at
-    /// most for [`CATCH_UP_MOST`]: then it rests as long, and another is asked.
+    /// The peer asked for a gap holds the others back while it sends what this gate lacks,
+    /// at most for [`CATCH_UP_MOST`]; one that sends nothing new (a dishonest peer that says
+    /// it holds much, a stuck connection) only for [`RELAY_ASK_STALE`]. Then it rests for
+    /// [`CATCH_UP_MOST`], and another is asked.
     #[test]
     fn the_peer_asked_for_a_gap_holds_the_others_back_for_a_bounded_time() {
         let (mut r, t0) = (CatchUpRelay::default(), Instant::now());
         let gap = Some(RELAY_ASK_PAST + 1);
         assert_eq!(r.wants("a", gap, t0), Wants::Gap);
-        // A's session stuck (no summary for A): B may be asked once A went stale.
+        // A sends nothing new: B may be asked once A went stale.
         let stale = t0 + RELAY_ASK_STALE + Duration::from_millis(1);
         assert_eq!(r.wants("b", gap, t0 + RELAY_ASK_STALE), Wants::Nothing);
+        assert_eq!(r.wants("a", gap, stale), Wants::Relays, "A rests");
         assert_eq!(r.wants("b", gap, stale), Wants::Gap);
-        // B, told every second, is asked until the bound, then rests.
+        // B sends what this gate lacks every second: asked until the bound, then rests.
         let mut t = stale;
         while t < stale + CATCH_UP_MOST {
+            r.took("b", t);
+            r.took("a", t);
             assert_eq!(r.wants("b", gap, t), Wants::Gap);
             assert_eq!(r.wants("a", gap, t), Wants::Nothing);
             t += Duration::from_secs(1);
         }
         let over = stale + CATCH_UP_MOST + Duration::from_millis(1);
         assert_eq!(r.wants("b", gap, over), Wants::Relays, "B rests");
-        assert_eq!(r.wants("a", gap, over), Wants::Gap);
+        assert_eq!(r.wants("a", gap, over), Wants::Gap, "A rested long enough");
         r.gone("a");
         assert_eq!(
             r.wants("b", gap, over + Duration::from_secs(1)),

@@ -421,6 +421,17 @@ fn a_peer_that_says_it_lacks_everything_gets_each_change_once_per_connection() {
             .unwrap();
         assert_eq!(again, Relay::default());
     }
+    // Asking for a gap over and over: every writer's changes, still each once.
+    let gap = c.summary_message(&[], Wants::Gap);
+    let mut asked = PeerSync::default();
+    let sent: Vec<usize> = (0..5)
+        .map(|_| {
+            b.relay(&mut asked, &gap, &plan(&b, "gate-b", now()))
+                .unwrap()
+                .changes
+        })
+        .collect();
+    assert_eq!(sent, [made.len(), 0, 0, 0, 0]);
     let empty = Summary::default().encode(&[], gatemesh_ledger::Wants::Relays);
     let relay = b
         .relay(&mut state, &empty, &plan(&b, "gate-b", now()))
