@@ -4,7 +4,10 @@
 use std::{
     collections::BTreeMap,
     net::SocketAddr,
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
     time::Duration,
 };
 
@@ -99,6 +102,10 @@ pub enum SyncRequest {
         /// When it was read from the connection: changes taken here within a moment of it
         /// may still be on their way to the peer, and are not relayed yet.
         received: std::time::Instant,
+        /// Whether changes may be relayed to the peer now: not while more than
+        /// [`RELAY_WAITING_MOST`] bytes wait to go to it already (its summary is taken all
+        /// the same).
+        relay: bool,
         /// What to send the peer; `Err` with why, and the peer loses its connection.
         reply: oneshot::Sender<Result<Answer, String>>,
     },
@@ -333,6 +340,54 @@ pub const ROUND_EVERY: Duration = Duration::from_secs(2);
 /// Most bytes of changes one push frame carries: a backlog goes in several.
 const PUSH_FRAME_MOST: usize = 1024 * 1024;
 
+/// Bytes waiting to go to a peer past which this node relays it nothing more until they
+/// went ([`SyncRequest::TheirSummary`]'s `relay`): one answer to a gate catching up is
+/// ~3 MB.
+pub const RELAY_WAITING_MOST: usize = 2 * 1024 * 1024;
+
+/// Bytes waiting to go to a peer past which its session ends: a peer that asks (rounds,
+/// changes by hash) and reads nothing would otherwise have this node queue its answers
+/// without end. A whole 100,000-redemption ledger is ~21 MB.
+pub const OUT_WAITING_MOST: usize = 64 * 1024 * 1024;
+
+/// What a session's sync side has to send, on its way to the sending side ([`sending`]).
+///
+/// Never waits: a sync side that waited for room here stopped reading the peer's frames,
+/// and when both ends of a connection did so at once (two gates relaying each other a
+/// heal's gap, megabytes each way) each waited for the other to read, and the connection
+/// carried nothing more, in either direction, for the rest of its life. What waits is
+/// counted instead: relays wait past [`RELAY_WAITING_MOST`], and the session ends past
+/// [`OUT_WAITING_MOST`].
+struct Outbox {
+    tx: mpsc::UnboundedSender<Vec<u8>>,
+    /// Bytes sent here and not yet written to the connection.
+    waiting: Arc<AtomicUsize>,
+}
+
+impl Outbox {
+    fn new() -> (Self, mpsc::UnboundedReceiver<Vec<u8>>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let waiting = Arc::new(AtomicUsize::new(0));
+        (Self { tx, waiting }, rx)
+    }
+
+    fn send(&self, frame: Vec<u8>) -> Result<()> {
+        let waiting = self.waiting.fetch_add(frame.len(), Ordering::AcqRel) + frame.len();
+        if waiting > OUT_WAITING_MOST {
+            return Err(invalid!(
+                "the peer reads nothing: {waiting} bytes wait to go to it"
+            ));
+        }
+        self.tx
+            .send(frame)
+            .map_err(|_| invalid!("the session's sending side ended"))
+    }
+
+    fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Acquire)
+    }
+}
+
 impl SyncPort {
     async fn generate(&self, peer: &str, turn: Turn) -> Result<Option<Vec<u8>>> {
         let (reply, rx) = oneshot::channel();
@@ -365,11 +420,13 @@ impl SyncPort {
         peer: &str,
         bytes: Vec<u8>,
         received: std::time::Instant,
+        relay: bool,
     ) -> Result<Answer> {
         self.ask(|reply| SyncRequest::TheirSummary {
             peer: peer.into(),
             bytes,
             received,
+            relay,
             reply,
         })
         .await
@@ -1172,11 +1229,12 @@ async fn session(
     // What the sync side has to send (its messages, the owner's counts) goes through the
     // sending side, which also writes the pushes: a session waiting for the ledger to take
     // the peer's changes goes on pushing its own meanwhile.
-    let (out_tx, out) = mpsc::channel::<Vec<u8>>(8);
+    let (out, out_rx) = Outbox::new();
+    let waiting = out.waiting.clone();
     let behind = tokio::sync::Notify::new();
     let result = tokio::select! {
-        r = sending(&mut send, out, pushes, &behind, peer, ctx) => r,
-        r = syncing(conn, frames, out_tx, &behind, peer, ctx) => r,
+        r = sending(&mut send, (out_rx, waiting), pushes, &behind, peer, ctx) => r,
+        r = syncing(conn, frames, out, &behind, peer, ctx) => r,
     };
     reader.abort();
     result
@@ -1188,7 +1246,7 @@ async fn session(
 async fn syncing(
     conn: &Connection,
     mut frames: mpsc::Receiver<Result<Vec<u8>>>,
-    out: mpsc::Sender<Vec<u8>>,
+    out: Outbox,
     behind: &tokio::sync::Notify,
     peer: &str,
     ctx: &Ctx,
@@ -1199,7 +1257,6 @@ async fn syncing(
     stats.mark_changed();
     let mut summary = tokio::time::interval(SUMMARY_EVERY);
     summary.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let gone = || invalid!("the session's sending side ended");
     // What the sync protocol sends next. Nothing on connect: the summaries go first (the
     // first at once), and a round starts only if they show a gap a relay does not carry
     // (the first message of a round from a fresh state holds a bloom filter of every change
@@ -1236,7 +1293,7 @@ async fn syncing(
                 Turn::Missing => message.insert(0, NEED_FRAME),
                 Turn::Answer | Turn::FollowUp => {}
             }
-            out.send(message).await.map_err(|_| gone())?;
+            out.send(message)?;
         }
         let bytes = match held.take() {
             Some(bytes) => bytes,
@@ -1270,7 +1327,7 @@ async fn syncing(
                                 let mut frame = Vec::with_capacity(addresses.len() + 1);
                                 frame.push(PEERS_FRAME);
                                 frame.extend_from_slice(addresses.as_bytes());
-                                out.send(frame).await.map_err(|_| gone())?;
+                                out.send(frame)?;
                                 told_peer = Some(addresses);
                             }
                         }
@@ -1285,7 +1342,7 @@ async fn syncing(
                     let mut frame = Vec::with_capacity(ours.message.len() + 1);
                     frame.push(SUMMARY_FRAME);
                     frame.extend_from_slice(&ours.message);
-                    out.send(frame).await.map_err(|_| gone())?;
+                    out.send(frame)?;
                     last_summary = Some((ours.message, now));
                     catching_up = ours.catching_up;
                     continue;
@@ -1301,7 +1358,7 @@ async fn syncing(
                         let mut frame = Vec::with_capacity(json.len() + 1);
                         frame.push(STATS_FRAME);
                         frame.extend_from_slice(&json);
-                        out.send(frame).await.map_err(|_| gone())?;
+                        out.send(frame)?;
                     }
                     continue;
                 }
@@ -1358,9 +1415,12 @@ async fn syncing(
                 next = Some(Turn::FollowUp);
             }
             Frame::Summary(message) => {
+                // Relays wait while much waits to go to the peer already (a slow link, or a
+                // peer that sends as much as it is sent: see [`Outbox`]).
+                let relay = out.waiting() < RELAY_WAITING_MOST;
                 let answer = ctx
                     .port
-                    .their_summary(peer, message.to_vec(), std::time::Instant::now())
+                    .their_summary(peer, message.to_vec(), std::time::Instant::now(), relay)
                     .await?;
                 update(ctx, peer, |s| {
                     s.last_sync_ms = Some(now_ms());
@@ -1371,14 +1431,14 @@ async fn syncing(
                 if std::mem::take(&mut first_of_theirs) {
                     summary.reset_immediately();
                 }
-                if answered(&out, answer, last_round, peer, ctx).await? {
+                if answered(&out, answer, last_round, peer, ctx)? {
                     next = Some(Turn::Start);
                 }
             }
             Frame::Need(message) => {
                 let answer = ctx.port.need(peer, message.to_vec()).await?;
                 update(ctx, peer, |s| s.bytes_received += len);
-                if answered(&out, answer, last_round, peer, ctx).await? {
+                if answered(&out, answer, last_round, peer, ctx)? {
                     next = Some(Turn::Start);
                 }
             }
@@ -1413,8 +1473,8 @@ async fn syncing(
 
 /// Sends the changes of `answer` as pushes; whether a round of the sync protocol is to start
 /// now (the answer asks for one, and this side started none within [`ROUND_EVERY`]).
-async fn answered(
-    out: &mpsc::Sender<Vec<u8>>,
+fn answered(
+    out: &Outbox,
     answer: Answer,
     last_round: Option<tokio::time::Instant>,
     peer: &str,
@@ -1424,9 +1484,7 @@ async fn answered(
         let mut frame = Vec::with_capacity(changes.len() + 1);
         frame.push(PUSH_FRAME);
         frame.extend_from_slice(&changes);
-        out.send(frame)
-            .await
-            .map_err(|_| invalid!("the session's sending side ended"))?;
+        out.send(frame)?;
     }
     if answer.changes > 0 {
         update(ctx, peer, |s| s.relayed += answer.changes as u64);
@@ -1501,7 +1559,7 @@ fn reached(ctx: &Ctx) -> Vec<String> {
 /// [`PUSH_QUEUE`] commits behind (a slow link) wakes the sync side (`behind`) for a round.
 async fn sending(
     send: &mut SendStream,
-    mut out: mpsc::Receiver<Vec<u8>>,
+    (mut out, waiting): (mpsc::UnboundedReceiver<Vec<u8>>, Arc<AtomicUsize>),
     mut pushes: broadcast::Receiver<Pushed>,
     behind: &tokio::sync::Notify,
     peer: &str,
@@ -1512,6 +1570,7 @@ async fn sending(
             frame = out.recv() => {
                 let Some(frame) = frame else { return Ok(()) };
                 write_frame(send, &frame).await?;
+                waiting.fetch_sub(frame.len(), Ordering::AcqRel);
                 update(ctx, peer, |s| s.bytes_sent += frame.len() as u64 + 4);
             }
             pushed = pushes.recv() => match pushed {

@@ -1968,14 +1968,18 @@ impl Writer {
                 peer,
                 bytes,
                 received,
+                relay,
                 reply,
             } => {
+                // Nothing relayed while much waits to go to the peer: its summary is taken,
+                // and what it lacks goes with the answer to a later one.
+                let most = |n| if relay { n } else { 0 };
                 let plan = gatemesh_ledger::RelayPlan {
                     now_ms: now_ms(),
                     noted_before: self.marks.noted_before(received),
                     me: &self.gate_name,
-                    most: RELAY_MOST,
-                    catch_up_most: CATCH_UP_RELAY_MOST,
+                    most: most(RELAY_MOST),
+                    catch_up_most: most(CATCH_UP_RELAY_MOST),
                     frame_most: gatemesh_mesh::session::PUSH_MOST,
                 };
                 let state = self.peers.entry(peer.clone()).or_default();

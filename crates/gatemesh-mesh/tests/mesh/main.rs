@@ -401,3 +401,117 @@ async fn a_session_that_another_took_the_place_of_leaves_the_peers_state_alone()
     assert!(second.close_reason().is_none());
     a.shutdown().await;
 }
+
+/// A ledger's owner that answers each of a peer's summaries, while the session says there is
+/// room, with `frames` push frames of `len` bytes (a large relay: a heal's gap), and asks
+/// for the next at every tick; counts the bytes of the pushes it takes.
+fn relaying_owner(
+    frames: usize,
+    len: usize,
+) -> (
+    gatemesh_mesh::session::SyncPort,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use gatemesh_mesh::session::{Answer, OurSummary, SyncPort, SyncRequest};
+    use std::sync::atomic::Ordering;
+    let (requests, mut rx) = tokio::sync::mpsc::channel(256);
+    let (pushes, _) = tokio::sync::broadcast::channel(64);
+    let (stats_tx, stats) = tokio::sync::watch::channel(std::sync::Arc::new(Vec::new()));
+    let taken = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = taken.clone();
+    tokio::spawn(async move {
+        let _stats = stats_tx;
+        while let Some(request) = rx.recv().await {
+            match request {
+                SyncRequest::Summary { reply, .. } => {
+                    let _ = reply.send(OurSummary {
+                        message: vec![1],
+                        behind: true,
+                        catching_up: true,
+                    });
+                }
+                SyncRequest::TheirSummary { relay, reply, .. } => {
+                    let answer = if relay {
+                        Answer {
+                            frames: vec![vec![7u8; len]; frames],
+                            changes: frames,
+                            round: false,
+                        }
+                    } else {
+                        Answer::default()
+                    };
+                    let _ = reply.send(Ok(answer));
+                }
+                SyncRequest::Push { bytes, reply, .. } => {
+                    counted.fetch_add(bytes.len(), Ordering::AcqRel);
+                    let _ = reply.send(Ok(false));
+                }
+                SyncRequest::Generate { reply, .. } => {
+                    let _ = reply.send(None);
+                }
+                SyncRequest::Receive { reply, .. } => {
+                    let _ = reply.send(Ok(()));
+                }
+                SyncRequest::Need { reply, .. } => {
+                    let _ = reply.send(Ok(Default::default()));
+                }
+                SyncRequest::Pushed { .. } | SyncRequest::Forget { .. } => {}
+            }
+        }
+    });
+    (
+        SyncPort {
+            requests,
+            pushes,
+            stats,
+        },
+        taken,
+    )
+}
+
+/// Two gates relaying each other megabytes at once (a heal's gap, each the one the other
+/// asked) over one connection. A session that stopped reading the peer's frames while it
+/// waited for room to send its own answer blocked the peer's sending side, which blocked the
+/// peer's reading, and so on round: the connection stayed open and carried nothing more
+/// either way, and changes admitted on either side never reached the other by it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_gates_relaying_each_other_megabytes_at_once_both_keep_receiving() {
+    use std::sync::atomic::Ordering;
+    let dir = tempfile::tempdir().unwrap();
+    let ca_dir = dir.path().join("ca");
+    gatemesh_mesh::pki::write_new_ca(&ca_dir, EVENT, 30).unwrap();
+    for name in ["a", "b"] {
+        gatemesh_mesh::pki::enroll_into(&ca_dir, &dir.path().join(name), Role::Gate, name, 30)
+            .unwrap();
+    }
+    // 8 MiB an answer: more than a session's queue, the connection's windows and the peer's
+    // unread frames hold together.
+    let (frames, len) = (32, gatemesh_mesh::session::PUSH_MOST);
+    let (a_port, a_taken) = relaying_owner(frames, len);
+    let (b_port, b_taken) = relaying_owner(frames, len);
+    let a = gatemesh_mesh::session::Mesh::start(mesh_config(&dir.path().join("a"), vec![]), a_port)
+        .unwrap();
+    let b = gatemesh_mesh::session::Mesh::start(
+        mesh_config(&dir.path().join("b"), vec![a.local_addr().unwrap()]),
+        b_port,
+    )
+    .unwrap();
+    // Three answers' worth each way.
+    let enough = 3 * frames * len;
+    let got = timeout(Duration::from_secs(60), async {
+        while a_taken.load(Ordering::Acquire) < enough || b_taken.load(Ordering::Acquire) < enough {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    let (to_a, to_b) = (
+        a_taken.load(Ordering::Acquire),
+        b_taken.load(Ordering::Acquire),
+    );
+    assert!(
+        got.is_ok(),
+        "the connection stopped carrying relays: {to_a} bytes reached A, {to_b} reached B"
+    );
+    a.shutdown().await;
+    b.shutdown().await;
+}
