@@ -425,6 +425,16 @@ pub(crate) struct Relayed {
 /// well, or whose link is slow).
 pub const RELAY_BACKUP_MS: i64 = 3_000;
 
+/// How long a peer may lack a writer's changes, its newest change of that writer not moving,
+/// before what was sent of them counts as lost and they go again; and before a writer the
+/// peer reaches, whose own link to it evidently carries nothing, is relayed by the others
+/// (the first of them; every other one [`RELAY_BACKUP_MS`] later). A push in flight when its
+/// connection was replaced is lost after it was counted as sent, and a link that stays open
+/// but carries nothing (both ends of a connection once waited for each other to read, for
+/// good) left the changes of its writer behind it lacked at the other end until something
+/// else brought them.
+pub const RELAY_STUCK_MS: i64 = 10_000;
+
 /// How a relay is planned ([`crate::Ledger::relay`]).
 #[derive(Debug, Clone, Copy)]
 pub struct RelayPlan<'a> {
@@ -553,26 +563,41 @@ pub(crate) fn plan_relay(
             continue;
         }
         let own = actor == node;
+        // How long the peer has lacked what follows its newest change of this writer.
+        let since = relayed
+            .lacking
+            .entry(actor.clone())
+            .or_insert((their_seq, plan.now_ms));
+        if since.0 != their_seq {
+            *since = (their_seq, plan.now_ms);
+        }
+        let lacked = plan.now_ms.saturating_sub(since.1);
+        let stuck = lacked >= RELAY_STUCK_MS;
         if !own && !catch_me_up {
-            // Its writer pushes to the peer itself.
             let name = name_of(actor);
-            if name.as_deref().is_some_and(|n| reached.contains(n)) {
-                relayed.lacking.remove(actor);
-                continue;
-            }
-            let since = relayed
-                .lacking
-                .entry(actor.clone())
-                .or_insert((their_seq, plan.now_ms));
-            if since.0 != their_seq {
-                *since = (their_seq, plan.now_ms);
-            }
-            let backup_due = plan.now_ms.saturating_sub(since.1) >= RELAY_BACKUP_MS;
-            if !backup_due && !first_relayer(actor, plan.me, candidates.iter().copied()) {
+            let relays = match name.as_deref().filter(|n| reached.contains(n)) {
+                // Its writer pushes to the peer itself, unless that link carries nothing.
+                Some(writer) => {
+                    let others = candidates.iter().copied().filter(|c| *c != writer);
+                    stuck
+                        && (lacked >= RELAY_STUCK_MS + RELAY_BACKUP_MS
+                            || first_relayer(actor, plan.me, others))
+                }
+                None => {
+                    lacked >= RELAY_BACKUP_MS
+                        || first_relayer(actor, plan.me, candidates.iter().copied())
+                }
+            };
+            if !relays {
                 continue;
             }
         }
-        let sent = relayed.sent.get(actor).copied().unwrap_or(0);
+        // What was sent long ago and is still lacked was lost on its way: it goes again.
+        let sent = if stuck {
+            0
+        } else {
+            relayed.sent.get(actor).copied().unwrap_or(0)
+        };
         let of_writer = picked.len();
         for seq in their_seq.max(sent).saturating_add(1)..=tip.seq {
             match recent.get(actor, seq) {
@@ -593,6 +618,12 @@ pub(crate) fn plan_relay(
                 Some(_) if picked.len() - of_writer >= most => break,
                 Some(slot) => picked.push(slot),
             }
+        }
+        // Sent again: lost again only if still lacked as long.
+        if stuck && picked.len() > of_writer {
+            relayed
+                .lacking
+                .insert(actor.clone(), (their_seq, plan.now_ms));
         }
     }
     // A peer that lacks most of this ledger (joining late, or back after a long outage)

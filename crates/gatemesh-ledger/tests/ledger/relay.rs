@@ -2,8 +2,8 @@
 //! relayed from the changes at hand (see `summary.rs`).
 
 use gatemesh_ledger::{
-    Ledger, LedgerError, PeerSync, RELAY_BACKUP_MS, Relay, RelayPlan, Role, StoredChange, Summary,
-    Wants,
+    Ledger, LedgerError, PeerSync, RELAY_BACKUP_MS, RELAY_STUCK_MS, Relay, RelayPlan, Role,
+    StoredChange, Summary, Wants,
 };
 use gatemesh_ticket::TicketId;
 
@@ -140,6 +140,69 @@ fn a_writers_own_changes_pushed_to_a_peer_are_not_relayed_and_those_it_missed_ar
         .unwrap();
     assert_eq!(relay.changes, 1);
     assert_eq!(relay.frames, vec![made[3].bytes.clone()]);
+}
+
+#[test]
+fn own_changes_pushed_and_still_lacked_long_after_go_again() {
+    // A's pushes were counted as sent (written to a connection that was then replaced, or
+    // to one that carried nothing more): C's summaries go on lacking them.
+    let (mut a, c) = (device("gate-a"), device("gate-c"));
+    let made = admit(&mut a, 3);
+    let mut to_c = PeerSync::default();
+    a.pushed(&mut to_c, made.iter().map(|c| c.hash));
+    let says = c.summary_message(&reaching(&["gate-a"]), Wants::Relays);
+    let t = now();
+    let mut at = |ms| {
+        let plan = plan(&a, "gate-a", t + ms);
+        a.relay(&mut to_c, &says, &plan).unwrap().changes
+    };
+    assert_eq!(at(0), 0);
+    assert_eq!(at(RELAY_STUCK_MS - 1), 0);
+    assert_eq!(at(RELAY_STUCK_MS), 3);
+    // Sent again: not once more at the next summary, only if lacked as long again.
+    assert_eq!(at(RELAY_STUCK_MS + 1_000), 0);
+    assert_eq!(at(2 * RELAY_STUCK_MS), 3);
+}
+
+#[test]
+fn a_writer_the_peer_reaches_but_still_lacks_long_after_is_relayed_by_the_others() {
+    // C reaches A, B and D. A's own link to C carries nothing (its pushes never arrive):
+    // while C's newest change of A's stays where it was, B and D relay A's changes, one
+    // first and the other only if C still lacks them after the backup's wait.
+    let (mut a, mut b, mut d, c) = (
+        device("gate-a"),
+        device("gate-b"),
+        device("gate-d"),
+        device("gate-c"),
+    );
+    let made = admit(&mut a, 2);
+    for relayer in [&mut b, &mut d] {
+        relayer
+            .receive_changes(&mut PeerSync::default(), &pushed(&made), now())
+            .unwrap();
+    }
+    let says = c.summary_message(&reaching(&["gate-a", "gate-b", "gate-d"]), Wants::Relays);
+    let t = now();
+    let (mut b_to_c, mut d_to_c) = (PeerSync::default(), PeerSync::default());
+    let mut both = |ms: i64| {
+        let by_b = b.relay(&mut b_to_c, &says, &plan(&b, "gate-b", t + ms));
+        let by_d = d.relay(&mut d_to_c, &says, &plan(&d, "gate-d", t + ms));
+        (by_b.unwrap().changes, by_d.unwrap().changes)
+    };
+    assert_eq!(both(0), (0, 0), "A pushes to C itself");
+    assert_eq!(both(RELAY_STUCK_MS - 1), (0, 0));
+    let first = both(RELAY_STUCK_MS);
+    assert!(
+        first == (2, 0) || first == (0, 2),
+        "exactly one relays: {first:?}"
+    );
+    assert_eq!(both(RELAY_STUCK_MS + 1_000), (0, 0));
+    let backup = both(RELAY_STUCK_MS + RELAY_BACKUP_MS);
+    assert_eq!(
+        backup,
+        (first.1, first.0),
+        "the other one relays after the backup's wait"
+    );
 }
 
 #[test]
