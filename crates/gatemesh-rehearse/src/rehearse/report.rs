@@ -92,30 +92,18 @@ pub(super) async fn agreement(
     let mut out = Agreement::default();
     let tids = all_tids(shared);
     out.tickets = tids.len();
-    let fetched: Vec<(String, Result<Value>)> = stream::iter(tids.clone())
+    // Each answer is read into what is compared as it comes (60,000 of them).
+    let fetched: Vec<(String, Result<Held>)> = stream::iter(tids.clone())
         .map(|tid| async move {
-            let v = org.get(&format!("/v1/events/{eid}/tickets/{tid}")).await;
-            (tid, v)
+            let path = format!("/v1/events/{eid}/tickets/{tid}");
+            let held = org.get_as::<ServerTicket>(&path).await.map(Held::from);
+            (tid, held)
         })
         .buffer_unordered(16)
         .collect()
         .await;
-    for (tid, v) in fetched {
-        let v = v?;
-        out.server.insert(
-            tid,
-            Held {
-                entries: v["admissions"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|a| str_of(&a["redemption_id"]))
-                    .collect(),
-                flagged: v["flagged"] == true,
-                standing: str_of(&v["status"]),
-                resolution: str_of(&v["resolution"]["action"]),
-            },
-        );
+    for (tid, held) in fetched {
+        out.server.insert(tid, held?);
     }
     // Tickets whose standing or resolutions the export does not show: read one by one.
     let mut detailed: Vec<String> = out
@@ -175,6 +163,75 @@ pub(super) async fn agreement(
     Ok(out)
 }
 
+/// What [`agreement`] reads of a ticket at the server (`GET /v1/events/{eid}/tickets/{tid}`),
+/// and nothing else of it.
+#[derive(serde::Deserialize)]
+struct ServerTicket {
+    #[serde(default)]
+    admissions: Vec<ServerAdmission>,
+    #[serde(default)]
+    flagged: bool,
+    #[serde(default)]
+    status: Value,
+    #[serde(default)]
+    resolution: Option<ServerResolution>,
+}
+
+#[derive(serde::Deserialize)]
+struct ServerAdmission {
+    #[serde(default)]
+    redemption_id: Value,
+}
+
+#[derive(serde::Deserialize)]
+struct ServerResolution {
+    #[serde(default)]
+    action: Value,
+}
+
+impl From<ServerTicket> for Held {
+    fn from(t: ServerTicket) -> Self {
+        Held {
+            entries: t
+                .admissions
+                .iter()
+                .map(|a| str_of(&a.redemption_id))
+                .collect(),
+            flagged: t.flagged,
+            standing: str_of(&t.status),
+            resolution: t.resolution.map(|r| str_of(&r.action)).unwrap_or_default(),
+        }
+    }
+}
+
+/// What [`gate_view`] reads of a gate's export (`GET /v1/export`): of each redemption its
+/// direction, ticket and id, of each audit line its action and ticket.
+#[derive(serde::Deserialize)]
+struct GateExport {
+    #[serde(default)]
+    redemptions: Vec<ExportedRedemption>,
+    #[serde(default)]
+    audit: Vec<ExportedAudit>,
+}
+
+#[derive(serde::Deserialize)]
+struct ExportedRedemption {
+    #[serde(default)]
+    direction: Value,
+    #[serde(default)]
+    tid: Value,
+    #[serde(default)]
+    id: Value,
+}
+
+#[derive(serde::Deserialize)]
+struct ExportedAudit {
+    #[serde(default)]
+    action: Value,
+    #[serde(default)]
+    tid: Value,
+}
+
 /// What one gate holds at the end, as [`agreement`] compares it with the server.
 struct GateView {
     /// Redemptions its uplink has not uploaded yet.
@@ -194,28 +251,26 @@ async fn gate_view(gate: &At, detailed: &[String], audit: bool) -> Result<GateVi
     let backlog = status["uplink"]["backlog"].as_u64().unwrap_or(u64::MAX);
     let skipped = status["uplink"]["skipped"].as_u64().unwrap_or(0);
     let skipped = (skipped > 0).then(|| (skipped, str_of(&status["uplink"]["last_skipped"])));
-    let export = gate.get("/v1/export").await?;
+    let export: GateExport = gate.get_as("/v1/export").await?;
     let standing_writes = audit.then(|| {
         let mut written: HashMap<String, usize> = HashMap::new();
-        for a in export["audit"].as_array().into_iter().flatten() {
-            if a["action"]
-                .as_str()
-                .is_some_and(|x| x.starts_with("status:"))
-            {
-                *written.entry(str_of(&a["tid"])).or_default() += 1;
+        for a in &export.audit {
+            if a.action.as_str().is_some_and(|x| x.starts_with("status:")) {
+                *written.entry(str_of(&a.tid)).or_default() += 1;
             }
         }
         (written.len(), written.values().sum())
     });
     let mut held: HashMap<String, Held> = HashMap::new();
-    for r in export["redemptions"].as_array().into_iter().flatten() {
-        if r["direction"] == "entry" {
-            held.entry(str_of(&r["tid"]))
+    for r in &export.redemptions {
+        if r.direction == "entry" {
+            held.entry(str_of(&r.tid))
                 .or_default()
                 .entries
-                .insert(str_of(&r["id"]));
+                .insert(str_of(&r.id));
         }
     }
+    drop(export);
     let flags = gate.get("/v1/flags").await?;
     for f in flags["flags"].as_array().into_iter().flatten() {
         held.entry(str_of(&f["tid"])).or_default().flagged = true;
