@@ -409,9 +409,10 @@ pub(crate) struct Relayed {
     /// Per writer, the newest change sent to the peer on this connection (pushed or
     /// relayed): the changes up to it are on their way, and not sent again.
     pub sent: HashMap<ActorId, u64>,
-    /// Per writer this node relays but is not the first to, the peer's newest change of
-    /// it when it was first seen lacking what follows, and when (ms): the others relay
-    /// once [`RELAY_BACKUP_MS`] passed with the peer still there.
+    /// Per writer, the peer's newest change of it when it was first seen lacking what
+    /// follows, and when (ms): the relayers after the first relay once [`RELAY_BACKUP_MS`]
+    /// passed with the peer still there, and what it still lacks [`RELAY_STUCK_MS`] after
+    /// goes again.
     pub lacking: HashMap<ActorId, (u64, i64)>,
     /// The peer's last summary.
     pub theirs: Option<Summary>,

@@ -142,6 +142,19 @@ fn a_writers_own_changes_pushed_to_a_peer_are_not_relayed_and_those_it_missed_ar
     assert_eq!(relay.frames, vec![made[3].bytes.clone()]);
 }
 
+/// B and D holding two of A's admissions, and C holding none: C's two possible relayers of
+/// A's changes.
+fn two_relayers_of_a() -> (Ledger, Ledger, Ledger) {
+    let (mut a, mut b, mut d) = (device("gate-a"), device("gate-b"), device("gate-d"));
+    let made = admit(&mut a, 2);
+    for relayer in [&mut b, &mut d] {
+        relayer
+            .receive_changes(&mut PeerSync::default(), &pushed(&made), now())
+            .unwrap();
+    }
+    (b, d, device("gate-c"))
+}
+
 #[test]
 fn own_changes_pushed_and_still_lacked_long_after_go_again() {
     // A's pushes were counted as sent (written to a connection that was then replaced, or
@@ -169,18 +182,7 @@ fn a_writer_the_peer_reaches_but_still_lacks_long_after_is_relayed_by_the_others
     // C reaches A, B and D. A's own link to C carries nothing (its pushes never arrive):
     // while C's newest change of A's stays where it was, B and D relay A's changes, one
     // first and the other only if C still lacks them after the backup's wait.
-    let (mut a, mut b, mut d, c) = (
-        device("gate-a"),
-        device("gate-b"),
-        device("gate-d"),
-        device("gate-c"),
-    );
-    let made = admit(&mut a, 2);
-    for relayer in [&mut b, &mut d] {
-        relayer
-            .receive_changes(&mut PeerSync::default(), &pushed(&made), now())
-            .unwrap();
-    }
+    let (mut b, mut d, c) = two_relayers_of_a();
     let says = c.summary_message(&reaching(&["gate-a", "gate-b", "gate-d"]), Wants::Relays);
     let t = now();
     let (mut b_to_c, mut d_to_c) = (PeerSync::default(), PeerSync::default());
@@ -207,18 +209,7 @@ fn a_writer_the_peer_reaches_but_still_lacks_long_after_is_relayed_by_the_others
 
 #[test]
 fn one_peer_relays_a_writer_first_and_the_others_only_if_it_is_still_lacked() {
-    let (mut a, mut b, mut d, c) = (
-        device("gate-a"),
-        device("gate-b"),
-        device("gate-d"),
-        device("gate-c"),
-    );
-    let made = admit(&mut a, 2);
-    for relayer in [&mut b, &mut d] {
-        relayer
-            .receive_changes(&mut PeerSync::default(), &pushed(&made), now())
-            .unwrap();
-    }
+    let (mut b, mut d, c) = two_relayers_of_a();
     // C reaches B and D, not A: one of them is A's first relayer to C.
     let says = c.summary_message(&reaching(&["gate-b", "gate-d"]), Wants::Relays);
     let t = now();

@@ -317,6 +317,19 @@ async fn connect_as(
     (ep, conn, (send, recv))
 }
 
+/// An event's mesh CA and two gates enrolled under it, `a` and `b` (each a directory named
+/// so, for [`mesh_config`]).
+fn gates_a_and_b() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let ca_dir = dir.path().join("ca");
+    gatemesh_mesh::pki::write_new_ca(&ca_dir, EVENT, 30).unwrap();
+    for name in ["a", "b"] {
+        gatemesh_mesh::pki::enroll_into(&ca_dir, &dir.path().join(name), Role::Gate, name, 30)
+            .unwrap();
+    }
+    dir
+}
+
 /// Waits (at most [`T`]) until `done`.
 async fn until(done: impl Fn() -> bool) {
     timeout(T, async {
@@ -334,13 +347,7 @@ async fn until(done: impl Fn() -> bool) {
 /// has, its last summary, a catch-up being taken) mid-round.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_that_another_took_the_place_of_leaves_the_peers_state_alone() {
-    let dir = tempfile::tempdir().unwrap();
-    let ca_dir = dir.path().join("ca");
-    gatemesh_mesh::pki::write_new_ca(&ca_dir, EVENT, 30).unwrap();
-    for name in ["a", "b"] {
-        gatemesh_mesh::pki::enroll_into(&ca_dir, &dir.path().join(name), Role::Gate, name, 30)
-            .unwrap();
-    }
+    let dir = gates_a_and_b();
     let (go, held) = tokio::sync::oneshot::channel();
     let (a_port, asked) = owner(Some(("b", held)));
     let a = gatemesh_mesh::session::Mesh::start(mesh_config(&dir.path().join("a"), vec![]), a_port)
@@ -403,8 +410,9 @@ async fn a_session_that_another_took_the_place_of_leaves_the_peers_state_alone()
 }
 
 /// A ledger's owner that answers each of a peer's summaries, while the session says there is
-/// room, with `frames` push frames of `len` bytes (a large relay: a heal's gap), and asks
-/// for the next at every tick; counts the bytes of the pushes it takes.
+/// room, with `frames` push frames of `len` bytes (a large relay: a heal's gap), and each
+/// request for changes by hash likewise; asks for the next at every tick; counts the bytes
+/// of the pushes it takes.
 fn relaying_owner(
     frames: usize,
     len: usize,
@@ -453,7 +461,11 @@ fn relaying_owner(
                     let _ = reply.send(Ok(()));
                 }
                 SyncRequest::Need { reply, .. } => {
-                    let _ = reply.send(Ok(Default::default()));
+                    let _ = reply.send(Ok(Answer {
+                        frames: vec![vec![7u8; len]; frames],
+                        changes: frames,
+                        round: false,
+                    }));
                 }
                 SyncRequest::Pushed { .. } | SyncRequest::Forget { .. } => {}
             }
@@ -477,13 +489,7 @@ fn relaying_owner(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_gates_relaying_each_other_megabytes_at_once_both_keep_receiving() {
     use std::sync::atomic::Ordering;
-    let dir = tempfile::tempdir().unwrap();
-    let ca_dir = dir.path().join("ca");
-    gatemesh_mesh::pki::write_new_ca(&ca_dir, EVENT, 30).unwrap();
-    for name in ["a", "b"] {
-        gatemesh_mesh::pki::enroll_into(&ca_dir, &dir.path().join(name), Role::Gate, name, 30)
-            .unwrap();
-    }
+    let dir = gates_a_and_b();
     // 8 MiB an answer: more than a session's queue, the connection's windows and the peer's
     // unread frames hold together.
     let (frames, len) = (32, gatemesh_mesh::session::PUSH_MOST);
@@ -514,4 +520,37 @@ async fn two_gates_relaying_each_other_megabytes_at_once_both_keep_receiving() {
     );
     a.shutdown().await;
     b.shutdown().await;
+}
+
+/// An enrolled peer that asks for changes by hash again and again and reads nothing: what
+/// the gate answers waits to go to it, counted. Past `OUT_WAITING_MOST` the gate ends the
+/// connection, instead of queueing answers without end (or, as before, its session waiting
+/// for room for good).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_that_asks_and_reads_nothing_loses_its_connection() {
+    use gatemesh_mesh::session::{CLOSE_BAD_SYNC, NEED_FRAME, OUT_WAITING_MOST, PUSH_MOST};
+    let dir = gates_a_and_b();
+    // 8 MiB an answer.
+    let (frames, len) = (32, PUSH_MOST);
+    let (a_port, _) = relaying_owner(frames, len);
+    let a = gatemesh_mesh::session::Mesh::start(mesh_config(&dir.path().join("a"), vec![]), a_port)
+        .unwrap();
+    let b = gatemesh_mesh::pki::Identity::load(&dir.path().join("b")).unwrap();
+    let (_ep, conn, (mut send, _unread)) = connect_as(&b, a.local_addr().unwrap()).await;
+    for _ in 0..OUT_WAITING_MOST / (frames * len) + 2 {
+        if write_frame(&mut send, &[NEED_FRAME, 0]).await.is_err() {
+            break;
+        }
+    }
+    let closed = timeout(Duration::from_secs(30), conn.closed())
+        .await
+        .expect("the gate kept the connection of a peer that reads nothing");
+    assert!(
+        matches!(
+            &closed,
+            quinn::ConnectionError::ApplicationClosed(c) if c.error_code == CLOSE_BAD_SYNC.into()
+        ),
+        "{closed:?}"
+    );
+    a.shutdown().await;
 }

@@ -58,6 +58,22 @@ impl At {
         body: Option<Value>,
         within: Option<Duration>,
     ) -> Result<Value> {
+        self.answer(method, path, body, within, |body| {
+            Ok(serde_json::from_slice(body).unwrap_or(Value::Null))
+        })
+        .await
+    }
+
+    /// A request made from this place, its answer's body read by `read`; `Err` for a
+    /// transport failure or a non-2xx answer.
+    async fn answer<T: Send + 'static>(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+        within: Option<Duration>,
+        read: impl FnOnce(&[u8]) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
         let this = self.clone();
         let path = path.to_owned();
         self.handle
@@ -74,11 +90,11 @@ impl At {
                 }
                 let resp = req.send().await?;
                 let status = resp.status();
-                let value: Value = resp.json().await.unwrap_or(Value::Null);
+                let bytes = resp.bytes().await?;
                 if !status.is_success() {
-                    bail!("{status} for {path}: {value}");
+                    bail!("{status} for {path}: {}", String::from_utf8_lossy(&bytes));
                 }
-                Ok(value)
+                read(&bytes).with_context(|| format!("the answer to {path}"))
             })
             .await?
     }
@@ -95,23 +111,10 @@ impl At {
         &self,
         path: &str,
     ) -> Result<T> {
-        let this = self.clone();
-        let path = path.to_owned();
-        self.handle
-            .spawn(async move {
-                let mut req = this.client.get(format!("{}{path}", this.base));
-                if let Some(t) = &this.token {
-                    req = req.bearer_auth(t);
-                }
-                let resp = req.send().await?;
-                let status = resp.status();
-                let body = resp.bytes().await?;
-                if !status.is_success() {
-                    bail!("{status} for {path}: {}", String::from_utf8_lossy(&body));
-                }
-                serde_json::from_slice(&body).with_context(|| format!("the answer to {path}"))
-            })
-            .await?
+        self.answer(reqwest::Method::GET, path, None, None, |body| {
+            Ok(serde_json::from_slice(body)?)
+        })
+        .await
     }
 
     pub(super) async fn post(&self, path: &str, body: Value) -> Result<Value> {
