@@ -6,7 +6,9 @@
 //! sequence number). A redemption's change is committed here before its verdict is
 //! returned.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use gatemesh_ticket::EventId;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -90,10 +92,14 @@ pub struct Stored {
     pub changes: Vec<StoredChange>,
 }
 
-/// One node's ledger on disk: one SQLite file behind one connection.
+/// One node's ledger on disk: one SQLite file behind one connection, and a second one on a
+/// thread of its own that copies the write-ahead log into the file ([`Checkpointer`]).
 #[derive(Debug)]
 pub struct Store {
     conn: Connection,
+    path: PathBuf,
+    /// Started at the first commit: a store opened only to be read starts no thread.
+    checkpointer: Option<Checkpointer>,
     durability: Durability,
     /// Whether `synchronous` is FULL on the connection now.
     full_now: bool,
@@ -119,7 +125,10 @@ impl Store {
             Durability::Power => "FULL",
         };
         conn.pragma_update(None, "synchronous", sync)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.busy_timeout(Duration::from_secs(5))?;
+        // The log is copied into the file by the checkpointer, off the thread that commits;
+        // this connection does it only if the log grew this large all the same.
+        conn.pragma_update(None, "wal_autocheckpoint", WAL_BACKSTOP_PAGES)?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB NOT NULL);
              CREATE TABLE IF NOT EXISTS changes (
@@ -134,6 +143,8 @@ impl Store {
         )?;
         Ok(Self {
             conn,
+            path: path.to_owned(),
+            checkpointer: None,
             durability,
             full_now: durability == Durability::Power,
             folded_through: 0,
@@ -334,7 +345,30 @@ impl Store {
         if !folded_left {
             self.folded_through = 0;
         }
+        self.committed();
         Ok(())
+    }
+
+    /// Tells the checkpointer that the log grew, starting it on the first commit. A
+    /// checkpointer that cannot start leaves the copying to this connection, past
+    /// [`WAL_BACKSTOP_PAGES`], as SQLite does by itself.
+    fn committed(&mut self) {
+        if self.checkpointer.is_none() {
+            match Checkpointer::start(&self.path) {
+                Ok(c) => self.checkpointer = Some(c),
+                Err(e) => {
+                    tracing::warn!("the ledger's checkpointer did not start: {e}");
+                    // Copy as SQLite would by default, on this thread.
+                    let _ =
+                        self.conn
+                            .pragma_update(None, "wal_autocheckpoint", DEFAULT_AUTOCHECKPOINT);
+                    return;
+                }
+            }
+        }
+        if let Some(c) = &self.checkpointer {
+            c.nudge();
+        }
     }
 
     /// This node's counters as last committed (see [`Store::commit`]).
@@ -408,7 +442,83 @@ impl Store {
         let left = delete_folded(&tx, through)?;
         tx.commit()?;
         self.folded_through = if left { through } else { 0 };
+        self.committed();
         Ok(())
+    }
+}
+
+/// Pages the write-ahead log may hold before the connection that commits copies it into the
+/// database itself: 64 MiB, a backstop. SQLite's default (1,000 pages, 4 MiB) copies it on
+/// the commit that crosses it, on the writer's thread, with an fsync of the database: a
+/// scan's answer waited for it (the `process` tail in BENCHMARKS.md), and a compaction's
+/// ~10 MB snapshot was copied again by the commit after it.
+pub const WAL_BACKSTOP_PAGES: i64 = 16_384;
+/// SQLite's own `wal_autocheckpoint`, for a store whose checkpointer could not start.
+const DEFAULT_AUTOCHECKPOINT: i64 = 1_000;
+/// Least time between two checkpoints: what the log took meanwhile goes in one.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
+
+/// Copies a store's write-ahead log into its database (`PRAGMA wal_checkpoint(PASSIVE)`) on
+/// a thread and connection of its own, at most every [`CHECKPOINT_EVERY`] after a commit.
+/// A passive checkpoint takes no lock a writer needs: commits go on meanwhile, and what
+/// they add is copied by the next one. Ends with the store (the thread is joined).
+#[derive(Debug)]
+struct Checkpointer {
+    nudge: Option<mpsc::SyncSender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Checkpointer {
+    fn start(path: &Path) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(Duration::from_secs(5))?;
+        let (nudge, nudged) = mpsc::sync_channel::<()>(1);
+        let thread = std::thread::Builder::new()
+            .name("ledger-checkpoint".into())
+            .spawn(move || {
+                let mut due = nudged.recv().is_ok();
+                while due {
+                    let copied = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                    if let Err(e) = copied {
+                        tracing::warn!("copying the ledger's log into its file failed: {e}");
+                    }
+                    // Commits meanwhile make the next one due, at the end of the wait.
+                    due = false;
+                    let until = Instant::now() + CHECKPOINT_EVERY;
+                    loop {
+                        let left = until.saturating_duration_since(Instant::now());
+                        match nudged.recv_timeout(left) {
+                            Ok(()) => due = true,
+                            Err(mpsc::RecvTimeoutError::Timeout) => break,
+                            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                        }
+                    }
+                    if !due {
+                        due = nudged.recv().is_ok();
+                    }
+                }
+            })?;
+        Ok(Self {
+            nudge: Some(nudge),
+            thread: Some(thread),
+        })
+    }
+
+    /// The log grew: a checkpoint is due (one already due takes it too).
+    fn nudge(&self) {
+        if let Some(n) = &self.nudge {
+            let _ = n.try_send(());
+        }
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        // Its channel closed, the thread ends after the checkpoint it may be making.
+        self.nudge = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 
@@ -484,6 +594,43 @@ mod tests {
             hash,
             bytes: i.to_be_bytes().to_vec(),
         }
+    }
+
+    #[test]
+    fn the_log_is_copied_into_the_file_by_the_checkpointer_not_by_the_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.sqlite");
+        let event = gatemesh_ticket::EventId::new("ROCK-2026").unwrap();
+        let mut store = Store::open(&path, Durability::Process).unwrap();
+        store.load_or_init(&event).unwrap();
+        // The connection that commits copies nothing short of the backstop.
+        let mark: i64 = store
+            .conn
+            .pragma_query_value(None, "wal_autocheckpoint", |r| r.get(0))
+            .unwrap();
+        assert_eq!(mark, WAL_BACKSTOP_PAGES);
+        // Only a checkpoint writes the database file itself (in WAL mode): 8 MB of rows,
+        // twice SQLite's own mark and far short of the backstop, reach it all the same.
+        let file = || std::fs::metadata(&path).unwrap().len();
+        let before = file();
+        for i in 0..2_000u32 {
+            let mut row = numbered(i);
+            row.bytes = vec![i as u8; 4096];
+            store.commit(&[row], &[]).unwrap();
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while file() < before + 8_000_000 {
+            assert!(
+                Instant::now() < deadline,
+                "the log was not copied: the file is {} bytes",
+                file()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Ended with the store; every row is there when it opens again.
+        drop(store);
+        let mut store = Store::open(&path, Durability::Process).unwrap();
+        assert_eq!(store.load_or_init(&event).unwrap().changes.len(), 2_000);
     }
 
     #[test]
