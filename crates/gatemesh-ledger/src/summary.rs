@@ -409,16 +409,42 @@ pub(crate) struct Relayed {
     /// Per writer, the newest change sent to the peer on this connection (pushed or
     /// relayed): the changes up to it are on their way, and not sent again.
     pub sent: HashMap<ActorId, u64>,
-    /// Per writer, the peer's newest change of it when it was first seen lacking what
-    /// follows, and when (ms): the relayers after the first relay once [`RELAY_BACKUP_MS`]
-    /// passed with the peer still there, and what it still lacks [`RELAY_STUCK_MS`] after
-    /// goes again.
-    pub lacking: HashMap<ActorId, (u64, i64)>,
+    /// Per writer, since when the peer has lacked what follows its newest change of it:
+    /// the relayers after the first relay once [`RELAY_BACKUP_MS`] passed with the peer
+    /// still there, and what it still lacks [`RELAY_STUCK_MS`] after, once the peer is seen
+    /// past it ([`Lost`]), goes again.
+    pub lacking: HashMap<ActorId, Lacking>,
     /// The peer's last summary.
     pub theirs: Option<Summary>,
     /// While this node lacks more than [`CATCH_UP_LACK`] of the peer's changes: how many
     /// changes it held when it last took one (or first lacked them), and when (ms).
     pub behind: Option<(usize, i64)>,
+}
+
+/// Since when a peer has lacked what follows its newest change of one writer
+/// ([`Relayed::lacking`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Lacking {
+    /// The peer's newest change of the writer.
+    seq: u64,
+    /// When it was first seen lacking what follows (ms).
+    since_ms: i64,
+    /// How many changes this node had noted then ([`Recent::noted`]).
+    noted: u64,
+    /// When the changes were first counted as lost ([`Lost`]), if they were: the writer's
+    /// other relayers wait [`RELAY_BACKUP_MS`] from then.
+    lost_ms: Option<i64>,
+}
+
+impl Lacking {
+    fn new(seq: u64, now_ms: i64, recent: &Recent) -> Self {
+        Self {
+            seq,
+            since_ms: now_ms,
+            noted: recent.noted(),
+            lost_ms: None,
+        }
+    }
 }
 
 /// How long a peer may lack a writer's changes that a first relayer should have sent before
@@ -434,7 +460,59 @@ pub const RELAY_BACKUP_MS: i64 = 3_000;
 /// but carries nothing (both ends of a connection once waited for each other to read, for
 /// good) left the changes of its writer behind it lacked at the other end until something
 /// else brought them.
+///
+/// Time alone is not the sign: a peer whose writer is many seconds behind (a loaded
+/// machine) lacks everything of the last seconds, and at 32 gates every other gate then sent
+/// it again what was only waiting in its queue — 30 copies of each change, which loaded it
+/// more. So the changes count as lost only once the peer is seen past them ([`Lost`]).
 pub const RELAY_STUCK_MS: i64 = 10_000;
+
+/// How long a peer may lack a writer's changes, its newest change of that writer not moving,
+/// before they go again even with no sign that it is past them ([`Lost`]): a peer that
+/// lacks the last changes of several writers after everyone went quiet.
+pub const RELAY_LOST_ANYWAY_MS: i64 = 6 * RELAY_STUCK_MS;
+
+/// Whether a peer still lacking a writer's changes [`RELAY_STUCK_MS`] after it first did
+/// lost them on their way, rather than not having taken them yet: it holds a change this
+/// node took after it first saw the lack (the peer took what was sent after them), or they
+/// are all it lacks (nothing else is on its way), or [`RELAY_LOST_ANYWAY_MS`] passed.
+#[derive(Debug, Clone, Copy)]
+struct Lost {
+    /// The latest in this node's order ([`Recent::noted`]) of the peer's newest changes of
+    /// each writer that are at hand here.
+    peer_past: u64,
+    /// How many writers' changes the peer lacks.
+    writers_lacked: usize,
+}
+
+impl Lost {
+    fn of(mine: &Summary, theirs: &Summary, recent: &Recent) -> Self {
+        let peer_past = theirs
+            .0
+            .iter()
+            .filter_map(|(actor, tip)| recent.get(actor, tip.seq))
+            .map(|slot| slot.noted)
+            .max()
+            .unwrap_or(0);
+        let writers_lacked = mine
+            .0
+            .iter()
+            .filter(|(actor, tip)| theirs.0.get(*actor).map_or(0, |t| t.seq) < tip.seq)
+            .count();
+        Self {
+            peer_past,
+            writers_lacked,
+        }
+    }
+
+    /// For a writer whose changes the peer has lacked `lacked` ms, first seen when this node
+    /// had noted `noted_then`.
+    fn is_lost(&self, lacked: i64, noted_then: u64) -> bool {
+        lacked >= RELAY_LOST_ANYWAY_MS
+            || (lacked >= RELAY_STUCK_MS
+                && (self.peer_past > noted_then || self.writers_lacked == 1))
+    }
+}
 
 /// How a relay is planned ([`crate::Ledger::relay`]).
 #[derive(Debug, Clone, Copy)]
@@ -545,6 +623,7 @@ pub(crate) fn plan_relay(
     };
     let reached: HashSet<&str> = reaches.iter().map(String::as_str).collect();
     let candidates: Vec<&str> = reached.iter().copied().chain([plan.me]).collect();
+    let lost = Lost::of(mine, &theirs, recent);
     let mut round = None;
     let mut picked: Vec<&Slot> = Vec::new();
     // Both summaries are in writer order: read side by side, no lookups.
@@ -568,12 +647,16 @@ pub(crate) fn plan_relay(
         let since = relayed
             .lacking
             .entry(actor.clone())
-            .or_insert((their_seq, plan.now_ms));
-        if since.0 != their_seq {
-            *since = (their_seq, plan.now_ms);
+            .or_insert_with(|| Lacking::new(their_seq, plan.now_ms, recent));
+        if since.seq != their_seq {
+            *since = Lacking::new(their_seq, plan.now_ms, recent);
         }
-        let lacked = plan.now_ms.saturating_sub(since.1);
-        let stuck = lacked >= RELAY_STUCK_MS;
+        let lacked = plan.now_ms.saturating_sub(since.since_ms);
+        let stuck = lost.is_lost(lacked, since.noted);
+        if stuck && since.lost_ms.is_none() {
+            since.lost_ms = Some(plan.now_ms);
+        }
+        let lost_for = since.lost_ms.map(|at| plan.now_ms.saturating_sub(at));
         if !own && !catch_me_up {
             let name = name_of(actor);
             let relays = match name.as_deref().filter(|n| reached.contains(n)) {
@@ -581,7 +664,7 @@ pub(crate) fn plan_relay(
                 Some(writer) => {
                     let others = candidates.iter().copied().filter(|c| *c != writer);
                     stuck
-                        && (lacked >= RELAY_STUCK_MS + RELAY_BACKUP_MS
+                        && (lost_for >= Some(RELAY_BACKUP_MS)
                             || first_relayer(actor, plan.me, others))
                 }
                 None => {
@@ -624,7 +707,7 @@ pub(crate) fn plan_relay(
         if stuck && picked.len() > of_writer {
             relayed
                 .lacking
-                .insert(actor.clone(), (their_seq, plan.now_ms));
+                .insert(actor.clone(), Lacking::new(their_seq, plan.now_ms, recent));
         }
     }
     // A peer that lacks most of this ledger (joining late, or back after a long outage)

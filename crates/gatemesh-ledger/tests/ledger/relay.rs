@@ -2,8 +2,8 @@
 //! relayed from the changes at hand (see `summary.rs`).
 
 use gatemesh_ledger::{
-    Ledger, LedgerError, PeerSync, RELAY_BACKUP_MS, RELAY_STUCK_MS, Relay, RelayPlan, Role,
-    StoredChange, Summary, Wants,
+    Ledger, LedgerError, PeerSync, RELAY_BACKUP_MS, RELAY_LOST_ANYWAY_MS, RELAY_STUCK_MS, Relay,
+    RelayPlan, Role, StoredChange, Summary, Wants,
 };
 use gatemesh_ticket::TicketId;
 
@@ -175,6 +175,69 @@ fn own_changes_pushed_and_still_lacked_long_after_go_again() {
     // Sent again: not once more at the next summary, only if lacked as long again.
     assert_eq!(at(RELAY_STUCK_MS + 1_000), 0);
     assert_eq!(at(2 * RELAY_STUCK_MS), 3);
+}
+
+#[test]
+fn a_peer_behind_on_everything_is_not_sent_again_what_it_has_yet_to_take() {
+    // A's pushes to C were counted as sent, and C's summaries lack them long after; but
+    // they lack B's newest changes too: C's writer is behind (a loaded machine), and what
+    // A sent waits in its queue. Sending it again would only load C more. Once C holds a
+    // change A took after it first saw the lack, what A sent before was lost on the way.
+    let (mut a, mut b, mut c) = (device("gate-a"), device("gate-b"), device("gate-c"));
+    let made = admit(&mut a, 3);
+    let mut to_c = PeerSync::default();
+    a.pushed(&mut to_c, made.iter().map(|c| c.hash));
+    let first_of_b = admit(&mut b, 1);
+    a.receive_changes(&mut PeerSync::default(), &pushed(&first_of_b), now())
+        .unwrap();
+    let reach = reaching(&["gate-a", "gate-b"]);
+    let behind = c.summary_message(&reach, Wants::Relays);
+    let t = now();
+    let at = |a: &mut Ledger, to_c: &mut PeerSync, ms, says: &[u8]| {
+        let plan = plan(a, "gate-a", t + ms);
+        a.relay(to_c, says, &plan).unwrap().changes
+    };
+    assert_eq!(at(&mut a, &mut to_c, 0, &behind), 0);
+    let stuck = RELAY_STUCK_MS;
+    assert_eq!(at(&mut a, &mut to_c, stuck, &behind), 0, "behind, not lost");
+    assert_eq!(at(&mut a, &mut to_c, 2 * stuck, &behind), 0);
+    // B admits again; A and C take it (C from B itself), and C's queue drains but for A's.
+    let second_of_b = admit(&mut b, 1);
+    a.receive_changes(&mut PeerSync::default(), &pushed(&second_of_b), now())
+        .unwrap();
+    let both_of_b = [first_of_b, second_of_b].concat();
+    c.receive_changes(&mut PeerSync::default(), &pushed(&both_of_b), now())
+        .unwrap();
+    // B's third is on its way to C: A's are not the only changes C lacks.
+    a.receive_changes(&mut PeerSync::default(), &pushed(&admit(&mut b, 1)), now())
+        .unwrap();
+    let past = c.summary_message(&reach, Wants::Relays);
+    let again = at(&mut a, &mut to_c, 2 * stuck + 1, &past);
+    assert_eq!(again, 3, "seen past them: lost");
+}
+
+#[test]
+fn a_peer_that_lacks_several_writers_last_changes_gets_them_again_in_the_end() {
+    // Everyone went quiet, and C lacks the last changes of A and of B: no sign that it is
+    // past them, and more than one writer lacked. A sends them again after a longer wait.
+    let (mut a, mut b, c) = (device("gate-a"), device("gate-b"), device("gate-c"));
+    let made = admit(&mut a, 2);
+    let mut to_c = PeerSync::default();
+    a.pushed(&mut to_c, made.iter().map(|c| c.hash));
+    a.receive_changes(&mut PeerSync::default(), &pushed(&admit(&mut b, 1)), now())
+        .unwrap();
+    let says = c.summary_message(&reaching(&["gate-a", "gate-b"]), Wants::Relays);
+    let t = now();
+    let mut at = |ms| {
+        let plan = plan(&a, "gate-a", t + ms);
+        a.relay(&mut to_c, &says, &plan).unwrap().changes
+    };
+    assert_eq!(at(0), 0);
+    assert_eq!(at(RELAY_STUCK_MS), 0);
+    assert_eq!(at(RELAY_LOST_ANYWAY_MS - 1), 0);
+    // Its own two, and B's, whose link to C evidently carried nothing either (A is its
+    // one other relayer).
+    assert_eq!(at(RELAY_LOST_ANYWAY_MS), 3);
 }
 
 #[test]
