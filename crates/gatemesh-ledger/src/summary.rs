@@ -462,9 +462,10 @@ pub const RELAY_BACKUP_MS: i64 = 3_000;
 /// else brought them.
 ///
 /// Time alone is not the sign: a peer whose writer is many seconds behind (a loaded
-/// machine) lacks everything of the last seconds, and at 32 gates every other gate then sent
-/// it again what was only waiting in its queue — 30 copies of each change, which loaded it
-/// more. So the changes count as lost only once the peer is seen past them ([`Lost`]).
+/// machine) lacks everything of the last seconds, and by time alone every other gate would
+/// send it again what only waits in its queue — up to 31 copies of each change at 32 gates,
+/// which load it more. So the changes count as lost only once the peer is seen past them
+/// ([`Lost`]).
 pub const RELAY_STUCK_MS: i64 = 10_000;
 
 /// How long a peer may lack a writer's changes, its newest change of that writer not moving,

@@ -140,8 +140,9 @@ impl Link {
         "already_held",
     ];
 
-    /// Takes in a peer entry of the gate's `/v1/status`.
-    pub(super) fn observe(&mut self, peer: &Value) {
+    /// Takes in a peer entry of the gate's `/v1/status`: returns the changes relayed to the
+    /// peer, and received from it held already, since the last one.
+    pub(super) fn observe(&mut self, peer: &Value) -> [u64; 2] {
         let now = Self::COUNTERS.map(|k| peer[k].as_u64().unwrap_or(0));
         // Counters only grow within a session: one that went down is a new session.
         let new_session = self.sessions == 0 || now.iter().zip(&self.current).any(|(n, c)| n < c);
@@ -162,6 +163,7 @@ impl Link {
         self.backlog_max = self
             .backlog_max
             .max(peer["push_backlog_max"].as_u64().unwrap_or(0));
+        [relayed, held]
     }
 }
 
@@ -174,16 +176,35 @@ pub(super) struct Seen {
     pub links: Vec<BTreeMap<String, Link>>,
     /// Per gate, the redemptions it held (its own and its peers') when last read.
     pub held: Vec<Option<u64>>,
+    /// Per event minute, the changes every gate relayed and those received held already
+    /// (sent twice), as read in that minute: whether relays are the steady state's or a
+    /// fault's.
+    pub relays_by_minute: Vec<[u64; 2]>,
 }
 
 impl Seen {
-    fn take_status(&mut self, gate: usize, status: &Value) {
+    fn new(gates: usize) -> Self {
+        Self {
+            load: Vec::new(),
+            links: vec![BTreeMap::new(); gates],
+            held: vec![None; gates],
+            relays_by_minute: Vec::new(),
+        }
+    }
+
+    /// Takes in a gate's `/v1/status`, read in event minute `minute`.
+    fn take_status(&mut self, gate: usize, status: &Value, minute: usize) {
         if let Some(h) = status["redemptions"].as_u64() {
             self.held[gate] = Some(h);
         }
         for p in status["peers"].as_array().into_iter().flatten() {
             let name = str_of(&p["name"]);
-            self.links[gate].entry(name).or_default().observe(p);
+            let [relayed, held] = self.links[gate].entry(name).or_default().observe(p);
+            if self.relays_by_minute.len() <= minute {
+                self.relays_by_minute.resize(minute + 1, [0, 0]);
+            }
+            self.relays_by_minute[minute][0] += relayed;
+            self.relays_by_minute[minute][1] += held;
         }
     }
 }
@@ -191,16 +212,14 @@ impl Seen {
 /// Reads the load average and every gate's status each second until the rehearsal is done,
 /// then every gate's status once more; returns what it saw.
 pub(super) async fn sample(shared: Arc<Shared>, gates: Vec<At>) -> Seen {
-    let mut seen = Seen {
-        load: Vec::new(),
-        links: vec![BTreeMap::new(); gates.len()],
-        held: vec![None; gates.len()],
-    };
+    let mut seen = Seen::new(gates.len());
     let read_all = |seen: &mut Seen, statuses: Vec<Result<Value>>| {
+        // Past the entry window too (the look for agreement, the staff's resolutions).
+        let minute = (shared.event_now() / 60.0).max(0.0) as usize;
         for (g, s) in statuses.into_iter().enumerate() {
             // A gate that is down (killed, restarting) is read next time.
             if let Ok(s) = s {
-                seen.take_status(g, &s);
+                seen.take_status(g, &s, minute);
             }
         }
     };
@@ -326,6 +345,7 @@ pub(super) fn report(seen: &Seen, cpu: &[Option<Cpu>], admitted: &[usize]) -> (V
             "sessions": sessions,
             "sessions_fell_behind": sessions_fell,
             "fell_behind": fell,
+            "relayed_and_received_again_by_event_minute": seen.relays_by_minute,
         },
     });
     (per_gate, summary)
@@ -395,11 +415,28 @@ mod tests {
     fn a_link_sums_the_rounds_it_started_and_the_changes_it_relayed_over_sessions() {
         let mut l = Link::default();
         let at = |rounds: u64, relayed: u64| json!({ "name": "b", "messages": 3, "pushes": 9, "rounds": rounds, "relayed": relayed });
-        l.observe(&at(1, 10));
-        l.observe(&at(2, 25));
+        assert_eq!(l.observe(&at(1, 10)), [10, 0]);
+        assert_eq!(l.observe(&at(2, 25)), [15, 0]);
         // Only the rounds went down: the connection was redialled all the same.
-        l.observe(&at(1, 25));
+        assert_eq!(l.observe(&at(1, 25)), [25, 0]);
         assert_eq!((l.sessions, l.rounds, l.relayed, l.pushes), (2, 3, 50, 18));
+    }
+
+    #[test]
+    fn relays_are_counted_in_the_event_minute_they_were_read() {
+        let mut seen = Seen::new(2);
+        let status = |relayed: u64, again: u64| json!({ "peers": [{ "name": "b", "relayed": relayed, "already_held": again }] });
+        seen.take_status(0, &status(10, 1), 0);
+        seen.take_status(1, &status(5, 0), 0);
+        seen.take_status(0, &status(30, 4), 2);
+        // A new session (the gate restarted): its counters count from zero.
+        seen.take_status(0, &status(7, 0), 2);
+        assert_eq!(seen.relays_by_minute, [[15, 1], [0, 0], [27, 3]]);
+        let (_, summary) = report(&seen, &[None, None], &[0, 0]);
+        assert_eq!(
+            summary["push_queues"]["relayed_and_received_again_by_event_minute"],
+            json!([[15, 1], [0, 0], [27, 3]])
+        );
     }
 
     /// What a link counted: sessions, pushes, largest backlog, times and sessions behind.
@@ -433,8 +470,8 @@ mod tests {
     fn the_report_divides_cpu_by_what_each_gate_did() {
         let mut seen = Seen {
             load: vec![1.0, 3.0],
-            links: vec![BTreeMap::new(), BTreeMap::new()],
             held: vec![Some(400), None],
+            ..Seen::new(2)
         };
         seen.links[0]
             .entry("b".into())

@@ -1123,6 +1123,21 @@ pub fn text(r: &Value) -> String {
         q["sessions"],
         q["fell_behind"]
     );
+    let by_minute: Vec<String> = q["relayed_and_received_again_by_event_minute"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter(|(_, m)| m[0].as_u64().unwrap_or(0) + m[1].as_u64().unwrap_or(0) > 0)
+        .map(|(minute, m)| format!("{minute}: {}/{}", m[0], m[1]))
+        .collect();
+    if !by_minute.is_empty() {
+        let _ = writeln!(
+            s,
+            "  changes relayed / received again (all gates) by event minute: {}",
+            by_minute.join("  ")
+        );
+    }
     for g in r["per_gate"].as_array().into_iter().flatten() {
         let (c, p) = (&g["cpu"], &g["push_queue"]);
         let _ = writeln!(

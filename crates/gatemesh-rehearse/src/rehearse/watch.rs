@@ -154,7 +154,7 @@ impl Shared {
     pub(super) fn now(&self) -> f64 {
         self.t0.elapsed().as_secs_f64()
     }
-    fn event_now(&self) -> f64 {
+    pub(super) fn event_now(&self) -> f64 {
         self.now() * self.speed
     }
     pub(super) fn fault(&self, what: Value) {
