@@ -299,7 +299,7 @@ fn cold_start(gatemesh: &Path, dir: &Path, event: &EventId, key: &IssuerKey) -> 
             "--event",
             event.as_str(),
             "--name",
-            "Bench 1",
+            "Bench-1",
             "--api",
             "127.0.0.1:0",
             "--mesh",
@@ -312,12 +312,22 @@ fn cold_start(gatemesh: &Path, dir: &Path, event: &EventId, key: &IssuerKey) -> 
         .arg("--issuer")
         .arg(&public)
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .context("starting the gate process")?;
     let mut line = String::new();
     BufReader::new(child.stdout.take().context("no stdout")?).read_line(&mut line)?;
     let start_ms = t.elapsed().as_secs_f64() * 1000.0;
+    // Ready is the one JSON line it prints; anything else is a gate that did not start,
+    // whose few milliseconds are no cold start.
+    if serde_json::from_str::<serde_json::Value>(line.trim()).is_err() {
+        let _ = child.kill();
+        let output = child.wait_with_output()?;
+        anyhow::bail!(
+            "the gate did not start ({line:?}): {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
     let status =
         std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
     let rss_kb: f64 = status
