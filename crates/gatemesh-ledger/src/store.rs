@@ -98,8 +98,8 @@ pub struct Stored {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
-    /// Started at the first commit: a store opened only to be read starts no thread.
-    checkpointer: Option<Checkpointer>,
+    /// Who copies the write-ahead log into the file.
+    copier: Copier,
     durability: Durability,
     /// Whether `synchronous` is FULL on the connection now.
     full_now: bool,
@@ -144,7 +144,7 @@ impl Store {
         Ok(Self {
             conn,
             path: path.to_owned(),
-            checkpointer: None,
+            copier: Copier::NotYet,
             durability,
             full_now: durability == Durability::Power,
             folded_through: 0,
@@ -349,25 +349,26 @@ impl Store {
         Ok(())
     }
 
-    /// Tells the checkpointer that the log grew, starting it on the first commit. A
-    /// checkpointer that cannot start leaves the copying to this connection, past
-    /// [`WAL_BACKSTOP_PAGES`], as SQLite does by itself.
+    /// Tells the checkpointer that the log grew, starting it on the first commit. One that
+    /// cannot start leaves the copying to this connection for good, as SQLite does by
+    /// default.
     fn committed(&mut self) {
-        if self.checkpointer.is_none() {
-            match Checkpointer::start(&self.path) {
-                Ok(c) => self.checkpointer = Some(c),
+        match &self.copier {
+            Copier::Apart(c) => c.nudge(),
+            Copier::Here => {}
+            Copier::NotYet => match Checkpointer::start(&self.path) {
+                Ok(c) => {
+                    c.nudge();
+                    self.copier = Copier::Apart(c);
+                }
                 Err(e) => {
                     tracing::warn!("the ledger's checkpointer did not start: {e}");
-                    // Copy as SQLite would by default, on this thread.
                     let _ =
                         self.conn
                             .pragma_update(None, "wal_autocheckpoint", DEFAULT_AUTOCHECKPOINT);
-                    return;
+                    self.copier = Copier::Here;
                 }
-            }
-        }
-        if let Some(c) = &self.checkpointer {
-            c.nudge();
+            },
         }
     }
 
@@ -457,6 +458,18 @@ pub const WAL_BACKSTOP_PAGES: i64 = 16_384;
 const DEFAULT_AUTOCHECKPOINT: i64 = 1_000;
 /// Least time between two checkpoints: what the log took meanwhile goes in one.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
+
+/// Who copies a store's write-ahead log into its database file.
+#[derive(Debug)]
+enum Copier {
+    /// Nothing committed yet: a store opened only to be read starts no thread.
+    NotYet,
+    /// A checkpointer of its own.
+    Apart(Checkpointer),
+    /// The checkpointer could not start: the connection that commits, past SQLite's own
+    /// mark.
+    Here,
+}
 
 /// Copies a store's write-ahead log into its database (`PRAGMA wal_checkpoint(PASSIVE)`) on
 /// a thread and connection of its own, at most every [`CHECKPOINT_EVERY`] after a commit.
@@ -596,13 +609,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_log_is_copied_into_the_file_by_the_checkpointer_not_by_the_commits() {
+    /// A store of event `ROCK-2026` set up in a fresh directory (kept while the first
+    /// value lives), opened `Process`: its directory, path, event and store.
+    fn fresh() -> (tempfile::TempDir, std::path::PathBuf, EventId, Store) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ledger.sqlite");
-        let event = gatemesh_ticket::EventId::new("ROCK-2026").unwrap();
+        let event = EventId::new("ROCK-2026").unwrap();
         let mut store = Store::open(&path, Durability::Process).unwrap();
         store.load_or_init(&event).unwrap();
+        (dir, path, event, store)
+    }
+
+    #[test]
+    fn the_log_is_copied_into_the_file_by_the_checkpointer_not_by_the_commits() {
+        let (_dir, path, event, mut store) = fresh();
         // The connection that commits copies nothing short of the backstop.
         let mark: i64 = store
             .conn
@@ -635,11 +655,7 @@ mod tests {
 
     #[test]
     fn rows_folded_into_a_snapshot_go_a_few_hundred_a_commit_and_are_never_read_again() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("ledger.sqlite");
-        let event = gatemesh_ticket::EventId::new("ROCK-2026").unwrap();
-        let mut store = Store::open(&path, Durability::Process).unwrap();
-        store.load_or_init(&event).unwrap();
+        let (_dir, path, event, mut store) = fresh();
         let rows: Vec<StoredChange> = (0..1000).map(numbered).collect();
         store.commit(&rows, &[]).unwrap();
         let through = store.last_seq().unwrap();

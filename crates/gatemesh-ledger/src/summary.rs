@@ -624,7 +624,8 @@ pub(crate) fn plan_relay(
     };
     let reached: HashSet<&str> = reaches.iter().map(String::as_str).collect();
     let candidates: Vec<&str> = reached.iter().copied().chain([plan.me]).collect();
-    let lost = Lost::of(mine, &theirs, recent);
+    // Read only for a writer lacked past RELAY_STUCK_MS, once per summary.
+    let mut lost: Option<Lost> = None;
     let mut round = None;
     let mut picked: Vec<&Slot> = Vec::new();
     // Both summaries are in writer order: read side by side, no lookups.
@@ -653,7 +654,10 @@ pub(crate) fn plan_relay(
             *since = Lacking::new(their_seq, plan.now_ms, recent);
         }
         let lacked = plan.now_ms.saturating_sub(since.since_ms);
-        let stuck = lost.is_lost(lacked, since.noted);
+        let stuck = lacked >= RELAY_STUCK_MS
+            && lost
+                .get_or_insert_with(|| Lost::of(mine, &theirs, recent))
+                .is_lost(lacked, since.noted);
         if stuck && since.lost_ms.is_none() {
             since.lost_ms = Some(plan.now_ms);
         }

@@ -29,6 +29,13 @@ fn pushed(changes: &[StoredChange]) -> Vec<u8> {
     changes.iter().flat_map(|c| c.bytes.clone()).collect()
 }
 
+/// `changes` taken by `ledger`, pushed by a peer.
+fn take_pushed(ledger: &mut Ledger, changes: &[StoredChange]) {
+    ledger
+        .receive_changes(&mut PeerSync::default(), &pushed(changes), now())
+        .unwrap();
+}
+
 /// A plan for `me` that relays everything `ledger` took so far.
 fn plan<'a>(ledger: &Ledger, me: &'a str, now_ms: i64) -> RelayPlan<'a> {
     RelayPlan {
@@ -148,9 +155,7 @@ fn two_relayers_of_a() -> (Ledger, Ledger, Ledger) {
     let (mut a, mut b, mut d) = (device("gate-a"), device("gate-b"), device("gate-d"));
     let made = admit(&mut a, 2);
     for relayer in [&mut b, &mut d] {
-        relayer
-            .receive_changes(&mut PeerSync::default(), &pushed(&made), now())
-            .unwrap();
+        take_pushed(relayer, &made);
     }
     (b, d, device("gate-c"))
 }
@@ -188,8 +193,7 @@ fn a_peer_behind_on_everything_is_not_sent_again_what_it_has_yet_to_take() {
     let mut to_c = PeerSync::default();
     a.pushed(&mut to_c, made.iter().map(|c| c.hash));
     let first_of_b = admit(&mut b, 1);
-    a.receive_changes(&mut PeerSync::default(), &pushed(&first_of_b), now())
-        .unwrap();
+    take_pushed(&mut a, &first_of_b);
     let reach = reaching(&["gate-a", "gate-b"]);
     let behind = c.summary_message(&reach, Wants::Relays);
     let t = now();
@@ -203,14 +207,10 @@ fn a_peer_behind_on_everything_is_not_sent_again_what_it_has_yet_to_take() {
     assert_eq!(at(&mut a, &mut to_c, 2 * stuck, &behind), 0);
     // B admits again; A and C take it (C from B itself), and C's queue drains but for A's.
     let second_of_b = admit(&mut b, 1);
-    a.receive_changes(&mut PeerSync::default(), &pushed(&second_of_b), now())
-        .unwrap();
-    let both_of_b = [first_of_b, second_of_b].concat();
-    c.receive_changes(&mut PeerSync::default(), &pushed(&both_of_b), now())
-        .unwrap();
+    take_pushed(&mut a, &second_of_b);
+    take_pushed(&mut c, &[first_of_b, second_of_b].concat());
     // B's third is on its way to C: A's are not the only changes C lacks.
-    a.receive_changes(&mut PeerSync::default(), &pushed(&admit(&mut b, 1)), now())
-        .unwrap();
+    take_pushed(&mut a, &admit(&mut b, 1));
     let past = c.summary_message(&reach, Wants::Relays);
     let again = at(&mut a, &mut to_c, 2 * stuck + 1, &past);
     assert_eq!(again, 3, "seen past them: lost");
@@ -224,8 +224,7 @@ fn a_peer_that_lacks_several_writers_last_changes_gets_them_again_in_the_end() {
     let made = admit(&mut a, 2);
     let mut to_c = PeerSync::default();
     a.pushed(&mut to_c, made.iter().map(|c| c.hash));
-    a.receive_changes(&mut PeerSync::default(), &pushed(&admit(&mut b, 1)), now())
-        .unwrap();
+    take_pushed(&mut a, &admit(&mut b, 1));
     let says = c.summary_message(&reaching(&["gate-a", "gate-b"]), Wants::Relays);
     let t = now();
     let mut at = |ms| {
@@ -666,9 +665,7 @@ fn a_lack_counts_only_for_what_the_peer_would_relay() {
     let (mut a, mut b, mut c) = (device("gate-a"), device("gate-b"), device("gate-c"));
     let first = admit(&mut c, 1);
     for ledger in [&mut a, &mut b] {
-        ledger
-            .receive_changes(&mut PeerSync::default(), &pushed(&first), now())
-            .unwrap();
+        take_pushed(ledger, &first);
     }
     let later = admit(&mut c, 3);
     a.receive_changes(&mut PeerSync::default(), &pushed(&later), now())
