@@ -6,7 +6,7 @@
 //! document: see `admit.rs`.
 
 use std::{
-    collections::{BTreeSet, HashMap, HashSet},
+    collections::{BTreeMap, BTreeSet, HashMap, HashSet},
     panic::{AssertUnwindSafe, catch_unwind},
     sync::Arc,
 };
@@ -2089,6 +2089,9 @@ struct Pending {
     bytes: usize,
     /// How many changes came to wait: the next one's place.
     came: u64,
+    /// The waiting changes' sequence numbers, by writer: what is on its way into the
+    /// ledger ([`Ledger::summary_message_with`]).
+    by_writer: HashMap<ActorId, BTreeSet<u64>>,
 }
 
 /// A change waiting for what it builds on ([`Pending`]).
@@ -2128,6 +2131,10 @@ impl Pending {
         if unmet == 0 {
             self.ready.insert(came, hash);
         }
+        self.by_writer
+            .entry(change.actor_id().clone())
+            .or_default()
+            .insert(change.seq());
         self.changes.insert(
             hash,
             Waiting {
@@ -2172,6 +2179,13 @@ impl Pending {
                 continue;
             };
             self.bytes = self.bytes.saturating_sub(waiting.change.raw_bytes().len());
+            let actor = waiting.change.actor_id();
+            if let Some(seqs) = self.by_writer.get_mut(actor) {
+                seqs.remove(&waiting.change.seq());
+                if seqs.is_empty() {
+                    self.by_writer.remove(actor);
+                }
+            }
             self.resolve(&hash);
             if !knows(&hash) {
                 out.push(waiting.change);
@@ -2183,6 +2197,26 @@ impl Pending {
     /// Whether some waiting change can be taken now (after [`Pending::settle`]).
     fn has_ready(&self) -> bool {
         !self.ready.is_empty()
+    }
+}
+
+/// The newest of the numbers after `held` that follow one another in the union of `seqs`
+/// (`held` if `held + 1` is in none): each run is walked once.
+fn coming_upto(held: u64, seqs: &[&BTreeSet<u64>]) -> u64 {
+    let mut upto = held;
+    loop {
+        let before = upto;
+        for set in seqs {
+            for &seq in set.range(upto.saturating_add(1)..) {
+                if seq != upto.saturating_add(1) {
+                    break;
+                }
+                upto = seq;
+            }
+        }
+        if upto == before {
+            return upto;
+        }
     }
 }
 
@@ -2278,7 +2312,45 @@ impl Ledger {
     /// The message that tells a peer this ledger's summary, the devices this node reaches
     /// now, and what it wants relayed (see `summary.rs`).
     pub fn summary_message(&self, reaches: &[String], wants: crate::summary::Wants) -> Vec<u8> {
-        self.tips.encode(reaches, wants)
+        self.summary_message_with(reaches, wants, [])
+    }
+
+    /// [`Ledger::summary_message`], saying too what of each writer is on its way into this
+    /// ledger: the changes that follow its newest one held here, one after another, that
+    /// `peers` sent and wait here to be taken (a part at a time after a large push, or for
+    /// what they build on). A peer relays none of those again
+    /// ([`crate::summary::Told::coming`]). Only of writers held here: a summary names no
+    /// other (a gate lacking a writer altogether is new, and takes the ledger whole).
+    pub fn summary_message_with<'a>(
+        &self,
+        reaches: &[String],
+        wants: crate::summary::Wants,
+        peers: impl IntoIterator<Item = &'a PeerSync>,
+    ) -> Vec<u8> {
+        let pendings: Vec<&Pending> = peers
+            .into_iter()
+            .map(|p| &p.1)
+            .filter(|p| !p.by_writer.is_empty())
+            .collect();
+        let mut coming = BTreeMap::new();
+        if !pendings.is_empty() {
+            let writers: BTreeSet<&ActorId> =
+                pendings.iter().flat_map(|p| p.by_writer.keys()).collect();
+            for actor in writers {
+                let Some(tip) = self.tips.tip(actor) else {
+                    continue;
+                };
+                let seqs: Vec<&BTreeSet<u64>> = pendings
+                    .iter()
+                    .filter_map(|p| p.by_writer.get(actor))
+                    .collect();
+                let upto = coming_upto(tip.seq, &seqs);
+                if upto > tip.seq {
+                    coming.insert(actor.clone(), upto);
+                }
+            }
+        }
+        self.tips.encode_with(reaches, wants, &coming)
     }
 
     /// How many changes this ledger lacks that the peer holds, by the peer's last summary;
@@ -2369,10 +2441,29 @@ impl Ledger {
     /// [`crate::summary::NEED_MOST`]. The peer took or made them a moment before the
     /// changes that build on them, so it has them at hand ([`Ledger::answer_need`]).
     pub fn need_message(&mut self, peer: &PeerSync) -> Option<Vec<u8>> {
+        self.need_message_besides(peer, [])
+    }
+
+    /// [`Ledger::need_message`], leaving out what waits here already, sent by `others`
+    /// (the rest of this node's peers) and not taken yet. After a heal a gate takes the gap
+    /// a part at a time, and every fresh change the other side pushes builds on some of it:
+    /// asking each pusher for what its change builds on had it send the gap again, change
+    /// by change — at 16 gates, more changes than every relay of the heal together.
+    pub fn need_message_besides<'a>(
+        &mut self,
+        peer: &PeerSync,
+        others: impl IntoIterator<Item = &'a PeerSync>,
+    ) -> Option<Vec<u8>> {
+        let others: Vec<&Pending> = others
+            .into_iter()
+            .map(|p| &p.1)
+            .filter(|p| !p.changes.is_empty())
+            .collect();
         let need: Vec<ChangeHash> = peer
             .1
             .missing
             .iter()
+            .filter(|d| !others.iter().any(|p| p.changes.contains_key(*d)))
             .filter(|d| !self.knows(d))
             .take(crate::summary::NEED_MOST)
             .copied()
@@ -2388,6 +2479,7 @@ impl Ledger {
     /// read is refused ([`LedgerError::BadMessage`]).
     pub fn answer_need(
         &mut self,
+        peer: &mut PeerSync,
         message: &[u8],
         frame_most: usize,
     ) -> Result<crate::summary::Relay, LedgerError> {
@@ -2405,6 +2497,7 @@ impl Ledger {
             }
         }
         slots.sort_by_key(|s| s.noted);
+        peer.4.by_why.asked += slots.len() as u64;
         Ok(crate::summary::Relay {
             frames: crate::summary::frames_of(slots.iter().copied(), frame_most),
             changes: slots.len(),
@@ -3202,6 +3295,11 @@ impl PeerSync {
     /// work spent on sending them twice.
     pub fn already_held(&self) -> u64 {
         self.5
+    }
+
+    /// Changes relayed to the peer on this connection, by why each went.
+    pub fn relayed_by(&self) -> crate::summary::RelayedBy {
+        self.4.by_why
     }
 }
 

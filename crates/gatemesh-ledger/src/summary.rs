@@ -46,10 +46,14 @@ pub struct Tip {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Summary(BTreeMap<ActorId, Tip>);
 
-/// The version of a summary message this build writes; a message of another version is
-/// refused ([`LedgerError::BadMessage`]). Version 2 added what the sender wants relayed
-/// ([`Wants`]).
-pub const SUMMARY_VERSION: u8 = 2;
+/// The version of a summary message this build writes. Version 2 added what the sender
+/// wants relayed ([`Wants`]), version 3 what of each writer is on its way into its ledger
+/// ([`Told::coming`]). Versions 2 and 3 are read (a gate of the last build, in a mesh being
+/// upgraded, is told of nothing coming); any other is refused ([`LedgerError::BadMessage`]).
+pub const SUMMARY_VERSION: u8 = 3;
+
+/// The oldest summary version this build reads.
+const SUMMARY_VERSION_OLDEST: u8 = 2;
 
 /// What the sender of a summary wants relayed to it, its last byte.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -91,6 +95,12 @@ pub struct Told {
     pub reaches: Vec<String>,
     /// What it wants relayed to it.
     pub wants: Wants,
+    /// Per writer, the newest of the changes after its newest held there that the peer was
+    /// sent and has yet to take, one after another (it takes a large push a part at a
+    /// time): none of them is relayed to it again, unless it lacked the writer's changes
+    /// for [`RELAY_LOST_ANYWAY_MS`] (what waits is not checked yet, and a dishonest peer's
+    /// changes could say anything).
+    pub coming: BTreeMap<ActorId, u64>,
 }
 
 /// Most writers one summary message may name: an event has tens of devices (gates,
@@ -174,6 +184,17 @@ impl Summary {
     /// bytes), then a byte of what it wants ([`Wants`]: 0 the usual relays, 1 a gap, 2
     /// nothing).
     pub fn encode(&self, reaches: &[String], wants: Wants) -> Vec<u8> {
+        self.encode_with(reaches, wants, &BTreeMap::new())
+    }
+
+    /// [`Summary::encode`], saying what of each writer is on its way ([`Told::coming`]):
+    /// after each writer's newest change, how many more are coming (LEB128, 0 for none).
+    pub(crate) fn encode_with(
+        &self,
+        reaches: &[String],
+        wants: Wants,
+        coming: &BTreeMap<ActorId, u64>,
+    ) -> Vec<u8> {
         let mut out = Vec::with_capacity(16 + self.0.len() * 72 + reaches.len() * 24);
         out.push(SUMMARY_VERSION);
         let writers: Vec<_> = self
@@ -189,6 +210,8 @@ impl Summary {
             out.extend_from_slice(id);
             write_leb128(&mut out, tip.seq);
             out.extend_from_slice(&tip.hash.0);
+            let more = coming.get(actor).map_or(0, |c| c.saturating_sub(tip.seq));
+            write_leb128(&mut out, more);
         }
         let names: Vec<&String> = reaches
             .iter()
@@ -209,17 +232,18 @@ impl Summary {
     pub fn decode(bytes: &[u8]) -> Result<Told, LedgerError> {
         let bad = |why: &str| LedgerError::BadMessage(format!("a summary message: {why}"));
         let mut at = bytes;
-        match take(&mut at, 1).map_err(|_| bad("empty"))? {
-            [SUMMARY_VERSION] => {}
+        let version = match take(&mut at, 1).map_err(|_| bad("empty"))? {
+            [v] if (SUMMARY_VERSION_OLDEST..=SUMMARY_VERSION).contains(v) => *v,
             [v] => {
                 return Err(bad(&format!(
-                    "of version {v}, this build reads {SUMMARY_VERSION}"
+                    "of version {v}, this build reads {SUMMARY_VERSION_OLDEST} to {SUMMARY_VERSION}"
                 )));
             }
             _ => return Err(bad("empty")),
-        }
+        };
         let writers = bounded_count(&mut at, SUMMARY_WRITERS_MOST).map_err(|e| bad(&e))?;
         let mut summary = Summary::default();
+        let mut coming = BTreeMap::new();
         for _ in 0..writers {
             let id = id(&mut at).map_err(|e| bad(&e))?;
             let seq = read_leb128(&mut at).map_err(|e| bad(&e))?;
@@ -227,12 +251,23 @@ impl Summary {
                 .map_err(|e| bad(&e))?
                 .try_into()
                 .map_err(|_| bad("a hash cut short"))?;
+            let more = if version >= 3 {
+                read_leb128(&mut at).map_err(|e| bad(&e))?
+            } else {
+                0
+            };
             if seq == 0 {
                 return Err(bad("a writer with no changes"));
             }
             let actor = ActorId::from(id);
             if summary.0.contains_key(&actor) {
                 return Err(bad("a writer named twice"));
+            }
+            if more > 0 {
+                let upto = seq
+                    .checked_add(more)
+                    .ok_or_else(|| bad("changes coming past 64 bits"))?;
+                coming.insert(actor.clone(), upto);
             }
             summary.0.insert(
                 actor,
@@ -259,6 +294,7 @@ impl Summary {
             summary,
             reaches,
             wants,
+            coming,
         })
     }
 }
@@ -419,6 +455,52 @@ pub(crate) struct Relayed {
     /// While this node lacks more than [`CATCH_UP_LACK`] of the peer's changes: how many
     /// changes it held when it last took one (or first lacked them), and when (ms).
     pub behind: Option<(usize, i64)>,
+    /// Changes relayed to the peer on this connection, by why.
+    pub by_why: RelayedBy,
+}
+
+/// Changes relayed to a peer, by why each went ([`plan_relay`]): what a heal's relays
+/// cost, rule by rule.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RelayedBy {
+    /// The peer catches up a gap from this node ([`Wants::Gap`]).
+    pub gap: u64,
+    /// This node's own changes the peer lacked (its pushes carry the rest).
+    pub own: u64,
+    /// Of a writer the peer does not reach, by the first of its relayers.
+    pub first: u64,
+    /// Of a writer the peer does not reach, by another relayer, once the peer had lacked
+    /// them [`RELAY_BACKUP_MS`].
+    pub backup: u64,
+    /// Sent before and counted lost on their way ([`RELAY_STUCK_MS`]), or of a writer the
+    /// peer reaches whose link to it carries nothing: sent again.
+    pub again: u64,
+    /// Asked for by hash: what changes waiting at the peer build on
+    /// ([`crate::Ledger::answer_need`]).
+    pub asked: u64,
+}
+
+/// Why a change is relayed ([`RelayedBy`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Why {
+    Gap,
+    Own,
+    First,
+    Backup,
+    Again,
+}
+
+impl RelayedBy {
+    fn count(&mut self, why: Why) {
+        let n = match why {
+            Why::Gap => &mut self.gap,
+            Why::Own => &mut self.own,
+            Why::First => &mut self.first,
+            Why::Backup => &mut self.backup,
+            Why::Again => &mut self.again,
+        };
+        *n += 1;
+    }
 }
 
 /// Since when a peer has lacked what follows its newest change of one writer
@@ -615,6 +697,7 @@ pub(crate) fn plan_relay(
         summary: theirs,
         reaches,
         wants,
+        coming,
     } = told;
     let catch_me_up = wants == Wants::Gap;
     let most = if catch_me_up {
@@ -627,7 +710,7 @@ pub(crate) fn plan_relay(
     // Read only for a writer lacked past RELAY_STUCK_MS, once per summary.
     let mut lost: Option<Lost> = None;
     let mut round = None;
-    let mut picked: Vec<&Slot> = Vec::new();
+    let mut picked: Vec<(&Slot, Why)> = Vec::new();
     // Both summaries are in writer order: read side by side, no lookups.
     let mut their_tips = theirs.0.iter().peekable();
     'writers: for (actor, tip) in &mine.0 {
@@ -654,6 +737,13 @@ pub(crate) fn plan_relay(
             *since = Lacking::new(their_seq, plan.now_ms, recent);
         }
         let lacked = plan.now_ms.saturating_sub(since.since_ms);
+        // What the peer has yet to take is not sent again, unless it lacked the writer so
+        // long that what it says is coming may never come.
+        let coming = coming
+            .get(actor)
+            .copied()
+            .filter(|_| lacked < RELAY_LOST_ANYWAY_MS)
+            .unwrap_or(0);
         let stuck = lacked >= RELAY_STUCK_MS
             && lost
                 .get_or_insert_with(|| Lost::of(mine, &theirs, recent))
@@ -662,25 +752,32 @@ pub(crate) fn plan_relay(
             since.lost_ms = Some(plan.now_ms);
         }
         let lost_for = since.lost_ms.map(|at| plan.now_ms.saturating_sub(at));
-        if !own && !catch_me_up {
+        let why = if catch_me_up {
+            Why::Gap
+        } else if own {
+            Why::Own
+        } else {
             let name = name_of(actor);
-            let relays = match name.as_deref().filter(|n| reached.contains(n)) {
+            let why = match name.as_deref().filter(|n| reached.contains(n)) {
                 // Its writer pushes to the peer itself, unless that link carries nothing.
                 Some(writer) => {
                     let others = candidates.iter().copied().filter(|c| *c != writer);
-                    stuck
+                    (stuck
                         && (lost_for >= Some(RELAY_BACKUP_MS)
-                            || first_relayer(actor, plan.me, others))
+                            || first_relayer(actor, plan.me, others)))
+                    .then_some(Why::Again)
                 }
-                None => {
-                    lacked >= RELAY_BACKUP_MS
-                        || first_relayer(actor, plan.me, candidates.iter().copied())
+                None if first_relayer(actor, plan.me, candidates.iter().copied()) => {
+                    Some(Why::First)
                 }
+                None => (lacked >= RELAY_BACKUP_MS).then_some(Why::Backup),
             };
-            if !relays {
+            let Some(why) = why else {
                 continue;
-            }
-        }
+            };
+            why
+        };
+        let why = if stuck { Why::Again } else { why };
         // What was sent long ago and is still lacked was lost on its way: it goes again.
         let sent = if stuck {
             0
@@ -688,7 +785,7 @@ pub(crate) fn plan_relay(
             relayed.sent.get(actor).copied().unwrap_or(0)
         };
         let of_writer = picked.len();
-        for seq in their_seq.max(sent).saturating_add(1)..=tip.seq {
+        for seq in their_seq.max(sent).max(coming).saturating_add(1)..=tip.seq {
             match recent.get(actor, seq) {
                 // Asked to catch the peer up: the writers at hand go (the changes after one
                 // not at hand would only wait at the peer for it).
@@ -705,7 +802,7 @@ pub(crate) fn plan_relay(
                 Some(slot) if own && slot.noted >= plan.noted_before => break,
                 // No writer's share is larger than a full answer.
                 Some(_) if picked.len() - of_writer >= most => break,
-                Some(slot) => picked.push(slot),
+                Some(slot) => picked.push((slot, why)),
             }
         }
         // Sent again: lost again only if still lacked as long.
@@ -719,7 +816,16 @@ pub(crate) fn plan_relay(
     // takes it whole, by a round it starts itself: its round's first message is small (its
     // bloom filter holds what it has), ours would hold every change held here. So does a
     // peer that lacks a catch-up's worth this node no longer has at hand.
-    let peer_lack = mine.lacked_by(&theirs);
+    // What the peer has yet to take does not count.
+    let on_its_way = coming.iter().fold(0usize, |n, (actor, upto)| {
+        let (held_here, held_there) = (
+            mine.tip(actor).map_or(0, |t| t.seq),
+            theirs.tip(actor).map_or(0, |t| t.seq),
+        );
+        let more = (*upto).min(held_here).saturating_sub(held_there);
+        n.saturating_add(usize::try_from(more).unwrap_or(usize::MAX))
+    });
+    let peer_lack = mine.lacked_by(&theirs).saturating_sub(on_its_way);
     let peer_takes_whole = peer_lack > CATCH_UP_LACK && takes_whole(peer_lack, mine.held());
     let catch_up = catching_up(
         relayed,
@@ -740,14 +846,15 @@ pub(crate) fn plan_relay(
     // The oldest first, in the order this node took them (each writer's in order, and what
     // a change builds on before it): the rest goes with the answer to the peer's next
     // summary.
-    picked.sort_by_key(|s| s.noted);
+    picked.sort_by_key(|(s, _)| s.noted);
     picked.truncate(most);
-    for slot in &picked {
+    for (slot, why) in &picked {
         let sent = relayed.sent.entry(slot.actor.clone()).or_insert(0);
         *sent = (*sent).max(slot.seq);
+        relayed.by_why.count(*why);
     }
     Relay {
-        frames: frames_of(picked.iter().copied(), plan.frame_most),
+        frames: frames_of(picked.iter().map(|(s, _)| *s), plan.frame_most),
         changes: picked.len(),
         round: None,
         catch_up,
@@ -873,10 +980,15 @@ mod tests {
                 Told {
                     summary: s.clone(),
                     reaches: reaches.clone(),
-                    wants
+                    wants,
+                    coming: BTreeMap::new(),
                 }
             );
         }
+        // What is on its way reads back; nothing for a writer with nothing coming.
+        let coming = BTreeMap::from([(ActorId::from("NODE-B".as_bytes()), 4_300)]);
+        let told = Summary::decode(&s.encode_with(&reaches, Wants::Relays, &coming)).unwrap();
+        assert_eq!(told.coming, coming);
         // The longest actor a node writes under: a node id of 64 and an incarnation.
         let longest = gatemesh_wire::NodeId::parse(&"n".repeat(64)).unwrap();
         let mut s = Summary::default();
@@ -890,6 +1002,22 @@ mod tests {
                 .unwrap()
                 .summary,
             s
+        );
+    }
+
+    #[test]
+    fn a_summary_of_the_last_version_reads_with_nothing_coming() {
+        // Version 2: each writer's id, number and hash, with no count of what is coming.
+        let mut v2 = vec![2, 1, 1, b'A', 5];
+        v2.extend([7; 32]);
+        v2.extend([1, 4]);
+        v2.extend(b"gate");
+        v2.push(1);
+        let told = Summary::decode(&v2).unwrap();
+        assert_eq!(told.summary, summary(&[("A", 5, 7)]));
+        assert_eq!(
+            (told.reaches, told.wants, told.coming),
+            (vec!["gate".to_owned()], Wants::Gap, BTreeMap::new())
         );
     }
 
@@ -949,13 +1077,21 @@ mod tests {
         for _ in 0..2 {
             twice.extend([1, b'A', 1]);
             twice.extend([7; 32]);
+            twice.push(0);
         }
         twice.extend([0, 0]);
         cases.push(("a writer named twice", twice));
         let mut zero = vec![SUMMARY_VERSION, 1, 1, b'A', 0];
         zero.extend([7; 32]);
-        zero.extend([0, 0]);
+        zero.extend([0, 0, 0]);
         cases.push(("number 0", zero));
+        // Changes coming past the last number there is.
+        let mut past = vec![SUMMARY_VERSION, 1, 1, b'A'];
+        write_leb128(&mut past, u64::MAX - 1);
+        past.extend([7; 32]);
+        write_leb128(&mut past, 2);
+        past.extend([0, 0]);
+        cases.push(("coming past 64 bits", past));
         cases.push(("an empty id", vec![SUMMARY_VERSION, 1, 0]));
         let mut long = vec![SUMMARY_VERSION, 1, 74];
         long.extend([b'A'; 74]);
@@ -1011,16 +1147,25 @@ mod tests {
 
         #[test]
         fn any_summary_reads_back(
-            tips in proptest::collection::btree_map("[A-Z0-9]{1,64}", (1u64.., any::<u8>()), 0..40),
+            tips in proptest::collection::btree_map(
+                "[A-Z0-9]{1,64}",
+                (1u64..u64::MAX / 2, any::<u8>(), prop_oneof![Just(0u64), 1u64..100_000]),
+                0..40,
+            ),
             reaches in proptest::collection::vec("[a-zA-Z0-9._-]{1,63}", 0..20),
             wants in prop_oneof![Just(Wants::Relays), Just(Wants::Gap), Just(Wants::Nothing)],
         ) {
             let mut s = Summary::default();
-            for (actor, (seq, h)) in &tips {
-                s.note(&ActorId::from(actor.as_bytes()), *seq, ChangeHash([*h; 32]));
+            let mut coming = BTreeMap::new();
+            for (actor, (seq, h, more)) in &tips {
+                let actor = ActorId::from(actor.as_bytes());
+                s.note(&actor, *seq, ChangeHash([*h; 32]));
+                if *more > 0 {
+                    coming.insert(actor, seq + more);
+                }
             }
-            let told = Summary::decode(&s.encode(&reaches, wants)).unwrap();
-            prop_assert_eq!(told, Told { summary: s, reaches, wants });
+            let told = Summary::decode(&s.encode_with(&reaches, wants, &coming)).unwrap();
+            prop_assert_eq!(told, Told { summary: s, reaches, wants, coming });
         }
 
         /// The one-pass count is the sum, writer by writer, of what the other lacks.

@@ -372,6 +372,11 @@ async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
                 "name": p.name, "role": p.role, "address": p.address, "connected": p.connected,
                 "rtt_ms": p.rtt_ms, "last_sync": p.last_sync_ms.map(format_ms), "behind": seen.behind,
                 "already_held": seen.already_held,
+                "relayed_by": {
+                    "gap": seen.relayed_by.gap, "own": seen.relayed_by.own,
+                    "first": seen.relayed_by.first, "backup": seen.relayed_by.backup,
+                    "again": seen.relayed_by.again, "asked": seen.relayed_by.asked,
+                },
                 "messages": p.messages, "bytes_sent": p.bytes_sent, "bytes_received": p.bytes_received,
                 "pushes": p.pushes, "push_backlog_max": p.push_backlog_max,
                 "fell_behind": p.fell_behind, "rounds": p.rounds, "relayed": p.relayed,

@@ -937,7 +937,13 @@ pub(crate) const RELAY_ASK_UNTIL: usize = RELAY_MOST / 2;
 
 /// How long the peer asked to relay a gap stays the one while this gate takes nothing new
 /// from it ([`CatchUpRelay`]).
-const RELAY_ASK_STALE: std::time::Duration = std::time::Duration::from_secs(3);
+///
+/// Its first answer comes only after this gate's summary waited its turn on the peer's
+/// writer, and the answer its turn on this one's: after a heal both are loaded (batches of
+/// a second and more on two cores), and at 3 s the gates of a 16-gate heal moved on to
+/// another peer every few seconds, each sending again the gap the one before had on its
+/// way.
+const RELAY_ASK_STALE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Most changes relayed in one answer to a peer that catches up from this gate (its summary
 /// asks, [`CatchUpRelay`]); it tells its next summary as soon as it took them, for the next.
@@ -1124,6 +1130,8 @@ pub struct PeerLag {
     pub behind: Option<usize>,
     /// Changes the peer pushed or relayed on this connection that were held here already.
     pub already_held: u64,
+    /// Changes relayed to the peer on this connection, by why each went.
+    pub relayed_by: gatemesh_ledger::RelayedBy,
 }
 
 /// How long a count of what a peer lacks stands (see [`Writer::peer_lag`]).
@@ -1782,6 +1790,7 @@ impl Writer {
                 let lag = PeerLag {
                     behind: self.lag.get(name).and_then(|(_, behind)| *behind),
                     already_held: state.already_held(),
+                    relayed_by: state.relayed_by(),
                 };
                 (name.clone(), lag)
             })
@@ -1843,6 +1852,21 @@ impl Writer {
             SyncRequest::Generate { peer, turn, reply } => {
                 use gatemesh_mesh::session::Turn;
                 let began = std::time::Instant::now();
+                // What the peer's changes waiting here build on, unless another peer's
+                // waiting here brings it.
+                let need = match turn {
+                    Turn::Missing => {
+                        let (ledger, peers) = (&mut self.ledger, &self.peers);
+                        peers
+                            .get(&peer)
+                            .filter(|s| s.waiting() > 0)
+                            .and_then(|state| {
+                                let others = peers.iter().filter(|(p, _)| **p != peer);
+                                ledger.need_message_besides(state, others.map(|(_, s)| s))
+                            })
+                    }
+                    _ => None,
+                };
                 let state = self.peers.entry(peer.clone()).or_default();
                 // A request for changes by hash is no round: it asks for no gap (counted as
                 // one, it made its peer the one asked and held the others' rounds back).
@@ -1876,8 +1900,7 @@ impl Writer {
                         self.ledger.sync_message(state)
                     }
                     Turn::FollowUp => self.ledger.sync_followup(state),
-                    Turn::Missing if state.waiting() == 0 => None,
-                    Turn::Missing => self.ledger.need_message(state),
+                    Turn::Missing => need,
                 };
                 let took = began.elapsed();
                 if took >= SLOW_MESSAGE {
@@ -1958,7 +1981,12 @@ impl Writer {
                             self.ledger.lacks_what_peer_said(state, &peer, &reaches)
                         });
                 let _ = reply.send(gatemesh_mesh::session::OurSummary {
-                    message: self.ledger.summary_message(&reaches, wants),
+                    // Saying what waits here to be taken: a large push is taken a part
+                    // at a time, and without it every peer would send again what is
+                    // on its way.
+                    message: self
+                        .ledger
+                        .summary_message_with(&reaches, wants, self.peers.values()),
                     behind,
                     catching_up: wants == Wants::Gap,
                 });
@@ -1987,9 +2015,10 @@ impl Writer {
                 self.answer(&peer, answer, reply)
             }
             SyncRequest::Need { peer, bytes, reply } => {
-                let answer = self
-                    .ledger
-                    .answer_need(&bytes, gatemesh_mesh::session::PUSH_MOST);
+                let state = self.peers.entry(peer.clone()).or_default();
+                let answer =
+                    self.ledger
+                        .answer_need(state, &bytes, gatemesh_mesh::session::PUSH_MOST);
                 self.answer(&peer, answer, reply)
             }
             SyncRequest::Forget { peer } => {
@@ -2264,6 +2293,11 @@ impl Writer {
                 };
                 match self.ledger.take_waiting(state, budget, now_ms()) {
                     Ok(new) => {
+                        if !new.is_empty() {
+                            // The gap a peer was asked for is taken a part at a time: each
+                            // part taken is that peer still sending.
+                            self.relay_from.took(&peer, std::time::Instant::now());
+                        }
                         took |= !new.is_empty();
                         budget = budget.saturating_sub(new.len());
                         changes.extend(new);

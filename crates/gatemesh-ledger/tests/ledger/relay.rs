@@ -3,7 +3,7 @@
 
 use gatemesh_ledger::{
     Ledger, LedgerError, PeerSync, RELAY_BACKUP_MS, RELAY_LOST_ANYWAY_MS, RELAY_STUCK_MS, Relay,
-    RelayPlan, Role, StoredChange, Summary, Wants,
+    RelayPlan, RelayedBy, Role, StoredChange, Summary, Wants,
 };
 use gatemesh_ticket::TicketId;
 
@@ -180,6 +180,11 @@ fn own_changes_pushed_and_still_lacked_long_after_go_again() {
     // Sent again: not once more at the next summary, only if lacked as long again.
     assert_eq!(at(RELAY_STUCK_MS + 1_000), 0);
     assert_eq!(at(2 * RELAY_STUCK_MS), 3);
+    let again = RelayedBy {
+        again: 6,
+        ..RelayedBy::default()
+    };
+    assert_eq!(to_c.relayed_by(), again, "counted as sent again");
 }
 
 #[test]
@@ -302,6 +307,18 @@ fn one_peer_relays_a_writer_first_and_the_others_only_if_it_is_still_lacked() {
         )
         .unwrap();
     assert_eq!(backup.changes, 2);
+    // Each counts why it relayed.
+    let (first, backup) = if by_b.changes > 0 {
+        (b_to_c.relayed_by(), d_to_c.relayed_by())
+    } else {
+        (d_to_c.relayed_by(), b_to_c.relayed_by())
+    };
+    let by = |first, backup| RelayedBy {
+        first,
+        backup,
+        ..RelayedBy::default()
+    };
+    assert_eq!((first, backup), (by(2, 0), by(0, 2)));
 }
 
 #[test]
@@ -465,7 +482,9 @@ fn what_pushed_changes_wait_for_is_asked_for_by_hash_and_answered_from_what_is_a
     );
     assert_eq!(from_b_state.waiting(), 1);
     let need = c.need_message(&from_b_state).expect("a request");
-    let answer = b.answer_need(&need, 256 * 1024).unwrap();
+    let answer = b
+        .answer_need(&mut PeerSync::default(), &need, 256 * 1024)
+        .unwrap();
     assert_eq!((answer.changes, answer.round), (1, None));
     // B's answer comes as a push from B: the change that waited is taken with it.
     let taken: usize = answer
@@ -483,7 +502,9 @@ fn what_pushed_changes_wait_for_is_asked_for_by_hash_and_answered_from_what_is_a
     // A request for a change B does not have at hand calls for a round.
     let mut unknown = vec![gatemesh_ledger::NEED_VERSION, 1];
     unknown.extend([9u8; 32]);
-    let answer = b.answer_need(&unknown, 256 * 1024).unwrap();
+    let answer = b
+        .answer_need(&mut PeerSync::default(), &unknown, 256 * 1024)
+        .unwrap();
     assert!(answer.frames.is_empty() && answer.round.is_some());
 }
 
@@ -509,7 +530,7 @@ fn a_summary_or_request_that_does_not_read_is_refused_and_changes_nothing() {
             .relay(&mut state, &bytes, &plan(&a, "gate-a", now()))
             .unwrap_err();
         assert!(matches!(err, LedgerError::BadMessage(_)), "{err}");
-        let err = a.answer_need(&bytes, 1024).unwrap_err();
+        let err = a.answer_need(&mut state, &bytes, 1024).unwrap_err();
         assert!(matches!(err, LedgerError::BadMessage(_)), "{err}");
     }
     assert_eq!(a.save(), before);
@@ -933,4 +954,149 @@ fn a_large_push_is_taken_a_bounded_number_at_a_time() {
     let rest = b.take_waiting(&mut from_a, usize::MAX, now()).unwrap();
     assert_eq!((rest.len(), from_a.waiting()), (6, 0));
     assert_eq!(b.summary(), a.summary());
+}
+
+#[test]
+fn what_a_peer_has_yet_to_take_is_not_relayed_to_it_again() {
+    // After a heal C asks B for the gap: B sends A's 30 changes, and C takes 10 of them at
+    // once, the rest a part at a time. Meanwhile C's summaries still lack 20 of A's — and
+    // say they are on their way. A (pushing its own) and D (asked for the gap next) send
+    // none of them; what C has not been sent at all still goes.
+    let (mut a, mut b, mut c, mut d) = (
+        device("gate-a"),
+        device("gate-b"),
+        device("gate-c"),
+        device("gate-d"),
+    );
+    let made = admit(&mut a, 30);
+    take_pushed(&mut b, &made);
+    take_pushed(&mut d, &made);
+    let mut from_b = PeerSync::default();
+    let taken = c
+        .receive_changes_upto(&mut from_b, &pushed(&made), now(), 10)
+        .unwrap();
+    assert_eq!((taken.len(), from_b.waiting()), (10, 20));
+    let reach = reaching(&["gate-a", "gate-b", "gate-d"]);
+    let says = c.summary_message_with(&reach, Wants::Relays, [&from_b]);
+    let told = Summary::decode(&says).unwrap();
+    assert_eq!(told.coming.get(&actor(&a)), Some(&30));
+    assert_eq!(told.summary.tip(&actor(&a)).unwrap().seq, 10);
+
+    let t = now();
+    let relayed = |from: &mut Ledger, me: &str, says: &[u8], ms: i64| {
+        let plan = plan(from, me, t + ms);
+        from.relay(&mut PeerSync::default(), says, &plan)
+            .unwrap()
+            .changes
+    };
+    assert_eq!(
+        relayed(&mut a, "gate-a", &says, 0),
+        0,
+        "its own, on their way"
+    );
+    let gap = c.summary_message_with(&reach, Wants::Gap, [&from_b]);
+    assert_eq!(relayed(&mut d, "gate-d", &gap, 0), 0, "the gap, on its way");
+    // Told nothing of it (the last version's summary), both would send the 20 again.
+    let unaware = c.summary_message(&reach, Wants::Relays);
+    assert_eq!(relayed(&mut a, "gate-a", &unaware, 0), 20);
+    // A admits 5 more, which C was not sent: those go.
+    admit(&mut a, 5);
+    assert_eq!(relayed(&mut a, "gate-a", &says, 0), 5);
+    // C takes the rest: nothing is coming any more.
+    c.take_waiting(&mut from_b, usize::MAX, now()).unwrap();
+    let taken_all = c.summary_message_with(&reach, Wants::Relays, [&from_b]);
+    assert!(Summary::decode(&taken_all).unwrap().coming.is_empty());
+}
+
+#[test]
+fn changes_that_wait_for_one_never_sent_are_not_counted_as_coming() {
+    // C was sent A's changes 6 to 10 but not 1 to 5 (or a dishonest peer sent changes
+    // that build on one that does not exist): they wait, and nothing of A's is coming.
+    let (mut a, mut c) = (device("gate-a"), device("gate-c"));
+    let made = admit(&mut a, 10);
+    take_pushed(&mut c, &made[..2]);
+    let mut from_b = PeerSync::default();
+    let taken = c
+        .receive_changes_upto(&mut from_b, &pushed(&made[5..]), now(), usize::MAX)
+        .unwrap();
+    assert_eq!((taken.len(), from_b.waiting()), (0, 5));
+    let says = c.summary_message_with(&[], Wants::Relays, [&from_b]);
+    assert!(Summary::decode(&says).unwrap().coming.is_empty());
+    // 3 to 5 came from another peer, waiting too (a part at a time): now 3 to 10 are.
+    let mut from_d = PeerSync::default();
+    c.receive_changes_upto(&mut from_d, &pushed(&made[2..5]), now(), 1)
+        .unwrap();
+    assert_eq!(from_d.waiting(), 2);
+    let says = c.summary_message_with(&[], Wants::Relays, [&from_b, &from_d]);
+    assert_eq!(
+        Summary::decode(&says).unwrap().coming.get(&actor(&a)),
+        Some(&10)
+    );
+}
+
+#[test]
+fn what_a_peer_says_is_coming_is_sent_all_the_same_once_it_lacked_it_long() {
+    // What waits is not checked yet: a peer that says A's changes are coming and never
+    // takes them (they wait for one a dishonest device made up) gets them all the same,
+    // once it lacked A's changes for RELAY_LOST_ANYWAY_MS.
+    let (mut a, mut c) = (device("gate-a"), device("gate-c"));
+    let made = admit(&mut a, 9);
+    take_pushed(&mut c, &made[..1]);
+    let mut from_b = PeerSync::default();
+    c.receive_changes_upto(&mut from_b, &pushed(&made[1..]), now(), 0)
+        .unwrap();
+    assert_eq!(from_b.waiting(), 8);
+    let says = c.summary_message_with(&reaching(&["gate-a"]), Wants::Relays, [&from_b]);
+    let t = now();
+    let mut to_c = PeerSync::default();
+    let mut at = |ms| {
+        let plan = plan(&a, "gate-a", t + ms);
+        a.relay(&mut to_c, &says, &plan).unwrap().changes
+    };
+    assert_eq!(at(0), 0);
+    assert_eq!(at(RELAY_STUCK_MS), 0);
+    assert_eq!(at(RELAY_LOST_ANYWAY_MS), 8);
+}
+
+#[test]
+fn what_waits_here_from_another_peer_is_not_asked_for_by_hash() {
+    // After a heal C takes A's changes a part at a time, relayed by D; B's fresh change
+    // builds on them. Asking B for them would have B send the gap again: they are on their
+    // way from D.
+    let (mut a, mut b, mut c) = (device("gate-a"), device("gate-b"), device("gate-c"));
+    let of_a = admit(&mut a, 3);
+    take_pushed(&mut b, &of_a);
+    let of_b = admit(&mut b, 1);
+    let (mut from_d, mut from_b) = (PeerSync::default(), PeerSync::default());
+    c.receive_changes_upto(&mut from_d, &pushed(&of_a), now(), 1)
+        .unwrap();
+    assert_eq!(from_d.waiting(), 2);
+    c.receive_changes(&mut from_b, &pushed(&of_b), now())
+        .unwrap();
+    assert_eq!(from_b.waiting(), 1);
+    assert!(c.need_message(&from_b).is_some(), "asked of B, alone");
+    assert_eq!(c.need_message_besides(&from_b, [&from_d]), None);
+    // Taking D's brings what B's change waited for: it is taken too.
+    c.take_waiting(&mut from_d, usize::MAX, now()).unwrap();
+    c.take_waiting(&mut from_b, usize::MAX, now()).unwrap();
+    assert_eq!((from_d.waiting(), from_b.waiting()), (0, 0));
+    assert_eq!(c.summary(), b.summary());
+}
+
+#[test]
+fn changes_asked_for_by_hash_are_counted_as_asked() {
+    let (mut a, mut b) = (device("gate-a"), device("gate-b"));
+    let made = admit(&mut a, 2);
+    let mut from_a = PeerSync::default();
+    b.receive_changes(&mut from_a, &pushed(&made[1..]), now())
+        .unwrap();
+    let need = b.need_message(&from_a).expect("a request");
+    let mut to_b = PeerSync::default();
+    let answer = a.answer_need(&mut to_b, &need, 256 * 1024).unwrap();
+    assert_eq!(answer.changes, 1);
+    let asked = RelayedBy {
+        asked: 1,
+        ..RelayedBy::default()
+    };
+    assert_eq!(to_b.relayed_by(), asked);
 }

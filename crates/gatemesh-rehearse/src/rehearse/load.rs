@@ -125,32 +125,50 @@ pub(super) struct Link {
     pub relayed: u64,
     /// Changes the peer pushed or relayed to the gate that it held already: sent twice.
     pub already_held: u64,
+    /// Changes the gate relayed to the peer by why each went ([`Link::WHY`]).
+    pub relayed_by: [u64; 6],
     /// The current session's counters as last seen ([`Link::COUNTERS`]).
-    current: [u64; 6],
+    current: [u64; 12],
 }
 
 impl Link {
-    /// The counters of a peer entry of `/v1/status` a link sums over sessions.
-    const COUNTERS: [&str; 6] = [
-        "messages",
-        "pushes",
-        "fell_behind",
-        "rounds",
-        "relayed",
-        "already_held",
+    /// The counters of a peer entry of `/v1/status` a link sums over sessions (JSON
+    /// pointers): the last six are the relays by why ([`Link::WHY`]).
+    const COUNTERS: [&str; 12] = [
+        "/messages",
+        "/pushes",
+        "/fell_behind",
+        "/rounds",
+        "/relayed",
+        "/already_held",
+        "/relayed_by/gap",
+        "/relayed_by/own",
+        "/relayed_by/first",
+        "/relayed_by/backup",
+        "/relayed_by/again",
+        "/relayed_by/asked",
     ];
+
+    /// Why changes were relayed, as the gate's status names them: to a peer catching up a
+    /// gap from it, its own, first relayer of a writer the peer does not reach, a backup
+    /// relayer of one, sent again after counted lost, asked for by hash.
+    pub(super) const WHY: [&str; 6] = ["gap", "own", "first", "backup", "again", "asked"];
 
     /// Takes in a peer entry of the gate's `/v1/status`: returns the changes relayed to the
     /// peer, and received from it held already, since the last one.
     pub(super) fn observe(&mut self, peer: &Value) -> [u64; 2] {
-        let now = Self::COUNTERS.map(|k| peer[k].as_u64().unwrap_or(0));
+        let now = Self::COUNTERS.map(|k| peer.pointer(k).and_then(Value::as_u64).unwrap_or(0));
         // Counters only grow within a session: one that went down is a new session.
         let new_session = self.sessions == 0 || now.iter().zip(&self.current).any(|(n, c)| n < c);
-        let before = if new_session { [0; 6] } else { self.current };
+        let before = if new_session { [0; 12] } else { self.current };
         if new_session {
             self.sessions += 1;
         }
-        let [_, pushes, fell, rounds, relayed, held] = std::array::from_fn(|i| now[i] - before[i]);
+        let delta: [u64; 12] = std::array::from_fn(|i| now[i] - before[i]);
+        let [_, pushes, fell, rounds, relayed, held, ..] = delta;
+        for (sum, d) in self.relayed_by.iter_mut().zip(&delta[6..]) {
+            *sum += d;
+        }
         if before[2] == 0 && fell > 0 {
             self.sessions_fell_behind += 1;
         }
@@ -346,6 +364,10 @@ pub(super) fn report(seen: &Seen, cpu: &[Option<Cpu>], admitted: &[usize]) -> (V
             "sessions_fell_behind": sessions_fell,
             "fell_behind": fell,
             "relayed_and_received_again_by_event_minute": seen.relays_by_minute,
+            "relayed_by": Link::WHY.iter().enumerate().map(|(i, why)| {
+                let n: u64 = seen.links.iter().flat_map(|l| l.values()).map(|l| l.relayed_by[i]).sum();
+                ((*why).to_owned(), json!(n))
+            }).collect::<serde_json::Map<_, _>>(),
         },
     });
     (per_gate, summary)
@@ -420,6 +442,25 @@ mod tests {
         // Only the rounds went down: the connection was redialled all the same.
         assert_eq!(l.observe(&at(1, 25)), [25, 0]);
         assert_eq!((l.sessions, l.rounds, l.relayed, l.pushes), (2, 3, 50, 18));
+    }
+
+    #[test]
+    fn relays_are_summed_by_why_over_sessions_and_gates() {
+        let mut seen = Seen::new(2);
+        let status = |gap: u64, backup: u64| {
+            json!({ "peers": [{ "name": "b", "relayed": gap + backup,
+                "relayed_by": { "gap": gap, "own": 0, "first": 0, "backup": backup, "again": 0 } }] })
+        };
+        seen.take_status(0, &status(100, 2), 0);
+        seen.take_status(0, &status(150, 2), 1);
+        // A new session: counted from zero again.
+        seen.take_status(0, &status(10, 0), 1);
+        seen.take_status(1, &status(0, 7), 1);
+        let (_, summary) = report(&seen, &[None, None], &[0, 0]);
+        assert_eq!(
+            summary["push_queues"]["relayed_by"],
+            json!({ "gap": 160, "own": 0, "first": 0, "backup": 9, "again": 0, "asked": 0 })
+        );
     }
 
     #[test]

@@ -1138,6 +1138,10 @@ pub fn text(r: &Value) -> String {
             by_minute.join("  ")
         );
     }
+    if let Some(by) = q["relayed_by"].as_object().filter(|by| !by.is_empty()) {
+        let by: Vec<String> = by.iter().map(|(why, n)| format!("{why} {n}")).collect();
+        let _ = writeln!(s, "  changes relayed (all gates) by why: {}", by.join(", "));
+    }
     for g in r["per_gate"].as_array().into_iter().flatten() {
         let (c, p) = (&g["cpu"], &g["push_queue"]);
         let _ = writeln!(
