@@ -739,7 +739,7 @@ pub(crate) fn plan_relay(
         let lacked = plan.now_ms.saturating_sub(since.since_ms);
         // What the peer has yet to take is not sent again, unless it lacked the writer so
         // long that what it says is coming may never come.
-        let coming = coming
+        let coming_upto = coming
             .get(actor)
             .copied()
             .filter(|_| lacked < RELAY_LOST_ANYWAY_MS)
@@ -785,7 +785,7 @@ pub(crate) fn plan_relay(
             relayed.sent.get(actor).copied().unwrap_or(0)
         };
         let of_writer = picked.len();
-        for seq in their_seq.max(sent).max(coming).saturating_add(1)..=tip.seq {
+        for seq in their_seq.max(sent).max(coming_upto).saturating_add(1)..=tip.seq {
             match recent.get(actor, seq) {
                 // Asked to catch the peer up: the writers at hand go (the changes after one
                 // not at hand would only wait at the peer for it).

@@ -414,6 +414,7 @@ pub(super) fn build(i: Inputs<'_>) -> Result<Value> {
     let (by_stream, by_lookup) = shared.reached_by();
     void_and_transfer["seen_on_live_stream"] = json!(by_stream);
     void_and_transfer["seen_by_lookup"] = json!(by_lookup);
+    void_and_transfer["box_office_failed"] = json!(snapshot(&shared.box_office_failed)?);
 
     // Latency and throughput.
     let answered: Vec<&ScanRecord> = scans
@@ -1062,6 +1063,14 @@ pub fn text(r: &Value) -> String {
         v["seen_by_lookup"],
         v["watch_pass_most_ms"]
     );
+    if let Some(failed) = v["box_office_failed"].as_array().filter(|f| !f.is_empty()) {
+        let _ = writeln!(
+            s,
+            "  box office requests the server did not answer well: {} (the first: {})",
+            failed.len(),
+            failed[0].as_str().unwrap_or("")
+        );
+    }
     let w = &r["agreement"]["standing_writes"];
     let _ = writeln!(
         s,

@@ -89,6 +89,10 @@ pub(super) struct Shared {
     pub(super) codes: Vec<(String, String)>,
     pub(super) new_codes: Mutex<HashMap<usize, (String, String)>>,
     new_code: Notify,
+    /// The box office's requests the server did not answer well (an error, or no answer
+    /// within the client's 10 s on a loaded machine), each `"void <tid>: why"` or
+    /// `"transfer <tid>: why"`. A transfer's new holder then has no ticket to present.
+    pub(super) box_office_failed: Mutex<Vec<String>>,
     pub(super) scans: Mutex<Vec<ScanRecord>>,
     /// Wall seconds when the box office asked the server for a void / transfer (the gates
     /// may hear of it before the server's answer reaches the box office).
@@ -131,6 +135,7 @@ impl Shared {
             codes,
             new_codes: Mutex::default(),
             new_code: Notify::new(),
+            box_office_failed: Mutex::default(),
             scans: Mutex::default(),
             changed_at: Mutex::default(),
             answered_at: Mutex::default(),
@@ -279,7 +284,11 @@ impl Watch {
     /// One holder (or friend, or refunded holder…) at a scanner.
     pub(super) async fn present(self, scan: Scan, event_s: f64) {
         let (tid, code) = if scan.who == Who::NewHolder {
-            self.new_code(scan.ticket).await
+            // No ticket to present when its transfer failed.
+            let Some(new) = self.new_code(scan.ticket).await else {
+                return;
+            };
+            new
         } else {
             self.shared.codes[scan.ticket].clone()
         };
@@ -337,7 +346,10 @@ impl Watch {
         }
     }
 
-    async fn new_code(&self, ticket: usize) -> (String, String) {
+    /// The code the transfer of `ticket` gave its new holder, once the server answered;
+    /// `None` if the transfer failed.
+    async fn new_code(&self, ticket: usize) -> Option<(String, String)> {
+        let tid = &self.shared.codes[ticket].0;
         loop {
             let notified = self.shared.new_code.notified();
             if let Some(c) = self
@@ -347,9 +359,25 @@ impl Watch {
                 .ok()
                 .and_then(|m| m.get(&ticket).cloned())
             {
-                return c;
+                return Some(c);
+            }
+            let failed = self
+                .shared
+                .box_office_failed
+                .lock()
+                .is_ok_and(|f| f.iter().any(|w| w.starts_with(&format!("transfer {tid}:"))));
+            if failed {
+                return None;
             }
             notified.await;
+        }
+    }
+
+    /// Notes a request of the box office's that failed.
+    fn box_office_failed(&self, what: &str, tid: &str, e: &anyhow::Error) {
+        eprintln!("rehearsal: the box office's {what} of {tid} failed: {e:#}");
+        if let Ok(mut f) = self.shared.box_office_failed.lock() {
+            f.push(format!("{what} {tid}: {e:#}"));
         }
     }
 
@@ -417,13 +445,13 @@ impl Watch {
         let tid = self.shared.codes[ticket].0.clone();
         let path = format!("/v1/events/{}/tickets/{tid}/void", self.eid);
         let asked = self.shared.now();
-        if self
+        match self
             .org
             .post(&path, json!({ "reason": "refund", "actor": "box-office" }))
             .await
-            .is_ok()
         {
-            self.changed(ticket, tid, asked).await;
+            Ok(_) => self.changed(ticket, tid, asked).await,
+            Err(e) => self.box_office_failed("void", &tid, &e),
         }
     }
 
@@ -431,15 +459,21 @@ impl Watch {
         let tid = self.shared.codes[ticket].0.clone();
         let path = format!("/v1/events/{}/tickets/{tid}/transfer", self.eid);
         let asked = self.shared.now();
-        let Ok(new) = self
+        let new = match self
             .org
             .post(
                 &path,
                 json!({ "holder": format!("friend of {tid}"), "actor": "box-office" }),
             )
             .await
-        else {
-            return;
+        {
+            Ok(new) => new,
+            Err(e) => {
+                // The new holder, waiting for a code, learns there is none.
+                self.box_office_failed("transfer", &tid, &e);
+                self.shared.new_code.notify_waiters();
+                return;
+            }
         };
         if let Ok(mut m) = self.shared.new_codes.lock() {
             m.insert(ticket, (str_of(&new["tid"]), str_of(&new["code"])));
@@ -840,5 +874,72 @@ mod tests {
         let timeout_ms = SCAN_TIMEOUT.as_secs_f64() * 1000.0;
         assert!(shot.latency_ms >= timeout_ms, "{} ms", shot.latency_ms);
         assert!(waited < shot.latency_ms, "{waited} ms waited");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_transfer_the_server_fails_leaves_its_new_holder_nothing_to_wait_for() {
+        // A box office whose server is not there: the transfer fails (on a loaded machine,
+        // an answer later than the client's 10 s). The new holder, whose scan the plan has
+        // waiting for the transfer's code, once waited for it for good, and the rehearsal
+        // never ended.
+        let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = closed.local_addr().unwrap();
+        drop(closed);
+        let at = || {
+            At::new(
+                tokio::runtime::Handle::current(),
+                format!("http://{addr}"),
+                None,
+                None,
+            )
+            .unwrap()
+        };
+        let shared = Arc::new(Shared::new(
+            vec![("T1".to_owned(), "GM1:code".to_owned())],
+            1.0,
+            1,
+        ));
+        let watch = Watch {
+            shared: shared.clone(),
+            gates: vec![at()],
+            org: at(),
+            eid: "e".to_owned(),
+            releases: None,
+        };
+        let scan = Scan {
+            gate: 0,
+            lane: 0,
+            ticket: 0,
+            who: Who::NewHolder,
+            double_fire_ms: None,
+            scope: None,
+        };
+        let holder = tokio::spawn(watch.clone().present(scan, 0.0));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        watch.clone().transfer(0).await;
+        // A guard against a hang, not a timing: the holder returns once the transfer failed.
+        tokio::time::timeout(Duration::from_secs(30), holder)
+            .await
+            .expect("the new holder still waits")
+            .unwrap();
+        let failed = shared.box_office_failed.lock().unwrap().clone();
+        assert_eq!(failed.len(), 1, "{failed:?}");
+        assert!(failed[0].starts_with("transfer T1:"), "{failed:?}");
+        assert!(
+            shared.scans.lock().unwrap().is_empty(),
+            "nothing was presented"
+        );
+        // A holder who comes after the failure does not wait either.
+        let later = Scan {
+            gate: 0,
+            lane: 0,
+            ticket: 0,
+            who: Who::NewHolder,
+            double_fire_ms: None,
+            scope: None,
+        };
+        tokio::time::timeout(Duration::from_secs(30), watch.present(later, 1.0))
+            .await
+            .expect("a later holder waits");
     }
 }
