@@ -1010,8 +1010,10 @@ fn what_a_peer_has_yet_to_take_is_not_relayed_to_it_again() {
 
 #[test]
 fn changes_that_wait_for_one_never_sent_are_not_counted_as_coming() {
-    // C was sent A's changes 6 to 10 but not 1 to 5 (or a dishonest peer sent changes
-    // that build on one that does not exist): they wait, and nothing of A's is coming.
+    // C was sent A's changes 6 to 10 but not 3 to 5: they wait, and nothing of A's is
+    // coming (only changes one after another from A's newest held count). A change of the
+    // next number that waits on another writer's change never sent does count: what bounds
+    // that claim is RELAY_LOST_ANYWAY_MS (the test after the next).
     let (mut a, mut c) = (device("gate-a"), device("gate-c"));
     let made = admit(&mut a, 10);
     take_pushed(&mut c, &made[..2]);

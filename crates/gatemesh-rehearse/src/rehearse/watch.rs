@@ -906,7 +906,7 @@ mod tests {
             eid: "e".to_owned(),
             releases: None,
         };
-        let scan = Scan {
+        let new_holder = || Scan {
             gate: 0,
             lane: 0,
             ticket: 0,
@@ -914,7 +914,7 @@ mod tests {
             double_fire_ms: None,
             scope: None,
         };
-        let holder = tokio::spawn(watch.clone().present(scan, 0.0));
+        let holder = tokio::spawn(watch.clone().present(new_holder(), 0.0));
         tokio::time::sleep(Duration::from_millis(50)).await;
         watch.clone().transfer(0).await;
         // A guard against a hang, not a timing: the holder returns once the transfer failed.
@@ -930,15 +930,7 @@ mod tests {
             "nothing was presented"
         );
         // A holder who comes after the failure does not wait either.
-        let later = Scan {
-            gate: 0,
-            lane: 0,
-            ticket: 0,
-            who: Who::NewHolder,
-            double_fire_ms: None,
-            scope: None,
-        };
-        tokio::time::timeout(Duration::from_secs(30), watch.present(later, 1.0))
+        tokio::time::timeout(Duration::from_secs(30), watch.present(new_holder(), 1.0))
             .await
             .expect("a later holder waits");
     }
