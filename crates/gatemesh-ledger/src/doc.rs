@@ -2113,9 +2113,28 @@ struct Pending {
     bytes: usize,
     /// How many changes came to wait: the next one's place.
     came: u64,
-    /// The waiting changes' sequence numbers, by writer: what is on its way into the
-    /// ledger ([`Ledger::summary_message_with`]).
+    /// The sequence numbers of the waiting changes found signed by their authors, by
+    /// writer: what is on its way into the ledger ([`Ledger::summary_message_with`]). A
+    /// change nobody signed, or in a writer's name by another device, is never said to be
+    /// coming: it may wait on a change that does not exist, and would hold back the
+    /// writer's relays meanwhile.
     by_writer: HashMap<ActorId, BTreeSet<u64>>,
+    /// Waiting changes whose authors' devices this ledger did not hold when they came, so
+    /// their signatures could not be checked yet ([`Ledger::note_signed`]).
+    unsigned: Vec<ChangeHash>,
+    /// How many devices the ledger held when `unsigned` was last looked at.
+    devices_seen: usize,
+}
+
+/// Whether a change is signed by its author ([`Ledger::authorship`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Authorship {
+    /// By a device this ledger holds, and it verifies (or no device signs in this ledger).
+    Signed,
+    /// Its author's device is not held here (yet).
+    Unknown,
+    /// Unsigned, or a signature that does not verify.
+    Bad,
 }
 
 /// A change waiting for what it builds on ([`Pending`]).
@@ -2126,16 +2145,18 @@ struct Waiting {
     came: u64,
     /// How many of the changes it builds on are not held yet.
     unmet: usize,
+    /// Found signed by its author: counted in [`Pending::by_writer`].
+    signed: bool,
 }
 
 impl Pending {
     /// Lets `change`, which the ledger does not hold (`knows` says what it holds), wait for
     /// what it builds on; ready at once if that is all held. A change waiting already is
-    /// left as it is.
-    fn add(&mut self, change: Change, knows: &mut impl FnMut(&ChangeHash) -> bool) {
+    /// left as it is. Whether it was new here.
+    fn add(&mut self, change: Change, knows: &mut impl FnMut(&ChangeHash) -> bool) -> bool {
         let hash = change.hash();
         if self.changes.contains_key(&hash) {
-            return;
+            return false;
         }
         self.missing.remove(&hash);
         let mut unmet = 0;
@@ -2155,18 +2176,27 @@ impl Pending {
         if unmet == 0 {
             self.ready.insert(came, hash);
         }
-        self.by_writer
-            .entry(change.actor_id().clone())
-            .or_default()
-            .insert(change.seq());
         self.changes.insert(
             hash,
             Waiting {
                 change,
                 came,
                 unmet,
+                signed: false,
             },
         );
+        true
+    }
+
+    /// The waiting change `hash` was found signed by its author: it counts as coming.
+    fn vouch(&mut self, hash: &ChangeHash) {
+        if let Some(waiting) = self.changes.get_mut(hash) {
+            waiting.signed = true;
+            self.by_writer
+                .entry(waiting.change.actor_id().clone())
+                .or_default()
+                .insert(waiting.change.seq());
+        }
     }
 
     /// The change `hash` is held (or about to be): what waited on it lacks one less.
@@ -2204,7 +2234,7 @@ impl Pending {
             };
             self.bytes = self.bytes.saturating_sub(waiting.change.raw_bytes().len());
             let actor = waiting.change.actor_id();
-            if let Some(seqs) = self.by_writer.get_mut(actor) {
+            if let Some(seqs) = self.by_writer.get_mut(actor).filter(|_| waiting.signed) {
                 seqs.remove(&waiting.change.seq());
                 if seqs.is_empty() {
                     self.by_writer.remove(actor);
@@ -2342,7 +2372,11 @@ impl Ledger {
     /// [`Ledger::summary_message`], saying too what of each writer is on its way into this
     /// ledger: the changes that follow its newest one held here, one after another, that
     /// `peers` sent and wait here to be taken (a part at a time after a large push, or for
-    /// what they build on). A peer relays none of those again
+    /// what they build on), each found signed by the writer itself. Signed, a change
+    /// builds on changes that exist: its writer held them. (Unchecked, a device could make
+    /// up changes in a writer's name that wait on a change nobody has, and hold back that
+    /// writer's relays for [`crate::summary::RELAY_LOST_ANYWAY_MS`].) A peer relays none
+    /// of those again
     /// ([`crate::summary::Told::coming`]). Only of writers held here: a summary names no
     /// other (a gate lacking a writer altogether is new, and takes the ledger whole).
     pub fn summary_message_with<'a>(
@@ -3195,9 +3229,11 @@ impl Ledger {
     ) -> Result<(Vec<Change>, HashSet<TicketId>), LedgerError> {
         let pending = &mut peer.1;
         let mut knows = |h: &ChangeHash| self.knows(h);
+        let mut fresh = Vec::new();
         for c in incoming {
-            if !knows(&c.hash()) {
-                pending.add(c, &mut knows);
+            let hash = c.hash();
+            if !knows(&hash) && pending.add(c, &mut knows) {
+                fresh.push(hash);
             }
         }
         pending.settle(&mut knows);
@@ -3223,7 +3259,65 @@ impl Ledger {
         let touched = guarded(|| {
             crate::admit::check(&self.doc, &self.roots, &incoming, now_ms, &mut checker)
         })?;
+        // After the check, which may have brought the devices of what still waits.
+        self.note_signed(&mut peer.1, fresh);
         Ok((incoming, touched))
+    }
+
+    /// Of the changes `fresh` that came to wait with `pending`, and of those that waited
+    /// for their authors' devices while the ledger holds more devices now, notes those
+    /// signed by their authors: what a summary may say is coming. Each signature is
+    /// verified once here, and kept with the node's prechecks' (`vouched`), so the check
+    /// that takes the change does not verify it again; a large push's were found good
+    /// ahead, off the writer.
+    fn note_signed(&self, pending: &mut Pending, fresh: Vec<ChangeHash>) {
+        let mut look = fresh;
+        if pending.devices_seen != self.devices.len() {
+            pending.devices_seen = self.devices.len();
+            look.append(&mut pending.unsigned);
+        } else if pending.unsigned.len() > 2 * pending.changes.len() + 64 {
+            // Those taken since, or dropped, leave.
+            let changes = &pending.changes;
+            pending.unsigned.retain(|h| changes.contains_key(h));
+        }
+        for hash in look {
+            let Some(waiting) = pending.changes.get(&hash) else {
+                continue;
+            };
+            match self.authorship(&waiting.change) {
+                Authorship::Signed => pending.vouch(&hash),
+                Authorship::Unknown => pending.unsigned.push(hash),
+                Authorship::Bad => {}
+            }
+        }
+    }
+
+    /// Whether `change` is signed by its author, a device this ledger holds (`authored.rs`).
+    /// Found good before (by a precheck, or from another peer) it costs a digest; otherwise
+    /// an ECDSA verification, whose result is kept (`vouched`). A ledger that nobody signs
+    /// in (no trust) counts every change as signed.
+    fn authorship(&self, change: &Change) -> Authorship {
+        if self.trust.is_none() {
+            return Authorship::Signed;
+        }
+        let Some(device) =
+            crate::authored::node_of(change.actor_id()).and_then(|n| self.devices.get(&n))
+        else {
+            return Authorship::Unknown;
+        };
+        let fact = crate::sign::Checked::change_fact(device, &change.hash());
+        if self.vouched.as_ref().is_some_and(|v| v.contains(&fact)) {
+            return Authorship::Signed;
+        }
+        match crate::authored::claim(change, &self.event) {
+            Ok((message, sig)) if device.verifies(&message, &sig) => {
+                if let Some(vouched) = &self.vouched {
+                    vouched.keep(fact);
+                }
+                Authorship::Signed
+            }
+            _ => Authorship::Bad,
+        }
     }
 
     /// After checked changes (`applied`, every one new here) reached the document: it must

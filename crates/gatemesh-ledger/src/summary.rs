@@ -98,8 +98,9 @@ pub struct Told {
     /// Per writer, the newest of the changes after its newest held there that the peer was
     /// sent and has yet to take, one after another (it takes a large push a part at a
     /// time): none of them is relayed to it again, unless it lacked the writer's changes
-    /// for [`RELAY_LOST_ANYWAY_MS`] (what waits is not checked yet, and a dishonest peer's
-    /// changes could say anything).
+    /// for [`RELAY_LOST_ANYWAY_MS`]. The peer counts only changes it found signed by
+    /// their writers; a dishonest peer's summary could say anything, and that bound is
+    /// what stands against it.
     pub coming: BTreeMap<ActorId, u64>,
 }
 

@@ -1012,8 +1012,8 @@ fn what_a_peer_has_yet_to_take_is_not_relayed_to_it_again() {
 fn changes_that_wait_for_one_never_sent_are_not_counted_as_coming() {
     // C was sent A's changes 6 to 10 but not 3 to 5: they wait, and nothing of A's is
     // coming (only changes one after another from A's newest held count). A change of the
-    // next number that waits on another writer's change never sent does count: what bounds
-    // that claim is RELAY_LOST_ANYWAY_MS (the test after the next).
+    // next number that waits on a change nobody sent counts only if A signed it (the next
+    // test): then what it waits on exists, A held it.
     let (mut a, mut c) = (device("gate-a"), device("gate-c"));
     let made = admit(&mut a, 10);
     take_pushed(&mut c, &made[..2]);
@@ -1037,10 +1037,64 @@ fn changes_that_wait_for_one_never_sent_are_not_counted_as_coming() {
 }
 
 #[test]
+fn changes_in_a_writers_name_it_did_not_sign_are_never_said_to_be_coming() {
+    // A stolen device pushes C changes in A's name that wait on a change nobody has (A's
+    // own, re-wrapped with a dependency made up): said to be coming, they would hold back
+    // A's relays to C. C does not say so, unsigned or signed by no one: the signature is
+    // what shows A made a change, and so held what it builds on. A's genuine changes,
+    // waiting the same way (taken a part at a time), are said to be coming.
+    let (mut a, mut c) = (device("gate-a"), device("gate-c"));
+    let made = admit(&mut a, 6);
+    take_pushed(&mut c, &made[..1]);
+    let made_up = |sc: &StoredChange, message: Option<String>| {
+        let mut e = automerge::Change::from_bytes(sc.bytes.clone())
+            .unwrap()
+            .decode();
+        e.deps.push(automerge::ChangeHash([7; 32]));
+        e.message = message;
+        automerge::Change::from(e).raw_bytes().to_vec()
+    };
+    let no_ones = format!("sig1:{}", "A".repeat(86));
+    for message in [None, Some(no_ones)] {
+        let bytes: Vec<u8> = made[1..]
+            .iter()
+            .flat_map(|sc| made_up(sc, message.clone()))
+            .collect();
+        let mut from_thief = PeerSync::default();
+        let taken = c
+            .receive_changes_upto(&mut from_thief, &bytes, now(), usize::MAX)
+            .unwrap();
+        assert_eq!((taken.len(), from_thief.waiting()), (0, 5), "{message:?}");
+        let reach = reaching(&["gate-a"]);
+        let says = c.summary_message_with(&reach, Wants::Relays, [&from_thief]);
+        assert!(
+            Summary::decode(&says).unwrap().coming.is_empty(),
+            "{message:?}"
+        );
+        // So A sends C its changes 2 to 6, as to any peer that lacks them.
+        let plan = plan(&a, "gate-a", now());
+        let relay = a.relay(&mut PeerSync::default(), &says, &plan).unwrap();
+        assert_eq!(relay.changes, 5, "{message:?}");
+    }
+    let mut from_b = PeerSync::default();
+    c.receive_changes_upto(&mut from_b, &pushed(&made[1..]), now(), 0)
+        .unwrap();
+    let reach = reaching(&["gate-a"]);
+    let says = c.summary_message_with(&reach, Wants::Relays, [&from_b]);
+    assert_eq!(
+        Summary::decode(&says).unwrap().coming.get(&actor(&a)),
+        Some(&6)
+    );
+    let plan = plan(&a, "gate-a", now());
+    let relay = a.relay(&mut PeerSync::default(), &says, &plan).unwrap();
+    assert_eq!(relay.changes, 0, "on their way");
+}
+
+#[test]
 fn what_a_peer_says_is_coming_is_sent_all_the_same_once_it_lacked_it_long() {
-    // What waits is not checked yet: a peer that says A's changes are coming and never
-    // takes them (they wait for one a dishonest device made up) gets them all the same,
-    // once it lacked A's changes for RELAY_LOST_ANYWAY_MS.
+    // A peer's summary is its word: one that says A's changes are coming and never takes
+    // them (a dishonest peer, or one whose writer is stuck) gets them all the same, once it
+    // lacked A's changes for RELAY_LOST_ANYWAY_MS.
     let (mut a, mut c) = (device("gate-a"), device("gate-c"));
     let made = admit(&mut a, 9);
     take_pushed(&mut c, &made[..1]);
