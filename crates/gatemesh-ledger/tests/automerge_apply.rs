@@ -422,3 +422,62 @@ fn a_change_that_loses_at_one_key_and_writes_a_later_one_shows_the_winner() {
     assert_eq!(winner.into_string().expect("string"), "actor 1 step 5");
     assert_eq!(shown(&doc), model(&changes));
 }
+
+/// The second patch (`slabbed_values`): a loaded document's values come back in slabs of
+/// about 4 KiB, each ending where a value ends. Values of every size — none (integers,
+/// null), empty, a few bytes, over a slab's budget — read back after a load, after another
+/// actor's changes land among them (so slabs split), and after a second save and load.
+#[test]
+fn a_loaded_documents_values_read_back_however_the_slabs_fall() {
+    let value = |i: usize| -> ScalarValue {
+        match i % 7 {
+            0 => ScalarValue::Int(i as i64),
+            1 => ScalarValue::Null,
+            2 => ScalarValue::Str("".into()),
+            3 => ScalarValue::Str("x".repeat(5_000 + i).into()),
+            4 => ScalarValue::Bytes(vec![i as u8; 300]),
+            _ => ScalarValue::Str(format!("record {i} {}", "y".repeat(i % 97)).into()),
+        }
+    };
+    let mut doc = AutoCommit::new().with_actor(ActorId::from([1; 16]));
+    let map = doc.put_object(ROOT, "m", ObjType::Map).unwrap();
+    for i in 0..2_000 {
+        doc.put(&map, format!("k{i:05}"), value(i)).unwrap();
+    }
+    doc.commit();
+    let mut expected: BTreeMap<String, ScalarValue> =
+        (0..2_000).map(|i| (format!("k{i:05}"), value(i))).collect();
+    let read = |doc: &AutoCommit| -> BTreeMap<String, ScalarValue> {
+        let map = map_id(doc, "m");
+        doc.keys(&map)
+            .map(|key| {
+                let Some((Value::Scalar(v), _)) = doc.get(&map, key.as_str()).unwrap() else {
+                    panic!("a scalar at {key}")
+                };
+                (key, v.into_owned())
+            })
+            .collect()
+    };
+    let mut loaded = AutoCommit::load(&doc.save()).unwrap();
+    assert_eq!(read(&loaded), expected, "after the load");
+    // Another actor overwrites and adds keys spread over the map, one change each.
+    let mut other = AutoCommit::load(&doc.save())
+        .unwrap()
+        .with_actor(ActorId::from([2; 16]));
+    let map2 = map_id(&other, "m");
+    for i in (0..2_000).step_by(37).chain([1_999]) {
+        let (key, new) = (format!("k{i:05}"), value(i + 3));
+        other.put(&map2, key.as_str(), new.clone()).unwrap();
+        other.put(&map2, format!("{key}+"), value(i + 4)).unwrap();
+        other.commit();
+        expected.insert(key.clone(), new);
+        expected.insert(format!("{key}+"), value(i + 4));
+    }
+    let changes = other.get_changes(&doc.get_heads());
+    for change in changes {
+        loaded.apply_changes([change]).unwrap();
+    }
+    assert_eq!(read(&loaded), expected, "after changes landed among them");
+    let again = AutoCommit::load(&loaded.save()).unwrap();
+    assert_eq!(read(&again), expected, "after a second save and load");
+}

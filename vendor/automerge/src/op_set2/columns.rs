@@ -304,7 +304,8 @@ impl Columns {
 
         let value_meta =
             hexane::PrefixColumn::<ValueMeta>::load_with(data_for(VALUE_META_COL_SPEC), opts)?;
-        let value = hexane::RawColumn::load(data_for(VALUE_COL_SPEC))?;
+        // gatemesh: in slabs of hexane's budget, not one (see `slabbed_values`).
+        let value = slabbed_values(data_for(VALUE_COL_SPEC), &value_meta)?;
 
         let index = Indexes::default();
 
@@ -573,6 +574,46 @@ impl Columns {
             pos += 1;
         }
     }
+}
+
+/// gatemesh (GATEMESH.md): a loaded document's value column in slabs of about hexane's
+/// budget (`SLAB`), each ending where a value ends (the metadata gives every value's
+/// length). `hexane::RawColumn::load` keeps the whole column as one slab, and a splice
+/// into a slab over its budget splits it at the splice point, copying everything after
+/// it: each change applied onto a loaded document copied half the slab it landed in, on
+/// average, until thousands of changes had cut the column down. Values the metadata does
+/// not account for exactly (a malformed document) load as one slab, as before.
+fn slabbed_values(
+    raw: &[u8],
+    meta: &hexane::PrefixColumn<ValueMeta>,
+) -> Result<hexane::RawColumn, PackError> {
+    const SLAB: usize = 4096;
+    let mut ends = Vec::new();
+    let (mut start, mut end) = (0usize, 0usize);
+    for m in meta.values().iter() {
+        let len = m.length();
+        if end > start && end - start + len > SLAB {
+            ends.push(end);
+            start = end;
+        }
+        end = match end.checked_add(len) {
+            Some(end) if end <= raw.len() => end,
+            _ => return hexane::RawColumn::load(raw),
+        };
+    }
+    if end != raw.len() {
+        return hexane::RawColumn::load(raw);
+    }
+    ends.push(end);
+    let mut column = hexane::RawColumn::new();
+    let mut from = 0;
+    for to in ends {
+        if to > from {
+            column.try_splice_slice(column.len(), 0, &raw[from..to])?;
+            from = to;
+        }
+    }
+    Ok(column)
 }
 
 const NONE: &str = ".";
