@@ -794,20 +794,15 @@ pub(crate) fn check(
         if sealed_by(&hash) == Some(&device.node) {
             continue;
         }
-        // Found good before (ahead, or from another peer): the hash fixes every byte.
-        let fact = Checked::change_fact(device, &hash);
-        if checker.checked.contains(&fact) || checker.vouched.is_some_and(|v| v.contains(&fact)) {
-            continue;
-        }
-        let (message, sig) =
-            crate::authored::claim(change, checker.event).map_err(|why| in_change(&hash, why))?;
-        claims.push(Claim {
-            hash,
-            message,
-            sig,
-            device: device.clone(),
-            fact,
-        });
+        let claim = Claim::of(
+            change,
+            device,
+            checker.event,
+            checker.checked,
+            checker.vouched,
+        )
+        .map_err(|why| in_change(&hash, why))?;
+        claims.extend(claim);
     }
     // The flood bound first, with no signature checked: a flood is refused at the cost of
     // reading it, not of verifying a thousand signatures on the writer's thread.
@@ -846,7 +841,7 @@ pub(crate) fn check(
     // kept itself.
     let keep = checker.vouched.filter(|_| checker.checked.len() == 0);
     on_every_core(&claims, claims.len(), |claim| {
-        if !claim.device.verifies(&claim.message, &claim.sig) {
+        if !claim.holds() {
             return Err(in_change(
                 &claim.hash,
                 format!(
@@ -1202,6 +1197,59 @@ struct Claim {
     device: Arc<Device>,
     /// What it is kept as once found good.
     fact: [u8; 32],
+}
+
+impl Claim {
+    /// `change`'s signature by `device`, its author, to verify; `None` if it was found good
+    /// before (ahead in `checked`, or from another peer in `vouched`: the hash fixes every
+    /// byte). An error if the change does not carry it in its one form.
+    fn of(
+        change: &Change,
+        device: &Arc<Device>,
+        event: &EventId,
+        checked: &Checked,
+        vouched: Option<&Vouched>,
+    ) -> Result<Option<Self>, String> {
+        let hash = change.hash();
+        let fact = Checked::change_fact(device, &hash);
+        if checked.contains(&fact) || vouched.is_some_and(|v| v.contains(&fact)) {
+            return Ok(None);
+        }
+        let (message, sig) = crate::authored::claim(change, event)?;
+        Ok(Some(Self {
+            hash,
+            message,
+            sig,
+            device: device.clone(),
+            fact,
+        }))
+    }
+
+    /// Whether its author signed it (an ECDSA verification).
+    fn holds(&self) -> bool {
+        self.device.verifies(&self.message, &self.sig)
+    }
+}
+
+/// Whether `change` is signed by `device`, its author (`authored.rs`), as [`check`] finds
+/// it: found good before it costs a digest; otherwise an ECDSA verification, whose good
+/// result is kept in `vouched` for the check that takes the change.
+pub(crate) fn signed_by_author(
+    change: &Change,
+    device: &Arc<Device>,
+    event: &EventId,
+    vouched: Option<&Vouched>,
+) -> bool {
+    match Claim::of(change, device, event, &Checked::default(), vouched) {
+        Ok(None) => true,
+        Ok(Some(claim)) if claim.holds() => {
+            if let Some(vouched) = vouched {
+                vouched.keep(claim.fact);
+            }
+            true
+        }
+        Ok(Some(_)) | Err(_) => false,
+    }
 }
 
 /// `check` of every item, in order, on every core when `costly` of them cost an ECDSA

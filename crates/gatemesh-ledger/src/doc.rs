@@ -3305,18 +3305,10 @@ impl Ledger {
         else {
             return Authorship::Unknown;
         };
-        let fact = crate::sign::Checked::change_fact(device, &change.hash());
-        if self.vouched.as_ref().is_some_and(|v| v.contains(&fact)) {
-            return Authorship::Signed;
-        }
-        match crate::authored::claim(change, &self.event) {
-            Ok((message, sig)) if device.verifies(&message, &sig) => {
-                if let Some(vouched) = &self.vouched {
-                    vouched.keep(fact);
-                }
-                Authorship::Signed
-            }
-            _ => Authorship::Bad,
+        if crate::admit::signed_by_author(change, device, &self.event, self.vouched.as_deref()) {
+            Authorship::Signed
+        } else {
+            Authorship::Bad
         }
     }
 

@@ -1885,12 +1885,15 @@ impl Writer {
                 let need = match turn {
                     Turn::Missing => {
                         let (ledger, peers) = (&mut self.ledger, &self.peers);
-                        let asks = self
-                            .relay_from
-                            .asks_by_hash(peers.values().map(|s| ledger.lacked_of(s)));
+                        let relay_from = &self.relay_from;
+                        // Each peer's lack is a walk of its summary: only for a peer with
+                        // changes waiting here.
                         peers
                             .get(&peer)
-                            .filter(|s| asks && s.waiting() > 0)
+                            .filter(|s| s.waiting() > 0)
+                            .filter(|_| {
+                                relay_from.asks_by_hash(peers.values().map(|s| ledger.lacked_of(s)))
+                            })
                             .and_then(|state| {
                                 let others = peers.iter().filter(|(p, _)| **p != peer);
                                 ledger.need_message_besides(state, others.map(|(_, s)| s))

@@ -77,7 +77,7 @@ impl Agreement {
 fn all_tids(shared: &Shared) -> Vec<String> {
     let mut tids: Vec<String> = shared.codes.iter().map(|(t, _)| t.clone()).collect();
     if let Ok(m) = shared.new_codes.lock() {
-        tids.extend(m.values().map(|(t, _)| t.clone()));
+        tids.extend(m.values().flatten().map(|(t, _)| t.clone()));
     }
     tids
 }

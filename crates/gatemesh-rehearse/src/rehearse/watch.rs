@@ -87,7 +87,9 @@ pub(super) struct Shared {
     pub(super) t0: Instant,
     speed: f64,
     pub(super) codes: Vec<(String, String)>,
-    pub(super) new_codes: Mutex<HashMap<usize, (String, String)>>,
+    /// Each transferred ticket's new `(tid, code)` once the server answered, or `None`
+    /// when the transfer failed: the new holder then has no ticket to present.
+    pub(super) new_codes: Mutex<HashMap<usize, Option<(String, String)>>>,
     new_code: Notify,
     /// The box office's requests the server did not answer well (an error, or no answer
     /// within the client's 10 s on a loaded machine), each `"void <tid>: why"` or
@@ -349,25 +351,16 @@ impl Watch {
     /// The code the transfer of `ticket` gave its new holder, once the server answered;
     /// `None` if the transfer failed.
     async fn new_code(&self, ticket: usize) -> Option<(String, String)> {
-        let tid = &self.shared.codes[ticket].0;
         loop {
             let notified = self.shared.new_code.notified();
-            if let Some(c) = self
+            if let Some(answer) = self
                 .shared
                 .new_codes
                 .lock()
                 .ok()
                 .and_then(|m| m.get(&ticket).cloned())
             {
-                return Some(c);
-            }
-            let failed = self
-                .shared
-                .box_office_failed
-                .lock()
-                .is_ok_and(|f| f.iter().any(|w| w.starts_with(&format!("transfer {tid}:"))));
-            if failed {
-                return None;
+                return answer;
             }
             notified.await;
         }
@@ -471,12 +464,15 @@ impl Watch {
             Err(e) => {
                 // The new holder, waiting for a code, learns there is none.
                 self.box_office_failed("transfer", &tid, &e);
+                if let Ok(mut m) = self.shared.new_codes.lock() {
+                    m.insert(ticket, None);
+                }
                 self.shared.new_code.notify_waiters();
                 return;
             }
         };
         if let Ok(mut m) = self.shared.new_codes.lock() {
-            m.insert(ticket, (str_of(&new["tid"]), str_of(&new["code"])));
+            m.insert(ticket, Some((str_of(&new["tid"]), str_of(&new["code"]))));
         }
         self.shared.new_code.notify_waiters();
         self.changed(ticket, tid, asked).await;
