@@ -205,6 +205,8 @@ impl Rehearsal {
 
         let shared = Arc::new(Shared::new(codes, args.speed, attendees));
         fleet.count_cpu_from_now()?;
+        let server_pid = server_proc.0.get("server").map(std::process::Child::id);
+        let server_cpu_before = server_pid.and_then(|pid| load::cpu_time(pid).ok());
         let mut sampler = AbortOnDrop(tokio::spawn(load::sample(shared.clone(), at_gate.clone())));
         let watch = Watch {
             shared: shared.clone(),
@@ -231,6 +233,10 @@ impl Rehearsal {
         let cpu = (0..gates)
             .map(|i| fleet.cpu(i))
             .collect::<Result<Vec<_>>>()?;
+        let server_cpu = server_pid
+            .and_then(|pid| load::cpu_time(pid).ok())
+            .zip(server_cpu_before)
+            .map(|(now, before)| now.saturating_sub(before));
 
         let stats = org.get(&format!("/v1/events/{eid}/stats")).await?;
         let report = report::build(report::Inputs {
@@ -251,6 +257,7 @@ impl Rehearsal {
             resolution,
             seen,
             cpu,
+            server_cpu,
         })?;
         drop(fleet);
         drop(server_proc);

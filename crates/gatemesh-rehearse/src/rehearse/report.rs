@@ -381,6 +381,8 @@ pub(super) struct Inputs<'a> {
     pub seen: Seen,
     /// Each gate's CPU time from the doors opening to the end (`None`: not readable).
     pub cpu: Vec<Option<Cpu>>,
+    /// The server's CPU time over the same span (`None`: not readable).
+    pub server_cpu: Option<std::time::Duration>,
 }
 
 /// The report: the invariants, then the numbers.
@@ -428,6 +430,14 @@ pub(super) fn build(i: Inputs<'_>) -> Result<Value> {
         .map(|g| g["admitted"].as_u64().unwrap_or(0) as usize)
         .collect();
     let (cost_per_gate, cost) = super::load::report(&i.seen, &i.cpu, &admitted);
+    let admitted_all: usize = admitted.iter().sum();
+    let server_cpu = i.server_cpu.map(|t| {
+        json!({
+            "s": round(t.as_secs_f64()),
+            "ms_per_admission": (admitted_all > 0)
+                .then(|| round(t.as_secs_f64() * 1000.0 / admitted_all as f64)),
+        })
+    });
     for (g, c) in per_gate.iter_mut().zip(cost_per_gate) {
         if let (Some(g), Value::Object(c)) = (g.as_object_mut(), c) {
             g.extend(c);
@@ -503,6 +513,7 @@ pub(super) fn build(i: Inputs<'_>) -> Result<Value> {
         },
         "machine": cost["machine"],
         "gate_cpu": cost["gate_cpu"],
+        "server_cpu": server_cpu,
         "gate_memory": cost["gate_memory"],
         "push_queues": cost["push_queues"],
         "agreement": i.agreement.to_json(),
@@ -1113,12 +1124,13 @@ pub fn text(r: &Value) -> String {
     let q = &r["push_queues"];
     let _ = writeln!(
         s,
-        "  machine: {} cores, load average (1 min) mean {}, max {} ({} samples); gates' CPU {} ms per admission; gates' peak memory mean {} MiB, max {} MiB",
+        "  machine: {} cores, load average (1 min) mean {}, max {} ({} samples); gates' CPU {} ms per admission, the server's {} ms; gates' peak memory mean {} MiB, max {} MiB",
         m["cores"],
         m["load_average_1m"]["mean"],
         m["load_average_1m"]["max"],
         m["load_average_1m"]["samples"],
         r["gate_cpu"]["ms_per_admission"],
+        r["server_cpu"]["ms_per_admission"],
         r["gate_memory"]["peak_mib_mean"],
         r["gate_memory"]["peak_mib_max"]
     );
