@@ -182,8 +182,11 @@ impl GateProc {
 
 fn token_for(url: &str) -> String {
     let tokens = GATE_TOKENS.lock().unwrap();
+    // The newest gate at that address: a port a gate of an earlier test had is free to be
+    // another's (found first, the old gate's token had the call refused, 401).
     tokens
         .iter()
+        .rev()
         .find(|(base, _)| url.starts_with(base.as_str()))
         .map_or_else(|| TOKEN.to_owned(), |(_, t)| t.clone())
 }
