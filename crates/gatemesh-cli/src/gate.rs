@@ -258,6 +258,7 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
                 server: server.clone(),
                 token: token.clone(),
                 fingerprint: args.server_fingerprint,
+                peer_grace: gatemesh_node::PEER_GRACE,
             })?;
         }
         let listener = tokio::net::TcpListener::from_std(listener)?;

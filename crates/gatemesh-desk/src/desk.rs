@@ -154,6 +154,7 @@ async fn start_gate(
             server: server.clone(),
             token: token.clone(),
             fingerprint: config.server_fingerprint,
+            peer_grace: gatemesh_node::PEER_GRACE,
         })?;
     }
     let listener = tokio::net::TcpListener::bind(config.api)

@@ -141,6 +141,8 @@ pub struct Ledger {
     /// Every redemption this ledger holds, in the order it learned of them (see
     /// [`Ledger::arrivals`]), and their ids.
     arrivals: Vec<(TicketId, RedemptionId)>,
+    /// Beside each of `arrivals`: whether this node wrote it.
+    arrived_own: Vec<bool>,
     arrived: HashSet<RedemptionId>,
     /// Names this value of the ledger: positions in `arrivals` mean nothing to another.
     epoch: u64,
@@ -470,6 +472,7 @@ impl Ledger {
             entries: EntryTally::default(),
             occupancy: Default::default(),
             arrivals: Vec::new(),
+            arrived_own: Vec::new(),
             arrived: HashSet::new(),
             epoch: EPOCHS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             signer: None,
@@ -666,6 +669,7 @@ impl Ledger {
         for r in &state.redemptions {
             if self.arrived.insert(r.id.clone()) {
                 self.arrivals.push((tid.clone(), r.id.clone()));
+                self.arrived_own.push(r.node == self.node);
             }
         }
         for r in &state.redemptions {
@@ -1622,6 +1626,12 @@ impl Ledger {
     /// only what arrived since, however large the ledger.
     pub fn arrivals(&self, from: usize) -> &[(TicketId, RedemptionId)] {
         self.arrivals.get(from..).unwrap_or_default()
+    }
+
+    /// Whether this node wrote the redemption at `position` of [`Ledger::arrivals`] (not
+    /// one a peer or the server wrote); `false` past the end.
+    pub fn arrived_own(&self, position: usize) -> bool {
+        self.arrived_own.get(position).copied().unwrap_or(false)
     }
 
     /// Names this ledger value (see [`Ledger::arrivals`]); never the same for two.

@@ -190,10 +190,13 @@ pub(crate) enum Command {
         reply: Reply<std::collections::HashMap<String, PeerLag>>,
     },
     /// The uplink asks for redemptions it has not sent yet (ids not in `sent`), looking
-    /// from `from` (where its last look found the first unsent one) on.
+    /// from `from` (where its last look found the first unsent one) on: this gate's own,
+    /// and its peers' that arrived before `peers_due` (held here long enough that their
+    /// writers would have uploaded them).
     Unsent {
         sent: std::sync::Arc<HashSet<String>>,
         from: UnsentCursor,
+        peers_due: UnsentCursor,
         limit: usize,
         reply: Reply<Unsent>,
     },
@@ -463,15 +466,28 @@ pub(crate) struct UnsentCursor {
     position: usize,
 }
 
+impl UnsentCursor {
+    /// Whether both are positions in one ledger value.
+    pub(crate) fn same_ledger(&self, other: &Self) -> bool {
+        self.epoch == other.epoch
+    }
+}
+
 /// What a look for unsent redemptions found.
 #[derive(Debug)]
 pub(crate) struct Unsent {
-    /// The first `limit` of them.
+    /// The first `limit` of them: this gate's own first, then its peers' that are due.
     pub redemptions: Vec<Redemption>,
-    /// How many there are in all.
+    /// How many there are in all (peers' not yet due left out).
     pub total: usize,
     /// Where the next look starts: the first unsent one (everything before it was sent).
     pub next: UnsentCursor,
+    /// How far the look saw: every redemption before it arrived by now.
+    pub seen: UnsentCursor,
+    /// How many of `redemptions`, from the first, are this gate's own.
+    pub own: usize,
+    /// Peers' unsent redemptions not yet due.
+    pub not_due: usize,
     /// The certificates (DER) of their writers that the ledger holds: they travel with the
     /// records, so the server and gates elsewhere can check who wrote each.
     pub certs: std::collections::HashMap<gatemesh_ledger::NodeId, Vec<u8>>,
@@ -1741,9 +1757,10 @@ impl Writer {
             Command::Unsent {
                 sent,
                 from,
+                peers_due,
                 limit,
                 reply,
-            } => defer(reply, Ok(self.unsent(&sent, from, limit))),
+            } => defer(reply, Ok(self.unsent(&sent, (from, peers_due), limit))),
             Command::UnsentResolutions { sent, reply } => {
                 let unsent = self
                     .ledger
@@ -1828,29 +1845,55 @@ impl Writer {
     /// Redemptions whose ids are not in `sent`, looking only at what arrived from `from` on:
     /// the cost follows the backlog and the news, not the ledger's size (a whole-ledger look
     /// took 23 ms at 50,000 redemptions, on the thread that decides scans). A cursor from
-    /// another ledger value (a reload) starts over.
-    fn unsent(&mut self, sent: &HashSet<String>, from: UnsentCursor, limit: usize) -> Unsent {
+    /// another ledger value (a reload) starts over. This gate's own come first; its peers'
+    /// only once they arrived before `peers_due` (none when that is of another value): a
+    /// peer's are read from the document only then.
+    fn unsent(
+        &mut self,
+        sent: &HashSet<String>,
+        (from, peers_due): (UnsentCursor, UnsentCursor),
+        limit: usize,
+    ) -> Unsent {
         let epoch = self.ledger.epoch();
         let start = if from.epoch == epoch {
             from.position
         } else {
             0
         };
+        let due_before = if peers_due.epoch == epoch {
+            peers_due.position
+        } else {
+            0
+        };
         let mut first_unsent = None;
-        let mut total = 0;
-        let mut redemptions: Vec<Redemption> = Vec::new();
+        let (mut total, mut not_due) = (0, 0);
+        let mut own = Vec::new();
+        let mut peers = Vec::new();
         let arrivals = self.ledger.arrivals(start);
         let seen_all = start + arrivals.len();
         for (i, (tid, id)) in arrivals.iter().enumerate() {
             if sent.contains(id.as_str()) {
                 continue;
             }
-            first_unsent.get_or_insert(start + i);
-            total += 1;
-            if redemptions.len() < limit {
-                redemptions.extend(self.ledger.redemption(tid, id));
+            let at = start + i;
+            first_unsent.get_or_insert(at);
+            if self.ledger.arrived_own(at) {
+                own.push((tid, id));
+            } else if at < due_before {
+                peers.push((tid, id));
+            } else {
+                not_due += 1;
+                continue;
             }
+            total += 1;
         }
+        let ledger = &self.ledger;
+        let read = |(tid, id): (&TicketId, &RedemptionId)| ledger.redemption(tid, id);
+        let mut redemptions: Vec<Redemption> =
+            own.into_iter().take(limit).filter_map(read).collect();
+        let own = redemptions.len();
+        let room = limit.saturating_sub(own);
+        redemptions.extend(peers.into_iter().take(room).filter_map(read));
         let mut certs = std::collections::HashMap::new();
         for r in &redemptions {
             if !certs.contains_key(&r.node)
@@ -1866,6 +1909,12 @@ impl Writer {
                 epoch,
                 position: first_unsent.unwrap_or(seen_all),
             },
+            seen: UnsentCursor {
+                epoch,
+                position: seen_all,
+            },
+            own,
+            not_due,
             certs,
         }
     }

@@ -49,7 +49,7 @@ pub use ledger_file::{
 };
 pub use manifest::Manifest;
 use tokio::sync::{broadcast, mpsc, oneshot};
-pub use uplink::{UplinkConfig, UplinkStatus};
+pub use uplink::{PEER_GRACE, UplinkConfig, UplinkStatus};
 
 /// Sync messages at least this long are parsed off the writer thread (a 100,000-redemption
 /// catch-up is ~14 MB and takes a second to parse; a push is a few KB).

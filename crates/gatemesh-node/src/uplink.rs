@@ -5,12 +5,17 @@
 //!   change stream from that cursor, resumed from the last cursor after any break. Voids,
 //!   transfers and reverts go into the ledger, so they spread over the mesh to gates with no
 //!   uplink.
-//! - **Up**: every redemption in the ledger that the server has not acknowledged, the gate's
-//!   own and those learned from peers, as a journal. The server dedupes by redemption id, so
-//!   a lost response costs nothing: the batch is sent again and answered from storage. When
-//!   the server already holds another admission of a ticket, its answer names it, and that
-//!   redemption is written into the ledger; where the two were concurrent the ledger flags
-//!   the ticket, on this gate and on every peer.
+//! - **Up**: every redemption in the ledger that the server has not acknowledged, as a
+//!   journal: the gate's own at once; those learned from peers once they have been here
+//!   [`PEER_GRACE`] (and a share of it fixed by the gate's name), and only those the server
+//!   does not hold when asked (`/redemptions/held`): their writers upload them themselves,
+//!   and a peer's reach the server through this gate only when that peer's uplink is down.
+//!   (Every gate uploading everything it held had the server take each admission of a
+//!   32-gate mesh 32 times.) The server dedupes by redemption id, so a lost response costs
+//!   nothing: the batch is sent again and answered from storage. When the server already
+//!   holds another admission of a ticket, its answer names it (to the question as to the
+//!   upload), and that redemption is written into the ledger; where the two were concurrent
+//!   the ledger flags the ticket, on this gate and on every peer.
 //!
 //! What the server acknowledged is kept in `uplink.sqlite` in the data directory, so a
 //! restarted gate does not send everything again (and if it did, nothing would count twice).
@@ -33,9 +38,9 @@ use gatemesh_ledger::{Hlc, NodeId, Redemption, Resolution};
 use gatemesh_ticket::TicketId;
 pub use gatemesh_wire::UplinkStatus;
 use gatemesh_wire::{
-    Admission, ErrorBody, Heartbeat, Journal, JournalAnswers, Label, Lenient, Manifest,
-    ManifestEntry, PeerReport, RedemptionRequest, ResolveRequest, Role, Skipped, Timestamp,
-    Verdict, WireError, change,
+    Admission, ErrorBody, Heartbeat, HeldAnswers, HeldQuery, Journal, JournalAnswers, Label,
+    Lenient, Manifest, ManifestEntry, PeerReport, RedemptionAnswer, RedemptionRequest,
+    ResolveRequest, Role, Skipped, Timestamp, Verdict, WireError, change,
 };
 use tokio::sync::watch;
 
@@ -64,6 +69,28 @@ pub struct UplinkConfig {
     /// The server's certificate, pinned at pairing: the only one the uplink accepts. Needed
     /// for an `https://` server; a plain `http://` one must be on loopback.
     pub fingerprint: Option<gatemesh_wire::CertFingerprint>,
+    /// How long a peer's redemption is held here before this gate asks the server whether
+    /// it has it: [`PEER_GRACE`] (tests shorten it). Each gate waits a share of it more,
+    /// fixed by its name.
+    pub peer_grace: Duration,
+}
+
+/// How long a peer's redemption is held before the gate asks the server whether it has it
+/// (and uploads it if not): its writer uploads it itself within a second or so while its
+/// uplink works, and asked much sooner the server would often still lack it (a duplicate
+/// upload costs the server a record to check, never a wrong answer).
+pub const PEER_GRACE: Duration = Duration::from_secs(10);
+
+/// A gate's grace for its peers' redemptions: `base` and a share of it up to as much again,
+/// fixed by the gate's name. Gates ask at different moments, so the redemptions of a writer
+/// whose uplink is down are uploaded by the first gate to ask, and the others find them held.
+fn grace_of(name: &str, base: Duration) -> Duration {
+    use std::hash::{Hash, Hasher};
+    // SipHash with fixed keys: the same share on every start.
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    name.hash(&mut h);
+    let share = u32::try_from(h.finish() % 1000).unwrap_or(0);
+    base + base * share / 1000
 }
 
 pub(crate) struct Uplink {
@@ -182,6 +209,9 @@ impl Node {
             sent: Arc::new(sent),
             last_scan: Duration::ZERO,
             unsent_from: UnsentCursor::default(),
+            seen_at: std::collections::VecDeque::new(),
+            grace: grace_of(&self.info().name, config.peer_grace),
+            peers_waiting: false,
         };
         tokio::spawn(up.run());
         Ok(())
@@ -619,6 +649,14 @@ struct Up {
     last_scan: Duration,
     /// Where the next look for unsent redemptions starts.
     unsent_from: UnsentCursor,
+    /// How far each look saw, and when, oldest first: a peer's redemption that arrived
+    /// before a look `grace` old is due ([`Up::peers_due`]).
+    seen_at: std::collections::VecDeque<(UnsentCursor, tokio::time::Instant)>,
+    /// This gate's grace for its peers' redemptions ([`grace_of`]).
+    grace: Duration,
+    /// The last look found peers' redemptions not due yet: they become due with no change
+    /// of the ledger.
+    peers_waiting: bool,
 }
 
 /// The key of a journal item's record under which its writer's certificate travels.
@@ -751,9 +789,11 @@ impl Up {
                 Ok(false) => {
                     backoff = Duration::from_millis(500);
                     let pace = upload_pace(self.last_scan);
+                    let due_soon = self.grace / 4;
                     tokio::select! {
                         r = changed.changed() => if r.is_err() { return },
                         _ = stop.wait_for(|s| *s) => return,
+                        () = tokio::time::sleep(due_soon), if self.peers_waiting => {}
                     }
                     // Until the next look, "nothing to upload" would be a stale promise.
                     self.uplink.update(|s| s.backlog = s.backlog.max(1));
@@ -790,17 +830,20 @@ impl Up {
             if !woke {
                 return false;
             }
-            let (sent, from) = (self.sent.clone(), self.unsent_from);
+            let (sent, from, peers_due) = (self.sent.clone(), self.unsent_from, self.peers_due());
             if let Ok(found) = self
                 .node
                 .ask(|reply| Command::Unsent {
                     sent,
                     from,
+                    peers_due,
                     limit: 0,
                     reply,
                 })
                 .await
             {
+                // Peers' redemptions age here while the server is out of reach too.
+                self.saw(found.seen);
                 self.uplink.update(|s| s.backlog = found.total);
             }
             if !pause(stop, Duration::from_secs(1)).await {
@@ -876,30 +919,115 @@ impl Up {
         Ok(())
     }
 
-    /// Sends one batch of redemptions; says whether more is waiting.
+    /// Where peers' redemptions are due from: those that arrived before the newest look at
+    /// least `grace` old (none before the first such look).
+    fn peers_due(&mut self) -> UnsentCursor {
+        let now = tokio::time::Instant::now();
+        let old = |at: &tokio::time::Instant| now.duration_since(*at) >= self.grace;
+        while self.seen_at.get(1).is_some_and(|(_, at)| old(at)) {
+            self.seen_at.pop_front();
+        }
+        match self.seen_at.front() {
+            Some((cursor, at)) if old(at) => *cursor,
+            _ => UnsentCursor::default(),
+        }
+    }
+
+    /// Notes how far a look saw, now.
+    fn saw(&mut self, seen: UnsentCursor) {
+        if self
+            .seen_at
+            .back()
+            .is_some_and(|(c, _)| !c.same_ledger(&seen))
+        {
+            // Another ledger value (a reload): positions in the old one mean nothing.
+            self.seen_at.clear();
+        }
+        if self.seen_at.back().is_none_or(|(c, _)| *c != seen) {
+            self.seen_at.push_back((seen, tokio::time::Instant::now()));
+        }
+    }
+
+    /// The answers the server gave those of `redemptions` (peers') it holds, in order;
+    /// `None` for one it does not hold. A server that does not know the question (an older
+    /// version: 404 or 405 for the path) holds none as far as this gate can tell: they are
+    /// uploaded, as they were before.
+    async fn held(
+        (client, base, token): (&reqwest::Client, &str, &str),
+        redemptions: &[Redemption],
+    ) -> anyhow::Result<Vec<Option<Lenient<RedemptionAnswer>>>> {
+        if redemptions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let query = HeldQuery {
+            redemption_ids: redemptions.iter().map(|r| r.id.clone()).collect(),
+        };
+        let response = client
+            .post(format!("{base}/redemptions/held"))
+            .bearer_auth(token)
+            .timeout(Duration::from_secs(60))
+            .json(&query)
+            .send()
+            .await?;
+        let status = response.status();
+        if status == reqwest::StatusCode::NOT_FOUND
+            || status == reqwest::StatusCode::METHOD_NOT_ALLOWED
+        {
+            return Ok(std::iter::repeat_with(|| None)
+                .take(redemptions.len())
+                .collect());
+        }
+        let answers = HeldAnswers::read_lenient(&response.error_for_status()?.bytes().await?)?;
+        anyhow::ensure!(
+            answers.len() == redemptions.len(),
+            "the server answered {} of {} questions whether it holds a redemption",
+            answers.len(),
+            redemptions.len()
+        );
+        Ok(answers)
+    }
+
+    /// Sends one batch of redemptions (after asking which of its peers' the server holds);
+    /// says whether more is waiting.
     async fn redemptions(&mut self) -> anyhow::Result<bool> {
-        let (sent, from) = (self.sent.clone(), self.unsent_from);
+        let (sent, from, peers_due) = (self.sent.clone(), self.unsent_from, self.peers_due());
         let asked = std::time::Instant::now();
         let found = self
             .node
             .ask(|reply| Command::Unsent {
                 sent,
                 from,
+                peers_due,
                 limit: BATCH,
                 reply,
             })
             .await?;
         self.last_scan = asked.elapsed();
         self.unsent_from = found.next;
+        self.saw(found.seen);
+        self.peers_waiting = found.not_due > 0;
         let (batch, total, certs) = (found.redemptions, found.total, found.certs);
         self.uplink.update(|s| s.backlog = total);
         if batch.is_empty() {
             return Ok(false);
         }
+        // The peers' the server holds already are answered as their upload would be, and
+        // not sent.
+        let own = found.own.min(batch.len());
+        let mut held: Vec<Option<Lenient<RedemptionAnswer>>> =
+            std::iter::repeat_with(|| None).take(own).collect();
+        let server = (&self.client, self.base.as_str(), self.token.as_str());
+        held.extend(Self::held(server, &batch[own..]).await?);
+        let found_held = held.iter().flatten().count() as u64;
+        let mut answered: Vec<(&Redemption, Lenient<RedemptionAnswer>)> = Vec::new();
         // What the server would refuse is skipped here, so it cannot fail the batch.
         let mut items = Vec::with_capacity(batch.len());
         let mut sending = Vec::with_capacity(batch.len());
-        for r in &batch {
+        for (r, held) in batch.iter().zip(held) {
+            if let Some(answer) = held {
+                answered.push((r, answer));
+                continue;
+            }
             match journal_item(r, certs.get(&r.node)) {
                 Ok(item) => {
                     items.push(item);
@@ -929,28 +1057,29 @@ impl Up {
                 answers.len(),
                 sending.len()
             );
-            for (r, answer) in sending.iter().zip(answers) {
-                let answer = match answer {
-                    Lenient::Read(a) => a,
-                    Lenient::Skipped(s) => {
-                        let what = format!("the server's answer to redemption {}", r.id);
-                        self.uplink.skipped(&what, &s);
-                        continue;
-                    }
-                };
-                if answer.verdict != Verdict::Duplicate {
+            answered.extend(sending.iter().copied().zip(answers));
+        }
+        for (r, answer) in answered {
+            let answer = match answer {
+                Lenient::Read(a) => a,
+                Lenient::Skipped(s) => {
+                    let what = format!("the server's answer to redemption {}", r.id);
+                    self.uplink.skipped(&what, &s);
                     continue;
                 }
-                if let Some(first) = answer.first
-                    && first.redemption_id != r.id
-                {
-                    match learned(&r.tid, first) {
-                        Ok((first, cert)) => {
-                            learned_now.push(first);
-                            learned_certs.extend(cert);
-                        }
-                        Err(e) => self.uplink.skipped(&format!("ticket {}", r.tid), &e),
+            };
+            if answer.verdict != Verdict::Duplicate {
+                continue;
+            }
+            if let Some(first) = answer.first
+                && first.redemption_id != r.id
+            {
+                match learned(&r.tid, first) {
+                    Ok((first, cert)) => {
+                        learned_now.push(first);
+                        learned_certs.extend(cert);
                     }
+                    Err(e) => self.uplink.skipped(&format!("ticket {}", r.tid), &e),
                 }
             }
         }
@@ -972,6 +1101,7 @@ impl Up {
         let n = sending.len() as u64;
         self.uplink.update(|s| {
             s.uploaded += n;
+            s.found_held += found_held;
             s.learned += n_learned;
             s.backlog = total.saturating_sub(batch.len());
         });

@@ -42,6 +42,8 @@ use tokio::net::TcpListener;
 
 const BODY_LIMIT: usize = 64 * 1024;
 const JOURNAL_LIMIT: usize = 8 * 1024 * 1024;
+/// A question of `MAX_JOURNAL` redemption ids (`/redemptions/held`).
+const HELD_LIMIT: usize = 1024 * 1024;
 /// Most tickets one request issues (a purchase webhook sends 1; print runs batch).
 pub const MAX_ISSUE: usize = 10_000;
 /// Most redemptions one journal upload carries.
@@ -83,6 +85,10 @@ pub fn router(server: Server) -> Router {
         .route(
             "/v1/events/{eid}/redemptions",
             post(redemptions::redeem).layer(DefaultBodyLimit::max(JOURNAL_LIMIT)),
+        )
+        .route(
+            "/v1/events/{eid}/redemptions/held",
+            post(redemptions::held).layer(DefaultBodyLimit::max(HELD_LIMIT)),
         )
         .route("/v1/events/{eid}/heartbeat", post(devices::heartbeat))
         // Organizer only, but behind the gate check so a device's credential gets 403.

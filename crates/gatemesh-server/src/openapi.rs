@@ -53,6 +53,7 @@ use crate::api::{self, devices, events, flags, lists, manifest, redemptions, rev
         manifest::manifest,
         manifest::changes,
         redemptions::redeem,
+        redemptions::held,
         devices::heartbeat,
         flags::list,
         flags::resolve,

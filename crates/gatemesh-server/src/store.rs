@@ -222,6 +222,14 @@ pub trait Storage: Send + Sync + 'static {
             .map(|r| self.redeem(eid, r, Origin::Journal))
             .collect()
     }
+    /// The answers the event's redemptions `ids` were given, in order, each with its ticket:
+    /// what a journal upload of it gets back. `None` for one the server does not hold, or
+    /// holds for another event (which this asker learns nothing of).
+    fn answers(
+        &self,
+        eid: &EventId,
+        ids: &[RedemptionId],
+    ) -> Result<Vec<Option<(TicketId, RedemptionAnswer)>>, StoreError>;
     /// Tickets changed after `since` (all with `None`), and the cursor to ask from next.
     fn manifest(&self, eid: &EventId, since: Option<i64>)
     -> Result<(i64, Vec<Ticket>), StoreError>;

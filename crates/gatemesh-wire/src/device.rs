@@ -156,12 +156,16 @@ pub struct UplinkStatus {
     pub streaming: bool,
     /// Position in the server's change sequence this gate has applied.
     pub cursor: Option<i64>,
-    /// Redemptions in the ledger the server has not acknowledged yet, as of the last look
-    /// (a few times a second at most); at least 1 while the ledger has changed since, so 0
-    /// always means everything is uploaded.
+    /// Redemptions in the ledger the server has not acknowledged yet that are this gate's
+    /// to upload, as of the last look (a few times a second at most): its own, and its
+    /// peers' held here longer than its grace (their writers upload them before). At least 1
+    /// while the ledger has changed since, so 0 always means all of those are uploaded.
     pub backlog: usize,
     /// Redemptions the server acknowledged since start.
     pub uploaded: u64,
+    /// Peers' redemptions this gate found the server held already (their writers, or
+    /// another gate, uploaded them), so it did not upload them, since start.
+    pub found_held: u64,
     /// Redemptions the server told this gate about (written into the ledger).
     pub learned: u64,
     /// Items this gate could not take or send since start: manifest entries and answers it

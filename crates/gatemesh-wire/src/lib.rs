@@ -61,8 +61,8 @@ pub use lists::{
 };
 pub use manifest::{Admission, Manifest, ManifestEntry, ResolveRequest, ServerResolution, change};
 pub use redeem::{
-    Journal, JournalAnswers, MAX_JOURNAL, MAX_RECORD_BYTES, RedeemBody, Redeemed, RedemptionAnswer,
-    RedemptionRequest,
+    HeldAnswers, HeldQuery, Journal, JournalAnswers, MAX_JOURNAL, MAX_RECORD_BYTES, RedeemBody,
+    Redeemed, RedemptionAnswer, RedemptionRequest,
 };
 pub use revoke::{Revocation, RevokeRequest, Revoked};
 pub use time::Timestamp;

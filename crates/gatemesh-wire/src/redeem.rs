@@ -132,6 +132,44 @@ impl JournalAnswers {
     }
 }
 
+/// A gate's question before it uploads what its peers admitted: which of these
+/// redemptions the server holds already (their writers uploaded them, or another gate did).
+/// A gate uploads its own admissions at once and its peers' only where the server has none:
+/// otherwise every admission of a 32-gate mesh came to the server 32 times.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct HeldQuery {
+    /// At most 10,000.
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<String>))]
+    pub redemption_ids: Vec<RedemptionId>,
+}
+
+/// The answers to a [`HeldQuery`], one per id in order: the answer the server gave that
+/// redemption of the event (the one a journal upload of it gets back), or `null` where it
+/// holds none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct HeldAnswers {
+    /// One per id asked.
+    pub answers: Vec<Option<RedemptionAnswer>>,
+}
+
+#[derive(Deserialize)]
+struct LenientHeld {
+    answers: Vec<Option<Lenient<RedemptionAnswer>>>,
+}
+
+impl HeldAnswers {
+    /// Reads the answers one by one, keeping their places, as
+    /// [`JournalAnswers::read_lenient`] does.
+    pub fn read_lenient(
+        json: &[u8],
+    ) -> Result<Vec<Option<Lenient<RedemptionAnswer>>>, serde_json::Error> {
+        serde_json::from_slice::<LenientHeld>(json).map(|a| a.answers)
+    }
+}
+
 /// The answer to a single redemption, or the answers to a journal.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -198,5 +236,26 @@ mod tests {
         assert!(matches!(answers[0], Lenient::Read(_)));
         assert!(matches!(answers[1], Lenient::Skipped(_)));
         assert!(matches!(answers[2], Lenient::Read(_)));
+    }
+
+    #[test]
+    fn held_answers_keep_their_places_with_none_for_what_is_not_held() {
+        let doc = json!({ "answers": [
+            null,
+            { "verdict": "admit", "reason": "a_reason_from_the_future" },
+            { "verdict": "admit", "reason": "valid" },
+        ]});
+        let answers = HeldAnswers::read_lenient(doc.to_string().as_bytes()).unwrap();
+        assert_eq!(answers.len(), 3);
+        assert!(answers[0].is_none());
+        assert!(matches!(answers[1], Some(Lenient::Skipped(_))));
+        assert!(matches!(answers[2], Some(Lenient::Read(_))));
+        assert!(HeldAnswers::read_lenient(br#"{"answers": 1}"#).is_err());
+        // A question says only ids, and nothing else.
+        let q: HeldQuery = serde_json::from_value(json!({ "redemption_ids": ["r1"] })).unwrap();
+        assert_eq!(q.redemption_ids.len(), 1);
+        assert!(
+            serde_json::from_value::<HeldQuery>(json!({ "redemption_ids": [], "x": 1 })).is_err()
+        );
     }
 }

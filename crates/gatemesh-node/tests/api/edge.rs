@@ -65,6 +65,7 @@ async fn pairing_by_link_pins_the_server_for_good(backend: Backend) {
         server: file.server.clone(),
         token: file.token.clone(),
         fingerprint: file.fingerprint,
+        peer_grace: gatemesh_node::PEER_GRACE,
     })
     .unwrap();
     super::contract::until("the uplink streams over HTTPS", async || {
@@ -80,6 +81,7 @@ async fn pairing_by_link_pins_the_server_for_good(backend: Backend) {
             server: format!("https://{}", mitm.addr),
             token: file.token.clone(),
             fingerprint: file.fingerprint,
+            peer_grace: gatemesh_node::PEER_GRACE,
         })
         .unwrap();
     super::contract::until("the uplink refused the other certificate", async || {
@@ -126,6 +128,7 @@ async fn plain_http_off_loopback_and_unpinned_https_are_refused_before_sending()
             server: server.into(),
             token: "t".into(),
             fingerprint,
+            peer_grace: gatemesh_node::PEER_GRACE,
         });
         assert!(refused.is_err(), "{server}");
     }

@@ -54,6 +54,7 @@ async fn gate_with_uplink(central: &Central, eid: &str, dir: &std::path::Path) -
             server: central.base.clone(),
             token: pairing.gate_file().token,
             fingerprint: Some(central.pin),
+            peer_grace: gatemesh_node::PEER_GRACE,
         })
         .unwrap();
     gate

@@ -645,6 +645,7 @@ async fn a_list_changed_at_the_server_reaches_a_gate_and_its_uplinkless_peer_by_
         server: central.base.clone(),
         token: pairing.gate_file().token,
         fingerprint: Some(central.pin),
+        peer_grace: gatemesh_node::PEER_GRACE,
     })
     .unwrap();
     for node in [&door, &back] {

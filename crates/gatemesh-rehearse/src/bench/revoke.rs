@@ -43,6 +43,8 @@ struct Central {
     event: String,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
+    /// How long the gates' uplinks leave their peers' redemptions to their writers.
+    peer_grace: std::time::Duration,
 }
 
 /// A server and gates A (uplink), B (no uplink, meshed with A) and, added by
@@ -67,7 +69,10 @@ pub struct Joined {
 }
 
 impl Central {
-    async fn start(db: Option<gatemesh_server::Database>) -> Result<Self> {
+    async fn start(
+        db: Option<gatemesh_server::Database>,
+        peer_grace: std::time::Duration,
+    ) -> Result<Self> {
         let dir = tempfile::tempdir()?;
         let opened =
             gatemesh_server::Server::open(&dir.path().join("server"), db, Some(TOKEN.into()))?;
@@ -88,6 +93,7 @@ impl Central {
             event: format!("REVOKE-{}", std::process::id()),
             stop: Some(stop),
             server,
+            peer_grace,
         };
         central
             .post(
@@ -153,6 +159,7 @@ impl Central {
                 server: file.server,
                 token: file.token,
                 fingerprint: file.fingerprint,
+                peer_grace: self.peer_grace,
             })?;
         }
         Ok(Joined {
@@ -167,7 +174,16 @@ impl Drill {
     /// Starts the server on `db` (SQLite in a temporary directory when `None`) with an
     /// event, and gates A and B.
     pub async fn start(db: Option<gatemesh_server::Database>) -> Result<Self> {
-        let central = Central::start(db).await?;
+        Self::start_with(db, gatemesh_node::PEER_GRACE).await
+    }
+
+    /// [`Drill::start`], the gates leaving their peers' redemptions to their writers for
+    /// `peer_grace` (and a share of it, by name) before they ask the server.
+    pub async fn start_with(
+        db: Option<gatemesh_server::Database>,
+        peer_grace: std::time::Duration,
+    ) -> Result<Self> {
+        let central = Central::start(db, peer_grace).await?;
         let a = central.gate("gate-a", &[], true).await?;
         let b = central.gate("gate-b", &[a.addr], false).await?;
         Ok(Self {

@@ -128,6 +128,7 @@ pub async fn run(args: &Args) -> Result<Value> {
         server: base.clone(),
         token: TOKEN.into(),
         fingerprint: None,
+        peer_grace: gatemesh_node::PEER_GRACE,
     })?;
     let ready = Instant::now();
     loop {

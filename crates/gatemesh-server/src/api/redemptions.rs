@@ -6,7 +6,9 @@ use axum::{
     extract::{Path, State},
     http::StatusCode,
 };
-use gatemesh_wire::{JournalAnswers, RedeemBody, Redeemed, RedemptionRequest, Role};
+use gatemesh_wire::{
+    HeldAnswers, HeldQuery, JournalAnswers, RedeemBody, Redeemed, RedemptionRequest, Role,
+};
 
 use super::{
     ApiError, Body, EID, ErrorBody, MAX_JOURNAL, auth::Caller, bad, blocking, err, event_id,
@@ -28,6 +30,77 @@ fn check(r: &RedemptionRequest) -> Result<(), ApiError> {
         return Err(bad("record is not a gate ledger's redemption"));
     }
     Ok(())
+}
+
+/// Which of the event's redemptions the server holds, each with the answer it was given.
+///
+/// A gate asks before it uploads admissions its peers made: their writers upload their own,
+/// so the gate uploads only those the server has none of (a peer whose uplink is down). A
+/// held one's answer is the one a journal upload of it gets back, the first admission's
+/// record with it. An id the server holds for another event is answered `null`, as one it
+/// does not hold.
+#[utoipa::path(
+    post, path = "/v1/events/{eid}/redemptions/held", tag = "gate", operation_id = "held",
+    params(("eid" = String, Path, description = EID)),
+    request_body = HeldQuery,
+    responses(
+        (status = 200, description = "One answer per id, in order; null where none is held",
+            body = HeldAnswers),
+        (status = 400, description = "Bad input", body = ErrorBody),
+        (status = 401, description = "No credential", body = ErrorBody),
+        (status = 403, description = "A device of another event, or an observer",
+            body = ErrorBody),
+        (status = 404, description = "No such event", body = ErrorBody),
+        (status = 413, description = "Over 1 MiB", body = ErrorBody),
+    ),
+    security(("admin" = []), ("device" = [])),
+)]
+pub(crate) async fn held(
+    State(s): State<Server>,
+    caller: axum::Extension<Caller>,
+    Path(eid): Path<String>,
+    Body(query): Body<HeldQuery>,
+) -> Result<Json<HeldAnswers>, ApiError> {
+    let eid = event_id(&eid)?;
+    if matches!(&caller.0, Caller::Device(d) if d.role == Role::Observer) {
+        return Err(err(
+            StatusCode::FORBIDDEN,
+            "observer",
+            "an observer uploads no journal",
+        ));
+    }
+    if query.redemption_ids.len() > MAX_JOURNAL {
+        return Err(bad(format!(
+            "a question holds at most {MAX_JOURNAL} redemption ids"
+        )));
+    }
+    known_event(&s, &eid).await?;
+    let (signers, data) = (s.signers.clone(), s.data.clone());
+    let answers = blocking(&s, move |st| {
+        let mut answers = Vec::with_capacity(query.redemption_ids.len());
+        for held in st.answers(&eid, &query.redemption_ids)? {
+            answers.push(match held {
+                None => None,
+                // As the journal's answer: the first admission with a record the gate can
+                // check, the server's own when no gate's came with it.
+                Some((tid, mut answer)) => {
+                    if let Some(first) = &mut answer.first {
+                        crate::signer::relayed(
+                            &signers,
+                            &data,
+                            &eid,
+                            &tid,
+                            std::slice::from_mut(first),
+                        )?;
+                    }
+                    Some(answer)
+                }
+            });
+        }
+        Ok(answers)
+    })
+    .await?;
+    Ok(Json(HeldAnswers { answers }))
 }
 
 /// Redeems a ticket, or takes a gate's journal.

@@ -722,6 +722,30 @@ impl Storage for Postgres {
         }
     }
 
+    fn answers(
+        &self,
+        eid: &EventId,
+        ids: &[RedemptionId],
+    ) -> Result<Vec<Option<(TicketId, RedemptionAnswer)>>, StoreError> {
+        let asked: Vec<&str> = ids.iter().map(RedemptionId::as_str).collect();
+        let held: std::collections::HashMap<String, (TicketId, RedemptionAnswer)> = self
+            .conn()?
+            .query(
+                "SELECT redemption_id, tid, answer FROM redemptions
+                 WHERE eid = $1 AND redemption_id = ANY($2)",
+                &[&eid.as_str(), &asked],
+            )?
+            .iter()
+            .map(|r| {
+                Ok((
+                    r.text(0)?,
+                    (parse(&r.text(1)?, "ticket id")?, from_json(&r.text(2)?)?),
+                ))
+            })
+            .collect::<Result<_, StoreError>>()?;
+        Ok(asked.iter().map(|id| held.get(*id).cloned()).collect())
+    }
+
     fn manifest(
         &self,
         eid: &EventId,

@@ -610,6 +610,24 @@ impl Storage for Sqlite {
         Ok(answers)
     }
 
+    fn answers(
+        &self,
+        eid: &EventId,
+        ids: &[RedemptionId],
+    ) -> Result<Vec<Option<(TicketId, RedemptionAnswer)>>, StoreError> {
+        let conn = self.conn();
+        ids.iter()
+            .map(|id| {
+                one(
+                    &conn,
+                    "SELECT tid, answer FROM redemptions WHERE redemption_id = ?1 AND eid = ?2",
+                    [id.as_str(), eid.as_str()],
+                    |r| Ok((parse(&r.text(0)?, "ticket id")?, from_json(&r.text(1)?)?)),
+                )
+            })
+            .collect()
+    }
+
     fn transfer(
         &self,
         old: &TicketId,

@@ -49,6 +49,7 @@ on_both_backends!(
     the_change_stream_resumes_and_carries_voids_and_reverts,
     every_stream_of_an_event_gets_each_change_once_from_its_own_cursor,
     journal_records_come_back_as_the_first_use,
+    a_gate_learns_which_redemptions_the_server_holds_with_their_answers,
     exits_and_reentries_a_gate_allowed_are_not_copies,
     journal_entries_count_once_per_check_in_scope,
     staff_accept_deny_or_revert_a_flag,
@@ -1124,6 +1125,81 @@ async fn journal_records_come_back_as_the_first_use(backend: Backend) {
     s.stop().await;
 }
 
+/// A gate asks which of its peers' redemptions the server holds before it uploads them: each
+/// held one comes back with the very answer its upload got (the first admission's record
+/// with it), one the server does not hold, or holds for another event, as `null`; a
+/// question too large, of ids that are not ids, or from an observer changes nothing.
+async fn a_gate_learns_which_redemptions_the_server_holds_with_their_answers(backend: Backend) {
+    let s = Running::start(backend).await;
+    let tickets = s.event_with_tickets("HLD", 2).await;
+    let other = s.event_with_tickets("HLD2", 1).await;
+    let tid = tickets[0]["tid"].as_str().unwrap();
+    let record = json!({
+        "id": "h-1", "tid": tid, "direction": "entry", "node": "node-a", "gate": "North",
+        "scanner": "s1", "at_ms": 1_800_000_000_000_i64,
+        "hlc": { "wall_ms": 1_800_000_000_000_i64, "counter": 0, "node": "node-a" }, "seen": []
+    });
+    let mut first = redemption("h-1", &json!(tid), "North");
+    first["record"] = record.clone();
+    let journal = json!({ "redemptions": [first, redemption("h-2", &json!(tid), "South")] });
+    let (status, uploaded) = s.post("/v1/events/HLD/redemptions", journal).await;
+    assert_eq!(status, StatusCode::OK, "{uploaded}");
+    let (status, _) = s
+        .post(
+            "/v1/events/HLD2/redemptions",
+            redemption("x-1", &other[0]["tid"], "North"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    let ask = json!({ "redemption_ids": ["h-2", "h-9", "h-1", "x-1", "h-2"] });
+    let (status, held) = s.post("/v1/events/HLD/redemptions/held", ask.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{held}");
+    let answers = held["answers"].as_array().unwrap();
+    assert_eq!(
+        answers.len(),
+        5,
+        "one answer per id asked, in order: {held}"
+    );
+    assert_eq!(
+        answers[0], uploaded["answers"][1],
+        "h-2 as its upload was answered"
+    );
+    assert_eq!(answers[0]["first"]["record"], record);
+    assert!(answers[1].is_null(), "h-9 was never uploaded");
+    assert_eq!(answers[2], uploaded["answers"][0]);
+    assert!(answers[3].is_null(), "x-1 is another event's: {held}");
+    assert_eq!(answers[4], answers[0], "an id asked twice, answered twice");
+
+    // Refused, each changing nothing.
+    let too_many: Vec<String> = (0..=gatemesh_wire::MAX_JOURNAL)
+        .map(|i| format!("h-{i}"))
+        .collect();
+    let (status, _) = s
+        .post(
+            "/v1/events/HLD/redemptions/held",
+            json!({ "redemption_ids": too_many }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    for bad in [
+        json!({ "redemption_ids": [""] }),
+        json!({ "redemption_ids": "h-1" }),
+        json!({ "redemption_ids": ["h-1"], "and": 1 }),
+    ] {
+        let (status, body) = s.post("/v1/events/HLD/redemptions/held", bad).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    }
+    let (status, _) = s
+        .post("/v1/events/NOPE/redemptions/held", ask.clone())
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, again) = s.post("/v1/events/HLD/redemptions/held", ask).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(again, held, "asking stores nothing");
+    s.stop().await;
+}
+
 async fn devices_pair_once_and_reach_only_their_own_event(backend: Backend) {
     let s = Running::start(backend).await;
     s.event_with_tickets("HOME", 2).await;
@@ -1720,6 +1796,18 @@ async fn the_openapi_document_is_the_api() {
     let a = doc.post(redeem, admin, journal, 200).await;
     assert_eq!(a["answers"][2]["reason"], "unknown_ticket");
     doc.post(redeem, admin, json!({ "tid": "x" }), 400).await;
+    let held = "/v1/events/DOC/redemptions/held";
+    let a = doc
+        .post(
+            held,
+            admin,
+            json!({ "redemption_ids": ["d-4", "d-9"] }),
+            200,
+        )
+        .await;
+    assert_eq!(a["answers"][0]["verdict"], "duplicate");
+    assert!(a["answers"][1].is_null(), "{a}");
+    doc.post(held, admin, json!({ "ids": ["d-4"] }), 400).await;
     let ticket = |i: usize| format!("/v1/events/DOC/tickets/{}", tid(i));
     doc.get(&ticket(1), admin, 200).await;
     let flags = doc.get("/v1/events/DOC/flags", admin, 200).await;

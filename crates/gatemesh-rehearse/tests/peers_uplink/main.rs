@@ -1,0 +1,124 @@
+//! What a gate's uplink does with its peers' admissions, against the real server (SQLite and
+//! PostgreSQL) and three gates over real QUIC on loopback: A and C on the server's uplink,
+//! B with none. A peer's admission is left to its writer for the gate's grace; then the
+//! gate asks the server whether it holds it, and uploads it only if not. So C's admission
+//! reaches the server once, from C (A finds it held), and B's, whose writer has no uplink,
+//! through A or C.
+
+use std::time::Duration;
+
+use gatemesh_ledger::{Direction, Verdict};
+use gatemesh_node::Node;
+use gatemesh_rehearse::bench::revoke::{Drill, connected};
+use gatemesh_testkit::{on_both_backends, pg::Backend};
+use serde_json::json;
+
+on_both_backends!(
+    a_peers_admission_reaches_the_server_once_and_a_peer_without_uplink_through_the_others
+);
+
+/// The gates' grace for their peers' admissions: long beside an upload on a loaded test
+/// machine (C's own goes at once), short for a test.
+const GRACE: Duration = Duration::from_secs(4);
+
+/// Waits up to 60 s until `check` holds.
+async fn eventually(what: &str, check: impl AsyncFnMut() -> bool) {
+    let (within, every) = (Duration::from_secs(60), Duration::from_millis(50));
+    gatemesh_testkit::poll_async(what, within, every, check).await;
+}
+
+/// Admits `code` at `node`; the redemption's id.
+async fn admit(node: &Node, code: &str) -> String {
+    let result = node.scan(code, "s1", Direction::Entry).await.unwrap();
+    assert_eq!(result.verdict, Verdict::Admit);
+    result.redemption_id.unwrap().to_string()
+}
+
+/// The server's answer to the redemption `id`, `null` while it holds none.
+async fn at_server(drill: &Drill, id: &str) -> serde_json::Value {
+    let held = drill
+        .post(
+            &format!("/v1/events/{}/redemptions/held", drill.event()),
+            json!({ "redemption_ids": [id] }),
+        )
+        .await
+        .unwrap();
+    held["answers"][0].clone()
+}
+
+fn uploaded(node: &Node) -> (u64, u64, usize) {
+    let s = node.uplink_status().unwrap();
+    (s.uploaded, s.found_held, s.backlog)
+}
+
+async fn a_peers_admission_reaches_the_server_once_and_a_peer_without_uplink_through_the_others(
+    backend: Backend,
+) {
+    let db = backend.database();
+    let drill = Drill::start_with(
+        db.as_ref()
+            .map(|d| gatemesh_server::Database::Postgres(d.url.clone())),
+        GRACE,
+    )
+    .await
+    .unwrap();
+    let (a, b) = (&drill.a, &drill.b);
+    let codes = drill.tickets(2).await.unwrap();
+    let c = drill.join("gate-c").await.unwrap();
+    eventually("A, B and C are meshed and A and C stream", async || {
+        connected(a, "gate-c")
+            && connected(b, "gate-c")
+            && connected(a, "gate-b")
+            && [a, &c.node]
+                .iter()
+                .all(|g| g.uplink_status().is_some_and(|s| s.streaming))
+    })
+    .await;
+    assert!(b.uplink_status().is_none(), "B has no uplink");
+
+    // C's admission: C uploads it at once; A holds it too, and once its grace passed finds
+    // it held at the server, with nothing left to upload.
+    let by_c = admit(&c.node, &codes[0]).await;
+    eventually("the server holds C's admission", async || {
+        at_server(&drill, &by_c).await["verdict"] == "admit"
+    })
+    .await;
+    eventually("A found C's admission held", async || {
+        uploaded(a) == (0, 1, 0)
+    })
+    .await;
+    assert_eq!(uploaded(&c.node).0, 1, "C uploaded its own");
+
+    // B's admission: B has no uplink, so once their graces passed A or C finds the server
+    // without it and uploads it; then neither has anything left to upload.
+    let by_b = admit(b, &codes[1]).await;
+    tokio::time::sleep(GRACE / 2).await;
+    assert!(
+        at_server(&drill, &by_b).await.is_null(),
+        "within the grace nobody uploads a peer's admission"
+    );
+    eventually("the server holds B's admission", async || {
+        at_server(&drill, &by_b).await["verdict"] == "admit"
+    })
+    .await;
+    eventually("A and C have nothing left to upload", async || {
+        uploaded(a).2 == 0 && uploaded(&c.node).2 == 0
+    })
+    .await;
+    let (ua, ha, _) = uploaded(a);
+    let (uc, hc, _) = uploaded(&c.node);
+    // C's own once; B's by one of them, or by both when both asked before either's upload
+    // landed. Whoever did not upload it found it held.
+    assert!(
+        (2..=3).contains(&(ua + uc)),
+        "uploaded: A {ua}, C {uc} (C's own, and B's)"
+    );
+    assert_eq!(
+        ua + uc + ha + hc,
+        4,
+        "each gate's own part: A {ua}+{ha}, C {uc}+{hc}"
+    );
+
+    c.node.shutdown().await;
+    drill.shutdown().await;
+}
