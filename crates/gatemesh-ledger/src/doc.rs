@@ -141,8 +141,10 @@ pub struct Ledger {
     /// Every redemption this ledger holds, in the order it learned of them (see
     /// [`Ledger::arrivals`]), and their ids.
     arrivals: Vec<(TicketId, RedemptionId)>,
-    /// Beside each of `arrivals`: whether this node wrote it.
-    arrived_own: Vec<bool>,
+    /// Beside each of `arrivals`: its writer, as an index into `writers`.
+    arrived_by: Vec<u32>,
+    /// The writers of `arrivals`, each once, and their indexes.
+    writers: (Vec<NodeId>, HashMap<NodeId, u32>),
     arrived: HashSet<RedemptionId>,
     /// Names this value of the ledger: positions in `arrivals` mean nothing to another.
     epoch: u64,
@@ -472,7 +474,8 @@ impl Ledger {
             entries: EntryTally::default(),
             occupancy: Default::default(),
             arrivals: Vec::new(),
-            arrived_own: Vec::new(),
+            arrived_by: Vec::new(),
+            writers: Default::default(),
             arrived: HashSet::new(),
             epoch: EPOCHS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             signer: None,
@@ -669,7 +672,12 @@ impl Ledger {
         for r in &state.redemptions {
             if self.arrived.insert(r.id.clone()) {
                 self.arrivals.push((tid.clone(), r.id.clone()));
-                self.arrived_own.push(r.node == self.node);
+                let (names, index) = &mut self.writers;
+                let at = *index.entry(r.node.clone()).or_insert_with(|| {
+                    names.push(r.node.clone());
+                    u32::try_from(names.len() - 1).unwrap_or(u32::MAX)
+                });
+                self.arrived_by.push(at);
             }
         }
         for r in &state.redemptions {
@@ -1631,7 +1639,14 @@ impl Ledger {
     /// Whether this node wrote the redemption at `position` of [`Ledger::arrivals`] (not
     /// one a peer or the server wrote); `false` past the end.
     pub fn arrived_own(&self, position: usize) -> bool {
-        self.arrived_own.get(position).copied().unwrap_or(false)
+        self.arrival_writer(position) == Some(&self.node)
+    }
+
+    /// The writer of the redemption at `position` of [`Ledger::arrivals`]; `None` past the
+    /// end.
+    pub fn arrival_writer(&self, position: usize) -> Option<&NodeId> {
+        let at = *self.arrived_by.get(position)?;
+        self.writers.0.get(usize::try_from(at).ok()?)
     }
 
     /// Names this ledger value (see [`Ledger::arrivals`]); never the same for two.

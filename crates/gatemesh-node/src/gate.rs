@@ -191,12 +191,11 @@ pub(crate) enum Command {
     },
     /// The uplink asks for redemptions it has not sent yet (ids not in `sent`), looking
     /// from `from` (where its last look found the first unsent one) on: this gate's own,
-    /// and its peers' that arrived before `peers_due` (held here long enough that their
-    /// writers would have uploaded them).
+    /// and its peers' that are due ([`PeersDue`]).
     Unsent {
         sent: std::sync::Arc<HashSet<String>>,
         from: UnsentCursor,
-        peers_due: UnsentCursor,
+        peers_due: PeersDue,
         limit: usize,
         reply: Reply<Unsent>,
     },
@@ -471,6 +470,28 @@ impl UnsentCursor {
     pub(crate) fn same_ledger(&self, other: &Self) -> bool {
         self.epoch == other.epoch
     }
+
+    /// Its position, if it is one in the ledger value `epoch` (0 otherwise).
+    fn in_ledger(&self, epoch: u64) -> usize {
+        if self.epoch == epoch {
+            self.position
+        } else {
+            0
+        }
+    }
+}
+
+/// Which of its peers' redemptions the uplink uploads now (after asking the server which it
+/// holds): those held here long enough that their writers would have uploaded them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PeersDue {
+    /// Those that arrived before it: held here for the gate's grace.
+    pub after_grace: UnsentCursor,
+    /// Those of `lagging` writers that arrived before it: held a tenth of the grace.
+    pub lagging_before: UnsentCursor,
+    /// Writers of which a redemption was not at the server after the grace (their uplink
+    /// is down, most likely), until one is found there.
+    pub lagging: std::sync::Arc<HashSet<gatemesh_ledger::NodeId>>,
 }
 
 /// What a look for unsent redemptions found.
@@ -1846,24 +1867,24 @@ impl Writer {
     /// the cost follows the backlog and the news, not the ledger's size (a whole-ledger look
     /// took 23 ms at 50,000 redemptions, on the thread that decides scans). A cursor from
     /// another ledger value (a reload) starts over. This gate's own come first; its peers'
-    /// only once they arrived before `peers_due` (none when that is of another value): a
-    /// peer's are read from the document only then.
+    /// only once they are due ([`PeersDue`]; a cursor of another value: none): a peer's are
+    /// read from the document only then.
     fn unsent(
         &mut self,
         sent: &HashSet<String>,
-        (from, peers_due): (UnsentCursor, UnsentCursor),
+        (from, peers_due): (UnsentCursor, PeersDue),
         limit: usize,
     ) -> Unsent {
         let epoch = self.ledger.epoch();
-        let start = if from.epoch == epoch {
-            from.position
-        } else {
-            0
-        };
-        let due_before = if peers_due.epoch == epoch {
-            peers_due.position
-        } else {
-            0
+        let start = from.in_ledger(epoch);
+        let due_before = peers_due.after_grace.in_ledger(epoch);
+        let lagging_before = peers_due.lagging_before.in_ledger(epoch);
+        let lagging = |at: usize| {
+            at < lagging_before
+                && self
+                    .ledger
+                    .arrival_writer(at)
+                    .is_some_and(|w| peers_due.lagging.contains(w))
         };
         let mut first_unsent = None;
         let (mut total, mut not_due) = (0, 0);
@@ -1879,7 +1900,7 @@ impl Writer {
             first_unsent.get_or_insert(at);
             if self.ledger.arrived_own(at) {
                 own.push((tid, id));
-            } else if at < due_before {
+            } else if at < due_before || lagging(at) {
                 peers.push((tid, id));
             } else {
                 not_due += 1;

@@ -46,7 +46,7 @@ use tokio::sync::watch;
 
 use crate::{
     Node, NodeError,
-    gate::{Command, ServerDecision, ServerTicket, ServerUpdate, UnsentCursor, now_ms},
+    gate::{Command, PeersDue, ServerDecision, ServerTicket, ServerUpdate, UnsentCursor, now_ms},
 };
 
 /// Most redemptions in one journal upload.
@@ -212,6 +212,7 @@ impl Node {
             seen_at: std::collections::VecDeque::new(),
             grace: grace_of(&self.info().name, config.peer_grace),
             peers_waiting: false,
+            lagging: Arc::default(),
         };
         tokio::spawn(up.run());
         Ok(())
@@ -657,6 +658,11 @@ struct Up {
     /// The last look found peers' redemptions not due yet: they become due with no change
     /// of the ledger.
     peers_waiting: bool,
+    /// Writers of which a redemption was not at the server when this gate asked (their
+    /// uplink is down, most likely): theirs are asked about after a tenth of the grace,
+    /// until one is found there. A copy such a gate admitted otherwise reached the server,
+    /// and through its stream every gate's flags, a whole grace later.
+    lagging: Arc<HashSet<NodeId>>,
 }
 
 /// The key of a journal item's record under which its writer's certificate travels.
@@ -789,7 +795,12 @@ impl Up {
                 Ok(false) => {
                     backoff = Duration::from_millis(500);
                     let pace = upload_pace(self.last_scan);
-                    let due_soon = self.grace / 4;
+                    // A lagging writer's are due after a tenth of the grace.
+                    let due_soon = if self.lagging.is_empty() {
+                        self.grace / 4
+                    } else {
+                        self.grace / 20
+                    };
                     tokio::select! {
                         r = changed.changed() => if r.is_err() { return },
                         _ = stop.wait_for(|s| *s) => return,
@@ -919,17 +930,27 @@ impl Up {
         Ok(())
     }
 
-    /// Where peers' redemptions are due from: those that arrived before the newest look at
-    /// least `grace` old (none before the first such look).
-    fn peers_due(&mut self) -> UnsentCursor {
+    /// Which peers' redemptions are due: those that arrived before the newest look at least
+    /// `grace` old (none before the first such look), and a lagging writer's before the
+    /// newest look a tenth of that old.
+    fn peers_due(&mut self) -> PeersDue {
         let now = tokio::time::Instant::now();
-        let old = |at: &tokio::time::Instant| now.duration_since(*at) >= self.grace;
+        let grace = self.grace;
+        let old = |at: &tokio::time::Instant| now.duration_since(*at) >= grace;
         while self.seen_at.get(1).is_some_and(|(_, at)| old(at)) {
             self.seen_at.pop_front();
         }
-        match self.seen_at.front() {
-            Some((cursor, at)) if old(at) => *cursor,
-            _ => UnsentCursor::default(),
+        let before = |grace: Duration| {
+            self.seen_at
+                .iter()
+                .rev()
+                .find(|(_, at)| now.duration_since(*at) >= grace)
+                .map_or_else(UnsentCursor::default, |(cursor, _)| *cursor)
+        };
+        PeersDue {
+            after_grace: before(grace),
+            lagging_before: before(grace / 10),
+            lagging: self.lagging.clone(),
         }
     }
 
@@ -1018,6 +1039,16 @@ impl Up {
             std::iter::repeat_with(|| None).take(own).collect();
         let server = (&self.client, self.base.as_str(), self.token.as_str());
         held.extend(Self::held(server, &batch[own..]).await?);
+        // A writer whose redemption the server lacks after the grace has no uplink now; one
+        // whose redemption it holds, has.
+        for (r, held) in batch.iter().zip(&held).skip(own) {
+            let lagging = self.lagging.contains(&r.node);
+            if held.is_none() && !lagging {
+                Arc::make_mut(&mut self.lagging).insert(r.node.clone());
+            } else if held.is_some() && lagging {
+                Arc::make_mut(&mut self.lagging).remove(&r.node);
+            }
+        }
         let found_held = held.iter().flatten().count() as u64;
         let mut answered: Vec<(&Redemption, Lenient<RedemptionAnswer>)> = Vec::new();
         // What the server would refuse is skipped here, so it cannot fail the batch.
