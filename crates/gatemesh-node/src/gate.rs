@@ -487,7 +487,10 @@ impl UnsentCursor {
 pub(crate) struct PeersDue {
     /// Those that arrived before it: held here for the gate's grace.
     pub after_grace: UnsentCursor,
-    /// Those of `lagging` writers that arrived before it: held a tenth of the grace.
+    /// Those that arrived before it, held a tenth of the grace: a lagging writer's are due;
+    /// the others' the uplink asks about (their writers have uploaded them by then, most
+    /// often), uploading none: so its backlog ends a moment after the peers' admissions
+    /// stop, not a whole grace after.
     pub lagging_before: UnsentCursor,
     /// Writers of which a redemption was not at the server after the grace (their uplink
     /// is down, most likely), until one is found there.
@@ -505,8 +508,10 @@ pub(crate) struct Unsent {
     pub next: UnsentCursor,
     /// How far the look saw: every redemption before it arrived by now.
     pub seen: UnsentCursor,
-    /// How many of `redemptions`, from the first, are this gate's own.
+    /// How many of `redemptions`, from the first, are this gate's own; the next `due` are
+    /// its peers' that are due, the rest its peers' only to ask about ([`PeersDue`]).
     pub own: usize,
+    pub due: usize,
     /// Peers' unsent redemptions not yet due.
     pub not_due: usize,
     /// The certificates (DER) of their writers that the ledger holds: they travel with the
@@ -1880,16 +1885,15 @@ impl Writer {
         let due_before = peers_due.after_grace.in_ledger(epoch);
         let lagging_before = peers_due.lagging_before.in_ledger(epoch);
         let lagging = |at: usize| {
-            at < lagging_before
-                && self
-                    .ledger
-                    .arrival_writer(at)
-                    .is_some_and(|w| peers_due.lagging.contains(w))
+            self.ledger
+                .arrival_writer(at)
+                .is_some_and(|w| peers_due.lagging.contains(w))
         };
         let mut first_unsent = None;
         let (mut total, mut not_due) = (0, 0);
         let mut own = Vec::new();
         let mut peers = Vec::new();
+        let mut to_ask = Vec::new();
         let arrivals = self.ledger.arrivals(start);
         let seen_all = start + arrivals.len();
         for (i, (tid, id)) in arrivals.iter().enumerate() {
@@ -1900,8 +1904,10 @@ impl Writer {
             first_unsent.get_or_insert(at);
             if self.ledger.arrived_own(at) {
                 own.push((tid, id));
-            } else if at < due_before || lagging(at) {
+            } else if at < due_before || (at < lagging_before && lagging(at)) {
                 peers.push((tid, id));
+            } else if at < lagging_before {
+                to_ask.push((tid, id));
             } else {
                 not_due += 1;
                 continue;
@@ -1913,8 +1919,15 @@ impl Writer {
         let mut redemptions: Vec<Redemption> =
             own.into_iter().take(limit).filter_map(read).collect();
         let own = redemptions.len();
-        let room = limit.saturating_sub(own);
-        redemptions.extend(peers.into_iter().take(room).filter_map(read));
+        redemptions.extend(
+            peers
+                .into_iter()
+                .take(limit.saturating_sub(own))
+                .filter_map(read),
+        );
+        let due = redemptions.len() - own;
+        let room = limit.saturating_sub(redemptions.len());
+        redemptions.extend(to_ask.into_iter().take(room).filter_map(read));
         let mut certs = std::collections::HashMap::new();
         for r in &redemptions {
             if !certs.contains_key(&r.node)
@@ -1935,6 +1948,7 @@ impl Writer {
                 position: seen_all,
             },
             own,
+            due,
             not_due,
             certs,
         }

@@ -11,7 +11,10 @@
 //!   does not hold when asked (`/redemptions/held`): their writers upload them themselves,
 //!   and a peer's reach the server through this gate only when that peer's uplink is down.
 //!   (Every gate uploading everything it held had the server take each admission of a
-//!   32-gate mesh 32 times.) The server dedupes by redemption id, so a lost response costs
+//!   32-gate mesh 32 times.) A peer's is asked about after a tenth of the grace already,
+//!   uploading none, so the backlog ends soon after the admissions do; a writer whose
+//!   redemption the server lacked after the grace has its next ones uploaded after a tenth
+//!   of it, until one is found held. The server dedupes by redemption id, so a lost response costs
 //!   nothing: the batch is sent again and answered from storage. When the server already
 //!   holds another admission of a ticket, its answer names it (to the question as to the
 //!   upload), and that redemption is written into the ledger; where the two were concurrent
@@ -213,6 +216,7 @@ impl Node {
             grace: grace_of(&self.info().name, config.peer_grace),
             peers_waiting: false,
             lagging: Arc::default(),
+            asked: std::collections::HashMap::new(),
         };
         tokio::spawn(up.run());
         Ok(())
@@ -663,6 +667,9 @@ struct Up {
     /// until one is found there. A copy such a gate admitted otherwise reached the server,
     /// and through its stream every gate's flags, a whole grace later.
     lagging: Arc<HashSet<NodeId>>,
+    /// Peers' redemptions asked about before they were due and not held then, and when: not
+    /// asked about again for a tenth of the grace.
+    asked: std::collections::HashMap<String, tokio::time::Instant>,
 }
 
 /// The key of a journal item's record under which its writer's certificate travels.
@@ -795,12 +802,8 @@ impl Up {
                 Ok(false) => {
                     backoff = Duration::from_millis(500);
                     let pace = upload_pace(self.last_scan);
-                    // A lagging writer's are due after a tenth of the grace.
-                    let due_soon = if self.lagging.is_empty() {
-                        self.grace / 4
-                    } else {
-                        self.grace / 20
-                    };
+                    // Peers' are asked about after a tenth of the grace.
+                    let due_soon = self.grace / 20;
                     tokio::select! {
                         r = changed.changed() => if r.is_err() { return },
                         _ = stop.wait_for(|s| *s) => return,
@@ -975,14 +978,13 @@ impl Up {
     /// uploaded, as they were before.
     async fn held(
         (client, base, token): (&reqwest::Client, &str, &str),
-        redemptions: &[Redemption],
+        redemption_ids: Vec<gatemesh_wire::RedemptionId>,
     ) -> anyhow::Result<Vec<Option<Lenient<RedemptionAnswer>>>> {
-        if redemptions.is_empty() {
+        if redemption_ids.is_empty() {
             return Ok(Vec::new());
         }
-        let query = HeldQuery {
-            redemption_ids: redemptions.iter().map(|r| r.id.clone()).collect(),
-        };
+        let asked = redemption_ids.len();
+        let query = HeldQuery { redemption_ids };
         let response = client
             .post(format!("{base}/redemptions/held"))
             .bearer_auth(token)
@@ -994,16 +996,14 @@ impl Up {
         if status == reqwest::StatusCode::NOT_FOUND
             || status == reqwest::StatusCode::METHOD_NOT_ALLOWED
         {
-            return Ok(std::iter::repeat_with(|| None)
-                .take(redemptions.len())
-                .collect());
+            return Ok(std::iter::repeat_with(|| None).take(asked).collect());
         }
         let answers = HeldAnswers::read_lenient(&response.error_for_status()?.bytes().await?)?;
         anyhow::ensure!(
-            answers.len() == redemptions.len(),
+            answers.len() == asked,
             "the server answered {} of {} questions whether it holds a redemption",
             answers.len(),
-            redemptions.len()
+            asked
         );
         Ok(answers)
     }
@@ -1035,13 +1035,31 @@ impl Up {
         // The peers' the server holds already are answered as their upload would be, and
         // not sent.
         let own = found.own.min(batch.len());
-        let mut held: Vec<Option<Lenient<RedemptionAnswer>>> =
-            std::iter::repeat_with(|| None).take(own).collect();
+        let due_end = (own + found.due).min(batch.len());
+        // Every due one is asked about; one only to ask about, unless it was a moment ago.
+        let now = tokio::time::Instant::now();
+        let (grace, soon) = (self.grace, self.grace / 10);
+        self.asked.retain(|_, at| now.duration_since(*at) < grace);
+        let asked = &self.asked;
+        let ask: Vec<usize> = (own..batch.len())
+            .filter(|&i| {
+                i < due_end
+                    || asked
+                        .get(batch[i].id.as_str())
+                        .is_none_or(|at| now.duration_since(*at) >= soon)
+            })
+            .collect();
         let server = (&self.client, self.base.as_str(), self.token.as_str());
-        held.extend(Self::held(server, &batch[own..]).await?);
+        let ids = ask.iter().map(|&i| batch[i].id.clone()).collect();
+        let answers = Self::held(server, ids).await?;
+        let mut held: Vec<Option<Lenient<RedemptionAnswer>>> =
+            std::iter::repeat_with(|| None).take(batch.len()).collect();
+        for (&i, answer) in ask.iter().zip(answers) {
+            held[i] = answer;
+        }
         // A writer whose redemption the server lacks after the grace has no uplink now; one
         // whose redemption it holds, has.
-        for (r, held) in batch.iter().zip(&held).skip(own) {
+        for (r, held) in batch[own..due_end].iter().zip(&held[own..due_end]) {
             let lagging = self.lagging.contains(&r.node);
             if held.is_none() && !lagging {
                 Arc::make_mut(&mut self.lagging).insert(r.node.clone());
@@ -1051,12 +1069,21 @@ impl Up {
         }
         let found_held = held.iter().flatten().count() as u64;
         let mut answered: Vec<(&Redemption, Lenient<RedemptionAnswer>)> = Vec::new();
+        // Asked about only, and not held yet: left for a later look.
+        let mut waiting: HashSet<&str> = HashSet::new();
         // What the server would refuse is skipped here, so it cannot fail the batch.
         let mut items = Vec::with_capacity(batch.len());
         let mut sending = Vec::with_capacity(batch.len());
-        for (r, held) in batch.iter().zip(held) {
+        for (i, (r, held)) in batch.iter().zip(held).enumerate() {
             if let Some(answer) = held {
                 answered.push((r, answer));
+                continue;
+            }
+            if i >= due_end {
+                if ask.binary_search(&i).is_ok() {
+                    self.asked.insert(r.id.to_string(), now);
+                }
+                waiting.insert(r.id.as_str());
                 continue;
             }
             match journal_item(r, certs.get(&r.node)) {
@@ -1115,7 +1142,13 @@ impl Up {
             }
         }
         // Sent or skipped, each is done with.
-        let mut done: Vec<String> = batch.iter().map(|r| r.id.to_string()).collect();
+        let mut done: Vec<String> = batch
+            .iter()
+            .filter(|r| !waiting.contains(r.id.as_str()))
+            .map(|r| r.id.to_string())
+            .collect();
+        let (n_done, n_waiting) = (done.len(), waiting.len());
+        self.peers_waiting |= n_waiting > 0;
         done.extend(learned_now.iter().map(|r| r.id.to_string()));
         let n_learned = learned_now.len() as u64;
         if !learned_now.is_empty() {
@@ -1134,7 +1167,7 @@ impl Up {
             s.uploaded += n;
             s.found_held += found_held;
             s.learned += n_learned;
-            s.backlog = total.saturating_sub(batch.len());
+            s.backlog = total.saturating_sub(n_done);
         });
         self.uplink.contact();
         Ok(total > batch.len())
