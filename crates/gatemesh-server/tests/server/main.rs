@@ -1194,6 +1194,29 @@ async fn a_gate_learns_which_redemptions_the_server_holds_with_their_answers(bac
         .post("/v1/events/NOPE/redemptions/held", ask.clone())
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+    // A gate of the event asks as the organizer does; an observer of it (a manager's laptop
+    // uploads nothing) and a gate of another event are refused.
+    let north = s.paired("HLD", "North-1", "gate").await;
+    let observer = s.paired("HLD", "manager", "observer").await;
+    let stranger = s.paired("HLD2", "Away-1", "gate").await;
+    let (status, by_gate) = s
+        .post_as(&north, "/v1/events/HLD/redemptions/held", ask.clone())
+        .await;
+    assert_eq!(status, StatusCode::OK, "{by_gate}");
+    assert_eq!(by_gate, held);
+    for (who, token) in [
+        ("an observer", &observer),
+        ("another event's gate", &stranger),
+    ] {
+        let (status, body) = s
+            .post_as(token, "/v1/events/HLD/redemptions/held", ask.clone())
+            .await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{who}: {body}");
+        assert!(
+            body.get("answers").is_none(),
+            "{who} learned nothing: {body}"
+        );
+    }
     let (status, again) = s.post("/v1/events/HLD/redemptions/held", ask).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(again, held, "asking stores nothing");
