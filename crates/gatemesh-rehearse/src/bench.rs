@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde_json::Value;
 
 pub mod fanout;
@@ -92,6 +92,16 @@ fn scratch_dir() -> Result<PathBuf> {
     let dir = std::env::temp_dir().join(format!("gatemesh-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     Ok(dir)
+}
+
+/// Writes `command` (`enable`, `disable`) to a `perf record --control fifo:PATH` FIFO, if
+/// there is one: a bench's profile then holds what it measures alone, not its set-up.
+fn perf(control: Option<&Path>, command: &str) -> Result<()> {
+    if let Some(fifo) = control {
+        std::fs::write(fifo, format!("{command}\n"))
+            .with_context(|| format!("writing {command} to {}", fifo.display()))?;
+    }
+    Ok(())
 }
 
 /// Seconds since 1970, now.

@@ -47,6 +47,11 @@ pub struct Args {
     /// Also write the report (JSON, as printed) to this file.
     #[arg(long)]
     pub(crate) report: Option<PathBuf>,
+    /// A `perf record --control fifo:PATH -D -1` control FIFO: `enable` is written to it as
+    /// each point's admissions start and `disable` once they are done, so a profile holds
+    /// the admissions travelling alone, not the seeds and set-ups.
+    #[arg(long)]
+    perf_control: Option<PathBuf>,
 }
 
 const MEASURED: &str = "gate-0";
@@ -173,9 +178,8 @@ async fn wait_for(mut check: impl AsyncFnMut() -> Result<bool>, what: &str) -> R
 async fn point(
     b: &Bench,
     seed: &Path,
-    ledger: usize,
-    peers: usize,
-    samples: usize,
+    (ledger, peers, samples): (usize, usize, usize),
+    perf_control: Option<&Path>,
 ) -> Result<Value> {
     let run = b.dir.join(format!("run-{ledger}-{peers}"));
     copy_seed(seed, &run.join(MEASURED))?;
@@ -239,6 +243,7 @@ async fn point(
     let (sent0, received0, messages0) = frames(&gate);
     let cpu0 = measured_cpu(writer)?;
     let process0 = process_ns();
+    super::perf(perf_control, "enable")?;
     let start = Instant::now();
     let mut latencies = Vec::with_capacity(samples);
     for (i, (_, code)) in codes.into_iter().enumerate() {
@@ -259,6 +264,7 @@ async fn point(
     // The peers' answers to the last admission.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let wall = start.elapsed();
+    super::perf(perf_control, "disable")?;
     let cpu1 = measured_cpu(writer)?;
     let process1 = process_ns();
     let (sent1, received1, messages1) = frames(&gate);
@@ -316,7 +322,8 @@ pub async fn run(args: &Args) -> Result<Value> {
         let seed = b.seed(ledger).await?;
         for &peers in &args.peers {
             eprintln!("{peers} peers around a gate holding {ledger} redemptions…");
-            points.push(point(&b, &seed, ledger, peers, args.samples).await?);
+            let at = (ledger, peers, args.samples);
+            points.push(point(&b, &seed, at, args.perf_control.as_deref()).await?);
         }
         if args.catch_up {
             eprintln!("a fresh gate joins one holding {ledger} redemptions…");

@@ -158,12 +158,7 @@ pub async fn run(args: &Args) -> Result<serde_json::Value> {
     }
     let c_addr = b.join(&c, "gate-c", vec![])?;
     let cpu_before = crate::rehearse::load::cpu_time(std::process::id())?;
-    let perf = |command: &str| -> Result<()> {
-        if let Some(fifo) = &args.perf_control {
-            std::fs::write(fifo, format!("{command}\n"))?;
-        }
-        Ok(())
-    };
+    let perf = |command: &str| super::perf(args.perf_control.as_deref(), command);
     perf("enable")?;
     let start = Instant::now();
     b.join(&d, "gate-d", vec![c_addr])?;
