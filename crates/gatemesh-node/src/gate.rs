@@ -502,16 +502,20 @@ pub(crate) struct PeersDue {
 pub(crate) struct Unsent {
     /// The first `limit` of them: this gate's own first, then its peers' that are due.
     pub redemptions: Vec<Redemption>,
+    /// Then, in the room `limit` leaves, its peers' only to ask about ([`PeersDue`]): their
+    /// ids alone, as none of them is uploaded (one the server lacks waits until it is due,
+    /// and is read then). Read from the document, a waiting one was read again at every
+    /// look, on the thread that decides scans.
+    pub to_ask: Vec<(TicketId, RedemptionId)>,
     /// How many there are in all (peers' not yet due left out).
     pub total: usize,
     /// Where the next look starts: the first unsent one (everything before it was sent).
     pub next: UnsentCursor,
     /// How far the look saw: every redemption before it arrived by now.
     pub seen: UnsentCursor,
-    /// How many of `redemptions`, from the first, are this gate's own; the next `due` are
-    /// its peers' that are due, the rest its peers' only to ask about ([`PeersDue`]).
+    /// How many of `redemptions`, from the first, are this gate's own; the rest are its
+    /// peers' that are due.
     pub own: usize,
-    pub due: usize,
     /// Peers' unsent redemptions not yet due.
     pub not_due: usize,
     /// The certificates (DER) of their writers that the ledger holds: they travel with the
@@ -1873,7 +1877,7 @@ impl Writer {
     /// took 23 ms at 50,000 redemptions, on the thread that decides scans). A cursor from
     /// another ledger value (a reload) starts over. This gate's own come first; its peers'
     /// only once they are due ([`PeersDue`]; a cursor of another value: none): a peer's are
-    /// read from the document only then.
+    /// read from the document only then, and only their ids given before.
     fn unsent(
         &mut self,
         sent: &HashSet<String>,
@@ -1925,9 +1929,12 @@ impl Writer {
                 .take(limit.saturating_sub(own))
                 .filter_map(read),
         );
-        let due = redemptions.len() - own;
         let room = limit.saturating_sub(redemptions.len());
-        redemptions.extend(to_ask.into_iter().take(room).filter_map(read));
+        let to_ask = to_ask
+            .into_iter()
+            .take(room)
+            .map(|(tid, id)| (tid.clone(), id.clone()))
+            .collect();
         let mut certs = std::collections::HashMap::new();
         for r in &redemptions {
             if !certs.contains_key(&r.node)
@@ -1938,6 +1945,7 @@ impl Writer {
         }
         Unsent {
             redemptions,
+            to_ask,
             total,
             next: UnsentCursor {
                 epoch,
@@ -1948,7 +1956,6 @@ impl Writer {
                 position: seen_all,
             },
             own,
-            due,
             not_due,
             certs,
         }

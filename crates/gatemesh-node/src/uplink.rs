@@ -37,7 +37,7 @@ use std::{
 };
 
 use futures_util::StreamExt;
-use gatemesh_ledger::{Hlc, NodeId, Redemption, Resolution};
+use gatemesh_ledger::{Hlc, NodeId, Redemption, RedemptionId, Resolution};
 use gatemesh_ticket::TicketId;
 pub use gatemesh_wire::UplinkStatus;
 use gatemesh_wire::{
@@ -978,7 +978,7 @@ impl Up {
     /// uploaded, as they were before.
     async fn held(
         (client, base, token): (&reqwest::Client, &str, &str),
-        redemption_ids: Vec<gatemesh_wire::RedemptionId>,
+        redemption_ids: Vec<RedemptionId>,
     ) -> anyhow::Result<Vec<Option<Lenient<RedemptionAnswer>>>> {
         if redemption_ids.is_empty() {
             return Ok(Vec::new());
@@ -1027,39 +1027,36 @@ impl Up {
         self.unsent_from = found.next;
         self.saw(found.seen);
         self.peers_waiting = found.not_due > 0;
-        let (batch, total, certs) = (found.redemptions, found.total, found.certs);
+        let (batch, to_ask, total, certs) =
+            (found.redemptions, found.to_ask, found.total, found.certs);
         self.uplink.update(|s| s.backlog = total);
-        if batch.is_empty() {
+        if batch.is_empty() && to_ask.is_empty() {
             return Ok(false);
         }
         // The peers' the server holds already are answered as their upload would be, and
         // not sent.
         let own = found.own.min(batch.len());
-        let due_end = (own + found.due).min(batch.len());
         // Every due one is asked about; one only to ask about, unless it was a moment ago.
         let now = tokio::time::Instant::now();
         let (grace, soon) = (self.grace, self.grace / 10);
         self.asked.retain(|_, at| now.duration_since(*at) < grace);
         let asked = &self.asked;
-        let ask: Vec<usize> = (own..batch.len())
-            .filter(|&i| {
-                i < due_end
-                    || asked
-                        .get(batch[i].id.as_str())
-                        .is_none_or(|at| now.duration_since(*at) >= soon)
-            })
-            .collect();
+        let (ask_now, asked_lately): (Vec<_>, Vec<_>) = to_ask.iter().partition(|(_, id)| {
+            asked
+                .get(id.as_str())
+                .is_none_or(|at| now.duration_since(*at) >= soon)
+        });
         let server = (&self.client, self.base.as_str(), self.token.as_str());
-        let ids = ask.iter().map(|&i| batch[i].id.clone()).collect();
-        let answers = Self::held(server, ids).await?;
-        let mut held: Vec<Option<Lenient<RedemptionAnswer>>> =
-            std::iter::repeat_with(|| None).take(batch.len()).collect();
-        for (&i, answer) in ask.iter().zip(answers) {
-            held[i] = answer;
-        }
+        let ids = batch[own..]
+            .iter()
+            .map(|r| r.id.clone())
+            .chain(ask_now.iter().map(|(_, id)| id.clone()))
+            .collect();
+        let mut held = Self::held(server, ids).await?;
+        let held_of_asked = held.split_off(batch.len() - own);
         // A writer whose redemption the server lacks after the grace has no uplink now; one
         // whose redemption it holds, has.
-        for (r, held) in batch[own..due_end].iter().zip(&held[own..due_end]) {
+        for (r, held) in batch[own..].iter().zip(&held) {
             let lagging = self.lagging.contains(&r.node);
             if held.is_none() && !lagging {
                 Arc::make_mut(&mut self.lagging).insert(r.node.clone());
@@ -1067,23 +1064,26 @@ impl Up {
                 Arc::make_mut(&mut self.lagging).remove(&r.node);
             }
         }
-        let found_held = held.iter().flatten().count() as u64;
-        let mut answered: Vec<(&Redemption, Lenient<RedemptionAnswer>)> = Vec::new();
-        // Asked about only, and not held yet: left for a later look.
-        let mut waiting: HashSet<&str> = HashSet::new();
+        let found_held =
+            (held.iter().flatten().count() + held_of_asked.iter().flatten().count()) as u64;
+        let mut answered: Vec<((&TicketId, &RedemptionId), Lenient<RedemptionAnswer>)> = Vec::new();
+        // Asked about only, and not held yet (or asked a moment ago): left for a later look.
+        let mut waiting: HashSet<&str> = asked_lately.iter().map(|(_, id)| id.as_str()).collect();
+        for ((tid, id), held) in ask_now.into_iter().zip(held_of_asked) {
+            if let Some(answer) = held {
+                answered.push(((tid, id), answer));
+            } else {
+                self.asked.insert(id.to_string(), now);
+                waiting.insert(id.as_str());
+            }
+        }
         // What the server would refuse is skipped here, so it cannot fail the batch.
         let mut items = Vec::with_capacity(batch.len());
         let mut sending = Vec::with_capacity(batch.len());
-        for (i, (r, held)) in batch.iter().zip(held).enumerate() {
+        let held = std::iter::repeat_with(|| None).take(own).chain(held);
+        for (r, held) in batch.iter().zip(held) {
             if let Some(answer) = held {
-                answered.push((r, answer));
-                continue;
-            }
-            if i >= due_end {
-                if ask.binary_search(&i).is_ok() {
-                    self.asked.insert(r.id.to_string(), now);
-                }
-                waiting.insert(r.id.as_str());
+                answered.push(((&r.tid, &r.id), answer));
                 continue;
             }
             match journal_item(r, certs.get(&r.node)) {
@@ -1115,13 +1115,13 @@ impl Up {
                 answers.len(),
                 sending.len()
             );
-            answered.extend(sending.iter().copied().zip(answers));
+            answered.extend(sending.iter().map(|r| (&r.tid, &r.id)).zip(answers));
         }
-        for (r, answer) in answered {
+        for ((tid, id), answer) in answered {
             let answer = match answer {
                 Lenient::Read(a) => a,
                 Lenient::Skipped(s) => {
-                    let what = format!("the server's answer to redemption {}", r.id);
+                    let what = format!("the server's answer to redemption {id}");
                     self.uplink.skipped(&what, &s);
                     continue;
                 }
@@ -1130,22 +1130,24 @@ impl Up {
                 continue;
             }
             if let Some(first) = answer.first
-                && first.redemption_id != r.id
+                && &first.redemption_id != id
             {
-                match learned(&r.tid, first) {
+                match learned(tid, first) {
                     Ok((first, cert)) => {
                         learned_now.push(first);
                         learned_certs.extend(cert);
                     }
-                    Err(e) => self.uplink.skipped(&format!("ticket {}", r.tid), &e),
+                    Err(e) => self.uplink.skipped(&format!("ticket {tid}"), &e),
                 }
             }
         }
         // Sent or skipped, each is done with.
         let mut done: Vec<String> = batch
             .iter()
-            .filter(|r| !waiting.contains(r.id.as_str()))
-            .map(|r| r.id.to_string())
+            .map(|r| &r.id)
+            .chain(to_ask.iter().map(|(_, id)| id))
+            .filter(|id| !waiting.contains(id.as_str()))
+            .map(ToString::to_string)
             .collect();
         let (n_done, n_waiting) = (done.len(), waiting.len());
         self.peers_waiting |= n_waiting > 0;
@@ -1170,7 +1172,7 @@ impl Up {
             s.backlog = total.saturating_sub(n_done);
         });
         self.uplink.contact();
-        Ok(total > batch.len())
+        Ok(total > batch.len() + to_ask.len())
     }
 }
 
