@@ -446,9 +446,7 @@ impl Store {
         self.committed();
         Ok(())
     }
-}
 
-impl Store {
     /// Deletes at once, in one transaction, every change row folded into the snapshot and
     /// still stored: what the commits after a compaction do [`FOLDED_EACH`] at a time, so no
     /// scan waits for it. For a store nobody scans on (a bench's seed, which otherwise

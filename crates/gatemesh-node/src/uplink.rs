@@ -292,6 +292,15 @@ fn upload_pace(last_scan: Duration) -> Duration {
     (last_scan * 20).clamp(Duration::from_millis(250), Duration::from_secs(10))
 }
 
+/// Whether the uplink looks for unsent redemptions again at once: more are unsent than its
+/// last look took (`looked` of `total`), and that look got some of them done (`done`). A look
+/// whose window was all peers' redemptions waiting (asked a moment ago, or not held yet)
+/// got none done; the next one would take the same window back, on the writer thread, again
+/// and again until they may be asked about again: it waits for the ledger or for them.
+fn more_to_look(total: usize, looked: usize, done: usize) -> bool {
+    total > looked && done > 0
+}
+
 fn next_backoff(b: Duration) -> Duration {
     (b * 2).min(MAX_BACKOFF)
 }
@@ -1172,7 +1181,7 @@ impl Up {
             s.backlog = total.saturating_sub(n_done);
         });
         self.uplink.contact();
-        Ok(total > batch.len() + to_ask.len())
+        Ok(more_to_look(total, batch.len() + to_ask.len(), n_done))
     }
 }
 
@@ -1216,6 +1225,18 @@ impl Beat {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_look_that_got_nothing_done_is_not_made_again_at_once() {
+        // 1,500 unsent, a window of 1,000: a look that did some goes straight on.
+        assert!(more_to_look(1_500, 1_000, 1_000));
+        assert!(more_to_look(1_500, 1_000, 1));
+        // Its whole window waiting (peers' asked a moment ago): it waits instead of taking
+        // the same window back at once.
+        assert!(!more_to_look(1_500, 1_000, 0));
+        // Nothing past the window: it waits in any case.
+        assert!(!more_to_look(1_000, 1_000, 1_000));
+    }
 
     #[test]
     fn the_gates_of_a_mesh_take_turns_to_write_a_standing_one_first() {
