@@ -2149,6 +2149,9 @@ struct Pending {
     unsigned: Vec<ChangeHash>,
     /// How many devices the ledger held when `unsigned` was last looked at.
     devices_seen: usize,
+    /// Changes that came while the same change waited here already, and waiting changes
+    /// found held when taken (another peer brought them meanwhile): sent for nothing.
+    for_nothing: u64,
 }
 
 /// Whether a change is signed by its author ([`Ledger::authorship`]).
@@ -2266,7 +2269,9 @@ impl Pending {
                 }
             }
             self.resolve(&hash);
-            if !knows(&hash) {
+            if knows(&hash) {
+                self.for_nothing += 1;
+            } else {
                 out.push(waiting.change);
             }
         }
@@ -3257,15 +3262,23 @@ impl Ledger {
         let mut fresh = Vec::new();
         for c in incoming {
             let hash = c.hash();
-            if !knows(&hash) && pending.add(c, &mut knows) {
+            if knows(&hash) {
+                continue;
+            }
+            if pending.add(c, &mut knows) {
                 fresh.push(hash);
+            } else {
+                pending.for_nothing += 1;
             }
         }
         pending.settle(&mut knows);
         let (waiting, waiting_bytes) = (pending.changes.len(), pending.bytes);
         if waiting > MAX_PENDING || waiting_bytes > MAX_PENDING_BYTES {
             // The peer's connection ends with this, and what it sent with it.
-            *pending = Pending::default();
+            *pending = Pending {
+                for_nothing: pending.for_nothing,
+                ..Pending::default()
+            };
             return Err(LedgerError::Refused(format!(
                 "{waiting} changes ({waiting_bytes} bytes) that build on changes never sent"
             )));
@@ -3426,10 +3439,11 @@ impl PeerSync {
     }
 
     /// Changes the peer pushed or relayed on this connection that the ledger held already
-    /// when they came (another peer's relay or push, or a catch-up, brought them first):
-    /// work spent on sending them twice.
+    /// when they came (another peer's relay or push, or a catch-up, brought them first), that
+    /// it had sent already and were still waiting here for what they build on, or that were
+    /// held by the time what they build on came: work spent on sending them twice.
     pub fn already_held(&self) -> u64 {
-        self.5
+        self.5 + self.1.for_nothing
     }
 
     /// Changes relayed to the peer on this connection, by why each went.

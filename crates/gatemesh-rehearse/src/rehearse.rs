@@ -584,11 +584,13 @@ async fn converged(
         // What still differs, so a slow agreement says why (a gate's uplink behind, a
         // ticket one gate lacks …), and how long one look at every ticket took.
         eprintln!(
-            "rehearsal: not yet agreed after {:.1} s ({} differences; this look took {:.1} s), \
-             the first: {}",
+            "rehearsal: not yet agreed after {:.1} s ({} differences; this look took {:.1} s, \
+             {:.1} s of it at the server, {:.1} s at the gates), the first: {}",
             start.elapsed().as_secs_f64(),
             agreement.disagreements.len(),
             pass.elapsed().as_secs_f64(),
+            agreement.look.0,
+            agreement.look.1,
             agreement.disagreements[0],
         );
         tokio::time::sleep(Duration::from_millis(500)).await;

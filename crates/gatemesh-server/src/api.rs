@@ -58,7 +58,10 @@ pub(crate) const TID: &str = "The ticket id";
 pub fn router(server: Server) -> Router {
     let organizer = Router::new()
         .route("/v1/events", post(events::create).get(events::list))
-        .route("/v1/events/{eid}/tickets", post(tickets::issue))
+        .route(
+            "/v1/events/{eid}/tickets",
+            post(tickets::issue).get(tickets::list),
+        )
         .route("/v1/events/{eid}/tickets/{tid}", get(tickets::get))
         .route("/v1/events/{eid}/tickets/{tid}/void", post(tickets::void))
         .route(

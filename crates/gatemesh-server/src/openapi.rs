@@ -38,6 +38,7 @@ use crate::api::{self, devices, events, flags, lists, manifest, redemptions, rev
         events::list,
         tickets::issue,
         tickets::get,
+        tickets::list,
         tickets::void,
         tickets::transfer,
         tickets::revert,

@@ -257,6 +257,15 @@ pub trait Storage: Send + Sync + 'static {
     /// The admissions of a ticket that still count (first one first): online admits and
     /// every admission a gate's journal reported.
     fn admissions(&self, eid: &EventId, tid: &TicketId) -> Result<Vec<Admission>, StoreError>;
+    /// The event's tickets in id order, the first `limit` after `after` (from the first with
+    /// `None`), each with its admissions that count as [`Storage::admissions`] reads them but
+    /// without their ledger records: one page of a listing, read in one snapshot.
+    fn ticket_page(
+        &self,
+        eid: &EventId,
+        after: Option<&TicketId>,
+        limit: usize,
+    ) -> Result<Vec<(Ticket, Vec<Admission>)>, StoreError>;
     /// Tickets flagged and not yet resolved.
     fn flags(&self, eid: &EventId) -> Result<Vec<Ticket>, StoreError>;
     /// Records staff's decision on a flagged ticket: `accept` clears the flag, `deny` voids

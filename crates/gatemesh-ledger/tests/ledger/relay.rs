@@ -812,6 +812,33 @@ fn changes_that_come_again_are_counted_as_held_already_and_taken_once() {
 }
 
 #[test]
+fn changes_sent_again_while_they_wait_or_brought_by_another_peer_meanwhile_count_as_held() {
+    // A's 2nd and 3rd admissions reach B before its 1st (they wait for it), and come again
+    // from A while they wait; then C brings the 1st and 2nd. Of what A sent, only the 3rd
+    // was news to B when it was taken: the two sent again and the 2nd count as held already.
+    let (mut a, mut b) = (device("gate-a"), device("gate-b"));
+    let made = admit(&mut a, 3);
+    let mut from_a = PeerSync::default();
+    for _ in 0..2 {
+        let taken = b
+            .receive_changes(&mut from_a, &pushed(&made[1..]), now())
+            .unwrap();
+        assert!(taken.is_empty());
+        assert_eq!(from_a.waiting(), 2);
+    }
+    assert_eq!(from_a.already_held(), 2);
+    let mut from_c = PeerSync::default();
+    let taken = b
+        .receive_changes(&mut from_c, &pushed(&made[..2]), now())
+        .unwrap();
+    assert_eq!((taken.len(), from_c.already_held()), (2, 0));
+    let taken = b.take_waiting(&mut from_a, usize::MAX, now()).unwrap();
+    assert_eq!(taken.len(), 1);
+    assert_eq!((from_a.waiting(), from_a.already_held()), (0, 3));
+    assert_eq!(b.redemptions().len(), 3);
+}
+
+#[test]
 fn a_gate_catching_up_from_one_peer_gets_every_writers_changes_from_it_and_none_from_the_others() {
     // After a partition heals, C lacks what A, B and P admitted apart. It reaches all of them
     // again: unasked, P would relay only its own changes (A and B push theirs to C). C asks P

@@ -3,14 +3,14 @@
 
 use axum::{
     Json,
-    extract::{Path, State},
+    extract::{Path, Query, State},
     http::StatusCode,
     response::{IntoResponse, Response},
 };
 use gatemesh_ticket::{Claims, EventId, Format, Product, Seat, TicketId};
 use gatemesh_wire::{Admission, ServerResolution, TicketStatus};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use super::{
     ApiError, Body, EID, ErrorBody, TID, bad, blocking, err, event_id, known_event, ticket_id,
@@ -301,6 +301,79 @@ pub(crate) async fn get(
         flagged: ticket.flagged,
         resolution: ticket.resolution,
     }))
+}
+
+/// Tickets a page of [`list`] holds at most, and without `limit`.
+const MOST_ON_A_PAGE: usize = 1_000;
+const DEFAULT_PAGE: usize = 500;
+
+#[derive(Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct ListQuery {
+    /// The `next` of the page before: this page starts after that ticket (at the first
+    /// without it).
+    #[serde(default)]
+    after: Option<String>,
+    /// How many tickets at most, 1 to 1,000 (500 without it).
+    #[serde(default)]
+    #[param(minimum = 1, maximum = 1000)]
+    limit: Option<usize>,
+}
+
+/// One page of an event's tickets.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct TicketPage {
+    /// In ticket id order.
+    tickets: Vec<TicketDetail>,
+    /// What to give as `after` for the next page; absent on the last one.
+    next: Option<String>,
+}
+
+/// An event's tickets, a page at a time, each with its admissions and its flag.
+///
+/// For reconciling or exporting the whole event: each ticket as `GET …/tickets/{tid}` gives
+/// it, except that admissions come without their ledger records (that read has them). Pages
+/// are in ticket id order; each is read in one snapshot, and a ticket issued meanwhile
+/// appears on a later page if its id sorts after the page it would be on.
+#[utoipa::path(
+    get, path = "/v1/events/{eid}/tickets", tag = "organizer", operation_id = "list_tickets",
+    params(("eid" = String, Path, description = EID), ListQuery),
+    responses(
+        (status = 200, description = "One page of tickets", body = TicketPage),
+        (status = 400, description = "Bad id or limit", body = ErrorBody),
+        (status = 401, description = "No admin token", body = ErrorBody),
+        (status = 404, description = "No such event", body = ErrorBody),
+    ),
+    security(("admin" = [])),
+)]
+pub(crate) async fn list(
+    State(s): State<Server>,
+    Path(eid): Path<String>,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<TicketPage>, ApiError> {
+    let Query(q) = query.map_err(|e| bad(e.body_text()))?;
+    let eid = event_id(&eid)?;
+    let after = q.after.as_deref().map(ticket_id).transpose()?;
+    let limit = q.limit.unwrap_or(DEFAULT_PAGE);
+    if !(1..=MOST_ON_A_PAGE).contains(&limit) {
+        return Err(bad(format!("limit must be 1 to {MOST_ON_A_PAGE}")));
+    }
+    known_event(&s, &eid).await?;
+    let page = blocking(&s, move |st| st.ticket_page(&eid, after.as_ref(), limit)).await?;
+    let next = (page.len() == limit)
+        .then(|| page.last().map(|(t, _)| t.tid.to_string()))
+        .flatten();
+    let tickets = page
+        .into_iter()
+        .map(|(ticket, admissions)| TicketDetail {
+            ticket: TicketView::from(&ticket),
+            admissions,
+            flagged: ticket.flagged,
+            resolution: ticket.resolution,
+        })
+        .collect();
+    Ok(Json(TicketPage { tickets, next }))
 }
 
 #[derive(Deserialize, ToSchema)]

@@ -439,6 +439,10 @@ fn listen(config: postgres::Config, changes: Arc<Changes>) -> Result<(), StoreEr
     Ok(())
 }
 
+/// The redemptions that count as admissions of their ticket: online admits and every
+/// admission a gate's journal reported, not reverted.
+const COUNTED: &str = "NOT reverted AND (verdict = 'admit' OR (journal AND verdict <> 'exit'))";
+
 fn read_ticket(
     client: &mut impl postgres::GenericClient,
     eid: &EventId,
@@ -572,9 +576,10 @@ impl Tx for Transaction<'_> {
     ) -> Result<Vec<RedemptionId>, StoreError> {
         // RETURNING keeps no order: `n` puts them back in theirs.
         self.query(
-            "UPDATE redemptions SET reverted = TRUE
-             WHERE eid = $1 AND tid = $2 AND NOT reverted AND (verdict = 'admit' OR (journal AND verdict <> 'exit'))
-             RETURNING redemption_id, n",
+            &format!(
+                "UPDATE redemptions SET reverted = TRUE WHERE eid = $1 AND tid = $2 AND {COUNTED}
+                 RETURNING redemption_id, n"
+            ),
             &[&eid.as_str(), &tid.as_str()],
         )?
         .iter()
@@ -805,14 +810,58 @@ impl Storage for Postgres {
     fn admissions(&self, eid: &EventId, tid: &TicketId) -> Result<Vec<Admission>, StoreError> {
         self.conn()?
             .query(
-                "SELECT redemption_id, gate, scanner, at, record FROM redemptions
-                 WHERE eid = $1 AND tid = $2 AND NOT reverted AND (verdict = 'admit' OR (journal AND verdict <> 'exit'))
-                 ORDER BY n",
+                &format!(
+                    "SELECT redemption_id, gate, scanner, at, record FROM redemptions
+                     WHERE eid = $1 AND tid = $2 AND {COUNTED} ORDER BY n"
+                ),
                 &[&eid.as_str(), &tid.as_str()],
             )?
             .iter()
             .map(rows::admission)
             .collect()
+    }
+
+    fn ticket_page(
+        &self,
+        eid: &EventId,
+        after: Option<&TicketId>,
+        limit: usize,
+    ) -> Result<Vec<(Ticket, Vec<Admission>)>, StoreError> {
+        let mut conn = self.conn()?;
+        // One snapshot: the admissions are those of the tickets as read.
+        let mut tx = conn
+            .build_transaction()
+            .isolation_level(postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let tickets = tx
+            .query(
+                &format!(
+                    "SELECT {TICKET_COLUMNS} FROM tickets WHERE eid = $1 AND tid > $2 ORDER BY tid LIMIT $3"
+                ),
+                &[&eid.as_str(), &after.map_or("", TicketId::as_str), &limit],
+            )?
+            .iter()
+            .map(rows::ticket)
+            .collect::<Result<Vec<_>, _>>()?;
+        let (Some(first), Some(last)) = (tickets.first(), tickets.last()) else {
+            return Ok(Vec::new());
+        };
+        // The page's tickets are one range of the index the admissions are read by.
+        let admissions = tx
+            .query(
+                &format!(
+                    "SELECT redemption_id, gate, scanner, at, NULL::text, tid FROM redemptions
+                     WHERE eid = $1 AND tid >= $2 AND tid <= $3 AND {COUNTED} ORDER BY tid, n"
+                ),
+                &[&eid.as_str(), &first.tid.as_str(), &last.tid.as_str()],
+            )?
+            .iter()
+            .map(|r| Ok((r.try_get::<_, String>(5)?, rows::admission(r)?)))
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        tx.commit()?;
+        Ok(rows::with_admissions(tickets, admissions))
     }
 
     fn flags(&self, eid: &EventId) -> Result<Vec<Ticket>, StoreError> {

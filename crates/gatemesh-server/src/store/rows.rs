@@ -164,6 +164,26 @@ pub(crate) fn admission(r: &impl Columns) -> Result<Admission, StoreError> {
     })
 }
 
+/// A page of tickets (in id order), each given its admissions from `admissions` (ticket id and
+/// admission, in the order they count).
+pub(crate) fn with_admissions(
+    tickets: Vec<Ticket>,
+    admissions: Vec<(String, Admission)>,
+) -> Vec<(Ticket, Vec<Admission>)> {
+    let mut of: std::collections::HashMap<String, Vec<Admission>> =
+        std::collections::HashMap::new();
+    for (tid, a) in admissions {
+        of.entry(tid).or_default().push(a);
+    }
+    tickets
+        .into_iter()
+        .map(|t| {
+            let a = of.remove(t.tid.as_str()).unwrap_or_default();
+            (t, a)
+        })
+        .collect()
+}
+
 /// A device from `eid, name, role`.
 pub(crate) fn device(r: &impl Columns) -> Result<Device, StoreError> {
     Ok(Device {

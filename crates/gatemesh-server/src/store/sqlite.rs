@@ -343,6 +343,10 @@ fn all<T>(
     rows.collect()
 }
 
+/// The redemptions that count as admissions of their ticket: online admits and every
+/// admission a gate's journal reported, not reverted.
+const COUNTED: &str = "reverted = 0 AND (verdict = 'admit' OR (journal = 1 AND verdict <> 'exit'))";
+
 fn read_ticket(
     conn: &Connection,
     eid: &EventId,
@@ -472,15 +476,17 @@ impl Tx for rusqlite::Transaction<'_> {
     ) -> Result<Vec<RedemptionId>, StoreError> {
         let ids = all(
             self,
-            "SELECT redemption_id FROM redemptions
-             WHERE eid = ?1 AND tid = ?2 AND reverted = 0 AND (verdict = 'admit' OR (journal = 1 AND verdict <> 'exit'))
-             ORDER BY rowid",
+            &format!(
+                "SELECT redemption_id FROM redemptions
+                 WHERE eid = ?1 AND tid = ?2 AND {COUNTED} ORDER BY rowid"
+            ),
             [eid.as_str(), tid.as_str()],
             |r| parse(&r.text(0)?, "redemption id"),
         )?;
         self.execute(
-            "UPDATE redemptions SET reverted = 1
-             WHERE eid = ?1 AND tid = ?2 AND reverted = 0 AND (verdict = 'admit' OR (journal = 1 AND verdict <> 'exit'))",
+            &format!(
+                "UPDATE redemptions SET reverted = 1 WHERE eid = ?1 AND tid = ?2 AND {COUNTED}"
+            ),
             [eid.as_str(), tid.as_str()],
         )?;
         Ok(ids)
@@ -686,12 +692,48 @@ impl Storage for Sqlite {
     fn admissions(&self, eid: &EventId, tid: &TicketId) -> Result<Vec<Admission>, StoreError> {
         all(
             &self.conn(),
-            "SELECT redemption_id, gate, scanner, at, record FROM redemptions
-             WHERE eid = ?1 AND tid = ?2 AND reverted = 0 AND (verdict = 'admit' OR (journal = 1 AND verdict <> 'exit'))
-             ORDER BY rowid",
+            &format!(
+                "SELECT redemption_id, gate, scanner, at, record FROM redemptions
+                 WHERE eid = ?1 AND tid = ?2 AND {COUNTED} ORDER BY rowid"
+            ),
             [eid.as_str(), tid.as_str()],
             |r| rows::admission(r),
         )
+    }
+
+    fn ticket_page(
+        &self,
+        eid: &EventId,
+        after: Option<&TicketId>,
+        limit: usize,
+    ) -> Result<Vec<(Ticket, Vec<Admission>)>, StoreError> {
+        let mut conn = self.conn();
+        // One read transaction: the admissions are those of the tickets as read.
+        let tx = conn.transaction()?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let tickets = all(
+            &tx,
+            &format!(
+                "SELECT {TICKET_COLUMNS} FROM tickets WHERE eid = ?1 AND tid > ?2 ORDER BY tid LIMIT ?3"
+            ),
+            params![eid.as_str(), after.map_or("", TicketId::as_str), limit],
+            |r| rows::ticket(r),
+        )?;
+        let (Some(first), Some(last)) = (tickets.first(), tickets.last()) else {
+            return Ok(Vec::new());
+        };
+        // The page's tickets are one range of the index the admissions are read by.
+        let admissions = all(
+            &tx,
+            &format!(
+                "SELECT redemption_id, gate, scanner, at, NULL, tid FROM redemptions
+                 WHERE eid = ?1 AND tid >= ?2 AND tid <= ?3 AND {COUNTED} ORDER BY tid, rowid"
+            ),
+            [eid.as_str(), first.tid.as_str(), last.tid.as_str()],
+            |r| Ok((r.text(5)?, rows::admission(r)?)),
+        )?;
+        tx.commit()?;
+        Ok(rows::with_admissions(tickets, admissions))
     }
 
     fn flags(&self, eid: &EventId) -> Result<Vec<Ticket>, StoreError> {

@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 const TOKEN: &str = "test-admin-token-0123456789";
 
 mod guests;
+mod listing;
 mod lists;
 mod revoke;
 mod service;
@@ -30,6 +31,7 @@ use guests::{
     a_database_of_the_previous_schema_is_brought_up_to_date,
     holders_and_orders_reach_gates_only_where_the_organizer_allows,
 };
+use listing::the_ticket_listing_pages_through_every_ticket_as_each_reads;
 use lists::released_lists_reach_gates_in_the_manifest_and_the_change_stream;
 use revoke::{
     a_revoked_device_is_refused_and_gates_hear_of_it,
@@ -44,6 +46,7 @@ on_both_backends!(
     forty_gates_racing_on_one_ticket_get_exactly_one_admit,
     concurrent_redemptions_are_each_answered_as_if_alone,
     a_void_rejects_and_appears_in_the_manifest_delta,
+    the_ticket_listing_pages_through_every_ticket_as_each_reads,
     bad_input_gets_4xx_never_5xx,
     transfers_chain_and_reverts_are_audited,
     the_change_stream_resumes_and_carries_voids_and_reverts,
@@ -1833,6 +1836,13 @@ async fn the_openapi_document_is_the_api() {
     doc.post(held, admin, json!({ "ids": ["d-4"] }), 400).await;
     let ticket = |i: usize| format!("/v1/events/DOC/tickets/{}", tid(i));
     doc.get(&ticket(1), admin, 200).await;
+    let page = doc.get("/v1/events/DOC/tickets?limit=2", admin, 200).await;
+    let after = page["next"].as_str().unwrap().to_owned();
+    let page = doc
+        .get(&format!("/v1/events/DOC/tickets?after={after}"), admin, 200)
+        .await;
+    assert_eq!(page["tickets"].as_array().map(Vec::len), Some(3), "{page}");
+    doc.get("/v1/events/DOC/tickets?limit=0", admin, 400).await;
     let flags = doc.get("/v1/events/DOC/flags", admin, 200).await;
     assert_eq!(flags["flags"][0]["tid"], t(1));
     // The manifest and its live stream carry the flag with its admissions.

@@ -45,6 +45,7 @@ fn server(entries: &[&str], flagged: bool) -> Agreement {
         tickets: 1,
         skipped: Vec::new(),
         standing_writes: (0, 0),
+        look: (0.0, 0.0),
     }
 }
 
