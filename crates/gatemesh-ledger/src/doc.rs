@@ -1691,6 +1691,23 @@ impl Ledger {
         self.doc.get_heads()
     }
 
+    /// A short digest of the document's heads (32 hex digits): two replicas showing the same
+    /// one hold the same records, and a person comparing two gates' screens sees whether
+    /// they do.
+    pub fn digest(&mut self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut heads = self.doc.get_heads();
+        heads.sort();
+        let mut h = Sha256::new();
+        for head in &heads {
+            h.update(head.0);
+        }
+        h.finalize()[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
     /// A compacted copy of the whole document, as automerge saves it (a ledger file,
     /// [`Ledger::merge_saved`]).
     pub fn save(&mut self) -> Vec<u8> {

@@ -393,6 +393,7 @@ async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
         "counts": snap.counts,
         "refusals": snap.refusals,
         "redemptions": snap.redemptions,
+        "ledger_digest": snap.ledger_digest,
         "flagged": snap.flagged,
         "manifest_tickets": snap.manifest_tickets,
         "peers": peers,

@@ -76,6 +76,9 @@ pub struct Snapshot {
     pub redemptions: usize,
     pub flagged: usize,
     pub manifest_tickets: Option<usize>,
+    /// The ledger's digest ([`gatemesh_ledger::Ledger::digest`]): gates showing the same one
+    /// hold the same records.
+    pub ledger_digest: String,
 }
 
 /// Something for live views: a verdict or a change of flags.
@@ -1731,6 +1734,7 @@ impl Writer {
                     redemptions: self.ledger.redemption_count(),
                     flagged: self.ledger.flagged().count(),
                     manifest_tickets: self.manifest.as_ref().map(HashSet::len),
+                    ledger_digest: self.ledger.digest(),
                 };
                 defer(reply, Ok(snapshot))
             }

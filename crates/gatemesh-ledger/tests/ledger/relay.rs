@@ -812,6 +812,25 @@ fn changes_that_come_again_are_counted_as_held_already_and_taken_once() {
 }
 
 #[test]
+fn two_ledgers_show_one_digest_exactly_when_they_hold_the_same_changes() {
+    let (mut a, mut b) = (device("gate-a"), device("gate-b"));
+    let made = admit(&mut a, 2);
+    let (mut from_a, mut from_b) = (PeerSync::default(), PeerSync::default());
+    b.receive_changes(&mut from_a, &pushed(&made), now())
+        .unwrap();
+    let digest = a.digest();
+    assert_eq!(digest.len(), 32);
+    assert!(digest.bytes().all(|c| c.is_ascii_hexdigit()));
+    assert_eq!(b.digest(), digest);
+    let more = admit(&mut b, 1);
+    assert_ne!(b.digest(), a.digest());
+    assert_ne!(b.digest(), digest);
+    a.receive_changes(&mut from_b, &pushed(&more), now())
+        .unwrap();
+    assert_eq!(a.digest(), b.digest());
+}
+
+#[test]
 fn changes_sent_again_while_they_wait_or_brought_by_another_peer_meanwhile_count_as_held() {
     // A's 2nd and 3rd admissions reach B before its 1st (they wait for it), and come again
     // from A while they wait; then C brings the 1st and 2nd. Of what A sent, only the 3rd

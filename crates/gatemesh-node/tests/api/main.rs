@@ -235,6 +235,7 @@ async fn admit_repeat_and_duplicate_naming_the_first_gate() {
     let gate = Gate::start(dir.path(), "North 1", &issuer, None, Policy::default()).await;
     let tid = TicketId::generate();
     let code = issuer.ticket(&tid);
+    let (_, before) = gate.get("/v1/status").await;
 
     let first = gate.scan(&code, "s1").await;
     assert_eq!(verdict(&first), ("admit", "valid"));
@@ -262,6 +263,11 @@ async fn admit_repeat_and_duplicate_naming_the_first_gate() {
     );
     assert_eq!(s["name"], "North 1");
     assert_eq!(s["peers"], json!([]));
+    // The ledger's digest moved with what the scans wrote, and not with a look.
+    let digest = s["ledger_digest"].as_str().unwrap();
+    assert_eq!(digest.len(), 32);
+    assert_ne!(before["ledger_digest"], digest);
+    assert_eq!(gate.get("/v1/status").await.1["ledger_digest"], digest);
     gate.stop().await;
 }
 

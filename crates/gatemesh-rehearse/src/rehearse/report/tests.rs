@@ -46,7 +46,42 @@ fn server(entries: &[&str], flagged: bool) -> Agreement {
         skipped: Vec::new(),
         standing_writes: (0, 0),
         look: (0.0, 0.0),
+        read_whole: 0,
     }
+}
+
+#[test]
+fn a_gate_holding_the_first_gates_records_is_compared_by_them_and_by_its_own_flags() {
+    // The server holds T0 admitted twice and flagged; gate 0's records say the same. Gate 1
+    // holds the same records and shows the flag; gate 2 holds them too but does not.
+    let mut agreement = server(&["r1", "r2"], true);
+    let held = HashMap::from([(
+        "T0".to_owned(),
+        Held {
+            entries: ["r1", "r2"].map(str::to_owned).into(),
+            flagged: false,
+            standing: "active".into(),
+            resolution: String::new(),
+        },
+    )]);
+    let view = |flags: &[&str]| GateView {
+        backlog: 0,
+        skipped: None,
+        standing_writes: None,
+        digest: "d".into(),
+        flags: flags.iter().map(|t| (*t).to_owned()).collect(),
+        held: None,
+    };
+    let tids = ["T0".to_owned()];
+    agreement.compare(1, &view(&["T0"]), Some(&held), &tids);
+    assert_eq!(agreement.disagreements, Vec::<String>::new());
+    agreement.compare(2, &view(&[]), Some(&held), &tids);
+    assert_eq!(agreement.disagreements.len(), 1);
+    assert!(
+        agreement.disagreements[0].contains("gate 2 2 entries, flagged false"),
+        "{:?}",
+        agreement.disagreements
+    );
 }
 
 /// Two gates; gate 1 is cut off from gate 0 from event second 10 to 20.
