@@ -171,8 +171,9 @@ pub(super) async fn agreement(
     }
     // Gate 0 is read whole. A gate whose ledger digest is gate 0's holds the same records (the
     // same changes), so what it holds of each ticket is read at gate 0; its flags (kept as
-    // changes come, apart from the records) and its uplink are read at every gate. (An export
-    // of 60,000 redemptions from each of 32 gates made most of the look.)
+    // changes come, apart from the records) and its uplink are read at every gate. (Reading
+    // every gate whole was 2.2 s of a 2.3 s look at 32 gates and 10,000 attendees, once the
+    // server was read by its listing.)
     let Some(first) = gates.first() else {
         return Ok(out);
     };
@@ -285,7 +286,7 @@ struct GateView {
     skipped: Option<(u64, String)>,
     /// The standing writes of its audit trail ([`Agreement::standing_writes`]), when asked.
     standing_writes: Option<(usize, usize)>,
-    /// Its ledger's digest.
+    /// Its ledger's digest; empty when it read whole and its ledger changed while it was.
     digest: String,
     /// The tickets it shows flagged.
     flags: HashSet<String>,
@@ -367,6 +368,13 @@ async fn gate_view(
             .map(|r| str_of(&r["action"]))
             .unwrap_or_default();
     }
+    // The digest stands for what was read only if nothing came meanwhile.
+    let after = gate.get("/v1/status").await?;
+    let digest = if str_of(&after["ledger_digest"]) == digest {
+        digest
+    } else {
+        String::new()
+    };
     Ok(GateView {
         backlog,
         skipped,
