@@ -481,6 +481,17 @@ pub struct RelayedBy {
     pub asked: u64,
 }
 
+impl std::ops::AddAssign for RelayedBy {
+    fn add_assign(&mut self, other: Self) {
+        self.gap += other.gap;
+        self.own += other.own;
+        self.first += other.first;
+        self.backup += other.backup;
+        self.again += other.again;
+        self.asked += other.asked;
+    }
+}
+
 /// Why a change is relayed ([`RelayedBy`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Why {

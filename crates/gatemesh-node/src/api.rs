@@ -385,6 +385,7 @@ async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
         .collect();
     let revocations = s.node.revocations().await?;
     let lists = s.node.occupancy().await?;
+    let ended = snap.peers_ended;
     Ok(Json(json!({
         "node_id": info.node_id,
         "name": info.name,
@@ -394,6 +395,15 @@ async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
         "refusals": snap.refusals,
         "redemptions": snap.redemptions,
         "ledger_digest": snap.ledger_digest,
+        "peers_ended": {
+            "already_held": ended.already_held,
+            "relayed_by": {
+                "gap": ended.relayed_by.gap, "own": ended.relayed_by.own,
+                "first": ended.relayed_by.first, "backup": ended.relayed_by.backup,
+                "again": ended.relayed_by.again, "asked": ended.relayed_by.asked,
+            },
+            "waiting_dropped": ended.waiting_dropped,
+        },
         "flagged": snap.flagged,
         "manifest_tickets": snap.manifest_tickets,
         "peers": peers,

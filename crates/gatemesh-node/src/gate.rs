@@ -79,6 +79,9 @@ pub struct Snapshot {
     /// The ledger's digest ([`gatemesh_ledger::Ledger::digest`]): gates showing the same one
     /// hold the same records.
     pub ledger_digest: String,
+    /// What its peer connections that ended counted (`GET /v1/status` shows it).
+    #[serde(skip)]
+    pub peers_ended: Ended,
 }
 
 /// Something for live views: a verdict or a change of flags.
@@ -755,6 +758,8 @@ pub(crate) struct Writer {
     /// taken ([`Writer::take_waiting`]): why, answered to the peer's next message, which
     /// ends its connection as a refusal of its own message would have.
     pub refused_waiting: std::collections::HashMap<String, String>,
+    /// What the peer connections that ended counted ([`Ended`]).
+    pub ended: Ended,
     /// The ledger in memory may hold changes that are not on disk and reopening it failed
     /// (the file still locked, the disk gone): until a reload succeeds, nothing is stored
     /// and every command is answered with the storage's failure.
@@ -1198,6 +1203,19 @@ impl Marks {
             .find(|(at, _)| *at <= by)
             .map_or(0, |(_, noted)| noted + 1)
     }
+}
+
+/// What this gate's peer connections that ended had counted, over its life (each
+/// connection's counters leave with it; a heal replaces many connections at once).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ended {
+    /// Changes the peers pushed or relayed that were held here already.
+    pub already_held: u64,
+    /// Changes relayed to the peers, by why each went.
+    pub relayed_by: gatemesh_ledger::RelayedBy,
+    /// Changes the peers had sent that still waited here for what they build on when the
+    /// connection ended: dropped with it, and sent again by someone.
+    pub waiting_dropped: u64,
 }
 
 /// What the writer knows of a peer's sync ([`Command::PeerLag`]).
@@ -1735,6 +1753,7 @@ impl Writer {
                     flagged: self.ledger.flagged().count(),
                     manifest_tickets: self.manifest.as_ref().map(HashSet::len),
                     ledger_digest: self.ledger.digest(),
+                    peers_ended: self.ended,
                 };
                 defer(reply, Ok(snapshot))
             }
@@ -2153,7 +2172,11 @@ impl Writer {
             SyncRequest::Forget { peer } => {
                 self.catch_up.gone(&peer);
                 self.relay_from.gone(&peer);
-                self.peers.remove(&peer);
+                if let Some(state) = self.peers.remove(&peer) {
+                    self.ended.already_held += state.already_held();
+                    self.ended.relayed_by += state.relayed_by();
+                    self.ended.waiting_dropped += state.waiting() as u64;
+                }
                 self.refused_waiting.remove(&peer);
                 self.taking.retain(|t| t.peer != peer);
                 Box::new(|_| {})

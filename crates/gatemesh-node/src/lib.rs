@@ -37,7 +37,7 @@ use std::{
 };
 
 pub use check_in::{CheckIn, CheckInStatus, ListsSource};
-pub use gate::{Counts, GateStats, NodeEvent, PeerLag, Revocations, ScanResult, Snapshot};
+pub use gate::{Counts, Ended, GateStats, NodeEvent, PeerLag, Revocations, ScanResult, Snapshot};
 use gatemesh_ledger::{
     Action, AuditEntry, Direction, Durability, Ledger, LedgerError, NodeId, Policy, Redemption,
     Resolution, Store, StoreError, TicketState,
@@ -373,6 +373,7 @@ impl Node {
             waiting_due: false,
             reload_after_commit: false,
             refused_waiting: Default::default(),
+            ended: Default::default(),
             reload_pending: false,
             replacing: None,
             revoked: revoked.clone(),

@@ -886,6 +886,17 @@ async fn a_peer_that_keeps_saying_it_lacks_everything_gets_each_change_once_and_
     tokio::time::timeout(Duration::from_secs(10), conn.closed())
         .await
         .expect("A drops the peer");
+    // What the ended connection counted stays in A's totals.
+    eventually(
+        "A keeps what its connection to gate-broken relayed",
+        || async {
+            let ended = a.snapshot().await.unwrap().peers_ended.relayed_by;
+            let all =
+                ended.gap + ended.own + ended.first + ended.backup + ended.again + ended.asked;
+            all >= tids.len() as u64
+        },
+    )
+    .await;
     let tid = TicketId::generate();
     b.scan(&w.code(&tid), "b1", Direction::Entry).await.unwrap();
     eventually("A still hears from B", || knows(&a, &tid, "gate-b")).await;

@@ -198,6 +198,55 @@ pub(super) struct Seen {
     /// (sent twice), as read in that minute: whether relays are the steady state's or a
     /// fault's.
     pub relays_by_minute: Vec<[u64; 2]>,
+    /// Per gate, its relays over its lives as the gate itself totals them ([`Totals`]).
+    pub totals: Vec<Totals>,
+}
+
+/// A gate's changes relayed, received held already, and dropped waiting when a connection
+/// ended, over its lives: read from its own totals (its live connections' counters and
+/// `peers_ended`, what those that ended had counted), so nothing counted between the last
+/// sample and a connection's end is lost, as it is from the links' samples.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Totals {
+    /// Over its earlier lives.
+    before: [u64; 3],
+    /// In its current life, as last read.
+    current: [u64; 3],
+}
+
+impl Totals {
+    /// Takes in the gate's `/v1/status`.
+    fn observe(&mut self, status: &Value) {
+        let relayed = |v: &Value| -> u64 {
+            Link::WHY
+                .iter()
+                .map(|why| v["relayed_by"][why].as_u64().unwrap_or(0))
+                .sum()
+        };
+        let ended = &status["peers_ended"];
+        let peers = status["peers"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+        let now = [
+            relayed(ended) + peers.iter().map(relayed).sum::<u64>(),
+            ended["already_held"].as_u64().unwrap_or(0)
+                + peers
+                    .iter()
+                    .map(|p| p["already_held"].as_u64().unwrap_or(0))
+                    .sum::<u64>(),
+            ended["waiting_dropped"].as_u64().unwrap_or(0),
+        ];
+        // Totals only grow within a life: one that went down is a new life.
+        if now.iter().zip(&self.current).any(|(n, c)| n < c) {
+            for (b, c) in self.before.iter_mut().zip(self.current) {
+                *b += c;
+            }
+        }
+        self.current = now;
+    }
+
+    /// Relayed, received held already, dropped waiting: over every life.
+    pub(super) fn all(&self) -> [u64; 3] {
+        std::array::from_fn(|i| self.before[i] + self.current[i])
+    }
 }
 
 impl Seen {
@@ -207,6 +256,7 @@ impl Seen {
             links: vec![BTreeMap::new(); gates],
             held: vec![None; gates],
             relays_by_minute: Vec::new(),
+            totals: vec![Totals::default(); gates],
         }
     }
 
@@ -215,6 +265,7 @@ impl Seen {
         if let Some(h) = status["redemptions"].as_u64() {
             self.held[gate] = Some(h);
         }
+        self.totals[gate].observe(status);
         for p in status["peers"].as_array().into_iter().flatten() {
             let name = str_of(&p["name"]);
             let [relayed, held] = self.links[gate].entry(name).or_default().observe(p);
@@ -364,6 +415,11 @@ pub(super) fn report(seen: &Seen, cpu: &[Option<Cpu>], admitted: &[usize]) -> (V
             "sessions_fell_behind": sessions_fell,
             "fell_behind": fell,
             "relayed_and_received_again_by_event_minute": seen.relays_by_minute,
+            "as_the_gates_total_them": {
+                "relayed": seen.totals.iter().map(|t| t.all()[0]).sum::<u64>(),
+                "received_again": seen.totals.iter().map(|t| t.all()[1]).sum::<u64>(),
+                "dropped_waiting_when_a_connection_ended": seen.totals.iter().map(|t| t.all()[2]).sum::<u64>(),
+            },
             "relayed_by": Link::WHY.iter().enumerate().map(|(i, why)| {
                 let n: u64 = seen.links.iter().flat_map(|l| l.values()).map(|l| l.relayed_by[i]).sum();
                 ((*why).to_owned(), json!(n))
@@ -461,6 +517,23 @@ mod tests {
             summary["push_queues"]["relayed_by"],
             json!({ "gap": 160, "own": 0, "first": 0, "backup": 9, "again": 0, "asked": 0 })
         );
+    }
+
+    #[test]
+    fn a_gates_own_totals_keep_what_ended_connections_counted_and_add_up_its_lives() {
+        let mut t = Totals::default();
+        let status = |live: u64, ended: u64, again: u64, dropped: u64| {
+            json!({ "peers": [{ "name": "b", "already_held": again, "relayed_by": { "gap": live } }],
+                    "peers_ended": { "already_held": 1, "relayed_by": { "gap": ended, "again": 2 },
+                                     "waiting_dropped": dropped } })
+        };
+        t.observe(&status(10, 0, 0, 0));
+        // The connection to b ended (its 30 moved to peers_ended) and a new one relayed 5.
+        t.observe(&status(5, 30, 4, 7));
+        assert_eq!(t.all(), [5 + 30 + 2, 4 + 1, 7]);
+        // The gate restarted: its totals count from zero again, the first life's kept.
+        t.observe(&status(3, 0, 0, 0));
+        assert_eq!(t.all(), [37 + 3 + 2, 5 + 1, 7]);
     }
 
     #[test]
