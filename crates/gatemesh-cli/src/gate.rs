@@ -278,14 +278,7 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
                  can scan, resolve flags, import ledgers and export every redemption"
             );
         }
-        let shutdown = async {
-            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
-            }
-        };
-        gatemesh_node::api::serve(listener, node.clone(), api, shutdown).await?;
+        gatemesh_node::api::serve(listener, node.clone(), api, crate::stop::asked()).await?;
         node.shutdown().await;
         anyhow::Ok(())
     });

@@ -19,6 +19,7 @@ mod log;
 mod pair;
 mod rehearse;
 mod server;
+mod stop;
 mod timefmt;
 mod verify;
 

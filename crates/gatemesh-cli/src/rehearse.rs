@@ -14,7 +14,7 @@ pub fn run(args: Options) -> Result<ExitCode> {
     let outcome = runtime.block_on(async {
         tokio::select! {
             r = rehearsal.play() => r,
-            _ = tokio::signal::ctrl_c() => Err(anyhow!("interrupted")),
+            () = crate::stop::asked() => Err(anyhow!("interrupted")),
         }
     });
     // Everything the rehearsal started is stopped by now (drop order inside `play`).

@@ -198,9 +198,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             serde_json::json!({ "api": addr.to_string(), "url": url, "fingerprint": fingerprint })
         );
         tracing::info!(api = %addr, url = %url, "serving");
-        let shutdown = async {
-            let _ = tokio::signal::ctrl_c().await;
-        };
+        let shutdown = crate::stop::asked();
         match &tls {
             Some(tls) => {
                 gatemesh_server::api::serve_tls(listener, opened.server, tls, shutdown).await?;

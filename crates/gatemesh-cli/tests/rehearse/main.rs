@@ -187,6 +187,81 @@ fn short(dir: &Path, seed: &str, extra: &[&str]) -> (i32, Value, String) {
     rehearse(dir, &args)
 }
 
+/// Whether a process other than this test's holds `needle` on its command line.
+fn running_with(needle: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+    })
+}
+
+/// SIGTERM (what a CI's time limit, a service manager or `kill` sends) stops a rehearsal as
+/// Ctrl-C does: its server and gates stop and its network namespaces go. Without a handler
+/// the signal ended the rehearsal alone, and 33 processes and 34 namespaces stayed.
+#[test]
+fn a_rehearsal_stopped_by_sigterm_leaves_no_process_or_namespace_behind() {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gatemesh"))
+        .args([
+            "rehearse",
+            "--gates",
+            "3",
+            "--attendees",
+            "2000",
+            "--speed",
+            "1",
+        ])
+        .arg("--dir")
+        .arg(&run)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let run = run.to_str().unwrap().to_owned();
+    // Its gates are up once each holds its data directory.
+    let started = Instant::now();
+    while !(0..3).all(|g| Path::new(&format!("{run}/gate-{g}")).exists()) {
+        assert!(started.elapsed() < Duration::from_secs(120), "no gates");
+        assert!(child.try_wait().unwrap().is_none(), "the rehearsal ended");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(running_with(&run), "its gates run");
+    let sent = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "still running"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // Stopped by its own hand (an error exit), not by the signal.
+    assert!(status.code().is_some_and(|c| c != 0), "{status:?}");
+    assert!(
+        !running_with(&run),
+        "a gate or server of the rehearsal runs on"
+    );
+    let namespaces = Command::new("ip").args(["netns", "list"]).output();
+    if let Ok(out) = namespaces {
+        let prefix = format!("gmr{}", child.id());
+        let listed = String::from_utf8_lossy(&out.stdout);
+        let left = listed.lines().any(|l| {
+            l.strip_prefix(&prefix)
+                .is_some_and(|rest| !rest.starts_with(|c: char| c.is_ascii_digit()))
+        });
+        assert!(!left, "{listed}");
+    }
+}
+
 #[test]
 fn a_short_rehearsal_holds_every_invariant() {
     let dir = tempfile::tempdir().unwrap();

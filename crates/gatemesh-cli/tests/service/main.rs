@@ -124,6 +124,37 @@ async fn the_server_takes_a_config_file_that_flags_and_environment_override() {
     );
 }
 
+/// SIGTERM (what systemd and `kill` send) stops the server as Ctrl-C does: it stops taking
+/// requests, finishes, and exits 0. Without a handler the signal ended it at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_stops_the_server_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = gatemesh();
+    cmd.args(["server", "--data", p(&dir.path().join("data"))])
+        .args(["--listen", "127.0.0.1:0", "--plain-http"])
+        .env("GATEMESH_ADMIN_TOKEN", ENV_TOKEN);
+    let (mut child, ready) = start(cmd);
+    let base = ready["url"].as_str().unwrap().to_owned();
+    assert_eq!(status(&base, "/healthz", "").await, 200);
+    let sent = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let started = std::time::Instant::now();
+    let exited = loop {
+        if let Some(exited) = child.try_wait().unwrap() {
+            break exited;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "still running"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(exited.code(), Some(0), "{exited:?}");
+}
+
 #[test]
 fn a_config_file_with_an_unknown_or_wrong_key_is_refused_naming_it() {
     let dir = tempfile::tempdir().unwrap();
