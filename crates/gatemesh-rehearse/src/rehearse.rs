@@ -585,12 +585,14 @@ async fn converged(
         // ticket one gate lacks …), and how long one look at every ticket took.
         eprintln!(
             "rehearsal: not yet agreed after {:.1} s ({} differences; this look took {:.1} s, \
-             {:.1} s of it at the server, {:.1} s at the gates), the first: {}",
+             {:.1} s of it at the server, {:.1} s at the gates, {:.1} s of that the first gate \
+             read whole), the first: {}",
             start.elapsed().as_secs_f64(),
             agreement.disagreements.len(),
             pass.elapsed().as_secs_f64(),
             agreement.look.0,
             agreement.look.1,
+            agreement.first_gate_s,
             agreement.disagreements[0],
         );
         tokio::time::sleep(Duration::from_millis(500)).await;

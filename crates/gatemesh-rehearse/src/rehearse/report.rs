@@ -47,6 +47,8 @@ pub struct Agreement {
     pub standing_writes: (usize, usize),
     /// How long this look took to read the server, then the gates (s).
     pub look: (f64, f64),
+    /// Of the gates' part, the first gate read whole (s).
+    pub first_gate_s: f64,
     /// Gates besides the first whose ledgers were read whole (their digest was not the first
     /// gate's).
     pub read_whole: usize,
@@ -61,7 +63,11 @@ impl Agreement {
             "disagreement_count": self.disagreements.len(),
             "uplink_items_skipped": self.skipped_total(),
             "standing_writes": { "tickets": tickets, "writes": writes },
-            "look_s": { "server": round(self.look.0), "gates": round(self.look.1) },
+            "look_s": {
+                "server": round(self.look.0),
+                "gates": round(self.look.1),
+                "of_it_the_first_gate_read_whole": round(self.first_gate_s),
+            },
             "gates_read_whole": self.read_whole + 1,
         })
     }
@@ -178,6 +184,7 @@ pub(super) async fn agreement(
         return Ok(out);
     };
     let reference = gate_view(first, &detailed, true, None).await?;
+    out.first_gate_s = started.elapsed().as_secs_f64();
     out.compare(0, &reference, reference.held.as_ref(), &tids);
     // The others side by side (one after another, a look at 32 gates took 11 s on two busy
     // cores). Each compared as it comes (in order), so at most eight are held at once: at

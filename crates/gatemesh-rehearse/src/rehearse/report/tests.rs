@@ -46,6 +46,7 @@ fn server(entries: &[&str], flagged: bool) -> Agreement {
         skipped: Vec::new(),
         standing_writes: (0, 0),
         look: (0.0, 0.0),
+        first_gate_s: 0.0,
         read_whole: 0,
     }
 }
