@@ -462,7 +462,7 @@ pub(crate) struct Relayed {
 
 /// Changes relayed to a peer, by why each went ([`plan_relay`]): what a heal's relays
 /// cost, rule by rule.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct RelayedBy {
     /// The peer catches up a gap from this node ([`Wants::Gap`]).
     pub gap: u64,

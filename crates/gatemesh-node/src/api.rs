@@ -372,11 +372,7 @@ async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
                 "name": p.name, "role": p.role, "address": p.address, "connected": p.connected,
                 "rtt_ms": p.rtt_ms, "last_sync": p.last_sync_ms.map(format_ms), "behind": seen.behind,
                 "already_held": seen.already_held,
-                "relayed_by": {
-                    "gap": seen.relayed_by.gap, "own": seen.relayed_by.own,
-                    "first": seen.relayed_by.first, "backup": seen.relayed_by.backup,
-                    "again": seen.relayed_by.again, "asked": seen.relayed_by.asked,
-                },
+                "relayed_by": seen.relayed_by,
                 "messages": p.messages, "bytes_sent": p.bytes_sent, "bytes_received": p.bytes_received,
                 "pushes": p.pushes, "push_backlog_max": p.push_backlog_max,
                 "fell_behind": p.fell_behind, "rounds": p.rounds, "relayed": p.relayed,
@@ -397,11 +393,7 @@ async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
         "ledger_digest": snap.ledger_digest,
         "peers_ended": {
             "already_held": ended.already_held,
-            "relayed_by": {
-                "gap": ended.relayed_by.gap, "own": ended.relayed_by.own,
-                "first": ended.relayed_by.first, "backup": ended.relayed_by.backup,
-                "again": ended.relayed_by.again, "asked": ended.relayed_by.asked,
-            },
+            "relayed_by": ended.relayed_by,
             "waiting_dropped": ended.waiting_dropped,
         },
         "flagged": snap.flagged,

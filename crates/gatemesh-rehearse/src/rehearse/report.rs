@@ -93,14 +93,23 @@ impl Agreement {
         if let Some(writes) = view.standing_writes {
             self.standing_writes = writes;
         }
+        // Compared in place: a copy of both sides of every ticket for every gate was 3.8
+        // million sets copied at the stadium.
+        let none = Held::default();
         for tid in tids {
-            let server = self.server.get(tid).cloned().unwrap_or_default();
-            let mut at_gate = held.and_then(|h| h.get(tid)).cloned().unwrap_or_default();
-            at_gate.flagged = view.flags.contains(tid);
-            if at_gate.standing.is_empty() {
-                at_gate.standing = "active".into();
-            }
-            if server != at_gate {
+            let server = self.server.get(tid).unwrap_or(&none);
+            let at_gate = held.and_then(|h| h.get(tid)).unwrap_or(&none);
+            let flagged = view.flags.contains(tid);
+            // A ticket no standing was written for is active at a gate.
+            let standing = match at_gate.standing.as_str() {
+                "" => "active",
+                written => written,
+            };
+            let same = server.entries == at_gate.entries
+                && server.flagged == flagged
+                && server.standing == standing
+                && server.resolution == at_gate.resolution;
+            if !same {
                 self.disagreements.push(format!(
                     "{tid}: server {} entries, flagged {}, {} {}; gate {g} {} entries, flagged {}, {} {}",
                     server.entries.len(),
@@ -108,8 +117,8 @@ impl Agreement {
                     server.standing,
                     server.resolution,
                     at_gate.entries.len(),
-                    at_gate.flagged,
-                    at_gate.standing,
+                    flagged,
+                    standing,
                     at_gate.resolution
                 ));
             }

@@ -443,6 +443,15 @@ fn listen(config: postgres::Config, changes: Arc<Changes>) -> Result<(), StoreEr
 /// admission a gate's journal reported, not reverted.
 const COUNTED: &str = "NOT reverted AND (verdict = 'admit' OR (journal AND verdict <> 'exit'))";
 
+/// A read-only transaction that sees one snapshot of the database for all its reads.
+fn snapshot(conn: &mut postgres::Client) -> Result<postgres::Transaction<'_>, StoreError> {
+    Ok(conn
+        .build_transaction()
+        .isolation_level(postgres::IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()?)
+}
+
 fn read_ticket(
     client: &mut impl postgres::GenericClient,
     eid: &EventId,
@@ -758,11 +767,7 @@ impl Storage for Postgres {
     ) -> Result<(i64, Vec<Ticket>), StoreError> {
         let mut conn = self.conn()?;
         // One snapshot for the cursor and the rows.
-        let mut tx = conn
-            .build_transaction()
-            .isolation_level(postgres::IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()?;
+        let mut tx = snapshot(&mut conn)?;
         let cursor: i64 = tx
             .query_one("SELECT value FROM seq WHERE id = 1", &[])?
             .get(0);
@@ -829,11 +834,7 @@ impl Storage for Postgres {
     ) -> Result<Vec<(Ticket, Vec<Admission>)>, StoreError> {
         let mut conn = self.conn()?;
         // One snapshot: the admissions are those of the tickets as read.
-        let mut tx = conn
-            .build_transaction()
-            .isolation_level(postgres::IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()?;
+        let mut tx = snapshot(&mut conn)?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let tickets = tx
             .query(

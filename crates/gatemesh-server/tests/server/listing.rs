@@ -35,7 +35,7 @@ async fn every_page(s: &Running, eid: &str, limit: usize) -> (Vec<Value>, usize)
 /// A ticket's own read with its admissions' records taken out: what the listing gives.
 fn without_records(mut ticket: Value) -> Value {
     for a in ticket["admissions"].as_array_mut().unwrap() {
-        assert!(a.as_object_mut().unwrap().remove("record").is_some() || a["record"].is_null());
+        a.as_object_mut().unwrap().remove("record");
     }
     ticket
 }
