@@ -2044,9 +2044,47 @@ pub struct PeerSync(
     Owed,
     Sizes,
     crate::summary::Relayed,
-    /// Changes the peer pushed or relayed on this connection that this ledger held already.
-    u64,
+    LinkBooks,
 );
+
+/// One connection's books: the changes this node pushed to the peer, and those the peer
+/// sent (pushes, relays, sync messages) with what became of each. Every change counted in
+/// `came` is counted once more, in `taken`, `held`, `waiting_already`, `held_when_taken` or
+/// `dropped`, or still waits ([`PeerSync::waiting`]): what a heal's relays cost can be
+/// followed change by change, from the relayer's count to the receiver's ledger.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LinkBooks {
+    /// This node's own changes pushed to the peer as it made them, counted once written to
+    /// the connection (by a mark that a busy writer may miss: at most fewer).
+    pub pushed: u64,
+    /// Changes the peer sent.
+    pub came: u64,
+    /// Of them: new here, and taken into the ledger.
+    pub taken: u64,
+    /// Held here already when they came (another peer, or a catch-up, brought them first).
+    pub held: u64,
+    /// Sent again by the peer while the same change, sent before, still waited here for what
+    /// it builds on.
+    pub waiting_already: u64,
+    /// Waited for what they build on, and were held by the time it came: another peer
+    /// brought them meanwhile.
+    pub held_when_taken: u64,
+    /// Dropped while waiting (more waited than a peer may leave here, or the check refused
+    /// the peer's changes and the connection ends), or left out by the document.
+    pub dropped: u64,
+}
+
+impl std::ops::AddAssign for LinkBooks {
+    fn add_assign(&mut self, other: Self) {
+        self.pushed += other.pushed;
+        self.came += other.came;
+        self.taken += other.taken;
+        self.held += other.held;
+        self.waiting_already += other.waiting_already;
+        self.held_when_taken += other.held_when_taken;
+        self.dropped += other.dropped;
+    }
+}
 
 /// How much one sync message to this peer may carry, and ask for.
 #[derive(Debug)]
@@ -2166,9 +2204,6 @@ struct Pending {
     unsigned: Vec<ChangeHash>,
     /// How many devices the ledger held when `unsigned` was last looked at.
     devices_seen: usize,
-    /// Changes that came while the same change waited here already, and waiting changes
-    /// found held when taken (another peer brought them meanwhile): sent for nothing.
-    for_nothing: u64,
 }
 
 /// Whether a change is signed by its author ([`Ledger::authorship`]).
@@ -2267,9 +2302,14 @@ impl Pending {
 
     /// Takes out at most `most` of the changes that build only on what is held and on each
     /// other, in causal order (among the ready, those that came first first). One held
-    /// already (`knows`: another peer brought it) is dropped, and what waited on it freed.
-    fn take(&mut self, most: usize, mut knows: impl FnMut(&ChangeHash) -> bool) -> Vec<Change> {
-        let mut out = Vec::new();
+    /// already (`knows`: another peer brought it) is dropped, and what waited on it freed;
+    /// how many were is the second of what this returns.
+    fn take(
+        &mut self,
+        most: usize,
+        mut knows: impl FnMut(&ChangeHash) -> bool,
+    ) -> (Vec<Change>, u64) {
+        let (mut out, mut held) = (Vec::new(), 0);
         while out.len() < most {
             let Some((_, hash)) = self.ready.pop_first() else {
                 break;
@@ -2287,12 +2327,12 @@ impl Pending {
             }
             self.resolve(&hash);
             if knows(&hash) {
-                self.for_nothing += 1;
+                held += 1;
             } else {
                 out.push(waiting.change);
             }
         }
-        out
+        (out, held)
     }
 
     /// Whether some waiting change can be taken now (after [`Pending::settle`]).
@@ -2534,6 +2574,7 @@ impl Ledger {
     /// in flight, and it is sent again: the peer ignores it).
     pub fn pushed(&self, peer: &mut PeerSync, hashes: impl IntoIterator<Item = [u8; 32]>) {
         for hash in hashes {
+            peer.5.pushed += 1;
             if let Some(slot) = self.recent.by_hash(&ChangeHash(hash)) {
                 let sent = peer.4.sent.entry(slot.actor.clone()).or_insert(0);
                 *sent = (*sent).max(slot.seq);
@@ -3203,7 +3244,8 @@ impl Ledger {
         crate::admit::Inflation::default().all(bytes)?;
         let doc = &mut self.doc;
         let (incoming, held) = guarded(|| crate::admit::new_changes(doc, bytes))?;
-        peer.5 += held as u64;
+        peer.5.came += held as u64;
+        peer.5.held += held as u64;
         self.take_changes(
             peer,
             incoming,
@@ -3260,7 +3302,10 @@ impl Ledger {
         // may be half-updated, so the caller must reload it from storage.
         let doc = &mut self.doc;
         guarded(|| apply_in_steps(doc, incoming.clone()))?;
-        self.applied(&incoming, touched)
+        let taken = self.applied(&incoming, touched)?;
+        peer.5.taken += taken.len() as u64;
+        peer.5.dropped += (incoming.len() - taken.len()) as u64;
+        Ok(taken)
     }
 
     /// With the changes `peer` sent before that wait for what they build on: splits
@@ -3274,34 +3319,35 @@ impl Ledger {
         checked: &crate::sign::Checked,
         most: usize,
     ) -> Result<(Vec<Change>, HashSet<TicketId>), LedgerError> {
-        let pending = &mut peer.1;
+        let (pending, books) = (&mut peer.1, &mut peer.5);
         let mut knows = |h: &ChangeHash| self.knows(h);
         let mut fresh = Vec::new();
+        books.came += incoming.len() as u64;
         for c in incoming {
             let hash = c.hash();
             if knows(&hash) {
+                books.held += 1;
                 continue;
             }
             if pending.add(c, &mut knows) {
                 fresh.push(hash);
             } else {
-                pending.for_nothing += 1;
+                books.waiting_already += 1;
             }
         }
         pending.settle(&mut knows);
         let (waiting, waiting_bytes) = (pending.changes.len(), pending.bytes);
         if waiting > MAX_PENDING || waiting_bytes > MAX_PENDING_BYTES {
             // The peer's connection ends with this, and what it sent with it.
-            *pending = Pending {
-                for_nothing: pending.for_nothing,
-                ..Pending::default()
-            };
+            *pending = Pending::default();
+            books.dropped += waiting as u64;
             return Err(LedgerError::Refused(format!(
                 "{waiting} changes ({waiting_bytes} bytes) that build on changes never sent"
             )));
         }
         // In causal order: the first `most` build only on what is here and on each other.
-        let incoming = pending.take(most, knows);
+        let (incoming, held_when_taken) = pending.take(most, knows);
+        books.held_when_taken += held_when_taken;
         let mut checker = crate::admit::Checker {
             event: &self.event,
             trust: self.trust.as_ref(),
@@ -3313,7 +3359,8 @@ impl Ledger {
         };
         let touched = guarded(|| {
             crate::admit::check(&self.doc, &self.roots, &incoming, now_ms, &mut checker)
-        })?;
+        })
+        .inspect_err(|_| peer.5.dropped += incoming.len() as u64)?;
         // After the check, which may have brought the devices of what still waits.
         self.note_signed(&mut peer.1, fresh);
         Ok((incoming, touched))
@@ -3417,7 +3464,7 @@ impl PeerSync {
                 ..Sizes::default()
             },
             Default::default(),
-            0,
+            LinkBooks::default(),
         )
     }
 
@@ -3460,7 +3507,12 @@ impl PeerSync {
     /// it had sent already and were still waiting here for what they build on, or that were
     /// held by the time what they build on came: work spent on sending them twice.
     pub fn already_held(&self) -> u64 {
-        self.5 + self.1.for_nothing
+        self.5.held + self.5.waiting_already + self.5.held_when_taken
+    }
+
+    /// This connection's books ([`LinkBooks`]).
+    pub fn books(&self) -> LinkBooks {
+        self.5
     }
 
     /// Changes relayed to the peer on this connection, by why each went.
@@ -3819,7 +3871,7 @@ mod tests {
         reversed.reverse();
         let mut pending = waiting(&reversed, &[]);
         assert_eq!(pending.changes.len(), 100);
-        let taken = pending.take(usize::MAX, |_| false);
+        let taken = pending.take(usize::MAX, |_| false).0;
         assert_eq!(hashes(&taken), hashes(&changes));
         assert!(pending.changes.is_empty() && pending.waiters.is_empty());
         assert!(pending.missing.is_empty() && pending.bytes == 0);
@@ -3834,7 +3886,7 @@ mod tests {
         given.swap(0, 7);
         let mut pending = waiting(&given, &[]);
         assert_eq!(
-            hashes(&pending.take(usize::MAX, |_| false)),
+            hashes(&pending.take(usize::MAX, |_| false).0),
             hashes(&changes[..4])
         );
         assert_eq!(pending.changes.len(), 15);
@@ -3855,7 +3907,7 @@ mod tests {
         pending.settle(|h| *h == absent.hash());
         let mut taken = Vec::new();
         while pending.has_ready() {
-            let part = pending.take(4, |_| false);
+            let part = pending.take(4, |_| false).0;
             assert!(part.len() <= 4);
             taken.extend(part);
         }
@@ -3869,16 +3921,17 @@ mod tests {
         // The first is missing; the second and third wait, and then the first two come
         // from elsewhere: the third is taken, the second is not taken twice.
         let mut pending = waiting(&changes[1..], &[]);
-        assert!(pending.take(usize::MAX, |_| false).is_empty());
+        assert!(pending.take(usize::MAX, |_| false).0.is_empty());
         let held = [changes[0].hash(), changes[1].hash()];
         pending.settle(|h| held.contains(h));
-        let taken = pending.take(usize::MAX, |h| held.contains(h));
+        let (taken, held_when_taken) = pending.take(usize::MAX, |h| held.contains(h));
         assert_eq!(hashes(&taken), hashes(&changes[2..]));
+        assert_eq!(held_when_taken, 1, "the second, brought meanwhile");
         assert!(pending.changes.is_empty());
         // A change that comes twice waits once.
         let mut pending = waiting(&[changes[2].clone(), changes[2].clone()], &[]);
         assert_eq!(pending.changes.len(), 1);
         assert_eq!(pending.bytes, changes[2].raw_bytes().len());
-        assert!(pending.take(usize::MAX, |_| false).is_empty());
+        assert!(pending.take(usize::MAX, |_| false).0.is_empty());
     }
 }

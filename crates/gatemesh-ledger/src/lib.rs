@@ -47,7 +47,7 @@ pub use decide::{
     decide,
 };
 pub use doc::{
-    Ledger, LedgerError, MAX_SYNC_MESSAGE, PeerSync, ReleasedLists, SYNC_CHANGES_MOST,
+    Ledger, LedgerError, LinkBooks, MAX_SYNC_MESSAGE, PeerSync, ReleasedLists, SYNC_CHANGES_MOST,
     SYNC_MESSAGE_MOST, Saving, StoredChange, SyncInParts, SyncServed, TakenWhole,
     WHOLE_BESIDES_MOST, precheck_pushed,
 };

@@ -1216,6 +1216,8 @@ pub struct Ended {
     /// Changes the peers had sent that still waited here for what they build on when the
     /// connection ended: dropped with it, and sent again by someone.
     pub waiting_dropped: u64,
+    /// The connections' books ([`gatemesh_ledger::LinkBooks`]).
+    pub books: gatemesh_ledger::LinkBooks,
 }
 
 /// What the writer knows of a peer's sync ([`Command::PeerLag`]).
@@ -1227,6 +1229,10 @@ pub struct PeerLag {
     pub already_held: u64,
     /// Changes relayed to the peer on this connection, by why each went.
     pub relayed_by: gatemesh_ledger::RelayedBy,
+    /// This connection's books ([`gatemesh_ledger::LinkBooks`]).
+    pub books: gatemesh_ledger::LinkBooks,
+    /// Changes the peer sent that wait here for what they build on.
+    pub waiting: usize,
 }
 
 /// How long a count of what a peer lacks stands (see [`Writer::peer_lag`]).
@@ -1889,6 +1895,8 @@ impl Writer {
                     behind: self.lag.get(name).and_then(|(_, behind)| *behind),
                     already_held: state.already_held(),
                     relayed_by: state.relayed_by(),
+                    books: state.books(),
+                    waiting: state.waiting(),
                 };
                 (name.clone(), lag)
             })
@@ -2176,6 +2184,7 @@ impl Writer {
                     self.ended.already_held += state.already_held();
                     self.ended.relayed_by += state.relayed_by();
                     self.ended.waiting_dropped += state.waiting() as u64;
+                    self.ended.books += state.books();
                 }
                 self.refused_waiting.remove(&peer);
                 self.taking.retain(|t| t.peer != peer);

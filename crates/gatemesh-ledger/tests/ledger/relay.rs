@@ -809,6 +809,9 @@ fn changes_that_come_again_are_counted_as_held_already_and_taken_once() {
     assert!(again.is_empty());
     assert_eq!(from_a.already_held(), 3);
     assert_eq!(b.redemptions().len(), 3);
+    let (books_a, books_c) = (from_a.books(), from_c.books());
+    assert_eq!((books_a.came, books_a.taken, books_a.held), (6, 3, 3));
+    assert_eq!((books_c.came, books_c.taken, books_c.held), (2, 0, 2));
 }
 
 #[test]
@@ -855,6 +858,20 @@ fn changes_sent_again_while_they_wait_or_brought_by_another_peer_meanwhile_count
     assert_eq!(taken.len(), 1);
     assert_eq!((from_a.waiting(), from_a.already_held()), (0, 3));
     assert_eq!(b.redemptions().len(), 3);
+    // Each connection's books say what became of every change it brought.
+    let books = |p: &PeerSync| {
+        let b = p.books();
+        (
+            b.came,
+            b.taken,
+            b.held,
+            b.waiting_already,
+            b.held_when_taken,
+            b.dropped,
+        )
+    };
+    assert_eq!(books(&from_a), (4, 1, 0, 2, 1, 0));
+    assert_eq!(books(&from_c), (2, 2, 0, 0, 0, 0));
 }
 
 #[test]
@@ -1201,4 +1218,61 @@ fn changes_asked_for_by_hash_are_counted_as_asked() {
         ..RelayedBy::default()
     };
     assert_eq!(to_b.relayed_by(), asked);
+}
+
+/// Changes a link brought that its books do not place yet: those waiting.
+fn unplaced(p: &PeerSync) -> u64 {
+    let b = p.books();
+    b.came - (b.taken + b.held + b.waiting_already + b.held_when_taken + b.dropped)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// However three peers' pushes of one writer's changes overlap, repeat and come out of
+    /// order, each link's books place every change it brought once (taken, held already,
+    /// sent again while waiting, held by the time it was taken, dropped), the rest waits,
+    /// and the ledger took each change from exactly one link.
+    #[test]
+    fn every_change_a_link_brings_is_placed_once_in_its_books(
+        sends in proptest::collection::vec((0usize..3, 0usize..8, 1usize..4), 1..14),
+        most in 1usize..5,
+    ) {
+        let (mut a, mut b) = (device("gate-a"), device("gate-b"));
+        let made = admit(&mut a, 8);
+        let mut links = [PeerSync::default(), PeerSync::default(), PeerSync::default()];
+        let mut taken = 0usize;
+        let mut sent = [0u64; 3];
+        for (link, from, len) in sends {
+            let part = &made[from..(from + len).min(made.len())];
+            sent[link] += part.len() as u64;
+            taken += b
+                .receive_changes_upto(&mut links[link], &pushed(part), now(), most)
+                .unwrap()
+                .len();
+            for l in &mut links {
+                taken += b.take_waiting(l, most, now()).unwrap().len();
+            }
+            for (l, sent) in links.iter().zip(sent) {
+                proptest::prop_assert_eq!(l.books().came, sent);
+                proptest::prop_assert_eq!(unplaced(l), l.waiting() as u64);
+            }
+        }
+        loop {
+            let more: usize = links
+                .iter_mut()
+                .map(|l| b.take_waiting(l, most, now()).unwrap().len())
+                .sum();
+            if more == 0 {
+                break;
+            }
+            taken += more;
+        }
+        let books_taken: u64 = links.iter().map(|l| l.books().taken).sum();
+        proptest::prop_assert_eq!(books_taken, taken as u64);
+        proptest::prop_assert_eq!(taken, b.redemptions().len());
+        for l in &links {
+            proptest::prop_assert_eq!(unplaced(l), l.waiting() as u64);
+        }
+    }
 }

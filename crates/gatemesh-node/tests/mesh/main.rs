@@ -1075,9 +1075,35 @@ async fn admissions_reach_a_peer_by_push_not_one_sync_round_each() {
         let session = node.peers().into_iter().find(|p| p.name == peer).unwrap();
         assert_eq!((session.rounds, session.relayed), (0, 0), "{session:?}");
     }
-    for n in [a, b] {
-        n.shutdown().await;
-    }
+    // The link's books, at both ends: A pushed its admissions (each marked once written),
+    // and B took every one as new, once.
+    let books = |report: Vec<(gatemesh_mesh::session::PeerStatus, gatemesh_node::PeerLag)>,
+                 peer: &str| {
+        report
+            .into_iter()
+            .find(|(p, _)| p.name == peer)
+            .map(|(_, lag)| lag.books)
+            .unwrap()
+    };
+    let a_to_b = books(a.peer_report().await.unwrap(), "gate-b");
+    let b_of_a = books(b.peer_report().await.unwrap(), "gate-a");
+    assert_eq!(a_to_b.pushed, admissions, "{a_to_b:?}");
+    assert_eq!(
+        (b_of_a.came, b_of_a.taken),
+        (admissions, admissions),
+        "{b_of_a:?}"
+    );
+    assert_eq!(
+        b_of_a.held + b_of_a.waiting_already + b_of_a.held_when_taken,
+        0
+    );
+    // B's connection ends: A keeps what it counted.
+    b.shutdown().await;
+    eventually("A keeps the books of its ended link to B", || async {
+        a.snapshot().await.unwrap().peers_ended.books.pushed == admissions
+    })
+    .await;
+    a.shutdown().await;
 }
 
 /// A device's ledger signed by `identity`, outside any gate: what a hand-made peer sends.

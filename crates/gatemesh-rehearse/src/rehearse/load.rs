@@ -202,17 +202,38 @@ pub(super) struct Seen {
     pub totals: Vec<Totals>,
 }
 
-/// A gate's changes relayed, received held already, and dropped waiting when a connection
-/// ended, over its lives: read from its own totals (its live connections' counters and
-/// `peers_ended`, what those that ended had counted), so nothing counted between the last
-/// sample and a connection's end is lost, as it is from the links' samples.
+/// A gate's changes relayed, received held already, dropped waiting when a connection
+/// ended, and its links' books (`books` in `/v1/status`: what it pushed, and what came and
+/// what became of it), over its lives: read from its own totals (its live connections'
+/// counters and `peers_ended`, what those that ended had counted), so nothing counted
+/// between the last sample and a connection's end is lost, as it is from the links'
+/// samples. [`TOTALS`] names them, in order.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Totals {
     /// Over its earlier lives.
-    before: [u64; 3],
+    before: [u64; TOTALS.len()],
     /// In its current life, as last read.
-    current: [u64; 3],
+    current: [u64; TOTALS.len()],
 }
+
+/// What [`Totals`] counts, in order: the first three, then a link's books
+/// (`gatemesh_ledger::LinkBooks`), then what waits at the last read.
+pub(super) const TOTALS: [&str; 11] = [
+    "relayed",
+    "received_again",
+    "dropped_waiting_when_a_connection_ended",
+    "pushed",
+    "came",
+    "taken",
+    "held",
+    "waiting_already",
+    "held_when_taken",
+    "dropped",
+    "waiting",
+];
+
+/// Of [`TOTALS`], the books' (`books` in a gate's status, per peer and ended).
+const BOOKS: std::ops::Range<usize> = 3..10;
 
 impl Totals {
     /// Takes in the gate's `/v1/status`.
@@ -225,17 +246,22 @@ impl Totals {
         };
         let ended = &status["peers_ended"];
         let peers = status["peers"].as_array().map(Vec::as_slice).unwrap_or(&[]);
-        let now = [
-            relayed(ended) + peers.iter().map(relayed).sum::<u64>(),
-            ended["already_held"].as_u64().unwrap_or(0)
-                + peers
-                    .iter()
-                    .map(|p| p["already_held"].as_u64().unwrap_or(0))
-                    .sum::<u64>(),
-            ended["waiting_dropped"].as_u64().unwrap_or(0),
-        ];
-        // Totals only grow within a life: one that went down is a new life.
-        if now.iter().zip(&self.current).any(|(n, c)| n < c) {
+        let live_and_ended =
+            |f: &dyn Fn(&Value) -> u64| f(ended) + peers.iter().map(f).sum::<u64>();
+        let mut now = [0u64; TOTALS.len()];
+        now[0] = live_and_ended(&relayed);
+        now[1] = live_and_ended(&|v| v["already_held"].as_u64().unwrap_or(0));
+        now[2] = ended["waiting_dropped"].as_u64().unwrap_or(0);
+        for i in BOOKS {
+            now[i] = live_and_ended(&|v| v["books"][TOTALS[i]].as_u64().unwrap_or(0));
+        }
+        now[10] = peers
+            .iter()
+            .map(|p| p["waiting"].as_u64().unwrap_or(0))
+            .sum();
+        // Totals only grow within a life: one that went down is a new life. (What waits
+        // comes and goes.)
+        if now[..10].iter().zip(&self.current).any(|(n, c)| n < c) {
             for (b, c) in self.before.iter_mut().zip(self.current) {
                 *b += c;
             }
@@ -243,8 +269,8 @@ impl Totals {
         self.current = now;
     }
 
-    /// Relayed, received held already, dropped waiting: over every life.
-    pub(super) fn all(&self) -> [u64; 3] {
+    /// Every count of [`TOTALS`], over every life.
+    pub(super) fn all(&self) -> [u64; TOTALS.len()] {
         std::array::from_fn(|i| self.before[i] + self.current[i])
     }
 }
@@ -415,11 +441,9 @@ pub(super) fn report(seen: &Seen, cpu: &[Option<Cpu>], admitted: &[usize]) -> (V
             "sessions_fell_behind": sessions_fell,
             "fell_behind": fell,
             "relayed_and_received_again_by_event_minute": seen.relays_by_minute,
-            "as_the_gates_total_them": {
-                "relayed": seen.totals.iter().map(|t| t.all()[0]).sum::<u64>(),
-                "received_again": seen.totals.iter().map(|t| t.all()[1]).sum::<u64>(),
-                "dropped_waiting_when_a_connection_ended": seen.totals.iter().map(|t| t.all()[2]).sum::<u64>(),
-            },
+            "as_the_gates_total_them": TOTALS.iter().enumerate().map(|(i, key)| {
+                ((*key).to_owned(), json!(seen.totals.iter().map(|t| t.all()[i]).sum::<u64>()))
+            }).collect::<serde_json::Map<_, _>>(),
             "relayed_by": Link::WHY.iter().enumerate().map(|(i, why)| {
                 let n: u64 = seen.links.iter().flat_map(|l| l.values()).map(|l| l.relayed_by[i]).sum();
                 ((*why).to_owned(), json!(n))
@@ -530,10 +554,41 @@ mod tests {
         t.observe(&status(10, 0, 0, 0));
         // The connection to b ended (its 30 moved to peers_ended) and a new one relayed 5.
         t.observe(&status(5, 30, 4, 7));
-        assert_eq!(t.all(), [5 + 30 + 2, 4 + 1, 7]);
+        assert_eq!(t.all()[..3], [5 + 30 + 2, 4 + 1, 7]);
         // The gate restarted: its totals count from zero again, the first life's kept.
         t.observe(&status(3, 0, 0, 0));
-        assert_eq!(t.all(), [37 + 3 + 2, 5 + 1, 7]);
+        assert_eq!(t.all()[..3], [37 + 3 + 2, 5 + 1, 7]);
+    }
+
+    #[test]
+    fn a_gates_link_books_add_live_and_ended_connections_and_what_waits_is_not_a_new_life() {
+        let mut t = Totals::default();
+        let status = |came: u64, taken: u64, waiting: u64, ended_came: u64| {
+            json!({ "peers": [{ "name": "b", "waiting": waiting,
+                                "books": { "pushed": 4, "came": came, "taken": taken, "held": 1 } }],
+                    "peers_ended": { "books": { "pushed": 2, "came": ended_came, "taken": ended_came } } })
+        };
+        let at = |key: &str| TOTALS.iter().position(|k| *k == key).unwrap();
+        t.observe(&status(10, 6, 3, 0));
+        // Fewer wait now, the rest were taken: the same life.
+        t.observe(&status(12, 10, 1, 5));
+        let all = t.all();
+        assert_eq!(
+            [
+                all[at("pushed")],
+                all[at("came")],
+                all[at("taken")],
+                all[at("held")],
+                all[at("waiting")]
+            ],
+            [6, 17, 15, 1, 1]
+        );
+        // Restarted: the first life's books are kept, the new one's added.
+        t.observe(&status(2, 2, 0, 0));
+        assert_eq!(
+            [t.all()[at("came")], t.all()[at("taken")]],
+            [17 + 2, 15 + 2]
+        );
     }
 
     #[test]

@@ -1258,6 +1258,36 @@ pub fn text(r: &Value) -> String {
         let by: Vec<String> = by.iter().map(|(why, n)| format!("{why} {n}")).collect();
         let _ = writeln!(s, "  changes relayed (all gates) by why: {}", by.join(", "));
     }
+    if let Some(t) = q["as_the_gates_total_them"]
+        .as_object()
+        .filter(|t| t.get("came").is_some())
+    {
+        let n = |k: &str| t.get(k).and_then(Value::as_u64).unwrap_or(0);
+        let sent = n("pushed") + n("relayed");
+        let placed = n("taken")
+            + n("held")
+            + n("waiting_already")
+            + n("held_when_taken")
+            + n("dropped")
+            + n("waiting")
+            + n("dropped_waiting_when_a_connection_ended");
+        let _ = writeln!(
+            s,
+            "  links' books (all gates, over their lives): sent {sent} (pushed {}, relayed {}), came {} ({} short of sent: lost on the way); of what came: new {}, held already {}, sent again while waiting {}, held by the time it was taken {}, dropped {}, dropped waiting when a connection ended {}, waiting at the last look {}, not placed {}",
+            n("pushed"),
+            n("relayed"),
+            n("came"),
+            sent.saturating_sub(n("came")),
+            n("taken"),
+            n("held"),
+            n("waiting_already"),
+            n("held_when_taken"),
+            n("dropped"),
+            n("dropped_waiting_when_a_connection_ended"),
+            n("waiting"),
+            n("came").saturating_sub(placed),
+        );
+    }
     for g in r["per_gate"].as_array().into_iter().flatten() {
         let (c, p) = (&g["cpu"], &g["push_queue"]);
         let _ = writeln!(
