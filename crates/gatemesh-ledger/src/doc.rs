@@ -2477,7 +2477,7 @@ impl Ledger {
             .map(|p| &p.1)
             .filter(|p| !p.by_writer.is_empty())
             .collect();
-        let mut coming = BTreeMap::new();
+        let (mut coming, mut beyond) = (BTreeMap::new(), BTreeMap::new());
         if !pendings.is_empty() {
             let writers: BTreeSet<&ActorId> =
                 pendings.iter().flat_map(|p| p.by_writer.keys()).collect();
@@ -2493,9 +2493,18 @@ impl Ledger {
                 if upto > tip.seq {
                     coming.insert(actor.clone(), upto);
                 }
+                // The first run past the gap after them: the writer's own pushes, waiting
+                // while a partition's gap of its changes comes from another peer.
+                let from = seqs
+                    .iter()
+                    .filter_map(|set| set.range(upto.saturating_add(1)..).next())
+                    .min();
+                if let Some(&from) = from {
+                    beyond.insert(actor.clone(), (from, coming_upto(from, &seqs)));
+                }
             }
         }
-        self.tips.encode_with(reaches, wants, &coming)
+        self.tips.encode_with(reaches, wants, &coming, &beyond)
     }
 
     /// How many changes this ledger lacks that the peer holds, by the peer's last summary;

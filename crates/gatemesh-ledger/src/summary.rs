@@ -48,9 +48,10 @@ pub struct Summary(BTreeMap<ActorId, Tip>);
 
 /// The version of a summary message this build writes. Version 2 added what the sender
 /// wants relayed ([`Wants`]), version 3 what of each writer is on its way into its ledger
-/// ([`Told::coming`]). Versions 2 and 3 are read (a gate of the last build, in a mesh being
-/// upgraded, is told of nothing coming); any other is refused ([`LedgerError::BadMessage`]).
-pub const SUMMARY_VERSION: u8 = 3;
+/// ([`Told::coming`]), version 4 what of each writer waits past a gap ([`Told::beyond`]).
+/// Versions 2 to 4 are read (a gate of an earlier build, in a mesh being upgraded, is told
+/// of nothing coming or waiting); any other is refused ([`LedgerError::BadMessage`]).
+pub const SUMMARY_VERSION: u8 = 4;
 
 /// The oldest summary version this build reads.
 const SUMMARY_VERSION_OLDEST: u8 = 2;
@@ -102,6 +103,13 @@ pub struct Told {
     /// their writers; a dishonest peer's summary could say anything, and that bound is
     /// what stands against it.
     pub coming: BTreeMap<ActorId, u64>,
+    /// Per writer, the first run of changes one after another (the first and last numbers)
+    /// that the peer was sent and has yet to take past a gap after what is coming: what the
+    /// writer pushed to it while it catches up a partition's gap of the writer's changes
+    /// from another peer. None of them is relayed to it, as for [`Told::coming`]: every
+    /// peer relaying the gap relayed the writer's fresh changes too, which the writer's
+    /// pushes had brought already.
+    pub beyond: BTreeMap<ActorId, (u64, u64)>,
 }
 
 /// Most writers one summary message may name: an event has tens of devices (gates,
@@ -185,16 +193,19 @@ impl Summary {
     /// bytes), then a byte of what it wants ([`Wants`]: 0 the usual relays, 1 a gap, 2
     /// nothing).
     pub fn encode(&self, reaches: &[String], wants: Wants) -> Vec<u8> {
-        self.encode_with(reaches, wants, &BTreeMap::new())
+        self.encode_with(reaches, wants, &BTreeMap::new(), &BTreeMap::new())
     }
 
     /// [`Summary::encode`], saying what of each writer is on its way ([`Told::coming`]):
-    /// after each writer's newest change, how many more are coming (LEB128, 0 for none).
+    /// after each writer's newest change, how many more are coming (LEB128, 0 for none);
+    /// then how many are lacked between them and the run that waits past them
+    /// ([`Told::beyond`]: LEB128, 0 for none), and if some are, how many the run holds.
     pub(crate) fn encode_with(
         &self,
         reaches: &[String],
         wants: Wants,
         coming: &BTreeMap<ActorId, u64>,
+        beyond: &BTreeMap<ActorId, (u64, u64)>,
     ) -> Vec<u8> {
         let mut out = Vec::with_capacity(16 + self.0.len() * 72 + reaches.len() * 24);
         out.push(SUMMARY_VERSION);
@@ -213,6 +224,14 @@ impl Summary {
             out.extend_from_slice(&tip.hash.0);
             let more = coming.get(actor).map_or(0, |c| c.saturating_sub(tip.seq));
             write_leb128(&mut out, more);
+            let upto = tip.seq.saturating_add(more);
+            match beyond.get(actor) {
+                Some(&(from, last)) if from > upto.saturating_add(1) && last >= from => {
+                    write_leb128(&mut out, from - upto - 1);
+                    write_leb128(&mut out, last - from + 1);
+                }
+                _ => write_leb128(&mut out, 0),
+            }
         }
         let names: Vec<&String> = reaches
             .iter()
@@ -244,7 +263,7 @@ impl Summary {
         };
         let writers = bounded_count(&mut at, SUMMARY_WRITERS_MOST).map_err(|e| bad(&e))?;
         let mut summary = Summary::default();
-        let mut coming = BTreeMap::new();
+        let (mut coming, mut beyond) = (BTreeMap::new(), BTreeMap::new());
         for _ in 0..writers {
             let id = id(&mut at).map_err(|e| bad(&e))?;
             let seq = read_leb128(&mut at).map_err(|e| bad(&e))?;
@@ -257,6 +276,16 @@ impl Summary {
             } else {
                 0
             };
+            let lacked = if version >= 4 {
+                read_leb128(&mut at).map_err(|e| bad(&e))?
+            } else {
+                0
+            };
+            let run = if lacked > 0 {
+                read_leb128(&mut at).map_err(|e| bad(&e))?
+            } else {
+                0
+            };
             if seq == 0 {
                 return Err(bad("a writer with no changes"));
             }
@@ -264,11 +293,24 @@ impl Summary {
             if summary.0.contains_key(&actor) {
                 return Err(bad("a writer named twice"));
             }
+            let upto = seq
+                .checked_add(more)
+                .ok_or_else(|| bad("changes coming past 64 bits"))?;
             if more > 0 {
-                let upto = seq
-                    .checked_add(more)
-                    .ok_or_else(|| bad("changes coming past 64 bits"))?;
                 coming.insert(actor.clone(), upto);
+            }
+            if lacked > 0 {
+                if run == 0 {
+                    return Err(bad("an empty run of changes waiting past a gap"));
+                }
+                let from = upto
+                    .checked_add(lacked)
+                    .and_then(|n| n.checked_add(1))
+                    .ok_or_else(|| bad("changes waiting past 64 bits"))?;
+                let last = from
+                    .checked_add(run - 1)
+                    .ok_or_else(|| bad("changes waiting past 64 bits"))?;
+                beyond.insert(actor.clone(), (from, last));
             }
             summary.0.insert(
                 actor,
@@ -296,6 +338,7 @@ impl Summary {
             reaches,
             wants,
             coming,
+            beyond,
         })
     }
 }
@@ -710,6 +753,7 @@ pub(crate) fn plan_relay(
         reaches,
         wants,
         coming,
+        beyond,
     } = told;
     let catch_me_up = wants == Wants::Gap;
     let most = if catch_me_up {
@@ -756,6 +800,10 @@ pub(crate) fn plan_relay(
             .copied()
             .filter(|_| lacked < RELAY_LOST_ANYWAY_MS)
             .unwrap_or(0);
+        let waits_beyond = beyond
+            .get(actor)
+            .copied()
+            .filter(|_| lacked < RELAY_LOST_ANYWAY_MS);
         let stuck = lacked >= RELAY_STUCK_MS
             && lost
                 .get_or_insert_with(|| Lost::of(mine, &theirs, recent))
@@ -798,6 +846,10 @@ pub(crate) fn plan_relay(
         };
         let of_writer = picked.len();
         for seq in their_seq.max(sent).max(coming_upto).saturating_add(1)..=tip.seq {
+            // What waits at the peer past a gap is not sent again (nor needed at hand here).
+            if waits_beyond.is_some_and(|(from, last)| (from..=last).contains(&seq)) {
+                continue;
+            }
             match recent.get(actor, seq) {
                 // Asked to catch the peer up: the writers at hand go (the changes after one
                 // not at hand would only wait at the peer for it).
@@ -836,6 +888,13 @@ pub(crate) fn plan_relay(
         );
         let more = (*upto).min(held_here).saturating_sub(held_there);
         n.saturating_add(usize::try_from(more).unwrap_or(usize::MAX))
+    });
+    let on_its_way = beyond.iter().fold(on_its_way, |n, (actor, (from, last))| {
+        let held_here = mine.tip(actor).map_or(0, |t| t.seq);
+        let run = (*last)
+            .min(held_here)
+            .saturating_sub(from.saturating_sub(1));
+        n.saturating_add(usize::try_from(run).unwrap_or(usize::MAX))
     });
     let peer_lack = mine.lacked_by(&theirs).saturating_sub(on_its_way);
     let peer_takes_whole = peer_lack > CATCH_UP_LACK && takes_whole(peer_lack, mine.held());
@@ -994,13 +1053,16 @@ mod tests {
                     reaches: reaches.clone(),
                     wants,
                     coming: BTreeMap::new(),
+                    beyond: BTreeMap::new(),
                 }
             );
         }
         // What is on its way reads back; nothing for a writer with nothing coming.
         let coming = BTreeMap::from([(ActorId::from("NODE-B".as_bytes()), 4_300)]);
-        let told = Summary::decode(&s.encode_with(&reaches, Wants::Relays, &coming)).unwrap();
-        assert_eq!(told.coming, coming);
+        let beyond = BTreeMap::from([(ActorId::from("NODE-B".as_bytes()), (4_310, 4_320))]);
+        let told =
+            Summary::decode(&s.encode_with(&reaches, Wants::Relays, &coming, &beyond)).unwrap();
+        assert_eq!((&told.coming, &told.beyond), (&coming, &beyond));
         // The longest actor a node writes under: a node id of 64 and an incarnation.
         let longest = gatemesh_wire::NodeId::parse(&"n".repeat(64)).unwrap();
         let mut s = Summary::default();
@@ -1030,6 +1092,16 @@ mod tests {
         assert_eq!(
             (told.reaches, told.wants, told.coming),
             (vec!["gate".to_owned()], Wants::Gap, BTreeMap::new())
+        );
+        // Version 3: what is coming, and nothing of what waits past a gap.
+        let mut v3 = vec![3, 1, 1, b'A', 5];
+        v3.extend([7; 32]);
+        v3.extend([2, 0, 0]);
+        let told = Summary::decode(&v3).unwrap();
+        let a = ActorId::from("A".as_bytes());
+        assert_eq!(
+            (told.coming, told.beyond),
+            (BTreeMap::from([(a, 7)]), BTreeMap::new())
         );
     }
 
@@ -1089,21 +1161,32 @@ mod tests {
         for _ in 0..2 {
             twice.extend([1, b'A', 1]);
             twice.extend([7; 32]);
-            twice.push(0);
+            twice.extend([0, 0]);
         }
         twice.extend([0, 0]);
         cases.push(("a writer named twice", twice));
         let mut zero = vec![SUMMARY_VERSION, 1, 1, b'A', 0];
         zero.extend([7; 32]);
-        zero.extend([0, 0, 0]);
+        zero.extend([0, 0, 0, 0]);
         cases.push(("number 0", zero));
         // Changes coming past the last number there is.
         let mut past = vec![SUMMARY_VERSION, 1, 1, b'A'];
         write_leb128(&mut past, u64::MAX - 1);
         past.extend([7; 32]);
         write_leb128(&mut past, 2);
-        past.extend([0, 0]);
+        past.extend([0, 0, 0]);
         cases.push(("coming past 64 bits", past));
+        // A run waiting past a gap that holds nothing, or ends past the last number.
+        let mut empty_run = vec![SUMMARY_VERSION, 1, 1, b'A', 5];
+        empty_run.extend([7; 32]);
+        empty_run.extend([0, 3, 0, 0, 0]);
+        cases.push(("an empty run past a gap", empty_run));
+        let mut run_past = vec![SUMMARY_VERSION, 1, 1, b'A', 5];
+        run_past.extend([7; 32]);
+        run_past.extend([0, 3]);
+        write_leb128(&mut run_past, u64::MAX - 5);
+        run_past.extend([0, 0]);
+        cases.push(("a run past 64 bits", run_past));
         cases.push(("an empty id", vec![SUMMARY_VERSION, 1, 0]));
         let mut long = vec![SUMMARY_VERSION, 1, 74];
         long.extend([b'A'; 74]);
@@ -1168,16 +1251,21 @@ mod tests {
             wants in prop_oneof![Just(Wants::Relays), Just(Wants::Gap), Just(Wants::Nothing)],
         ) {
             let mut s = Summary::default();
-            let mut coming = BTreeMap::new();
+            let (mut coming, mut beyond) = (BTreeMap::new(), BTreeMap::new());
             for (actor, (seq, h, more)) in &tips {
                 let actor = ActorId::from(actor.as_bytes());
                 s.note(&actor, *seq, ChangeHash([*h; 32]));
                 if *more > 0 {
-                    coming.insert(actor, seq + more);
+                    coming.insert(actor.clone(), seq + more);
+                }
+                // A run past a gap, for some writers.
+                if h % 3 == 0 {
+                    let from = seq + more + 2 + u64::from(*h);
+                    beyond.insert(actor, (from, from + more));
                 }
             }
-            let told = Summary::decode(&s.encode_with(&reaches, wants, &coming)).unwrap();
-            prop_assert_eq!(told, Told { summary: s, reaches, wants, coming });
+            let told = Summary::decode(&s.encode_with(&reaches, wants, &coming, &beyond)).unwrap();
+            prop_assert_eq!(told, Told { summary: s, reaches, wants, coming, beyond });
         }
 
         /// The one-pass count is the sum, writer by writer, of what the other lacks.

@@ -1072,6 +1072,42 @@ fn what_a_peer_has_yet_to_take_is_not_relayed_to_it_again() {
 }
 
 #[test]
+fn what_a_writer_pushed_past_a_gap_is_not_relayed_with_the_gap() {
+    // C was partitioned from A, which admitted 20 meanwhile (B took them). Healed, A pushes
+    // C its next 5 as it makes them: they wait at C for the 20, which C asks B for. C's
+    // summary says the 5 wait past the gap: B relays the 20 and not the 5 (it relayed them
+    // too, and half of what a stadium's heal relayed came twice).
+    let (mut a, mut b, mut c) = (device("gate-a"), device("gate-b"), device("gate-c"));
+    let made = admit(&mut a, 26);
+    take_pushed(&mut b, &made);
+    // Before the partition.
+    take_pushed(&mut c, &made[..1]);
+    let mut from_a = PeerSync::default();
+    let taken = c
+        .receive_changes(&mut from_a, &pushed(&made[21..]), now())
+        .unwrap();
+    assert_eq!((taken.len(), from_a.waiting()), (0, 5));
+    let reach = reaching(&["gate-a", "gate-b"]);
+    let gap = c.summary_message_with(&reach, Wants::Gap, [&from_a]);
+    let told = Summary::decode(&gap).unwrap();
+    assert!(told.coming.is_empty());
+    assert_eq!(told.beyond.get(&actor(&a)), Some(&(22, 26)));
+    let mut to_c = PeerSync::default();
+    let relay = b
+        .relay(&mut to_c, &gap, &plan(&b, "gate-b", now()))
+        .unwrap();
+    assert_eq!((relay.changes, relay.round), (20, None));
+    // Taken, the 20 free the 5 that waited: C holds all, each taken once.
+    let mut from_b = PeerSync::default();
+    for frame in &relay.frames {
+        c.receive_changes(&mut from_b, frame, now()).unwrap();
+    }
+    c.take_waiting(&mut from_a, usize::MAX, now()).unwrap();
+    assert_eq!(c.summary(), a.summary());
+    assert_eq!(from_a.already_held() + from_b.already_held(), 0);
+}
+
+#[test]
 fn changes_that_wait_for_one_never_sent_are_not_counted_as_coming() {
     // C was sent A's changes 6 to 10 but not 3 to 5: they wait, and nothing of A's is
     // coming (only changes one after another from A's newest held count). A change of the
