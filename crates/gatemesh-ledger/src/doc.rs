@@ -2045,6 +2045,8 @@ pub struct PeerSync(
     Sizes,
     crate::summary::Relayed,
     LinkBooks,
+    /// The peer's device name, when the node named it ([`PeerSync::of`]).
+    Option<Box<str>>,
 );
 
 /// One connection's books: the changes this node pushed to the peer, and those the peer
@@ -2072,6 +2074,24 @@ pub struct LinkBooks {
     /// Dropped while waiting (more waited than a peer may leave here, or the check refused
     /// the peer's changes and the connection ends), or left out by the document.
     pub dropped: u64,
+    /// Of those taken, the ones the peer wrote itself (counted when the node named the peer,
+    /// [`PeerSync::of`]); the rest it relayed of other writers. Not a place of its own in
+    /// the books: a part of `taken`.
+    pub taken_own: u64,
+}
+
+impl LinkBooks {
+    /// Changes the peer sent that this node held already, had sent it already and still
+    /// waited, or held by the time they were taken: work spent on sending them twice.
+    pub fn sent_twice(&self) -> u64 {
+        self.held + self.waiting_already + self.held_when_taken
+    }
+
+    /// Changes taken from the peer that another device wrote: what it relayed, not what it
+    /// could have made up itself.
+    pub fn taken_of_others(&self) -> u64 {
+        self.taken - self.taken_own
+    }
 }
 
 impl std::ops::AddAssign for LinkBooks {
@@ -2083,6 +2103,7 @@ impl std::ops::AddAssign for LinkBooks {
         self.waiting_already += other.waiting_already;
         self.held_when_taken += other.held_when_taken;
         self.dropped += other.dropped;
+        self.taken_own += other.taken_own;
     }
 }
 
@@ -2541,6 +2562,24 @@ impl Ledger {
                 .map(|device| device.peer.name.clone());
             name.is_none_or(|n| n == peer_name || !reaches.contains(&n))
         })
+    }
+
+    /// Whether `actor` writes for the device named `name`, as far as the ledger knows its
+    /// device.
+    fn device_named(&mut self, actor: &ActorId, name: &str) -> bool {
+        crate::authored::node_of(actor)
+            .and_then(|node| {
+                known_device_in(
+                    (
+                        &mut self.devices,
+                        &self.doc,
+                        &self.roots,
+                        self.trust.as_ref(),
+                    ),
+                    &node,
+                )
+            })
+            .is_some_and(|device| *device.peer.name == *name)
     }
 
     /// What to send `peer` after its summary message: the changes it lacks that this node
@@ -3311,8 +3350,9 @@ impl Ledger {
         // may be half-updated, so the caller must reload it from storage.
         let doc = &mut self.doc;
         guarded(|| apply_in_steps(doc, incoming.clone()))?;
-        let taken = self.applied(&incoming, touched)?;
+        let (taken, own) = self.applied(&incoming, touched, peer.6.as_deref())?;
         peer.5.taken += taken.len() as u64;
+        peer.5.taken_own += own;
         peer.5.dropped += (incoming.len() - taken.len()) as u64;
         Ok(taken)
     }
@@ -3432,7 +3472,8 @@ impl Ledger {
         &mut self,
         applied: &[Change],
         touched: HashSet<TicketId>,
-    ) -> Result<Vec<StoredChange>, LedgerError> {
+        writer: Option<&str>,
+    ) -> Result<(Vec<StoredChange>, u64), LedgerError> {
         let found = event_of(&self.doc)?;
         if found != self.event.as_str() {
             return Err(LedgerError::WrongEvent {
@@ -3446,14 +3487,27 @@ impl Ledger {
         // (one damaged in a field no rule reads, a copy of the real one), the document takes
         // one and drops the other.
         let mut taken = Vec::with_capacity(applied.len());
+        let mut writers: HashMap<ActorId, bool> = HashMap::new();
+        let mut own = 0;
         for c in applied {
             if holds(&mut self.doc, &c.hash()) {
                 self.note(c);
                 taken.push(StoredChange::from(c));
+                if let Some(name) = writer {
+                    let by = match writers.get(c.actor_id()) {
+                        Some(by) => *by,
+                        None => {
+                            let by = self.device_named(c.actor_id(), name);
+                            writers.insert(c.actor_id().clone(), by);
+                            by
+                        }
+                    };
+                    own += u64::from(by);
+                }
             }
         }
         self.share_devices();
-        Ok(taken)
+        Ok((taken, own))
     }
 }
 
@@ -3474,7 +3528,19 @@ impl PeerSync {
             },
             Default::default(),
             LinkBooks::default(),
+            None,
         )
+    }
+
+    /// The state for the peer device named `name` (its certificate's name): the changes
+    /// it wrote itself are told apart from those it relays ([`LinkBooks::taken_own`]). A
+    /// gate asked for a gap counts only the others as the peer sending it: a stolen device
+    /// could otherwise look busy by writing its own records as fast as it likes.
+    pub fn of(name: &str) -> Self {
+        Self {
+            6: Some(name.into()),
+            ..Self::default()
+        }
     }
 
     /// Whether the next messages to the peer ask it for what this node lacks (say what this
@@ -3509,14 +3575,6 @@ impl PeerSync {
     /// Changes of this peer waiting for the changes they build on.
     pub fn waiting(&self) -> usize {
         self.1.changes.len()
-    }
-
-    /// Changes the peer pushed or relayed on this connection that the ledger held already
-    /// when they came (another peer's relay or push, or a catch-up, brought them first), that
-    /// it had sent already and were still waiting here for what they build on, or that were
-    /// held by the time what they build on came: work spent on sending them twice.
-    pub fn already_held(&self) -> u64 {
-        self.5.held + self.5.waiting_already + self.5.held_when_taken
     }
 
     /// This connection's books ([`LinkBooks`]).

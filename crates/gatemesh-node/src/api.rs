@@ -371,7 +371,7 @@ async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
             json!({
                 "name": p.name, "role": p.role, "address": p.address, "connected": p.connected,
                 "rtt_ms": p.rtt_ms, "last_sync": p.last_sync_ms.map(format_ms), "behind": seen.behind,
-                "already_held": seen.already_held,
+                "already_held": seen.books.sent_twice(),
                 "relayed_by": seen.relayed_by,
                 "books": seen.books, "waiting": seen.waiting,
                 "messages": p.messages, "bytes_sent": p.bytes_sent, "bytes_received": p.bytes_received,
@@ -393,7 +393,7 @@ async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
         "redemptions": snap.redemptions,
         "ledger_digest": snap.ledger_digest,
         "peers_ended": {
-            "already_held": ended.already_held,
+            "already_held": ended.books.sent_twice(),
             "relayed_by": ended.relayed_by,
             "waiting_dropped": ended.waiting_dropped,
             "books": ended.books,

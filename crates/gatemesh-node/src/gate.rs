@@ -980,6 +980,9 @@ pub(crate) const PART: usize = 1024;
 /// catch-up sent, taken now a part at a time, counts as news from the one asked now: on a
 /// loaded gate they still wait here, and the one asked now has nothing to send but what
 /// they do not bring (given up on for that, each next peer asked sent what had come since).
+/// What the peer asked wrote itself is news only while no other peer offers the gap: a
+/// stolen device could otherwise stay the one asked, and hold every other peer's relays
+/// back, by writing records of its own as fast as it likes ([`CatchUpRelay::took`]).
 #[derive(Debug, Default)]
 pub struct CatchUpRelay {
     /// The peer asked, and what it sent.
@@ -989,6 +992,9 @@ pub struct CatchUpRelay {
     /// The peers asked before in this catch-up (since the gate last lacked little), while
     /// still connected.
     asked_before: Vec<String>,
+    /// The peers whose last summary named more than [`RELAY_ASK_PAST`] changes this gate
+    /// lacks: those that could be asked for the gap.
+    offering: HashSet<String>,
 }
 
 /// The peer a gate asks to relay it a gap ([`CatchUpRelay`]), and what it sent.
@@ -1069,6 +1075,13 @@ impl CatchUpRelay {
         let Some(lack) = lack else {
             return Wants::Nothing;
         };
+        if lack > RELAY_ASK_PAST {
+            if !self.offering.contains(peer) {
+                self.offering.insert(peer.into());
+            }
+        } else {
+            self.offering.remove(peer);
+        }
         match &mut self.from {
             Some(asked) if asked.peer == peer => {
                 if lack > RELAY_ASK_UNTIL {
@@ -1099,10 +1112,18 @@ impl CatchUpRelay {
         }
     }
 
-    /// `n` changes `peer` sent that were new here were taken: news from the peer asked, if
-    /// that is `peer` or one asked before in this catch-up.
-    fn took(&mut self, peer: &str, n: usize, now: std::time::Instant) {
-        if let Some(asked) = &mut self.from
+    /// Changes `peer` sent that were new here were taken, `others` that other devices wrote
+    /// and `own` that it wrote itself: news from the peer asked, if that is `peer` or one
+    /// asked before in this catch-up. What it wrote itself is news only while no other peer
+    /// offers the gap: a stolen device asked for it would otherwise stay the one asked, and
+    /// the others asked for nothing, by writing records of its own as fast as it likes,
+    /// while a gate whose gap is one peer's own admissions (two gates, one of them back from
+    /// a partition) has nothing else to take them from.
+    fn took(&mut self, peer: &str, (others, own): (usize, usize), now: std::time::Instant) {
+        let elsewhere = self.offering.iter().any(|p| p != peer);
+        let n = if elsewhere { others } else { others + own };
+        if n > 0
+            && let Some(asked) = &mut self.from
             && (asked.peer == peer || self.asked_before.iter().any(|p| p == peer))
         {
             asked.took = now;
@@ -1132,6 +1153,7 @@ impl CatchUpRelay {
         }
         // What it sent that waited here went with its connection.
         self.asked_before.retain(|p| p != peer);
+        self.offering.remove(peer);
     }
 }
 
@@ -1239,8 +1261,6 @@ impl Marks {
 /// connection's counters leave with it; a heal replaces many connections at once).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Ended {
-    /// Changes the peers pushed or relayed that were held here already.
-    pub already_held: u64,
     /// Changes relayed to the peers, by why each went.
     pub relayed_by: gatemesh_ledger::RelayedBy,
     /// Changes the peers had sent that still waited here for what they build on when the
@@ -1255,8 +1275,6 @@ pub struct Ended {
 pub struct PeerLag {
     /// Changes the peer lacks, when counted.
     pub behind: Option<usize>,
-    /// Changes the peer pushed or relayed on this connection that were held here already.
-    pub already_held: u64,
     /// Changes relayed to the peer on this connection, by why each went.
     pub relayed_by: gatemesh_ledger::RelayedBy,
     /// This connection's books ([`gatemesh_ledger::LinkBooks`]).
@@ -1923,7 +1941,6 @@ impl Writer {
             .map(|(name, state)| {
                 let lag = PeerLag {
                     behind: self.lag.get(name).and_then(|(_, behind)| *behind),
-                    already_held: state.already_held(),
                     relayed_by: state.relayed_by(),
                     books: state.books(),
                     waiting: state.waiting(),
@@ -2053,7 +2070,10 @@ impl Writer {
                     }
                     _ => None,
                 };
-                let state = self.peers.entry(peer.clone()).or_default();
+                let state = self
+                    .peers
+                    .entry(peer.clone())
+                    .or_insert_with(|| gatemesh_ledger::PeerSync::of(&peer));
                 // A request for changes by hash is no round: it asks for no gap (counted as
                 // one, it made its peer the one asked and held the others' rounds back).
                 let round = !matches!(turn, Turn::Missing);
@@ -2131,10 +2151,6 @@ impl Writer {
                     ledger.receive_changes_upto(state, &bytes, now_ms(), most)
                 });
                 self.paced(most, changes.len() - before, began.elapsed());
-                if changes.len() > before {
-                    let n = changes.len() - before;
-                    self.relay_from.took(&peer, n, std::time::Instant::now());
-                }
                 Box::new(move |failed| {
                     let _ = reply.send(match failed {
                         Some(e) => Err(e.to_string()),
@@ -2197,12 +2213,18 @@ impl Writer {
                     catch_up_most: most(CATCH_UP_RELAY_MOST),
                     frame_most: gatemesh_mesh::session::PUSH_MOST,
                 };
-                let state = self.peers.entry(peer.clone()).or_default();
+                let state = self
+                    .peers
+                    .entry(peer.clone())
+                    .or_insert_with(|| gatemesh_ledger::PeerSync::of(&peer));
                 let answer = self.ledger.relay(state, &bytes, &plan);
                 self.answer(&peer, answer, reply)
             }
             SyncRequest::Need { peer, bytes, reply } => {
-                let state = self.peers.entry(peer.clone()).or_default();
+                let state = self
+                    .peers
+                    .entry(peer.clone())
+                    .or_insert_with(|| gatemesh_ledger::PeerSync::of(&peer));
                 let answer =
                     self.ledger
                         .answer_need(state, &bytes, gatemesh_mesh::session::PUSH_MOST);
@@ -2212,7 +2234,6 @@ impl Writer {
                 self.catch_up.gone(&peer);
                 self.relay_from.gone(&peer);
                 if let Some(state) = self.peers.remove(&peer) {
-                    self.ended.already_held += state.already_held();
                     self.ended.relayed_by += state.relayed_by();
                     self.ended.waiting_dropped += state.waiting() as u64;
                     self.ended.books += state.books();
@@ -2423,6 +2444,24 @@ impl Writer {
         );
     }
 
+    /// What was taken from `peer` since its books were `before`: news from it, if it was
+    /// asked for a gap ([`CatchUpRelay::took`]), told apart into what other devices wrote and
+    /// what it wrote itself.
+    fn took_from(&mut self, peer: &str, before: gatemesh_ledger::LinkBooks) {
+        let Some(now) = self.peers.get(peer).map(|s| s.books()) else {
+            return;
+        };
+        let count = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        let (others, own) = (
+            count(now.taken_of_others() - before.taken_of_others()),
+            count(now.taken_own - before.taken_own),
+        );
+        if others + own > 0 {
+            self.relay_from
+                .took(peer, (others, own), std::time::Instant::now());
+        }
+    }
+
     /// Takes what `take` takes from a peer into the ledger (a push, a sync message or a
     /// part of one), with the peer's sync state: the new changes join the batch's, newly
     /// flagged tickets its events. `Ok(true)` when some of the peer's changes wait for
@@ -2441,9 +2480,14 @@ impl Writer {
             return Err(why);
         }
         let _ = self.ledger.take_newly_flagged();
-        let state = self.peers.entry(peer.to_owned()).or_default();
+        let state = self
+            .peers
+            .entry(peer.to_owned())
+            .or_insert_with(|| gatemesh_ledger::PeerSync::of(peer));
+        let before = state.books();
         match take(&mut self.ledger, state) {
             Ok(new) => {
+                self.took_from(peer, before);
                 let (took, budget) = (!new.is_empty(), self.part.saturating_sub(new.len()));
                 changes.extend(new);
                 if took {
@@ -2483,14 +2527,12 @@ impl Writer {
                 let Some(state) = self.peers.get_mut(&peer) else {
                     continue;
                 };
+                let before = state.books();
                 match self.ledger.take_waiting(state, budget, now_ms()) {
                     Ok(new) => {
-                        if !new.is_empty() {
-                            // The gap a peer was asked for is taken a part at a time: each
-                            // part taken is that peer still sending.
-                            let n = new.len();
-                            self.relay_from.took(&peer, n, std::time::Instant::now());
-                        }
+                        // The gap a peer was asked for is taken a part at a time: each part
+                        // taken is that peer still sending.
+                        self.took_from(&peer, before);
                         took |= !new.is_empty();
                         budget = budget.saturating_sub(new.len());
                         changes.extend(new);
@@ -3064,7 +3106,7 @@ mod tests {
         // one before had on its way).
         let mut t = stale;
         while t < stale + 2 * CATCH_UP_MOST {
-            r.took("b", PART, t);
+            r.took("b", (PART, 0), t);
             assert_eq!(r.wants("b", gap, t), Wants::Gap);
             assert_eq!(r.wants("a", gap, t), Wants::Nothing);
             t += Duration::from_secs(1);
@@ -3074,7 +3116,7 @@ mod tests {
         let trickle = t;
         let over = loop {
             assert!(t < trickle + 3 * CATCH_UP_MOST, "B never rests");
-            r.took("b", 1, t);
+            r.took("b", (1, 0), t);
             if r.wants("b", gap, t) == Wants::Relays {
                 break t;
             }
@@ -3089,6 +3131,44 @@ mod tests {
             Wants::Relays
         );
         assert_eq!(r.wants("b", gap, over + CATCH_UP_MOST), Wants::Gap);
+    }
+
+    /// What the peer asked wrote itself keeps it the one while no other peer offers the gap
+    /// (two gates, one back from a partition: the gap is the other's own admissions), and is
+    /// no news once another does: a stolen device that writes records of its own as fast as
+    /// it likes, and relays nothing of the gap, is given up on once nothing of the others'
+    /// came for [`RELAY_ASK_STALE`].
+    #[test]
+    fn a_peers_own_changes_keep_it_asked_only_while_no_other_peer_offers_the_gap() {
+        let (mut r, t0) = (CatchUpRelay::default(), Instant::now());
+        let (gap, second) = (Some(RELAY_ASK_PAST + 1), Duration::from_secs(1));
+        assert_eq!(r.wants("d", gap, t0), Wants::Gap);
+        let mut t = t0;
+        while t < t0 + 2 * CATCH_UP_MOST {
+            t += second;
+            r.took("d", (0, PART), t);
+            assert_eq!(r.wants("d", gap, t), Wants::Gap, "{:?}", t - t0);
+        }
+        // H says it holds the gap too: D's own are no news from now on.
+        assert_eq!(r.wants("h", gap, t), Wants::Nothing);
+        let offered = t;
+        while r.wants("d", gap, t) == Wants::Gap {
+            assert!(t <= offered + RELAY_ASK_STALE, "D is never given up on");
+            t += second;
+            r.took("d", (0, PART), t);
+        }
+        assert!(t > offered + RELAY_ASK_STALE - second, "{:?}", t - offered);
+        assert_eq!(r.wants("h", gap, t), Wants::Gap, "H is asked");
+        // What H relays of other writers is news from it; what D wrote was, of others', too.
+        r.took("h", (PART, 0), t + RELAY_ASK_STALE);
+        assert_eq!(r.wants("h", gap, t + RELAY_ASK_STALE + second), Wants::Gap);
+        // Once H is gone, nobody else offers: its own keep the next one asked.
+        let (mut r, t0) = (CatchUpRelay::default(), Instant::now());
+        assert_eq!(r.wants("d", gap, t0), Wants::Gap);
+        assert_eq!(r.wants("h", gap, t0), Wants::Nothing);
+        r.gone("h");
+        r.took("d", (0, PART), t0 + RELAY_ASK_STALE);
+        assert_eq!(r.wants("d", gap, t0 + RELAY_ASK_STALE + second), Wants::Gap);
     }
 
     /// A peer given up on while its parts still wait here: taking them is news from the one
@@ -3113,12 +3193,12 @@ mod tests {
         let mut t = t1;
         while t < t1 + Duration::from_secs(15) {
             t += Duration::from_secs(5);
-            r.took("a", PART, t);
+            r.took("a", (PART, 0), t);
             assert_eq!(r.wants("b", gap, t), Wants::Gap, "{:?}", t - t1);
             assert_eq!(r.wants("c", gap, t), Wants::Nothing);
         }
         // A stranger's parts are no news: B is given up on 10 s after A's last.
-        r.took("c", PART, t + ms(5000));
+        r.took("c", (PART, 0), t + ms(5000));
         assert_eq!(r.wants("b", gap, t + RELAY_ASK_STALE), Wants::Gap);
         assert_eq!(
             r.wants("b", gap, t + RELAY_ASK_STALE + ms(1)),
@@ -3128,7 +3208,7 @@ mod tests {
         // A's connection ended: what it sent went with it, and its parts are no news.
         let (mut r, t1) = given_up_on_a();
         r.gone("a");
-        r.took("a", PART, t1 + ms(5000));
+        r.took("a", (PART, 0), t1 + ms(5000));
         assert_eq!(
             r.wants("b", gap, t1 + RELAY_ASK_STALE + ms(1)),
             Wants::Relays
@@ -3137,7 +3217,7 @@ mod tests {
         let (mut r, t1) = given_up_on_a();
         assert_eq!(r.wants("b", Some(RELAY_ASK_UNTIL), t1), Wants::Relays);
         assert_eq!(r.wants("b", gap, t1), Wants::Gap);
-        r.took("a", PART, t1 + ms(5000));
+        r.took("a", (PART, 0), t1 + ms(5000));
         assert_eq!(
             r.wants("b", gap, t1 + RELAY_ASK_STALE + ms(1)),
             Wants::Relays

@@ -1544,6 +1544,96 @@ async fn a_gate_back_from_a_partition_takes_its_gap_from_one_peer_by_its_relays(
     }
 }
 
+/// A stolen device, asked for a gap, writes records of its own as fast as it likes and
+/// relays none of the gap: gate G must not go on taking that for the gap coming. Writer X's
+/// 1,500 admissions are held by honest gate H and, by its summary, by dishonest D; G lacks
+/// them, reaches D first and asks it for them. D pushes 100 admissions of its own a second
+/// (valid, signed: G takes them) and relays nothing. Counted as D sending the gap, they kept
+/// D the one asked, and H asked for nothing, as long as D wrote; counted for what they are,
+/// D is given up on once nothing of the gap came for `RELAY_ASK_STALE`, and H is asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stolen_device_asked_for_a_gap_cannot_hold_it_back_by_writing_records_of_its_own() {
+    let w = World::new();
+    let (h, h_addr) = w.gate("gate-h", "ca", &[]).await;
+    let (x_id, d_id) = (w.identity("gate-x"), w.identity("gate-d"));
+    let mut x = ledger_of(&x_id);
+    let x_tids: Vec<TicketId> = (0..1500).map(|_| TicketId::generate()).collect();
+    let of_x: Vec<Vec<u8>> = x_tids
+        .iter()
+        .map(|t| admitted(&mut x, t, "gate-x"))
+        .collect();
+    let push = |changes: &[Vec<u8>]| {
+        let mut frame = vec![gatemesh_mesh::session::PUSH_FRAME];
+        frame.extend(changes.iter().flatten());
+        frame
+    };
+    let last_of_x = x_tids.last().unwrap();
+    {
+        let (_ep_x, conn_x, mut send_x, _recv_x) = broken_session(&x_id, h_addr).await;
+        for part in of_x.chunks(100) {
+            gatemesh_mesh::net::write_frame(&mut send_x, &push(part))
+                .await
+                .unwrap();
+        }
+        eventually("H holds X's admissions", || knows(&h, last_of_x, "gate-x")).await;
+        conn_x.close(0u32.into(), b"done");
+    }
+
+    let to_h = Relay::start(h_addr).await;
+    to_h.pause(true);
+    let (g, g_addr) = w.gate("gate-g", "ca", &[to_h.addr]).await;
+    // D says it holds what X wrote (X's own summary, as D's), and drains what G sends.
+    let (_ep_d, conn_d, mut send_d, mut recv_d) = broken_session(&d_id, g_addr).await;
+    let drain = tokio::spawn(async move {
+        while let Ok(Some(_)) = gatemesh_mesh::net::read_frame(&mut recv_d).await {}
+    });
+    let mut summary = vec![gatemesh_mesh::session::SUMMARY_FRAME];
+    summary.extend_from_slice(&x.summary_message(&[], gatemesh_ledger::Wants::Relays));
+    gatemesh_mesh::net::write_frame(&mut send_d, &summary)
+        .await
+        .unwrap();
+    eventually("G is connected to D", || async { g.peers().len() == 1 }).await;
+    let writes = tokio::spawn(async move {
+        let mut d = ledger_of(&d_id);
+        let mut written = 0usize;
+        loop {
+            let part: Vec<Vec<u8>> = (0..20)
+                .map(|_| admitted(&mut d, &TicketId::generate(), "gate-d"))
+                .collect();
+            if gatemesh_mesh::net::write_frame(&mut send_d, &push(&part))
+                .await
+                .is_err()
+            {
+                return written;
+            }
+            written += part.len();
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+    // G's summaries ask D for the gap by now; then H is reachable.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    to_h.pause(false);
+    gatemesh_testkit::poll_async(
+        "G takes X's admissions from H, not waiting on D",
+        Duration::from_secs(45),
+        Duration::from_millis(100),
+        async || knows(&g, last_of_x, "gate-x").await,
+    )
+    .await;
+    assert!(!writes.is_finished(), "D stayed connected, writing");
+    writes.abort();
+    drain.abort();
+    let (redemptions, _) = g.records().await.unwrap();
+    let by = |gate: &str| redemptions.iter().filter(|r| r.gate == gate).count();
+    assert_eq!(by("gate-x"), x_tids.len());
+    assert!(by("gate-d") >= 20, "G took D's own: {}", by("gate-d"));
+    conn_d.close(0u32.into(), b"done");
+    to_h.task.abort();
+    for n in [g, h] {
+        n.shutdown().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gate_that_joins_late_takes_the_ledger_from_one_peer_not_from_each() {
     // A and B hold the same 1,500 admissions (more than a gate takes in one part). C joins
