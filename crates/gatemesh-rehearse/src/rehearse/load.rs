@@ -218,7 +218,7 @@ pub(super) struct Totals {
 
 /// What [`Totals`] counts, in order: the first three, then a link's books
 /// (`gatemesh_ledger::LinkBooks`), then what waits at the last read.
-pub(super) const TOTALS: [&str; 11] = [
+pub(super) const TOTALS: [&str; 12] = [
     "relayed",
     "received_again",
     "dropped_waiting_when_a_connection_ended",
@@ -229,11 +229,12 @@ pub(super) const TOTALS: [&str; 11] = [
     "waiting_already",
     "held_when_taken",
     "dropped",
+    "taken_own",
     "waiting",
 ];
 
 /// Of [`TOTALS`], the books' (`books` in a gate's status, per peer and ended).
-const BOOKS: std::ops::Range<usize> = 3..10;
+const BOOKS: std::ops::Range<usize> = 3..11;
 
 impl Totals {
     /// Takes in the gate's `/v1/status`.
@@ -255,13 +256,17 @@ impl Totals {
         for i in BOOKS {
             now[i] = live_and_ended(&|v| v["books"][TOTALS[i]].as_u64().unwrap_or(0));
         }
-        now[10] = peers
+        now[BOOKS.end] = peers
             .iter()
             .map(|p| p["waiting"].as_u64().unwrap_or(0))
             .sum();
         // Totals only grow within a life: one that went down is a new life. (What waits
         // comes and goes.)
-        if now[..10].iter().zip(&self.current).any(|(n, c)| n < c) {
+        if now[..BOOKS.end]
+            .iter()
+            .zip(&self.current)
+            .any(|(n, c)| n < c)
+        {
             for (b, c) in self.before.iter_mut().zip(self.current) {
                 *b += c;
             }

@@ -1282,11 +1282,12 @@ pub fn text(r: &Value) -> String {
         };
         let _ = writeln!(
             s,
-            "  links' books (all gates, over their lives): sent {sent} (pushed {}, relayed {}), came {} ({short}); of what came: new {}, held already {}, sent again while waiting {}, held by the time it was taken {}, dropped {}, dropped waiting when a connection ended {}, waiting at the last look {}, not placed {}",
+            "  links' books (all gates, over their lives): sent {sent} (pushed {}, relayed {}), came {} ({short}); of what came: new {} (of them {} by the peer that wrote them), held already {}, sent again while waiting {}, held by the time it was taken {}, dropped {}, dropped waiting when a connection ended {}, waiting at the last look {}, not placed {}",
             n("pushed"),
             n("relayed"),
             n("came"),
             n("taken"),
+            n("taken_own"),
             n("held"),
             n("waiting_already"),
             n("held_when_taken"),
