@@ -659,7 +659,9 @@ pub struct RelayPlan<'a> {
     pub now_ms: i64,
     /// Only this node's own changes noted before this position ([`crate::Ledger::noted`])
     /// are relayed: one made a moment ago may still be on its way to the peer by a push
-    /// whose mark has not come back yet.
+    /// whose mark has not come back yet. A peer catching up from this node likewise
+    /// gets only those noted before it of a writer it reaches: the writer pushes it the
+    /// newer ones.
     pub noted_before: u64,
     /// This device's name.
     pub me: &'a str,
@@ -793,6 +795,12 @@ pub(crate) fn plan_relay(
             *since = Lacking::new(their_seq, plan.now_ms, recent);
         }
         let lacked = plan.now_ms.saturating_sub(since.since_ms);
+        // In a catch-up, the changes of a writer the peer reaches that came here a moment
+        // ago were pushed to the peer too, as this node's own: they wait there past the gap
+        // (unless the peer's summary was made before they came, when they would be sent
+        // twice, one copy waiting while the other is taken).
+        let pushes_itself = own
+            || catch_me_up && name_of(actor).is_some_and(|name| reached.contains(name.as_str()));
         // What the peer has yet to take is not sent again, unless it lacked the writer so
         // long that what it says is coming may never come.
         let coming_upto = coming
@@ -862,8 +870,9 @@ pub(crate) fn plan_relay(
                     break 'writers;
                 }
                 // This node's own, too recent: a push of it may be on its way (the rest are
-                // newer still). Another writer's goes at once: it does not reach the peer.
-                Some(slot) if own && slot.noted >= plan.noted_before => break,
+                // newer still). So, in a catch-up, may a writer's the peer reaches. Another
+                // writer's goes at once: it does not reach the peer.
+                Some(slot) if pushes_itself && slot.noted >= plan.noted_before => break,
                 // No writer's share is larger than a full answer.
                 Some(_) if picked.len() - of_writer >= most => break,
                 Some(slot) => picked.push((slot, why)),

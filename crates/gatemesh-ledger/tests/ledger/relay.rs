@@ -1143,6 +1143,36 @@ fn what_a_writer_pushed_past_a_gap_is_not_relayed_with_the_gap() {
 }
 
 #[test]
+fn a_gap_leaves_what_a_writer_the_peer_reaches_made_a_moment_ago_to_its_pushes() {
+    // C was partitioned from A, which admitted 20 meanwhile (B took them). Healed, C asks B
+    // for the gap; A admits 5 more a moment before B reads C's summary, and pushes them to
+    // both: C's summary, made before they came, does not say they wait. B relays the 20 and
+    // not the 5 (its copy and A's would both come, one waiting while the other is taken).
+    let (mut a, mut b, mut c) = (device("gate-a"), device("gate-b"), device("gate-c"));
+    let made = admit(&mut a, 1);
+    take_pushed(&mut b, &made);
+    take_pushed(&mut c, &made);
+    take_pushed(&mut b, &admit(&mut a, 20));
+    let a_moment_ago = b.noted() + 1;
+    take_pushed(&mut b, &admit(&mut a, 5));
+    let plan = RelayPlan {
+        noted_before: a_moment_ago,
+        ..plan(&b, "gate-b", now())
+    };
+    let gap = c.summary_message(&reaching(&["gate-a", "gate-b"]), Wants::Gap);
+    let relay = b.relay(&mut PeerSync::default(), &gap, &plan).unwrap();
+    assert_eq!(relay.changes, 20);
+    // A writer C does not reach goes whole: nobody pushes it C's.
+    let gap = c.summary_message(&reaching(&["gate-b"]), Wants::Gap);
+    let relay = b.relay(&mut PeerSync::default(), &gap, &plan).unwrap();
+    assert_eq!(relay.changes, 25);
+    // Asked as usual, B relays nothing of A's, which reaches C.
+    let says = c.summary_message(&reaching(&["gate-a", "gate-b"]), Wants::Relays);
+    let relay = b.relay(&mut PeerSync::default(), &says, &plan).unwrap();
+    assert_eq!(relay.changes, 0);
+}
+
+#[test]
 fn changes_that_wait_for_one_never_sent_are_not_counted_as_coming() {
     // C was sent A's changes 6 to 10 but not 3 to 5: they wait, and nothing of A's is
     // coming (only changes one after another from A's newest held count). A change of the
