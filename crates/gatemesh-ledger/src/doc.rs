@@ -2057,7 +2057,8 @@ pub struct PeerSync(
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct LinkBooks {
     /// This node's own changes pushed to the peer as it made them, counted once written to
-    /// the connection (by a mark that a busy writer may miss: at most fewer).
+    /// the connection (by the session's mark, which waits while the writer is too busy to
+    /// take it; one still waiting when the connection ends is not counted: at most fewer).
     pub pushed: u64,
     /// Changes the peer sent.
     pub came: u64,

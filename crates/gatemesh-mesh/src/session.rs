@@ -1565,6 +1565,7 @@ async fn sending(
     peer: &str,
     ctx: &Ctx,
 ) -> Result<()> {
+    let mut marks = Marks::default();
     loop {
         tokio::select! {
             frame = out.recv() => {
@@ -1573,8 +1574,11 @@ async fn sending(
                 waiting.fetch_sub(frame.len(), Ordering::AcqRel);
                 update(ctx, peer, |s| s.bytes_sent += frame.len() as u64 + 4);
             }
+            () = tokio::time::sleep(MARK_AGAIN), if !marks.0.is_empty() => {
+                marks.tell(Vec::new(), peer, ctx);
+            }
             pushed = pushes.recv() => match pushed {
-                Ok(first) => if push_frames(send, &mut pushes, first, peer, ctx).await? {
+                Ok(first) => if push_frames(send, &mut pushes, (first, &mut marks), peer, ctx).await? {
                     update(ctx, peer, |s| s.fell_behind += 1);
                     behind.notify_one();
                 },
@@ -1596,7 +1600,7 @@ async fn sending(
 async fn push_frames(
     send: &mut SendStream,
     pushes: &mut broadcast::Receiver<Pushed>,
-    first: Pushed,
+    (first, marks): (Pushed, &mut Marks),
     peer: &str,
     ctx: &Ctx,
 ) -> Result<bool> {
@@ -1630,11 +1634,7 @@ async fn push_frames(
             more => {
                 write_frame(send, &frame).await?;
                 update(ctx, peer, |s| s.bytes_sent += frame.len() as u64 + 4);
-                // Best effort: a mark that does not get through costs a change sent twice.
-                let _ = ctx.port.requests.try_send(SyncRequest::Pushed {
-                    peer: peer.to_owned(),
-                    hashes: std::mem::take(&mut hashes),
-                });
+                marks.tell(std::mem::take(&mut hashes), peer, ctx);
                 let Some(more) = more else {
                     return Ok(missed);
                 };
@@ -1642,6 +1642,47 @@ async fn push_frames(
                 frame.extend_from_slice(&more.bytes);
                 hashes.extend_from_slice(&more.hashes);
             }
+        }
+    }
+}
+
+/// The marks of pushes written to a peer that the owner was not told of yet: its queue of
+/// requests was full (a loaded writer). Without a mark the owner counts the change as not
+/// sent, and relays it again (a stadium's books showed ~10,000 such).
+#[derive(Debug, Default)]
+struct Marks(Vec<[u8; 32]>);
+
+/// How soon marks the owner could not take are offered again, when no push comes meanwhile.
+const MARK_AGAIN: Duration = Duration::from_millis(100);
+
+/// Most marks kept for an owner that takes none: past it the oldest are given up (each a
+/// change the owner may relay again).
+const MARKS_KEPT: usize = 1 << 16;
+
+impl Marks {
+    /// Tells the owner that `hashes` were pushed, with the marks it could not take before;
+    /// keeps them all if it cannot take them now either.
+    fn tell(&mut self, hashes: Vec<[u8; 32]>, peer: &str, ctx: &Ctx) {
+        let hashes = if self.0.is_empty() {
+            hashes
+        } else {
+            let mut all = std::mem::take(&mut self.0);
+            all.extend(hashes);
+            all
+        };
+        if hashes.is_empty() {
+            return;
+        }
+        let request = SyncRequest::Pushed {
+            peer: peer.to_owned(),
+            hashes,
+        };
+        if let Err(mpsc::error::TrySendError::Full(SyncRequest::Pushed { mut hashes, .. })) =
+            ctx.port.requests.try_send(request)
+        {
+            let over = hashes.len().saturating_sub(MARKS_KEPT);
+            hashes.drain(..over);
+            self.0 = hashes;
         }
     }
 }

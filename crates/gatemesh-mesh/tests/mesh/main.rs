@@ -409,6 +409,87 @@ async fn a_session_that_another_took_the_place_of_leaves_the_peers_state_alone()
     a.shutdown().await;
 }
 
+/// A loaded owner takes no requests for a while (its queue full) as the session pushes its
+/// commits to a peer: the marks of what was pushed wait, and reach it once it takes
+/// requests again, every one. Dropped, as they were, each was a change the owner counted as
+/// not sent and relayed again (~10,000 at a stadium).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn marks_of_pushes_reach_an_owner_that_was_too_busy_to_take_them() {
+    use gatemesh_mesh::session::{Commit, Mesh, OurSummary, SyncPort, SyncRequest};
+    use std::sync::{Arc, Mutex};
+    let dir = gates_a_and_b();
+    let (requests, mut rx) = tokio::sync::mpsc::channel(2);
+    let (pushes, _) = tokio::sync::broadcast::channel(gatemesh_mesh::session::PUSH_QUEUE);
+    let (stats_tx, stats) = tokio::sync::watch::channel(Arc::new(Vec::new()));
+    let (go, busy) = tokio::sync::oneshot::channel::<()>();
+    let marked = Arc::new(Mutex::new(std::collections::HashSet::new()));
+    let kept = marked.clone();
+    tokio::spawn(async move {
+        let _stats = stats_tx;
+        let _ = busy.await;
+        while let Some(request) = rx.recv().await {
+            match request {
+                SyncRequest::Pushed { hashes, .. } => kept.lock().unwrap().extend(hashes),
+                SyncRequest::Summary { reply, .. } => {
+                    let _ = reply.send(OurSummary::default());
+                }
+                SyncRequest::Generate { reply, .. } => {
+                    let _ = reply.send(None);
+                }
+                SyncRequest::Receive { reply, .. } => {
+                    let _ = reply.send(Ok(()));
+                }
+                SyncRequest::Push { reply, .. } => {
+                    let _ = reply.send(Ok(false));
+                }
+                SyncRequest::TheirSummary { reply, .. } => {
+                    let _ = reply.send(Ok(Default::default()));
+                }
+                SyncRequest::Need { reply, .. } => {
+                    let _ = reply.send(Ok(Default::default()));
+                }
+                SyncRequest::Forget { .. } => {}
+            }
+        }
+    });
+    let port = SyncPort {
+        requests,
+        pushes: pushes.clone(),
+        stats,
+    };
+    let a = Mesh::start(mesh_config(&dir.path().join("a"), vec![]), port).unwrap();
+    let b = gatemesh_mesh::pki::Identity::load(&dir.path().join("b")).unwrap();
+    let (_ep, _conn, (_send, mut recv)) = connect_as(&b, a.local_addr().unwrap()).await;
+    let pushed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = pushed.clone();
+    tokio::spawn(async move {
+        while let Ok(Some(frame)) = read_frame(&mut recv).await {
+            if frame.first() == Some(&gatemesh_mesh::session::PUSH_FRAME) {
+                let n = (frame.len() - 1) / 100;
+                counted.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    });
+    until(|| a.peers().iter().any(|p| p.name == "b" && p.connected)).await;
+    // 40 commits, one at a time: B gets each, and its mark finds the owner's queue full.
+    for i in 0..40u8 {
+        let commit = Commit {
+            bytes: vec![i; 100],
+            hashes: vec![[i; 32]],
+        };
+        pushes.send(Arc::new(commit)).unwrap();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    until(|| pushed.load(std::sync::atomic::Ordering::Relaxed) == 40).await;
+    assert!(
+        marked.lock().unwrap().is_empty(),
+        "the owner took nothing yet"
+    );
+    go.send(()).unwrap();
+    until(|| marked.lock().unwrap().len() == 40).await;
+    a.shutdown().await;
+}
+
 /// A ledger's owner that answers each of a peer's summaries, while the session says there is
 /// room, with `frames` push frames of `len` bytes (a large relay: a heal's gap), and each
 /// request for changes by hash likewise; asks for the next at every tick; counts the bytes

@@ -1271,12 +1271,12 @@ pub fn text(r: &Value) -> String {
             + n("dropped")
             + n("waiting")
             + n("dropped_waiting_when_a_connection_ended");
-        // A push is counted sent by a mark a busy writer may miss: more can come than
-        // was counted sent.
+        // A push is counted sent by a mark that waits for a busy writer, and is lost if the
+        // connection ends first: more can come than was counted sent.
         let short = match sent.checked_sub(n("came")) {
             Some(lost) => format!("{lost} short of sent: lost on the way"),
             None => format!(
-                "{} more than counted sent: marks of pushes a busy writer missed",
+                "{} more than counted sent: marks of pushes still waiting for the writer when a connection ended",
                 n("came") - sent
             ),
         };
