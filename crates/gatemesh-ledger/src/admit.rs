@@ -402,6 +402,16 @@ pub(crate) fn precheck(
         })
         .collect();
     let sealed = crate::seal::sealed(changes, &pairs);
+    // What they vouch for is kept as found good, with what is verified below: a large
+    // push is taken a part at a time, each part checked with its own seals only, and a
+    // change whose writer's seal came in a later part had its signature verified on the
+    // writer. (A catch-up's parts are checked with the precheck's seals themselves.)
+    let mut kept = Checked::default();
+    for (hash, writer) in &sealed {
+        if let Some(device) = devices.get(writer) {
+            kept.insert(Checked::change_fact(device, hash));
+        }
+    }
     let mut sealed_records = 0;
     // Each change's author (`authored.rs`): its own records in it are vouched for by the
     // change, signed or sealed; the signature of a change no seal vouches for is a fact to
@@ -485,11 +495,14 @@ pub(crate) fn precheck(
             all
         })
     };
+    for fact in checked.facts() {
+        kept.insert(*fact);
+    }
     vouched
         .0
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .remember(&checked);
+        .remember(&kept);
     found.extend(checked);
     found.seal(sealed, sealed_records);
     found

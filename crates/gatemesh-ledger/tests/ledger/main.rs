@@ -1764,6 +1764,49 @@ fn a_push_checked_ahead_is_taken_without_verifying_its_signatures_again() {
 }
 
 #[test]
+fn a_sealed_push_taken_in_parts_verifies_nothing_on_the_writer() {
+    // North admitted 300 while apart and sealed them; it relays them to East as one push,
+    // which East's writer takes 50 at a time. The seal is in the last part: checked with
+    // its own seals only, each earlier part's changes were verified one by one on the
+    // writer. The precheck, which reads the whole push, keeps what the seal vouches for.
+    let (mut north, mut east) = (Gate::new("North"), Gate::new("East"));
+    let vouched = std::sync::Arc::new(gatemesh_ledger::Vouched::default());
+    east.ledger.share_vouched(vouched.clone());
+    let t0 = 1_795_000_000_000;
+    north.scan(&TicketId::generate(), "n1", t0);
+    sync_pair(&mut north.ledger, &mut east.ledger);
+    let mut push: Vec<u8> = (0..300)
+        .flat_map(|i| {
+            let r = redemption(&mut north.ledger, &TicketId::generate(), t0 + 100 + i);
+            north.ledger.record_redemption(&r).unwrap().unwrap().bytes
+        })
+        .collect();
+    push.extend(north.ledger.seal(t0 + 500).unwrap().unwrap().bytes);
+    let trust = trust_of(&event());
+    gatemesh_ledger::precheck_pushed(&push, &event(), &trust, &vouched);
+    let before = vouched.len();
+    let mut from_north = gatemesh_ledger::PeerSync::default();
+    let mut taken = east
+        .ledger
+        .receive_changes_upto(&mut from_north, &push, now(), 50)
+        .unwrap()
+        .len();
+    loop {
+        let more = east
+            .ledger
+            .take_waiting(&mut from_north, 50, now())
+            .unwrap();
+        if more.is_empty() {
+            break;
+        }
+        taken += more.len();
+    }
+    assert_eq!(taken, 301);
+    assert_eq!(east.ledger.redemption_count(), 301);
+    assert_eq!(vouched.len(), before, "nothing verified on the writer");
+}
+
+#[test]
 fn certificates_a_ledger_file_brought_are_shared_with_the_prechecks() {
     // East learned North's certificate from North's ledger file (`gatemesh import`), not
     // from a peer: North's message after that carries its new changes but not its
