@@ -3535,8 +3535,9 @@ impl PeerSync {
 
     /// The state for the peer device named `name` (its certificate's name): the changes
     /// it wrote itself are told apart from those it relays ([`LinkBooks::taken_own`]). A
-    /// gate asked for a gap counts only the others as the peer sending it: a stolen device
-    /// could otherwise look busy by writing its own records as fast as it likes.
+    /// gate that asked the peer for a gap counts what it wrote itself as the gap coming only
+    /// while no other peer offers the gap: a stolen device could otherwise look busy by
+    /// writing its own records as fast as it likes.
     pub fn of(name: &str) -> Self {
         Self {
             6: Some(name.into()),
