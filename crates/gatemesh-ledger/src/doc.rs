@@ -224,6 +224,21 @@ fn known_device_in(
     Some(device)
 }
 
+/// The name of the device that writes under `actor`, when it is a device [`known_device_in`]
+/// finds.
+fn writer_name_in(
+    parts: (
+        &mut HashMap<NodeId, Arc<Device>>,
+        &AutoCommit,
+        &Roots,
+        Option<&Trust>,
+    ),
+    actor: &ActorId,
+) -> Option<String> {
+    let node = crate::authored::node_of(actor)?;
+    known_device_in(parts, &node).map(|device| device.peer.name.clone())
+}
+
 /// What changes build on, by hash, for every change a ledger holds (read at open, noted as
 /// it makes or takes in more): [`trim_sent`] walks back through them after every sync
 /// message, and automerge 0.12 answers "what does this change build on" only by building
@@ -2558,9 +2573,7 @@ impl Ledger {
         );
         let mut lacked = theirs.lacked_writers(&self.tips);
         lacked.any(|actor| {
-            let name = crate::authored::node_of(actor)
-                .and_then(|node| known_device_in((&mut *devices, doc, roots, trust), &node))
-                .map(|device| device.peer.name.clone());
+            let name = writer_name_in((&mut *devices, doc, roots, trust), actor);
             name.is_none_or(|n| n == peer_name || !reaches.contains(&n))
         })
     }
@@ -2569,18 +2582,8 @@ impl Ledger {
     /// device.
     fn device_named(&mut self, actor: &ActorId, name: &str) -> bool {
         crate::authored::node_of(actor)
-            .and_then(|node| {
-                known_device_in(
-                    (
-                        &mut self.devices,
-                        &self.doc,
-                        &self.roots,
-                        self.trust.as_ref(),
-                    ),
-                    &node,
-                )
-            })
-            .is_some_and(|device| *device.peer.name == *name)
+            .and_then(|node| self.known_device(&node))
+            .is_some_and(|device| device.peer.name == name)
     }
 
     /// What to send `peer` after its summary message: the changes it lacks that this node
@@ -2605,11 +2608,7 @@ impl Ledger {
         );
         Ok(crate::summary::plan_relay(
             (&self.tips, &self.recent, &self.actor),
-            |actor| {
-                let node = crate::authored::node_of(actor)?;
-                known_device_in((&mut *devices, doc, roots, trust), &node)
-                    .map(|d| d.peer.name.clone())
-            },
+            |actor| writer_name_in((&mut *devices, doc, roots, trust), actor),
             &mut peer.4,
             told,
             plan,

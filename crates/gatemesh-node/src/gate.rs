@@ -976,10 +976,11 @@ pub(crate) const PART: usize = 1024;
 /// again what the one before had on its way (its answers queued behind a loaded writer's,
 /// megabytes), and at the stadium, where the gates on the smaller side of a heal took
 /// their gap of 22,000 changes in two to four minutes and moved on every 30 s, a third of
-/// what the heal relayed came twice. Meanwhile the others' pushes still come. What the peers asked before in the same
-/// catch-up sent, taken now a part at a time, counts as news from the one asked now: on a
-/// loaded gate they still wait here, and the one asked now has nothing to send but what
-/// they do not bring (given up on for that, each next peer asked sent what had come since).
+/// what the heal relayed came twice. Meanwhile the others' pushes still come. What the
+/// peers asked before in the same catch-up sent, taken now a part at a time, counts as news
+/// from the one asked now: on a loaded gate they still wait here, and the one asked now has
+/// nothing to send but what they do not bring (given up on for that, each next peer asked
+/// sent what had come since).
 /// What the peer asked wrote itself is news only while no other peer offers the gap: a
 /// stolen device could otherwise stay the one asked, and hold every other peer's relays
 /// back, by writing records of its own as fast as it likes ([`CatchUpRelay::took`]).
@@ -1288,6 +1289,17 @@ pub(crate) const LAG_EVERY: std::time::Duration = std::time::Duration::from_secs
 
 /// How long one look at the peers' lag may spend recounting (see [`Writer::peer_lag`]).
 const LAG_BUDGET: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// The sync state of `peer` (by its device name), a fresh one named for it if there is none
+/// ([`gatemesh_ledger::PeerSync::of`]).
+fn peer_state<'a>(
+    peers: &'a mut std::collections::HashMap<String, gatemesh_ledger::PeerSync>,
+    peer: &str,
+) -> &'a mut gatemesh_ledger::PeerSync {
+    peers
+        .entry(peer.to_owned())
+        .or_insert_with(|| gatemesh_ledger::PeerSync::of(peer))
+}
 
 pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -2070,10 +2082,7 @@ impl Writer {
                     }
                     _ => None,
                 };
-                let state = self
-                    .peers
-                    .entry(peer.clone())
-                    .or_insert_with(|| gatemesh_ledger::PeerSync::of(&peer));
+                let state = peer_state(&mut self.peers, &peer);
                 // A request for changes by hash is no round: it asks for no gap (counted as
                 // one, it made its peer the one asked and held the others' rounds back).
                 let round = !matches!(turn, Turn::Missing);
@@ -2213,18 +2222,12 @@ impl Writer {
                     catch_up_most: most(CATCH_UP_RELAY_MOST),
                     frame_most: gatemesh_mesh::session::PUSH_MOST,
                 };
-                let state = self
-                    .peers
-                    .entry(peer.clone())
-                    .or_insert_with(|| gatemesh_ledger::PeerSync::of(&peer));
+                let state = peer_state(&mut self.peers, &peer);
                 let answer = self.ledger.relay(state, &bytes, &plan);
                 self.answer(&peer, answer, reply)
             }
             SyncRequest::Need { peer, bytes, reply } => {
-                let state = self
-                    .peers
-                    .entry(peer.clone())
-                    .or_insert_with(|| gatemesh_ledger::PeerSync::of(&peer));
+                let state = peer_state(&mut self.peers, &peer);
                 let answer =
                     self.ledger
                         .answer_need(state, &bytes, gatemesh_mesh::session::PUSH_MOST);
@@ -2480,10 +2483,7 @@ impl Writer {
             return Err(why);
         }
         let _ = self.ledger.take_newly_flagged();
-        let state = self
-            .peers
-            .entry(peer.to_owned())
-            .or_insert_with(|| gatemesh_ledger::PeerSync::of(peer));
+        let state = peer_state(&mut self.peers, peer);
         let before = state.books();
         match take(&mut self.ledger, state) {
             Ok(new) => {

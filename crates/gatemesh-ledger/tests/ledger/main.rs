@@ -1647,6 +1647,15 @@ fn sync_taking_parts(
     panic!("sync did not converge");
 }
 
+/// Gates North and East, East's ledger sharing the signatures its prechecks find good (and
+/// the certificates it holds) in the set returned.
+fn north_and_east_sharing_vouched() -> (Gate, Gate, std::sync::Arc<gatemesh_ledger::Vouched>) {
+    let (north, mut east) = (Gate::new("North"), Gate::new("East"));
+    let vouched = std::sync::Arc::new(gatemesh_ledger::Vouched::default());
+    east.ledger.share_vouched(vouched.clone());
+    (north, east, vouched)
+}
+
 #[test]
 fn records_a_gate_signed_or_verified_are_not_verified_again_when_a_peer_sends_them_back() {
     // East signs its 40 admissions, and each change that carries one, and verifies the
@@ -1654,9 +1663,7 @@ fn records_a_gate_signed_or_verified_are_not_verified_again_when_a_peer_sends_th
     // vouched for by those: `authored.rs`). After a heal a peer sends East the whole ledger,
     // both sides' changes: its precheck finds all 100 good without verifying one (what it
     // verifies joins the shared set, which stays as it was).
-    let vouched = std::sync::Arc::new(gatemesh_ledger::Vouched::default());
-    let (mut north, mut east) = (Gate::new("North"), Gate::new("East"));
-    east.ledger.share_vouched(vouched.clone());
+    let (mut north, mut east, vouched) = north_and_east_sharing_vouched();
     let t0 = 1_795_000_000_000;
     for i in 0..60 {
         north.scan(&TicketId::generate(), "n1", t0 + i);
@@ -1694,9 +1701,7 @@ fn a_message_that_carries_no_certificates_is_prechecked_with_those_the_ledger_ho
     // while apart. North's message after the heal carries its changes, not its certificate
     // (East holds it): the precheck finds North's signatures good with the certificate
     // East's ledger shares, so the writer does not verify them between scans.
-    let (mut north, mut east) = (Gate::new("North"), Gate::new("East"));
-    let vouched = std::sync::Arc::new(gatemesh_ledger::Vouched::default());
-    east.ledger.share_vouched(vouched.clone());
+    let (mut north, mut east, vouched) = north_and_east_sharing_vouched();
     let t0 = 1_795_000_000_000;
     for i in 0..60 {
         north.scan(&TicketId::generate(), "n1", t0 + i);
@@ -1727,9 +1732,7 @@ fn a_push_checked_ahead_is_taken_without_verifying_its_signatures_again() {
     // signatures found good), the 30 are found good; East's writer then takes the push and
     // verifies none of them (the shared set does not grow). Bytes that are no push are
     // found nothing in.
-    let (mut north, mut east) = (Gate::new("North"), Gate::new("East"));
-    let vouched = std::sync::Arc::new(gatemesh_ledger::Vouched::default());
-    east.ledger.share_vouched(vouched.clone());
+    let (mut north, mut east, vouched) = north_and_east_sharing_vouched();
     let t0 = 1_795_000_000_000;
     for i in 0..10 {
         north.scan(&TicketId::generate(), "n1", t0 + i);
@@ -1769,9 +1772,7 @@ fn a_sealed_push_taken_in_parts_verifies_nothing_on_the_writer() {
     // which East's writer takes 50 at a time. The seal is in the last part: checked with
     // its own seals only, each earlier part's changes were verified one by one on the
     // writer. The precheck, which reads the whole push, keeps what the seal vouches for.
-    let (mut north, mut east) = (Gate::new("North"), Gate::new("East"));
-    let vouched = std::sync::Arc::new(gatemesh_ledger::Vouched::default());
-    east.ledger.share_vouched(vouched.clone());
+    let (mut north, mut east, vouched) = north_and_east_sharing_vouched();
     let t0 = 1_795_000_000_000;
     north.scan(&TicketId::generate(), "n1", t0);
     sync_pair(&mut north.ledger, &mut east.ledger);
@@ -1811,9 +1812,7 @@ fn certificates_a_ledger_file_brought_are_shared_with_the_prechecks() {
     // East learned North's certificate from North's ledger file (`gatemesh import`), not
     // from a peer: North's message after that carries its new changes but not its
     // certificate, and the precheck finds them good with the one the import brought.
-    let (mut north, mut east) = (Gate::new("North"), Gate::new("East"));
-    let vouched = std::sync::Arc::new(gatemesh_ledger::Vouched::default());
-    east.ledger.share_vouched(vouched.clone());
+    let (mut north, mut east, vouched) = north_and_east_sharing_vouched();
     let t0 = 1_795_000_000_000;
     for i in 0..60 {
         north.scan(&TicketId::generate(), "n1", t0 + i);

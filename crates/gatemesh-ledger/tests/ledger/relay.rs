@@ -762,8 +762,9 @@ fn held_back_changes_are_taken_a_bounded_number_at_a_time_in_causal_order() {
 }
 
 /// What a peer relays of other writers is told apart from what it wrote itself: a gate
-/// asked for a gap counts only the first as the peer sending it (a stolen device that
-/// writes records of its own as fast as it likes does not look like one sending a gap).
+/// that asked it for a gap counts the second as the gap coming only while no other peer
+/// offers it (a stolen device that writes records of its own as fast as it likes does not
+/// look like one sending a gap).
 #[test]
 fn a_link_tells_what_the_peer_wrote_from_what_it_relayed() {
     let (mut a, mut b, mut c) = (device("gate-a"), device("gate-b"), device("gate-c"));

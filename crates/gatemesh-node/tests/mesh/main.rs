@@ -1117,6 +1117,14 @@ fn ledger_of(identity: &pki::Identity) -> gatemesh_ledger::Ledger {
     ledger
 }
 
+/// A push frame of `changes` (change chunks, one after another), as a gate's session sends
+/// one.
+fn push(changes: &[u8]) -> Vec<u8> {
+    let mut frame = vec![gatemesh_mesh::session::PUSH_FRAME];
+    frame.extend_from_slice(changes);
+    frame
+}
+
 /// `ledger` admits `tid` at gate `gate`: the change it made, as pushed.
 fn admitted(ledger: &mut gatemesh_ledger::Ledger, tid: &TicketId, gate: &str) -> Vec<u8> {
     let at_ms = gatemesh_wire::time::now_ms();
@@ -1159,11 +1167,6 @@ async fn a_change_that_came_before_what_it_builds_on_is_taken_when_that_comes_by
     .unwrap();
     let of_y = admitted(&mut y, &second, "gate-y");
 
-    let push = |changes: &[u8]| {
-        let mut frame = vec![gatemesh_mesh::session::PUSH_FRAME];
-        frame.extend_from_slice(changes);
-        frame
-    };
     let (_ep_y, conn_y, mut send_y, _recv_y) = broken_session(&y_id, a_addr).await;
     gatemesh_mesh::net::write_frame(&mut send_y, &push(&of_y))
         .await
@@ -1217,11 +1220,6 @@ async fn a_forged_change_that_waited_for_another_peers_is_refused_and_its_sender
     forged.commit();
     let forged_change = forged.get_last_local_change().unwrap().raw_bytes().to_vec();
 
-    let push = |changes: &[u8]| {
-        let mut frame = vec![gatemesh_mesh::session::PUSH_FRAME];
-        frame.extend_from_slice(changes);
-        frame
-    };
     let (_ep_x, conn_x, mut send_x, _recv_x) = broken_session(&x_id, a_addr).await;
     gatemesh_mesh::net::write_frame(&mut send_x, &push(&forged_change))
         .await
@@ -1562,16 +1560,11 @@ async fn a_stolen_device_asked_for_a_gap_cannot_hold_it_back_by_writing_records_
         .iter()
         .map(|t| admitted(&mut x, t, "gate-x"))
         .collect();
-    let push = |changes: &[Vec<u8>]| {
-        let mut frame = vec![gatemesh_mesh::session::PUSH_FRAME];
-        frame.extend(changes.iter().flatten());
-        frame
-    };
     let last_of_x = x_tids.last().unwrap();
     {
         let (_ep_x, conn_x, mut send_x, _recv_x) = broken_session(&x_id, h_addr).await;
         for part in of_x.chunks(100) {
-            gatemesh_mesh::net::write_frame(&mut send_x, &push(part))
+            gatemesh_mesh::net::write_frame(&mut send_x, &push(&part.concat()))
                 .await
                 .unwrap();
         }
@@ -1600,7 +1593,7 @@ async fn a_stolen_device_asked_for_a_gap_cannot_hold_it_back_by_writing_records_
             let part: Vec<Vec<u8>> = (0..20)
                 .map(|_| admitted(&mut d, &TicketId::generate(), "gate-d"))
                 .collect();
-            if gatemesh_mesh::net::write_frame(&mut send_d, &push(&part))
+            if gatemesh_mesh::net::write_frame(&mut send_d, &push(&part.concat()))
                 .await
                 .is_err()
             {
