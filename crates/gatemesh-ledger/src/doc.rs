@@ -1794,11 +1794,14 @@ impl Ledger {
             check_roots(&trial)
         })?;
         trial.set_actor(self.actor.clone());
-        let new: Vec<StoredChange> = trial
-            .get_changes(&before)
-            .iter()
-            .map(StoredChange::from)
-            .collect();
+        let merged = trial.get_changes(&before);
+        // What came by the import is at hand to relay, as what came by a peer is: a gate
+        // that imported its side's ledger and is asked for the gap after a heal relays it
+        // (it sent its own changes alone, and was given up on every 10 s).
+        for change in &merged {
+            self.recent.note(change);
+        }
+        let new: Vec<StoredChange> = merged.iter().map(StoredChange::from).collect();
         let after = trial.get_heads();
         let roots = roots_of(&trial)?;
         self.doc = trial;

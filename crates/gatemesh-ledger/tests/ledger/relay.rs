@@ -1378,3 +1378,25 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn what_a_ledger_imported_is_at_hand_to_relay_to_a_peer_catching_up_from_it() {
+    // A gate that took its side's records by an import (a replacement laptop loaded with the
+    // ledger of the one it replaces) and is then asked for a partition's gap: it relays the
+    // gap. Before, only what came by a peer was at hand; asked, it sent its own records alone,
+    // and the gate catching up gave it up after 10 s and asked the next such peer.
+    let (mut a, mut b, mut c) = (device("gate-a"), device("gate-b"), device("gate-c"));
+    let made = admit(&mut a, 30);
+    let own = admit(&mut b, 5);
+    assert_eq!(b.merge_saved(&a.save(), now()).unwrap().len(), made.len());
+    let gap = c.summary_message(&reaching(&["gate-b"]), Wants::Gap);
+    let relay = b
+        .relay(&mut PeerSync::default(), &gap, &plan(&b, "gate-b", now()))
+        .unwrap();
+    assert_eq!(relay.changes, made.len() + own.len(), "{:?}", relay.round);
+    assert_eq!(take(&mut c, &relay), made.len() + own.len());
+    assert_eq!(
+        c.summary_message(&[], Wants::Relays),
+        b.summary_message(&[], Wants::Relays)
+    );
+}
