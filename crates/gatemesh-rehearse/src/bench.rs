@@ -1,6 +1,7 @@
 //! `gatemesh bench …`: numbers measured on this machine through the code paths the product
 //! uses, one module a subject — [`gate`] (one gate: scans, dashboard, HTTP, cold start,
-//! merge), [`mesh`] (two gates over QUIC, on loopback or across a bridge), [`server`] (a
+//! merge), [`mesh`] (two gates over QUIC, on loopback or across a bridge), [`heal`] (a partition of
+//! many gates healing), [`server`] (a
 //! running central server over its API), [`voids`] (a burst of refunds at it while gates
 //! follow its change stream), [`uplink`] (what the server's word costs a
 //! gate) and [`revoke`] (how soon every gate refuses a revoked one). Each returns its report as JSON; `checks.ok = false` in it means a correctness
@@ -13,6 +14,7 @@ use serde_json::Value;
 
 pub mod fanout;
 pub mod gate;
+pub mod heal;
 mod local;
 pub mod mesh;
 pub mod revoke;
@@ -37,6 +39,9 @@ enum What {
     /// Propagation between two gates over the QUIC mesh on loopback, convergence after a
     /// partition, bytes on the wire per redemption.
     Mesh(mesh::Args),
+    /// A partition of many gates healing in this process: CPU per change moved, changes
+    /// received twice, and the scans made meanwhile.
+    Heal(heal::Args),
     /// Propagation from a gate in this process to a `gatemesh gate` elsewhere (another
     /// network namespace across a bridge: `scripts/bench-mesh-bridge.sh`).
     MeshRemote(mesh::RemoteArgs),
@@ -63,6 +68,7 @@ impl Args {
             What::Fanout(a) => a.report.as_deref(),
             What::Gate(a) => a.report.as_deref(),
             What::Mesh(a) => a.report.as_deref(),
+            What::Heal(a) => a.report.as_deref(),
             What::MeshRemote(a) => a.report.as_deref(),
             What::Server(a) => a.report.as_deref(),
             What::Voids(a) => a.report.as_deref(),
@@ -79,6 +85,7 @@ pub async fn run(args: &Args, gatemesh: &Path) -> Result<Value> {
         What::Fanout(a) => fanout::run(a).await,
         What::Gate(a) => gate::run(a, gatemesh).await,
         What::Mesh(a) => mesh::run(a).await,
+        What::Heal(a) => heal::run(a).await,
         What::MeshRemote(a) => mesh::run_remote(a).await,
         What::Server(a) => server::run(a).await,
         What::Voids(a) => voids::run(a).await,
