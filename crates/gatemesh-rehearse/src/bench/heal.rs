@@ -4,7 +4,7 @@
 //! scans made meanwhile are answered.
 //!
 //! The gates are full nodes (ledger, SQLite store, QUIC endpoint with mutual TLS on
-//! loopback, static peers, no discovery). They are split into two sides (the first half
+//! loopback, static peers, no discovery), each on a tokio runtime of its own. They are split into two sides (the first half
 //! and the rest); every gate admits its own tickets while apart, and each side's gates
 //! hold each other's (their ledgers merged, as a side's mesh would have them). Then every
 //! gate joins one mesh with every other, at once: each connection is new, as after a
@@ -66,16 +66,51 @@ const HEAL_MOST: Duration = Duration::from_secs(600);
 
 use super::local::LocalEvent as Bench;
 
+/// A gate's own runtime, shut down without waiting when dropped (a runtime dropped inside
+/// another's task would panic).
+struct Runtime(Option<tokio::runtime::Runtime>);
+
+impl Runtime {
+    fn enter(&self) -> Option<tokio::runtime::EnterGuard<'_>> {
+        self.0.as_ref().map(tokio::runtime::Runtime::enter)
+    }
+
+    async fn spawn<T: Send + 'static>(
+        &self,
+        task: impl std::future::Future<Output = T> + Send + 'static,
+    ) -> Result<T> {
+        let rt = self.0.as_ref().context("a gate's runtime")?;
+        Ok(rt.spawn(task).await?)
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
 impl Bench {
     fn gate_name(i: usize) -> String {
         format!("gate-{i}")
     }
 }
 
-/// Admits each of `codes` at `node`, one after another.
-async fn admit_all(node: &Node, codes: &[(gatemesh_ticket::TicketId, String)]) -> Result<()> {
-    for (_, code) in codes {
-        let r = node.scan(code, "bench", Direction::Entry).await?;
+/// Admits each of `codes` at `node`, 16 at a time (a set-up, not measured: its commits
+/// share their fsyncs).
+async fn admit_all(node: &Node, codes: Vec<(gatemesh_ticket::TicketId, String)>) -> Result<()> {
+    use futures_util::StreamExt;
+    let scans = futures_util::stream::iter(codes.into_iter().map(|(_, code)| {
+        let node = node.clone();
+        async move { node.scan(&code, "bench", Direction::Entry).await }
+    }))
+    .buffer_unordered(16)
+    .collect::<Vec<_>>()
+    .await;
+    for r in scans {
+        let r = r?;
         anyhow::ensure!(
             r.verdict == gatemesh_ledger::Verdict::Admit,
             "a new ticket was not admitted: {r:?}"
@@ -160,9 +195,23 @@ async fn heal(args: &Args, dir: &std::path::Path) -> Result<Value> {
     let b = Bench::create(dir.to_path_buf(), "BENCH-HEAL")?;
     let gates = args.gates as usize;
     let side_a = gates / 2;
+    // Each gate on a runtime of its own, as each is a process of its own at a venue: on one
+    // shared runtime, thirty-two writers busy with a heal starved every gate's network, and
+    // connections timed out.
+    let runtimes = (0..gates)
+        .map(|i| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name(format!("gm-heal-{i}"))
+                .enable_all()
+                .build()
+                .map(|rt| Runtime(Some(rt)))
+        })
+        .collect::<std::io::Result<Vec<_>>>()?;
     let mut nodes = Vec::with_capacity(gates);
-    for i in 0..gates {
+    for (i, rt) in runtimes.iter().enumerate() {
         let name = Bench::gate_name(i);
+        let _inside = rt.enter();
         nodes.push(Node::start(
             b.config(&name, &dir.join(format!("data-{name}")))?,
         )?);
@@ -170,7 +219,7 @@ async fn heal(args: &Args, dir: &std::path::Path) -> Result<Value> {
 
     if args.held > 0 {
         eprintln!("every gate holding {} admissions first…", args.held);
-        admit_all(&nodes[0], &b.codes(args.held)?).await?;
+        admit_all(&nodes[0], b.codes(args.held)?).await?;
         let saved = nodes[0].export_ledger().await?;
         for node in &nodes[1..] {
             node.import_ledger(saved.clone()).await?;
@@ -188,7 +237,7 @@ async fn heal(args: &Args, dir: &std::path::Path) -> Result<Value> {
     let mut admitting = tokio::task::JoinSet::new();
     for (node, mine) in nodes.iter().zip(codes.chunks(args.each.max(1))) {
         let (node, mine) = (node.clone(), mine.to_vec());
-        admitting.spawn(async move { admit_all(&node, &mine).await });
+        admitting.spawn(async move { admit_all(&node, mine).await });
     }
     while let Some(done) = admitting.join_next().await {
         done??;
@@ -226,8 +275,9 @@ async fn heal(args: &Args, dir: &std::path::Path) -> Result<Value> {
     super::perf(args.perf_control.as_deref(), "enable")?;
     let start = Instant::now();
     let mut addrs = Vec::with_capacity(gates);
-    for (i, node) in nodes.iter().enumerate() {
+    for (i, (node, rt)) in nodes.iter().zip(&runtimes).enumerate() {
         let name = Bench::gate_name(i);
+        let _inside = rt.enter();
         addrs.push(node.start_mesh(b.mesh(&name, addrs.clone())?)?);
     }
     let stop = Arc::new(AtomicBool::new(false));
@@ -283,8 +333,8 @@ async fn heal(args: &Args, dir: &std::path::Path) -> Result<Value> {
     let cpu = crate::rehearse::load::cpu_time(std::process::id())? - cpu0;
     super::perf(args.perf_control.as_deref(), "disable")?;
     let books = books(&nodes).await?;
-    for node in nodes {
-        node.shutdown().await;
+    for (node, rt) in nodes.into_iter().zip(&runtimes) {
+        rt.spawn(async move { node.shutdown().await }).await?;
     }
 
     let mut healed: Vec<Duration> = healed.into_iter().flatten().collect();
