@@ -1065,7 +1065,12 @@ async fn serve(
     });
     let result = session(&conn, send, recv, &peer.name, ctx).await;
     if let Err(e) = &result {
-        tracing::warn!("sync with {} ended: {e}", peer.name);
+        // Why the connection ended, when it did (a stream's error says only that it was
+        // lost): timed out, reset, or closed by the peer and with what.
+        match conn.close_reason() {
+            Some(why) => tracing::warn!("sync with {} ended: {e} ({why})", peer.name),
+            None => tracing::warn!("sync with {} ended: {e}", peer.name),
+        }
         conn.close(VarInt::from_u32(CLOSE_BAD_SYNC), b"sync failed");
     }
     if let Err(crate::MeshError::Refused(reason)) = &result
