@@ -4,13 +4,15 @@
 //! scans made meanwhile are answered.
 //!
 //! The gates are full nodes (ledger, SQLite store, QUIC endpoint with mutual TLS on
-//! loopback, static peers, no discovery), each on a tokio runtime of its own. They are split into two sides (the first half
-//! and the rest); every gate admits its own tickets while apart, and each side's gates
-//! hold each other's (their ledgers merged, as a side's mesh would have them). Then every
-//! gate joins one mesh with every other, at once: each connection is new, as after a
-//! partition long enough for QUIC to give its connections up, and each gate lacks what
-//! every gate of the other side admitted. Meanwhile new tickets are scanned across the
-//! gates at a steady rate, each timed until its answer.
+//! loopback, static peers, no discovery), each on a tokio runtime of its own. They are
+//! split into two sides (the first half and the rest); every gate admits its own tickets
+//! while apart, and each side's gates hold each other's (their ledgers merged, as a side's
+//! mesh would have them). Then every gate joins one mesh with every other, at once: each
+//! connection is new, as after a partition long enough for QUIC to give its connections up,
+//! and each gate lacks what every gate of the other side admitted. Meanwhile new tickets are
+//! scanned across the gates at a steady rate, each timed until its answer. A gate has
+//! healed once it holds the other side's last admissions (each gate's last one apart is
+//! made after all its others, and a ledger takes a writer's changes in order).
 //!
 //! CPU time is the process's own (every gate and the bench's driver) from the kernel's
 //! accounting, not the wall clock; per change, it is divided by the changes that had to
@@ -37,8 +39,8 @@ pub struct Args {
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(2..=64))]
     gates: u32,
     /// Admissions each gate made while the sides were apart.
-    #[arg(long, default_value_t = 500)]
-    each: usize,
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
+    each: u64,
     /// Admissions every gate held before the partition (made at one gate, its ledger
     /// merged into every other's).
     #[arg(long, default_value_t = 0)]
@@ -194,6 +196,7 @@ pub async fn run(args: &Args) -> Result<Value> {
 async fn heal(args: &Args, dir: &std::path::Path) -> Result<Value> {
     let b = Bench::create(dir.to_path_buf(), "BENCH-HEAL")?;
     let gates = args.gates as usize;
+    let each = usize::try_from(args.each)?;
     let side_a = gates / 2;
     // Each gate on a runtime of its own, as each is a process of its own at a venue: on one
     // shared runtime, thirty-two writers busy with a heal starved every gate's network, and
@@ -229,15 +232,24 @@ async fn heal(args: &Args, dir: &std::path::Path) -> Result<Value> {
     eprintln!(
         "{} gates admitting {} each, apart ({} and {} a side)…",
         gates,
-        args.each,
+        each,
         side_a,
         gates - side_a
     );
-    let codes = b.codes(gates * args.each)?;
+    let codes = b.codes(gates * each)?;
+    // Each gate's last admission apart, made after all its others.
+    let lasts: Vec<gatemesh_ticket::TicketId> = codes
+        .chunks(each)
+        .map(|mine| mine[mine.len() - 1].0.clone())
+        .collect();
     let mut admitting = tokio::task::JoinSet::new();
-    for (node, mine) in nodes.iter().zip(codes.chunks(args.each.max(1))) {
-        let (node, mine) = (node.clone(), mine.to_vec());
-        admitting.spawn(async move { admit_all(&node, mine).await });
+    for (node, mine) in nodes.iter().zip(codes.chunks(each)) {
+        let (node, mut mine) = (node.clone(), mine.to_vec());
+        let last = mine.split_off(mine.len() - 1);
+        admitting.spawn(async move {
+            admit_all(&node, mine).await?;
+            admit_all(&node, last).await
+        });
     }
     while let Some(done) = admitting.join_next().await {
         done??;
@@ -254,16 +266,16 @@ async fn heal(args: &Args, dir: &std::path::Path) -> Result<Value> {
             node.import_ledger(saved.clone()).await?;
         }
     }
-    let diverged = args.held + gates * args.each;
+    let diverged = args.held + gates * each;
     for (i, node) in nodes.iter().enumerate() {
         let holds = node.snapshot().await?.redemptions;
         let side = if i < side_a { side_a } else { gates - side_a };
         anyhow::ensure!(
-            holds == args.held + side * args.each,
+            holds == args.held + side * each,
             "gate {i} holds {holds} before the heal"
         );
     }
-    let to_move = 2 * side_a * (gates - side_a) * args.each;
+    let to_move = 2 * side_a * (gates - side_a) * each;
     let scan_codes = if args.scans_per_s == 0 {
         Vec::new()
     } else {
@@ -290,7 +302,16 @@ async fn heal(args: &Args, dir: &std::path::Path) -> Result<Value> {
         ))
     });
 
-    // When each gate first held everything either side admitted apart.
+    // When each gate first held everything the other side admitted apart: every one of
+    // that side's last admissions, each of which its writer made after all its others (a
+    // ledger takes a writer's changes in order). Not by counting: the scans made meanwhile
+    // count too.
+    let mut lacks: Vec<Vec<&gatemesh_ticket::TicketId>> = (0..gates)
+        .map(|i| {
+            let other = if i < side_a { side_a..gates } else { 0..side_a };
+            lasts[other].iter().collect()
+        })
+        .collect();
     let mut healed: Vec<Option<Duration>> = vec![None; gates];
     while healed.iter().any(Option::is_none) {
         anyhow::ensure!(
@@ -299,7 +320,13 @@ async fn heal(args: &Args, dir: &std::path::Path) -> Result<Value> {
         );
         tokio::time::sleep(LOOK_EVERY).await;
         for (i, node) in nodes.iter().enumerate() {
-            if healed[i].is_none() && node.snapshot().await?.redemptions >= diverged {
+            while let Some(tid) = lacks[i].last() {
+                if node.ticket((*tid).clone()).await?.0.redemptions.is_empty() {
+                    break;
+                }
+                lacks[i].pop();
+            }
+            if lacks[i].is_empty() && healed[i].is_none() {
                 healed[i] = Some(start.elapsed());
             }
         }
