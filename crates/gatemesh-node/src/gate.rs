@@ -1216,10 +1216,23 @@ const RELAY_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 #[derive(Debug, Default)]
 pub(crate) struct Marks(std::collections::VecDeque<(std::time::Instant, u64)>);
 
+/// How long [`Marks`] are kept, but for the newest one older than that.
+const MARKS_FOR: std::time::Duration = std::time::Duration::from_secs(10);
+
 impl Marks {
-    /// Marks the ledger's count `noted` now (at most every 100 ms; kept 10 s).
+    /// Marks the ledger's count `noted` now (at most every 100 ms; kept [`MARKS_FOR`]).
     pub(crate) fn mark(&mut self, noted: u64) {
-        let now = std::time::Instant::now();
+        self.mark_at(noted, std::time::Instant::now());
+    }
+
+    /// Marks `noted` at `now`. Marks older than [`MARKS_FOR`] go, but for the newest of
+    /// them: it says what was taken before a writer's quiet spell. Without it a quiet gate
+    /// (no scan for 10 s) kept only the mark of its first batch after the spell, no mark was
+    /// a second old, and every change it held counted as taken a moment ago: asked for a
+    /// gap as a partition healed, it left out its own records as on their way by push,
+    /// though it made them long before it reached the peer (they came 10 s later, sent
+    /// again as lost).
+    fn mark_at(&mut self, noted: u64, now: std::time::Instant) {
         if self
             .0
             .back()
@@ -1228,11 +1241,10 @@ impl Marks {
             return;
         }
         self.0.push_back((now, noted));
-        while self.0.len() > 1
-            && self
-                .0
-                .front()
-                .is_some_and(|(at, _)| now.duration_since(*at) > std::time::Duration::from_secs(10))
+        while self
+            .0
+            .get(1)
+            .is_some_and(|(at, _)| now.duration_since(*at) > MARKS_FOR)
         {
             self.0.pop_front();
         }
@@ -3042,6 +3054,40 @@ mod tests {
 
     /// A gate that lacks a gap asks the first peer that has it to relay it all, the others
     /// for nothing meanwhile, and goes back to the usual relays once it lacks little.
+    #[test]
+    fn a_quiet_writers_first_mark_after_the_quiet_keeps_what_it_held_before_relayable() {
+        use std::time::Duration;
+        let (t0, s) = (std::time::Instant::now(), Duration::from_secs);
+        let mut marks = super::Marks::default();
+        marks.mark_at(100, t0);
+        // No batch for 15 s, then one (a peer connected as a partition healed), and a peer's
+        // summary 50 ms later: the 100 changes held before the quiet are a second old.
+        marks.mark_at(100, t0 + s(15));
+        let summary = t0 + s(15) + Duration::from_millis(50);
+        assert_eq!(
+            marks.noted_before(summary),
+            101,
+            "none counted as a moment old"
+        );
+        marks.mark_at(150, t0 + s(15) + Duration::from_millis(500));
+        assert_eq!(
+            marks.noted_before(t0 + s(16)),
+            101,
+            "the 50 after are a moment old"
+        );
+        assert_eq!(marks.noted_before(t0 + s(17)), 151);
+        // A busy writer keeps 10 s of marks (one every 100 ms) and the one before them.
+        for i in 0..1_000u32 {
+            marks.mark_at(
+                200 + u64::from(i),
+                t0 + s(20) + Duration::from_millis(100) * i,
+            );
+        }
+        assert!(marks.0.len() <= 102, "{}", marks.0.len());
+        let last = t0 + s(20) + Duration::from_millis(100) * 999;
+        assert_eq!(marks.noted_before(last + s(1)), 200 + 999 + 1);
+    }
+
     #[test]
     fn one_peer_is_asked_to_relay_a_gap_and_the_others_for_nothing_meanwhile() {
         let (mut r, t0) = (CatchUpRelay::default(), Instant::now());
