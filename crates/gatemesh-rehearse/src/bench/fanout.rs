@@ -21,7 +21,6 @@ use std::{
 };
 
 use anyhow::{Context, Result};
-use futures_util::StreamExt;
 use gatemesh_ledger::{Direction, Durability};
 use gatemesh_node::Node;
 use serde_json::{Value, json};
@@ -60,7 +59,7 @@ const CATCH_UP_SCAN_EVERY: Duration = Duration::from_millis(10);
 /// Thread name of the measured gate's runtime (`comm` keeps 15 bytes).
 const THREADS: &str = "gm-measured";
 
-use super::local::LocalEvent as Bench;
+use super::local::{LocalEvent as Bench, Runtime, admit_all};
 
 impl Bench {
     /// The measured gate admits `n` tickets (16 at a time) and stops: its compacted store is
@@ -72,17 +71,7 @@ impl Bench {
     async fn seed(&self, n: usize) -> Result<PathBuf> {
         let data = self.dir.join(format!("seed-{n}"));
         let node = Node::start(self.config(MEASURED, &data)?)?;
-        let codes = self.codes(n)?;
-        let scans = futures_util::stream::iter(codes.into_iter().map(|(_, code)| {
-            let node = node.clone();
-            async move { node.scan(&code, "seed", Direction::Entry).await }
-        }))
-        .buffer_unordered(16)
-        .collect::<Vec<_>>()
-        .await;
-        for s in scans {
-            s?;
-        }
+        admit_all(&node, self.codes(n)?).await?;
         node.shutdown().await;
         let mut store =
             gatemesh_ledger::Store::open(&data.join("ledger.sqlite"), Durability::Process)?;
@@ -158,16 +147,6 @@ fn process_ns() -> u64 {
 
 /// The measured gate's runtime, shut down without waiting when dropped (this runs inside
 /// another runtime, where a blocking drop would panic).
-struct Runtime(Option<tokio::runtime::Runtime>);
-
-impl Drop for Runtime {
-    fn drop(&mut self) {
-        if let Some(rt) = self.0.take() {
-            rt.shutdown_background();
-        }
-    }
-}
-
 async fn wait_for(mut check: impl AsyncFnMut() -> Result<bool>, what: &str) -> Result<()> {
     let start = Instant::now();
     while !check().await? {

@@ -66,59 +66,12 @@ const LOOK_EVERY: Duration = Duration::from_millis(100);
 /// A heal not done in this long fails the bench.
 const HEAL_MOST: Duration = Duration::from_secs(600);
 
-use super::local::LocalEvent as Bench;
-
-/// A gate's own runtime, shut down without waiting when dropped (a runtime dropped inside
-/// another's task would panic).
-struct Runtime(Option<tokio::runtime::Runtime>);
-
-impl Runtime {
-    fn enter(&self) -> Option<tokio::runtime::EnterGuard<'_>> {
-        self.0.as_ref().map(tokio::runtime::Runtime::enter)
-    }
-
-    async fn spawn<T: Send + 'static>(
-        &self,
-        task: impl std::future::Future<Output = T> + Send + 'static,
-    ) -> Result<T> {
-        let rt = self.0.as_ref().context("a gate's runtime")?;
-        Ok(rt.spawn(task).await?)
-    }
-}
-
-impl Drop for Runtime {
-    fn drop(&mut self) {
-        if let Some(rt) = self.0.take() {
-            rt.shutdown_background();
-        }
-    }
-}
+use super::local::{LocalEvent as Bench, Runtime, admit_all};
 
 impl Bench {
     fn gate_name(i: usize) -> String {
         format!("gate-{i}")
     }
-}
-
-/// Admits each of `codes` at `node`, 16 at a time (a set-up, not measured: its commits
-/// share their fsyncs).
-async fn admit_all(node: &Node, codes: Vec<(gatemesh_ticket::TicketId, String)>) -> Result<()> {
-    use futures_util::StreamExt;
-    let scans = futures_util::stream::iter(codes.into_iter().map(|(_, code)| {
-        let node = node.clone();
-        async move { node.scan(&code, "bench", Direction::Entry).await }
-    }))
-    .buffer_unordered(16)
-    .collect::<Vec<_>>()
-    .await;
-    for r in scans {
-        let r = r?;
-        anyhow::ensure!(
-            r.verdict == gatemesh_ledger::Verdict::Admit,
-            "a new ticket was not admitted: {r:?}"
-        );
-    }
-    Ok(())
 }
 
 /// Every gate's links' books and relays, summed: over the connections it has and those

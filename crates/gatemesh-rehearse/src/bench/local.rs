@@ -72,3 +72,60 @@ impl LocalEvent {
             .collect::<Result<_, _>>()?)
     }
 }
+
+/// Admits each of `codes` at `node`, 16 at a time (a set-up, not measured: its commits
+/// share their fsyncs); each must be admitted.
+pub(crate) async fn admit_all(
+    node: &gatemesh_node::Node,
+    codes: Vec<(TicketId, String)>,
+) -> Result<()> {
+    use futures_util::StreamExt;
+    let scans = futures_util::stream::iter(codes.into_iter().map(|(_, code)| {
+        let node = node.clone();
+        async move {
+            node.scan(&code, "bench", gatemesh_ledger::Direction::Entry)
+                .await
+        }
+    }))
+    .buffer_unordered(16)
+    .collect::<Vec<_>>()
+    .await;
+    for r in scans {
+        let r = r?;
+        anyhow::ensure!(
+            r.verdict == gatemesh_ledger::Verdict::Admit,
+            "a new ticket was not admitted: {r:?}"
+        );
+    }
+    Ok(())
+}
+
+/// A gate's own runtime, shut down without waiting when dropped (a runtime dropped inside
+/// another's task would panic).
+pub(crate) struct Runtime(pub(crate) Option<tokio::runtime::Runtime>);
+
+impl Runtime {
+    pub(crate) fn enter(&self) -> Option<tokio::runtime::EnterGuard<'_>> {
+        self.0.as_ref().map(tokio::runtime::Runtime::enter)
+    }
+
+    /// Runs `task` on this runtime and waits for it.
+    pub(crate) async fn spawn<T: Send + 'static>(
+        &self,
+        task: impl std::future::Future<Output = T> + Send + 'static,
+    ) -> Result<T> {
+        let rt = self
+            .0
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("a gate's runtime is gone"))?;
+        Ok(rt.spawn(task).await?)
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
