@@ -639,6 +639,16 @@ impl Ctx {
         self.self_revoked.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Whether a connection with `peer` is registered and not closed.
+    fn live_with(&self, peer: &str) -> bool {
+        self.registry.lock().is_ok_and(|registry| {
+            registry
+                .live
+                .get(peer)
+                .is_some_and(|live| live.conn.close_reason().is_none())
+        })
+    }
+
     /// The open connections may have changed.
     fn neighbours_changed(&self) {
         self.neighbours
@@ -936,6 +946,16 @@ async fn dial_loop(endpoint: Endpoint, addr: SocketAddr, ctx: Arc<Ctx>, dialing:
             Ok(Ok((conn, peer))) => {
                 known = Some(peer.name.clone());
                 failed = 0;
+                // The peer dialled too, and its connection is up (its session running,
+                // perhaps for seconds under load: a partition healed, both sides redialling).
+                // This one, opening a session, would take that one's place on both sides
+                // (see `serve`), and what was asked and relayed on it would be done again.
+                // Closed before any stream opens, the peer never serves it.
+                if ctx.live_with(&peer.name) {
+                    tracing::debug!("peer {}: already connected, dropping our dial", peer.name);
+                    conn.close(VarInt::from_u32(CLOSE_DUPLICATE), b"already connected");
+                    continue;
+                }
                 match conn.open_bi().await {
                     Ok((mut send, recv)) => {
                         // Streams open lazily; a first empty frame makes it exist for the peer.

@@ -409,6 +409,81 @@ async fn a_session_that_another_took_the_place_of_leaves_the_peers_state_alone()
     a.shutdown().await;
 }
 
+/// A partition heals and both gates dial each other. B's dial got through first and its
+/// session runs; A's, whose handshake ends after (a loaded machine, a resent first packet),
+/// is dropped before it opens a stream. Served, it took the running session's place on
+/// both sides (the connection A dialled wins a tie: A's name is the smaller), and what was
+/// asked and relayed on the first was asked and relayed again: at a 32-gate heal, dozens
+/// of sessions thrown away seconds in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dial_that_ends_after_the_peer_connected_leaves_the_running_session_alone() {
+    let dir = gates_a_and_b();
+    let b = gatemesh_mesh::pki::Identity::load(&dir.path().join("b")).unwrap();
+    // B's endpoint, not accepting yet: A's dial to it waits in its handshake.
+    let ep_b = mesh_endpoint(&b.trust, &b.creds, "127.0.0.1:0".parse().unwrap()).unwrap();
+    let (a_port, asked) = owner(None);
+    let a = gatemesh_mesh::session::Mesh::start(
+        mesh_config(&dir.path().join("a"), vec![addr(&ep_b)]),
+        a_port,
+    )
+    .unwrap();
+    // B's own dial to A gets through, and its session starts at A.
+    let (first, _) = timeout(T, dial(&ep_b, a.local_addr().unwrap(), EVENT))
+        .await
+        .unwrap()
+        .unwrap();
+    let (mut send, _recv) = first.open_bi().await.unwrap();
+    write_frame(&mut send, &[]).await.unwrap();
+    until(|| {
+        asked
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(k, p)| *k == "summary" && p == "b")
+    })
+    .await;
+    // Now B answers A's dial (an attempt A gave up on, unanswered, is passed over).
+    let theirs = timeout(Duration::from_secs(15), async {
+        loop {
+            let incoming = ep_b.accept().await.unwrap();
+            if let Ok(Ok(conn)) = timeout(Duration::from_secs(3), incoming).await {
+                break conn;
+            }
+        }
+    })
+    .await
+    .expect("A dialled B");
+    tokio::select! {
+        why = theirs.closed() => assert!(
+            matches!(
+                &why,
+                quinn::ConnectionError::ApplicationClosed(c)
+                    if c.error_code == quinn::VarInt::from_u32(gatemesh_mesh::session::CLOSE_DUPLICATE)
+            ),
+            "{why}"
+        ),
+        why = first.closed() => panic!("the running session's connection was closed: {why}"),
+        _ = tokio::time::sleep(T) => panic!("A kept both connections"),
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(first.close_reason().is_none(), "{:?}", first.close_reason());
+    assert!(
+        !asked
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(k, p)| *k == "forget" && p == "b"),
+        "B's state was forgotten, as for a new session: {:?}",
+        asked.lock().unwrap()
+    );
+    assert!(
+        a.peers().iter().any(|p| p.name == "b" && p.connected),
+        "{:?}",
+        a.peers()
+    );
+    a.shutdown().await;
+}
+
 /// A loaded owner takes no requests for a while (its queue full) as the session pushes its
 /// commits to a peer: the marks of what was pushed wait, and reach it once it takes
 /// requests again, every one. Dropped, as they were, each was a change the owner counted as
