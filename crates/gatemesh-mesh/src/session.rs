@@ -524,7 +524,61 @@ struct Live {
     status: PeerStatus,
     /// The SHA-256 of the peer's certificate (DER).
     cert: [u8; 32],
+    /// When a packet last came on the connection ([`Heard`]).
+    heard: Heard,
 }
+
+impl Live {
+    /// Whether the connection is open and the peer was heard on it lately: a peer that
+    /// crashed or lost its network leaves its connection open here until the idle timeout
+    /// (10 s), and its next connection, made on restarting, must not wait for that.
+    fn alive(&self) -> bool {
+        self.conn.close_reason().is_none() && self.heard.within(HEARD_WITHIN)
+    }
+}
+
+/// When a packet last came on a connection (or it was made): sampled from QUIC's counts
+/// every [`HEARD_LOOK`], so it says whether the peer is there even while the sync session
+/// on it waits for the ledger. Both ends send a keep-alive every 2 s (`crate::net`), so an
+/// open link is heard at least that often.
+#[derive(Debug, Clone)]
+struct Heard(Arc<Mutex<tokio::time::Instant>>);
+
+impl Heard {
+    fn now() -> Self {
+        Self(Arc::new(Mutex::new(tokio::time::Instant::now())))
+    }
+
+    fn within(&self, most: Duration) -> bool {
+        self.0.lock().map_or(true, |at| at.elapsed() <= most)
+    }
+
+    /// Samples `conn`'s received packets until it closes.
+    async fn watch(self, conn: Connection) {
+        let mut seen = conn.stats().udp_rx.datagrams;
+        let mut look = tokio::time::interval(HEARD_LOOK);
+        loop {
+            tokio::select! {
+                _ = conn.closed() => return,
+                _ = look.tick() => {
+                    let now = conn.stats().udp_rx.datagrams;
+                    if now != seen {
+                        seen = now;
+                        if let Ok(mut at) = self.0.lock() {
+                            *at = tokio::time::Instant::now();
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// How often a connection's received packets are looked at ([`Heard`]).
+const HEARD_LOOK: Duration = Duration::from_millis(500);
+/// Longest a connection may go unheard and still count as alive ([`Live::alive`]): two
+/// keep-alives and some (a loaded machine answers late).
+pub const HEARD_WITHIN: Duration = Duration::from_secs(5);
 
 /// A peer whose sync message the ledger refused, and why.
 #[derive(Debug, Clone, Serialize)]
@@ -639,14 +693,11 @@ impl Ctx {
         self.self_revoked.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Whether a connection with `peer` is registered and not closed.
+    /// Whether a connection with `peer` is registered, open, and heard lately.
     fn live_with(&self, peer: &str) -> bool {
-        self.registry.lock().is_ok_and(|registry| {
-            registry
-                .live
-                .get(peer)
-                .is_some_and(|live| live.conn.close_reason().is_none())
-        })
+        self.registry
+            .lock()
+            .is_ok_and(|registry| registry.live.get(peer).is_some_and(Live::alive))
     }
 
     /// The open connections may have changed.
@@ -1032,6 +1083,7 @@ async fn serve(
         relayed: 0,
         stats: None,
     };
+    let heard = Heard::now();
     let replaced = {
         let Ok(mut registry) = ctx.registry.lock() else {
             return;
@@ -1039,11 +1091,10 @@ async fn serve(
         let replaced = registry.live.contains_key(&peer.name);
         if let Some(existing) = registry.live.get(&peer.name) {
             // Both dialed: the connection dialed by the smaller name wins, on both sides.
+            // Unless it is no longer heard: the peer crashed and, restarted, dialled anew
+            // (it would otherwise be turned away until the old one's idle timeout).
             let winner = ctx.me.name.clone().min(peer.name.clone());
-            if existing.conn.close_reason().is_none()
-                && existing.dialer == winner
-                && dialer != winner
-            {
+            if existing.alive() && existing.dialer == winner && dialer != winner {
                 conn.close(VarInt::from_u32(CLOSE_DUPLICATE), b"duplicate connection");
                 return;
             }
@@ -1059,6 +1110,7 @@ async fn serve(
                 dialer,
                 status,
                 cert,
+                heard: heard.clone(),
             },
         );
         replaced
@@ -1079,7 +1131,7 @@ async fn serve(
     let closed = tokio::spawn({
         let (conn, neighbours) = (conn.clone(), ctx.neighbours.clone());
         async move {
-            conn.closed().await;
+            heard.watch(conn).await;
             neighbours.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         }
     });

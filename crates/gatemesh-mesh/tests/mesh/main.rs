@@ -484,6 +484,76 @@ async fn a_dial_that_ends_after_the_peer_connected_leaves_the_running_session_al
     a.shutdown().await;
 }
 
+/// B crashed (no close sent) and restarted; A still holds the connection it dialled to the
+/// old B, open until QUIC's idle timeout (10 s), and A's dial wins a tie (its name is the
+/// smaller). The restarted B's connection, made once A has not heard the old one for
+/// [`HEARD_WITHIN`], is let in: turned away as a duplicate, the restarted gate was out of
+/// the mesh until the idle timeout (seconds of retries in the rehearsal's SIGKILL).
+///
+/// [`HEARD_WITHIN`]: gatemesh_mesh::session::HEARD_WITHIN
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_back_from_a_crash_is_let_in_without_waiting_for_its_old_connection_to_time_out() {
+    let dir = gates_a_and_b();
+    let b = gatemesh_mesh::pki::Identity::load(&dir.path().join("b")).unwrap();
+    // The first B, on a runtime of its own: dropped, it sends nothing more, as a crash.
+    let old_b = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let ep_b = {
+        let _inside = old_b.enter();
+        mesh_endpoint(&b.trust, &b.creds, "127.0.0.1:0".parse().unwrap()).unwrap()
+    };
+    let b_addr = addr(&ep_b);
+    old_b.spawn(async move {
+        let conn = ep_b.accept().await.unwrap().await.unwrap();
+        let (_send, mut recv) = conn.accept_bi().await.unwrap();
+        while let Ok(Some(_)) = read_frame(&mut recv).await {}
+        drop(ep_b);
+    });
+    let (a_port, _asked) = owner(None);
+    let a = gatemesh_mesh::session::Mesh::start(
+        mesh_config(&dir.path().join("a"), vec![b_addr]),
+        a_port,
+    )
+    .unwrap();
+    let connected_at = |address: String| {
+        let a = &a;
+        move || {
+            a.peers()
+                .iter()
+                .any(|p| p.name == "b" && p.connected && p.address == address)
+        }
+    };
+    until(connected_at(b_addr.to_string())).await;
+    // While the first B is heard, a second connection of B's loses the tie to A's.
+    let (_ep, early, _streams) = connect_as(&b, a.local_addr().unwrap()).await;
+    let why = timeout(T, early.closed()).await.unwrap();
+    assert!(
+        matches!(
+            &why,
+            quinn::ConnectionError::ApplicationClosed(c)
+                if c.error_code == quinn::VarInt::from_u32(gatemesh_mesh::session::CLOSE_DUPLICATE)
+        ),
+        "{why}"
+    );
+    assert!(connected_at(b_addr.to_string())(), "{:?}", a.peers());
+    old_b.shutdown_background();
+    // Restarted, B dials A once A has not heard the old B for HEARD_WITHIN (and well
+    // before the old connection's idle timeout).
+    tokio::time::sleep(gatemesh_mesh::session::HEARD_WITHIN + Duration::from_millis(1_500)).await;
+    let (ep2, conn, _streams) = connect_as(&b, a.local_addr().unwrap()).await;
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    assert!(
+        conn.close_reason().is_none(),
+        "the restarted B was turned away: {:?}",
+        conn.close_reason()
+    );
+    assert!(connected_at(addr(&ep2).to_string())(), "{:?}", a.peers());
+    a.shutdown().await;
+}
+
 /// A loaded owner takes no requests for a while (its queue full) as the session pushes its
 /// commits to a peer: the marks of what was pushed wait, and reach it once it takes
 /// requests again, every one. Dropped, as they were, each was a change the owner counted as
