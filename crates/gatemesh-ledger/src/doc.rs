@@ -2609,13 +2609,24 @@ impl Ledger {
             &self.roots,
             self.trust.as_ref(),
         );
-        Ok(crate::summary::plan_relay(
+        let relay = crate::summary::plan_relay(
             (&self.tips, &self.recent, &self.actor),
             |actor| writer_name_in((&mut *devices, doc, roots, trust), actor),
             &mut peer.4,
             told,
             plan,
-        ))
+        );
+        // A peer catching up from this node that gets nothing gives it up after a while,
+        // and every other peer sends it again what it lacks: why nothing went.
+        if relay.changes == 0 && relay.left_out.total() > 0 {
+            tracing::debug!(
+                me = plan.me,
+                peer = peer.6.as_deref().unwrap_or("?"),
+                left_out = ?relay.left_out,
+                "asked for a gap, relayed nothing of it"
+            );
+        }
+        Ok(relay)
     }
 
     /// These changes of this node's were pushed to `peer`: counted as sent by the relays (a
@@ -2623,12 +2634,26 @@ impl Ledger {
     /// sync protocol, whose set of hashes sent would grow by every push for the
     /// connection's life now that rounds are rare (a round's bloom filter may miss what is
     /// in flight, and it is sent again: the peer ignores it).
+    ///
+    /// A push counts only what follows what the peer held or was sent before: one made
+    /// past a gap (a partition healed, the peer lacks this writer's changes made apart)
+    /// does not put the gap on its way. Counted so, a gate asked for a heal's gap left its
+    /// own records out of it for as long as it scanned meanwhile, and the peer got them
+    /// only once they counted as lost (`RELAY_STUCK_MS`), from every peer at once.
     pub fn pushed(&self, peer: &mut PeerSync, hashes: impl IntoIterator<Item = [u8; 32]>) {
         for hash in hashes {
             peer.5.pushed += 1;
             if let Some(slot) = self.recent.by_hash(&ChangeHash(hash)) {
+                let held = peer
+                    .4
+                    .theirs
+                    .as_ref()
+                    .and_then(|theirs| theirs.tip(&slot.actor))
+                    .map_or(0, |tip| tip.seq);
                 let sent = peer.4.sent.entry(slot.actor.clone()).or_insert(0);
-                *sent = (*sent).max(slot.seq);
+                if slot.seq <= (*sent).max(held).saturating_add(1) {
+                    *sent = (*sent).max(slot.seq);
+                }
             }
         }
     }
@@ -2700,6 +2725,7 @@ impl Ledger {
             changes: slots.len(),
             round: None,
             catch_up: false,
+            left_out: Default::default(),
         })
     }
 

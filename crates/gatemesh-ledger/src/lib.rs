@@ -65,7 +65,7 @@ pub use sign::{
 pub use state::TicketState;
 pub use store::{Durability, STORE_FORMAT, Store, StoreError, Stored, Wait};
 pub use summary::{
-    CATCH_UP_LACK, CATCH_UP_STALL_MS, NEED_MOST, NEED_VERSION, RELAY_BACKUP_MS,
+    CATCH_UP_LACK, CATCH_UP_STALL_MS, LeftOut, NEED_MOST, NEED_VERSION, RELAY_BACKUP_MS,
     RELAY_LOST_ANYWAY_MS, RELAY_STUCK_MS, Relay, RelayPlan, RelayedBy, SUMMARY_REACHES_MOST,
     SUMMARY_VERSION, SUMMARY_WRITERS_MOST, Summary, Tip, Told, Wants,
 };

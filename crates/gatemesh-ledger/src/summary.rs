@@ -690,6 +690,36 @@ pub struct Relay {
     /// This node lacks more than [`CATCH_UP_LACK`] changes the peer holds: it starts a
     /// round itself.
     pub catch_up: bool,
+    /// To a peer catching up from this node ([`Wants::Gap`]): what it lacks that this
+    /// answer does not carry, by why.
+    pub left_out: LeftOut,
+}
+
+/// What an answer to a peer catching up from this node ([`Wants::Gap`]) left out of what
+/// the peer lacks, by why (changes; a writer counted under the first why that stopped its
+/// changes). A peer that stops getting its gap from the one it asked gives it up after
+/// `RELAY_ASK_STALE` (the node's), and every other peer sends it again what it still
+/// lacks: this says what the one asked held back.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LeftOut {
+    /// Sent to the peer on this connection before: on their way.
+    pub on_their_way: u64,
+    /// The peer said they are coming (being taken, or waiting past what it lacks).
+    pub coming: u64,
+    /// Of a writer the peer reaches (or this node's own), taken here too lately: the
+    /// writer's push of them may be on its way ([`RelayPlan::noted_before`]).
+    pub too_recent: u64,
+    /// No longer at hand here (the peer's round brings them).
+    pub not_at_hand: u64,
+    /// More than one answer carries: the next answers'.
+    pub next_answers: u64,
+}
+
+impl LeftOut {
+    /// Every change left out.
+    pub fn total(&self) -> u64 {
+        self.on_their_way + self.coming + self.too_recent + self.not_at_hand + self.next_answers
+    }
 }
 
 /// Whether `me` is the first of the devices `candidates` to relay `actor`'s changes to a
@@ -769,6 +799,7 @@ pub(crate) fn plan_relay(
     let mut lost: Option<Lost> = None;
     let mut round = None;
     let mut picked: Vec<(&Slot, Why)> = Vec::new();
+    let mut left_out = LeftOut::default();
     // Both summaries are in writer order: read side by side, no lookups.
     let mut their_tips = theirs.0.iter().peekable();
     'writers: for (actor, tip) in &mine.0 {
@@ -853,15 +884,25 @@ pub(crate) fn plan_relay(
             relayed.sent.get(actor).copied().unwrap_or(0)
         };
         let of_writer = picked.len();
-        for seq in their_seq.max(sent).max(coming_upto).saturating_add(1)..=tip.seq {
+        if catch_me_up {
+            left_out.on_their_way += sent.min(tip.seq).saturating_sub(their_seq);
+            left_out.coming += coming_upto.min(tip.seq).saturating_sub(their_seq.max(sent));
+        }
+        let from = their_seq.max(sent).max(coming_upto).saturating_add(1);
+        for seq in from..=tip.seq {
             // What waits at the peer past a gap is not sent again (nor needed at hand here).
             if waits_beyond.is_some_and(|(from, last)| (from..=last).contains(&seq)) {
+                if catch_me_up {
+                    left_out.coming += 1;
+                }
                 continue;
             }
+            let rest = tip.seq - seq + 1;
             match recent.get(actor, seq) {
                 // Asked to catch the peer up: the writers at hand go (the changes after one
                 // not at hand would only wait at the peer for it).
                 None if catch_me_up => {
+                    left_out.not_at_hand += rest + (picked.len() - of_writer) as u64;
                     picked.truncate(of_writer);
                     continue 'writers;
                 }
@@ -872,9 +913,19 @@ pub(crate) fn plan_relay(
                 // This node's own, too recent: a push of it may be on its way (the rest are
                 // newer still). So, in a catch-up, may a writer's the peer reaches. Another
                 // writer's goes at once: it does not reach the peer.
-                Some(slot) if pushes_itself && slot.noted >= plan.noted_before => break,
+                Some(slot) if pushes_itself && slot.noted >= plan.noted_before => {
+                    if catch_me_up {
+                        left_out.too_recent += rest;
+                    }
+                    break;
+                }
                 // No writer's share is larger than a full answer.
-                Some(_) if picked.len() - of_writer >= most => break,
+                Some(_) if picked.len() - of_writer >= most => {
+                    if catch_me_up {
+                        left_out.next_answers += rest;
+                    }
+                    break;
+                }
                 Some(slot) => picked.push((slot, why)),
             }
         }
@@ -920,6 +971,7 @@ pub(crate) fn plan_relay(
         return Relay {
             round,
             catch_up,
+            left_out,
             ..Relay::default()
         };
     }
@@ -927,6 +979,9 @@ pub(crate) fn plan_relay(
     // a change builds on before it): the rest goes with the answer to the peer's next
     // summary.
     picked.sort_by_key(|(s, _)| s.noted);
+    if catch_me_up {
+        left_out.next_answers += picked.len().saturating_sub(most) as u64;
+    }
     picked.truncate(most);
     for (slot, why) in &picked {
         let sent = relayed.sent.entry(slot.actor.clone()).or_insert(0);
@@ -938,6 +993,7 @@ pub(crate) fn plan_relay(
         changes: picked.len(),
         round: None,
         catch_up,
+        left_out,
     }
 }
 

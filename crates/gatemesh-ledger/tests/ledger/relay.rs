@@ -149,6 +149,48 @@ fn a_writers_own_changes_pushed_to_a_peer_are_not_relayed_and_those_it_missed_ar
     assert_eq!(relay.frames, vec![made[3].bytes.clone()]);
 }
 
+#[test]
+fn a_push_made_past_a_gap_does_not_put_the_gap_on_its_way() {
+    // C was apart from B, which admitted 20 meanwhile. Healed, B scans one more and pushes
+    // it to C, where it waits past the gap; C asks B for the gap. B's own 20 go: only what
+    // was written to C's connection is on its way, not every change before the push.
+    // Counted so, B left its own part of the gap out for as long as it scanned, and C got
+    // it once it counted as lost, 10 s on (the 8-gate heal's straggler).
+    let (mut b, mut c) = (device("gate-b"), device("gate-c"));
+    let apart = admit(&mut b, 20);
+    let mut to_c = PeerSync::default();
+    let first_says = c.summary_message(&reaching(&["gate-b"]), Wants::Nothing);
+    b.relay(&mut to_c, &first_says, &plan(&b, "gate-b", now()))
+        .unwrap();
+    let after = admit(&mut b, 1);
+    b.pushed(&mut to_c, after.iter().map(|c| c.hash));
+    let mut from_b = PeerSync::default();
+    c.receive_changes(&mut from_b, &pushed(&after), now())
+        .unwrap();
+    assert_eq!(from_b.waiting(), 1, "past the gap");
+    let gap = c.summary_message_with(&reaching(&["gate-b"]), Wants::Gap, [&from_b]);
+    let relay = b
+        .relay(&mut to_c, &gap, &plan(&b, "gate-b", now()))
+        .unwrap();
+    assert_eq!(relay.left_out.on_their_way, 0, "{:?}", relay.left_out);
+    assert!(relay.changes >= apart.len(), "{relay:?}");
+    // The gap taken frees the push that waited.
+    for frame in &relay.frames {
+        c.receive_changes(&mut from_b, frame, now()).unwrap();
+    }
+    assert_eq!(c.summary(), b.summary());
+    // Pushes that follow what the peer holds count as sent, as before.
+    let next = admit(&mut b, 2);
+    let caught_up = c.summary_message(&reaching(&["gate-b"]), Wants::Relays);
+    b.relay(&mut to_c, &caught_up, &plan(&b, "gate-b", now()))
+        .unwrap();
+    b.pushed(&mut to_c, next.iter().map(|c| c.hash));
+    let relay = b
+        .relay(&mut to_c, &caught_up, &plan(&b, "gate-b", now()))
+        .unwrap();
+    assert_eq!(relay.changes, 0);
+}
+
 /// B and D holding two of A's admissions, and C holding none: C's two possible relayers of
 /// A's changes.
 fn two_relayers_of_a() -> (Ledger, Ledger, Ledger) {
@@ -1095,6 +1137,17 @@ fn what_a_peer_has_yet_to_take_is_not_relayed_to_it_again() {
     );
     let gap = c.summary_message_with(&reach, Wants::Gap, [&from_b]);
     assert_eq!(relayed(&mut d, "gate-d", &gap, 0), 0, "the gap, on its way");
+    let left_out = d
+        .relay(&mut PeerSync::default(), &gap, &plan(&d, "gate-d", t))
+        .unwrap()
+        .left_out;
+    assert_eq!(
+        left_out,
+        gatemesh_ledger::LeftOut {
+            coming: 20,
+            ..Default::default()
+        }
+    );
     // Told nothing of it (the last version's summary), both would send the 20 again.
     let unaware = c.summary_message(&reach, Wants::Relays);
     assert_eq!(relayed(&mut a, "gate-a", &unaware, 0), 20);
@@ -1133,6 +1186,28 @@ fn what_a_writer_pushed_past_a_gap_is_not_relayed_with_the_gap() {
         .relay(&mut to_c, &gap, &plan(&b, "gate-b", now()))
         .unwrap();
     assert_eq!((relay.changes, relay.round), (20, None));
+    assert_eq!(
+        relay.left_out,
+        gatemesh_ledger::LeftOut {
+            coming: 5,
+            ..Default::default()
+        }
+    );
+    // Asked again before C took them, B sends nothing: they are on their way.
+    let again = b
+        .relay(&mut to_c, &gap, &plan(&b, "gate-b", now()))
+        .unwrap();
+    assert_eq!(
+        (again.changes, again.left_out),
+        (
+            0,
+            gatemesh_ledger::LeftOut {
+                on_their_way: 20,
+                coming: 5,
+                ..Default::default()
+            }
+        )
+    );
     // Taken, the 20 free the 5 that waited: C holds all, each taken once.
     let mut from_b = PeerSync::default();
     for frame in &relay.frames {
@@ -1163,6 +1238,14 @@ fn a_gap_leaves_what_a_writer_the_peer_reaches_made_a_moment_ago_to_its_pushes()
     let gap = c.summary_message(&reaching(&["gate-a", "gate-b"]), Wants::Gap);
     let relay = b.relay(&mut PeerSync::default(), &gap, &plan).unwrap();
     assert_eq!(relay.changes, 20);
+    // The answer says what it held back, and why.
+    assert_eq!(
+        relay.left_out,
+        gatemesh_ledger::LeftOut {
+            too_recent: 5,
+            ..Default::default()
+        }
+    );
     // A writer C does not reach goes whole: nobody pushes it C's.
     let gap = c.summary_message(&reaching(&["gate-b"]), Wants::Gap);
     let relay = b.relay(&mut PeerSync::default(), &gap, &plan).unwrap();
