@@ -3052,8 +3052,6 @@ mod tests {
     use gatemesh_ledger::Wants;
     use std::time::{Duration, Instant};
 
-    /// A gate that lacks a gap asks the first peer that has it to relay it all, the others
-    /// for nothing meanwhile, and goes back to the usual relays once it lacks little.
     #[test]
     fn a_quiet_writers_first_mark_after_the_quiet_keeps_what_it_held_before_relayable() {
         use std::time::Duration;
@@ -3088,6 +3086,8 @@ mod tests {
         assert_eq!(marks.noted_before(last + s(1)), 200 + 999 + 1);
     }
 
+    /// A gate that lacks a gap asks the first peer that has it to relay it all, the others
+    /// for nothing meanwhile, and goes back to the usual relays once it lacks little.
     #[test]
     fn one_peer_is_asked_to_relay_a_gap_and_the_others_for_nothing_meanwhile() {
         let (mut r, t0) = (CatchUpRelay::default(), Instant::now());

@@ -409,6 +409,15 @@ async fn a_session_that_another_took_the_place_of_leaves_the_peers_state_alone()
     a.shutdown().await;
 }
 
+/// Whether a connection was closed by the peer as the losing one of a pair.
+fn closed_as_duplicate(why: &quinn::ConnectionError) -> bool {
+    matches!(
+        why,
+        quinn::ConnectionError::ApplicationClosed(c)
+            if c.error_code == quinn::VarInt::from_u32(gatemesh_mesh::session::CLOSE_DUPLICATE)
+    )
+}
+
 /// A partition heals and both gates dial each other. B's dial got through first and its
 /// session runs; A's, whose handshake ends after (a loaded machine, a resent first packet),
 /// is dropped before it opens a stream. Served, it took the running session's place on
@@ -455,11 +464,7 @@ async fn a_dial_that_ends_after_the_peer_connected_leaves_the_running_session_al
     .expect("A dialled B");
     tokio::select! {
         why = theirs.closed() => assert!(
-            matches!(
-                &why,
-                quinn::ConnectionError::ApplicationClosed(c)
-                    if c.error_code == quinn::VarInt::from_u32(gatemesh_mesh::session::CLOSE_DUPLICATE)
-            ),
+            closed_as_duplicate(&why),
             "{why}"
         ),
         why = first.closed() => panic!("the running session's connection was closed: {why}"),
@@ -530,14 +535,7 @@ async fn a_peer_back_from_a_crash_is_let_in_without_waiting_for_its_old_connecti
     // While the first B is heard, a second connection of B's loses the tie to A's.
     let (_ep, early, _streams) = connect_as(&b, a.local_addr().unwrap()).await;
     let why = timeout(T, early.closed()).await.unwrap();
-    assert!(
-        matches!(
-            &why,
-            quinn::ConnectionError::ApplicationClosed(c)
-                if c.error_code == quinn::VarInt::from_u32(gatemesh_mesh::session::CLOSE_DUPLICATE)
-        ),
-        "{why}"
-    );
+    assert!(closed_as_duplicate(&why), "{why}");
     assert!(connected_at(b_addr.to_string())(), "{:?}", a.peers());
     old_b.shutdown_background();
     // Restarted, B dials A once A has not heard the old B for HEARD_WITHIN (and well

@@ -145,8 +145,6 @@ fn process_ns() -> u64 {
     tasks().unwrap_or_default().into_iter().map(cpu_ns).sum()
 }
 
-/// The measured gate's runtime, shut down without waiting when dropped (this runs inside
-/// another runtime, where a blocking drop would panic).
 async fn wait_for(mut check: impl AsyncFnMut() -> Result<bool>, what: &str) -> Result<()> {
     let start = Instant::now();
     while !check().await? {
