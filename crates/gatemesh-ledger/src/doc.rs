@@ -154,9 +154,6 @@ pub struct Ledger {
     trust: Option<Trust>,
     /// Devices whose certificates this ledger holds and the CA vouches for.
     devices: HashMap<NodeId, Arc<Device>>,
-    /// How many device records the document held when `devices` last took them all
-    /// ([`Ledger::share_devices`]).
-    devices_read: usize,
     /// How many redemptions each ticket has (all writers): lets the flood check skip
     /// reading a ticket's records when it is far from the bound.
     per_ticket: HashMap<TicketId, usize>,
@@ -499,7 +496,6 @@ impl Ledger {
             signer: None,
             trust: None,
             devices: HashMap::new(),
-            devices_read: 0,
             per_ticket: HashMap::new(),
             redemptions_held: 0,
             local: HashMap::new(),
@@ -1125,31 +1121,8 @@ impl Ledger {
     /// message's precheck finds there the writers whose certificates it does not carry.
     /// Called wherever the devices can grow: changes taken, a ledger file merged, a whole
     /// ledger taken, a device learned.
-    ///
-    /// Every device the document holds, not only those whose records were checked since it
-    /// was opened: after a heal the first relays of the other side's writers came before
-    /// any of their changes had been taken, and their prechecks, finding no certificate,
-    /// left each signature to the writer thread (29% of the changes of a 16-gate
-    /// `bench heal`, whose gates had imported their ledgers).
-    fn share_devices(&mut self) {
-        let Some(trust) = &self.trust else {
-            return;
-        };
-        let held = self.doc.length(&self.roots.devices);
-        if held != self.devices_read {
-            self.devices_read = held;
-            for item in self.doc.map_range(&self.roots.devices, ..) {
-                if self.devices.keys().any(|node| node.as_str() == item.key) {
-                    continue;
-                }
-                let device = text(&item.value)
-                    .and_then(|text| crate::admit::device_of(trust, &item.key, text).ok());
-                if let Some(device) = device {
-                    self.devices.insert(device.node.clone(), Arc::new(device));
-                }
-            }
-        }
-        if let Some(vouched) = &self.vouched {
+    fn share_devices(&self) {
+        if let (Some(vouched), Some(trust)) = (&self.vouched, &self.trust) {
             vouched.know_devices(trust, &self.devices);
         }
     }
@@ -2065,77 +2038,18 @@ pub fn precheck_pushed(
     trust: &Trust,
     vouched: &crate::admit::Vouched,
 ) -> usize {
-    read_ahead(bytes).map_or(0, |changes| precheck_read(&changes, event, trust, vouched))
-}
-
-/// A push read and checked ahead, off the writer ([`PushAhead::check`]): what the writer
-/// takes with [`Ledger::receive_push_upto`], without reading it again.
-#[derive(Debug)]
-pub struct PushAhead {
-    read: Result<Vec<Change>, Vec<u8>>,
-    prechecked: usize,
-}
-
-impl PushAhead {
-    /// `bytes` pushed by a peer, read (within the bounds a push is read under) and their
-    /// signatures checked as [`precheck_pushed`] does. Reading a relay of a thousand
-    /// changes cost the writer as much again as checking what it read (3% of a 16-gate
-    /// `bench heal`); bytes that do not read are kept as they came, for the writer to
-    /// refuse as it refuses any push that does not read.
-    pub fn check(
-        bytes: Vec<u8>,
-        event: &EventId,
-        trust: &Trust,
-        vouched: &crate::admit::Vouched,
-    ) -> Self {
-        match read_ahead(&bytes) {
-            Ok(changes) => Self {
-                prechecked: precheck_read(&changes, event, trust, vouched),
-                read: Ok(changes),
-            },
-            Err(_) => Self {
-                read: Err(bytes),
-                prechecked: 0,
-            },
-        }
-    }
-
-    /// `bytes` pushed by a peer, to read on the writer (a small push: reading it ahead
-    /// would cost more than it saves).
-    pub fn unread(bytes: Vec<u8>) -> Self {
-        Self {
-            read: Err(bytes),
-            prechecked: 0,
-        }
-    }
-
-    /// How many signatures were found good ahead.
-    pub fn prechecked(&self) -> usize {
-        self.prechecked
-    }
-}
-
-/// The changes of a push, within the bounds a push is read under (automerge may panic on a
-/// crafted change as it is read: guarded).
-fn read_ahead(bytes: &[u8]) -> Result<Vec<Change>, LedgerError> {
-    bounded(bytes, "pushed changes")
+    let readable = bounded(bytes, "pushed changes")
         .and_then(|()| crate::admit::Inflation::default().all(bytes))
-        .and_then(|()| guarded(|| crate::admit::all_changes(bytes)))
-}
-
-/// [`precheck_pushed`] of the changes read.
-fn precheck_read(
-    changes: &[Change],
-    event: &EventId,
-    trust: &Trust,
-    vouched: &crate::admit::Vouched,
-) -> usize {
+        .and_then(|()| guarded(|| crate::admit::all_changes(bytes)));
+    let Ok(changes) = readable else {
+        return 0;
+    };
     let Some(roots) = genesis_roots(event) else {
         return 0;
     };
     // automerge may panic on a crafted change as its operations are read: the writer's
     // check refuses such a push, this is only a look ahead.
-    guarded(|| Ok(crate::admit::precheck(&roots, trust, event, changes, vouched).len()))
+    guarded(|| Ok(crate::admit::precheck(&roots, trust, event, &changes, vouched).len()))
         .unwrap_or(0)
 }
 
@@ -3406,41 +3320,7 @@ impl Ledger {
         bounded(bytes, "pushed changes")?;
         crate::admit::Inflation::default().all(bytes)?;
         let doc = &mut self.doc;
-        let read = guarded(|| crate::admit::new_changes(doc, bytes))?;
-        self.take_pushed(peer, read, now_ms, most)
-    }
-
-    /// [`Ledger::receive_changes_upto`] of a push read and checked ahead ([`PushAhead`]):
-    /// not read again here.
-    pub fn receive_push_upto(
-        &mut self,
-        peer: &mut PeerSync,
-        push: PushAhead,
-        now_ms: i64,
-        most: usize,
-    ) -> Result<Vec<StoredChange>, LedgerError> {
-        let changes = match push.read {
-            Ok(changes) => changes,
-            Err(bytes) => return self.receive_changes_upto(peer, &bytes, now_ms, most),
-        };
-        let carried = changes.len();
-        let doc = &mut self.doc;
-        let incoming: Vec<Change> = changes
-            .into_iter()
-            .filter(|c| !holds(doc, &c.hash()))
-            .collect();
-        let held = carried - incoming.len();
-        self.take_pushed(peer, (incoming, held), now_ms, most)
-    }
-
-    /// Takes a push's changes this ledger lacks, `held` more having come that it holds.
-    fn take_pushed(
-        &mut self,
-        peer: &mut PeerSync,
-        (incoming, held): (Vec<Change>, usize),
-        now_ms: i64,
-        most: usize,
-    ) -> Result<Vec<StoredChange>, LedgerError> {
+        let (incoming, held) = guarded(|| crate::admit::new_changes(doc, bytes))?;
         peer.5.came += held as u64;
         peer.5.held += held as u64;
         self.take_changes(
