@@ -31,15 +31,19 @@ pub const CLOSE_FRAME_TOO_BIG: u32 = 2;
 /// trips) it still moves 12-250 MB/s.
 pub const SEND_WINDOW: u64 = 256 * 1024;
 
-/// Keep-alive every 2 s and a 10 s idle timeout, so a lost peer is noticed within seconds;
+/// How long a connection lives without hearing its peer. A partition shorter than this
+/// leaves the connections across it open, and QUIC's retransmissions carry what was pushed
+/// meanwhile once it heals; a longer one ends them, and the gap is caught up on the next.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Keep-alive every 2 s and [`IDLE_TIMEOUT`], so a lost peer is noticed within seconds;
 /// no unidirectional streams; [`SEND_WINDOW`].
 pub(crate) fn transport_config() -> Arc<TransportConfig> {
     let mut t = TransportConfig::default();
     t.send_window(SEND_WINDOW);
     t.keep_alive_interval(Some(Duration::from_secs(2)));
     t.max_idle_timeout(Some(
-        IdleTimeout::try_from(Duration::from_secs(10))
-            .unwrap_or_else(|_| unreachable!("10 s fits a VarInt")),
+        IdleTimeout::try_from(IDLE_TIMEOUT).unwrap_or_else(|_| unreachable!("10 s fits a VarInt")),
     ));
     t.max_concurrent_uni_streams(0u32.into()); // we only use bidi streams
     Arc::new(t)

@@ -132,9 +132,11 @@ fn assert_cost_reported(r: &Value, text: &str) {
             "{text}"
         );
     }
-    // The partition left each side lacking the other's admissions, which no push carried:
-    // the gates relayed them after the heal (summaries), or caught up by rounds of the
-    // sync protocol, and the counts say so.
+    // A partition that outlasts QUIC's idle timeout ends the connections across it, so no
+    // push carried what each side admitted meanwhile: the gates relayed it after the heal
+    // (summaries), or caught up by rounds of the sync protocol, and the counts say so. A
+    // shorter one (the short rehearsals': 7.5 s) may leave them open, and QUIC's
+    // retransmissions then carry the gap as pushes; the flagged copies above show it came.
     let carried: u64 = per_gate
         .iter()
         .map(|g| {
@@ -142,7 +144,14 @@ fn assert_cost_reported(r: &Value, text: &str) {
             q["rounds"].as_u64().unwrap() + q["relayed"].as_u64().unwrap()
         })
         .sum();
-    assert!(carried >= 1, "{text}");
+    let partition = &r["plan"]["faults"]["partition"];
+    let apart_s = (partition[1].as_f64().unwrap() - partition[0].as_f64().unwrap())
+        / r["config"]["speed"].as_f64().unwrap();
+    // Room for the keep-alive before the split and the rehearsal's own timing.
+    let ends_connections = gatemesh_mesh::net::IDLE_TIMEOUT.as_secs_f64() + 5.0;
+    if apart_s > ends_connections {
+        assert!(carried >= 1, "apart {apart_s:.1} s: {text}");
+    }
     // The gate SIGKILLed lived twice, and both lives count.
     let killed = r["plan"]["faults"]["killed_gate"].as_u64().unwrap() as usize;
     assert_eq!(per_gate[killed]["cpu"]["lives"], 2, "{}", per_gate[killed]);
