@@ -382,6 +382,9 @@ pub(crate) fn precheck(
         .filter_map(|p| device_of(trust, &p.key, &p.value).ok())
         .map(|d| (d.node.clone(), Arc::new(d)))
         .collect();
+    if !devices.is_empty() {
+        vouched.know_devices(trust, &devices);
+    }
     for (node, device) in vouched.devices_for(trust) {
         devices.entry(node).or_insert(device);
     }
@@ -596,8 +599,13 @@ impl Vouched {
             .contains(fact)
     }
 
-    /// Keeps the devices a ledger holds (each checked against `trust`), for the prechecks
-    /// of messages that do not carry their writers' certificates.
+    /// Keeps the devices a ledger holds, or a message carried (each checked against
+    /// `trust`), for the prechecks of messages that do not carry their writers'
+    /// certificates: a writer's changes after a heal come in many messages, and only the
+    /// first carries its certificate when the other side never held it. Only the CA can
+    /// make a device, so what is kept is bounded by the event's devices; a device the
+    /// ledger has yet to take only lets a precheck verify its signatures, which the
+    /// ledger's own check still rules on.
     pub(crate) fn know_devices(&self, trust: &Trust, devices: &HashMap<NodeId, Arc<Device>>) {
         let mut known = self
             .1
@@ -608,11 +616,15 @@ impl Vouched {
             .ca
             .as_ref()
             .is_none_or(|(e, k)| (e, k.as_slice()) != ca)
-            || known.devices.len() != devices.len()
-            || devices.keys().any(|node| !known.devices.contains_key(node))
         {
             known.ca = Some((ca.0.clone(), ca.1.to_vec()));
-            known.devices = devices.clone();
+            known.devices.clear();
+        }
+        for (node, device) in devices {
+            known
+                .devices
+                .entry(node.clone())
+                .or_insert_with(|| device.clone());
         }
     }
 
@@ -956,7 +968,7 @@ fn in_change(hash: &ChangeHash, why: String) -> LedgerError {
 }
 
 /// The device a `devices` record names under `key`, vouched for by the CA.
-fn device_of(trust: &Trust, key: &str, text: &str) -> Result<Device, String> {
+pub(crate) fn device_of(trust: &Trust, key: &str, text: &str) -> Result<Device, String> {
     let record: DeviceRecord = serde_json::from_str(text)
         .map_err(|e| format!("a devices record that does not read: {e}"))?;
     if record.node.as_str() != key {

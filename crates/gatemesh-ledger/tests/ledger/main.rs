@@ -1767,6 +1767,87 @@ fn a_push_checked_ahead_is_taken_without_verifying_its_signatures_again() {
 }
 
 #[test]
+fn a_writers_later_pushes_are_checked_ahead_with_the_certificate_its_first_push_carried() {
+    // North and East never met. After the heal North's changes reach East in several
+    // pushes, and only the first carries North's certificate. Each push is checked ahead
+    // on its own, before East's writer took the one before: the later pushes are checked
+    // with the certificate the first carried, so the writer verifies none of them.
+    let (mut north, mut east, vouched) = north_and_east_sharing_vouched();
+    let t0 = 1_795_000_000_000;
+    let mut pushes: Vec<Vec<u8>> = (0..3)
+        .map(|push| {
+            (0..20)
+                .flat_map(|i| {
+                    let tid = TicketId::generate();
+                    let r = redemption(&mut north.ledger, &tid, t0 + push * 100 + i);
+                    north.ledger.record_redemption(&r).unwrap().unwrap().bytes
+                })
+                .collect()
+        })
+        .collect();
+    let trust = trust_of(&event());
+    // Alone, only the first can be checked ahead: it carries North's certificate.
+    let alone = |push: &[u8]| {
+        let fresh = gatemesh_ledger::Vouched::default();
+        gatemesh_ledger::precheck_pushed(push, &event(), &trust, &fresh)
+    };
+    assert_eq!(alone(&pushes[0]), 20);
+    assert_eq!((alone(&pushes[1]), alone(&pushes[2])), (0, 0));
+    for push in &pushes {
+        assert_eq!(
+            gatemesh_ledger::precheck_pushed(push, &event(), &trust, &vouched),
+            20,
+            "every change of each push found good ahead"
+        );
+    }
+    let before = vouched.len();
+    let mut from_north = gatemesh_ledger::PeerSync::default();
+    for push in pushes.drain(..) {
+        let taken = east
+            .ledger
+            .receive_changes(&mut from_north, &push, now())
+            .unwrap();
+        assert_eq!(taken.len(), 20);
+    }
+    assert_eq!(vouched.len(), before, "nothing verified on the writer");
+    assert_eq!(east.ledger.redemption_count(), 60);
+}
+
+#[test]
+fn a_reopened_ledger_shares_every_certificate_its_document_holds() {
+    // East took North's changes, certificate and all, then restarted: its reopened
+    // ledger has checked none of North's records since. North's relay after a heal
+    // carries no certificate (East holds it), and is checked ahead with the one East's
+    // document holds, not left to the writer.
+    let (mut north, mut east, _) = north_and_east_sharing_vouched();
+    let t0 = 1_795_000_000_000;
+    for i in 0..10 {
+        north.scan(&TicketId::generate(), "n1", t0 + i);
+    }
+    sync_pair(&mut north.ledger, &mut east.ledger);
+    let mut restarted = checking(reopened(&mut east.ledger));
+    let vouched = std::sync::Arc::new(gatemesh_ledger::Vouched::default());
+    restarted.share_vouched(vouched.clone());
+    let push: Vec<u8> = (0..20)
+        .flat_map(|i| {
+            let r = redemption(&mut north.ledger, &TicketId::generate(), t0 + 100 + i);
+            north.ledger.record_redemption(&r).unwrap().unwrap().bytes
+        })
+        .collect();
+    let trust = trust_of(&event());
+    let fresh = gatemesh_ledger::Vouched::default();
+    assert_eq!(
+        gatemesh_ledger::precheck_pushed(&push, &event(), &trust, &fresh),
+        0,
+        "the push carries no certificate"
+    );
+    assert_eq!(
+        gatemesh_ledger::precheck_pushed(&push, &event(), &trust, &vouched),
+        20
+    );
+}
+
+#[test]
 fn a_sealed_push_taken_in_parts_verifies_nothing_on_the_writer() {
     // North admitted 300 while apart and sealed them; it relays them to East as one push,
     // which East's writer takes 50 at a time. The seal is in the last part: checked with
