@@ -47,9 +47,9 @@ pub use decide::{
     decide,
 };
 pub use doc::{
-    Ledger, LedgerError, LinkBooks, MAX_SYNC_MESSAGE, PeerSync, ReleasedLists, SYNC_CHANGES_MOST,
-    SYNC_MESSAGE_MOST, Saving, StoredChange, SyncInParts, SyncServed, TakenWhole,
-    WHOLE_BESIDES_MOST, precheck_pushed,
+    Ledger, LedgerError, LinkBooks, MAX_SYNC_MESSAGE, PeerSync, PushAhead, ReleasedLists,
+    SYNC_CHANGES_MOST, SYNC_MESSAGE_MOST, Saving, StoredChange, SyncInParts, SyncServed,
+    TakenWhole, WHOLE_BESIDES_MOST, precheck_pushed,
 };
 pub use layout::{SHARDS, genesis, shard_of, ticket_map, ticket_maps};
 pub use model::{

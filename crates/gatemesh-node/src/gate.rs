@@ -173,6 +173,14 @@ pub(crate) enum Command {
     Sync(SyncRequest),
     /// A peer's sync message, parsed off the writer (a large one: a catch-up), to take in
     /// parts. Otherwise as [`gatemesh_mesh::session::SyncRequest::Receive`].
+    /// A large push of `peer`'s (a relay after a heal), read and its signatures checked
+    /// off the writer ([`gatemesh_ledger::PushAhead`]); answered as
+    /// [`SyncRequest::Push`] is.
+    PushAhead {
+        peer: String,
+        push: gatemesh_ledger::PushAhead,
+        reply: tokio::sync::oneshot::Sender<Result<bool, String>>,
+    },
     SyncParsed {
         peer: String,
         parts: Result<gatemesh_ledger::SyncInParts, gatemesh_ledger::LedgerError>,
@@ -282,6 +290,7 @@ impl Command {
                 SyncRequest::TheirSummary { .. } => "peer summary",
                 SyncRequest::Need { .. } => "peer request for changes",
             },
+            Command::PushAhead { .. } => "peer push",
             Command::SyncParsed { .. } => "peer catch-up",
             Command::TakePart => "catch-up part",
             Command::Inside { .. } => "inside",
@@ -996,6 +1005,10 @@ pub struct CatchUpRelay {
     /// The peers whose last summary named more than [`RELAY_ASK_PAST`] changes this gate
     /// lacks: those that could be asked for the gap.
     offering: HashSet<String>,
+    /// Peers whose large push is being read and checked ahead, off the writer
+    /// ([`gatemesh_ledger::PushAhead`]), until the writer takes it: the peer asked is not
+    /// given up on as sending nothing meanwhile.
+    pub(crate) checking: Arriving,
 }
 
 /// The peer a gate asks to relay it a gap ([`CatchUpRelay`]), and what it sent.
@@ -1050,7 +1063,15 @@ impl CatchUpRelay {
         use gatemesh_ledger::Wants;
         if let Some(asked) = &mut self.from {
             let (since, news) = asked.window;
-            let why = if now.duration_since(asked.took) > RELAY_ASK_STALE {
+            // A push of its being checked ahead is news on its way: after a heal every gate
+            // checks thousands of signatures at once, and on a machine that many gates
+            // share its first answers waited there past the 10 s (31 of 32 gates gave the
+            // peer they asked up in one 32-gate bench heal, each sending the gap again).
+            let checking = self
+                .checking
+                .lock()
+                .is_ok_and(|checking| checking.contains(&asked.peer));
+            let why = if now.duration_since(asked.took) > RELAY_ASK_STALE && !checking {
                 Some(format!(
                     "sent nothing new for {} s",
                     RELAY_ASK_STALE.as_secs()
@@ -1132,6 +1153,13 @@ impl CatchUpRelay {
         }
     }
 
+    /// The writer took the push of `peer`'s checked ahead (or its connection ended).
+    fn checked(&self, peer: &str) {
+        if let Ok(mut checking) = self.checking.lock() {
+            checking.remove(peer);
+        }
+    }
+
     /// Whether this gate asks a peer by hash for what the changes it pushed build on
     /// ([`gatemesh_ledger::Ledger::need_message`]), given what it lacks of each peer's by
     /// their summaries (`lacks`). Not while it catches up a gap: asked of a peer, or about
@@ -1149,6 +1177,7 @@ impl CatchUpRelay {
 
     /// The connection to `peer` ended: if it was the one asked, another may be.
     fn gone(&mut self, peer: &str) {
+        self.checked(peer);
         if self.from.as_ref().is_some_and(|asked| asked.peer == peer) {
             self.from = None;
         }
@@ -1460,7 +1489,10 @@ impl Writer {
                 }
                 let from_peer = matches!(
                     command,
-                    Command::Sync(_) | Command::SyncParsed { .. } | Command::TakePart
+                    Command::Sync(_)
+                        | Command::PushAhead { .. }
+                        | Command::SyncParsed { .. }
+                        | Command::TakePart
                 );
                 let made = changes.len();
                 let (kind, began) = (command.kind(), std::time::Instant::now());
@@ -1870,6 +1902,10 @@ impl Writer {
                 defer(reply, result)
             }
             Command::Sync(request) => self.sync(request, changes, events),
+            Command::PushAhead { peer, push, reply } => {
+                self.relay_from.checked(&peer);
+                self.take_push(peer, push, reply, changes, events)
+            }
             Command::SyncParsed {
                 peer,
                 parts,
@@ -2165,19 +2201,8 @@ impl Writer {
                 self.receive(peer, parts, (reply, 0), changes, events)
             }
             SyncRequest::Push { peer, bytes, reply } => {
-                // A part's worth now, the rest in the batches after (a relayed gap is
-                // thousands of changes), as a sync message's parts are, and paced alike.
-                let (most, before, began) = (self.part, changes.len(), std::time::Instant::now());
-                let taken = self.taking_in(&peer, changes, events, |ledger, state| {
-                    ledger.receive_changes_upto(state, &bytes, now_ms(), most)
-                });
-                self.paced(most, changes.len() - before, began.elapsed());
-                Box::new(move |failed| {
-                    let _ = reply.send(match failed {
-                        Some(e) => Err(e.to_string()),
-                        None => taken,
-                    });
-                })
+                let push = gatemesh_ledger::PushAhead::unread(bytes);
+                self.take_push(peer, push, reply, changes, events)
             }
             SyncRequest::Pushed { peer, hashes } => {
                 if let Some(state) = self.peers.get_mut(&peer) {
@@ -2428,6 +2453,29 @@ impl Writer {
             Err(e) => Err(e),
         };
         answer_after_store(reply, taken.map(|_| ()))
+    }
+
+    /// Takes a push of `peer`'s: a part's worth now, the rest in the batches after (a
+    /// relayed gap is thousands of changes), as a sync message's parts are, and paced alike.
+    fn take_push(
+        &mut self,
+        peer: String,
+        push: gatemesh_ledger::PushAhead,
+        reply: tokio::sync::oneshot::Sender<Result<bool, String>>,
+        changes: &mut Vec<StoredChange>,
+        events: &mut Vec<NodeEvent>,
+    ) -> Deferred {
+        let (most, before, began) = (self.part, changes.len(), std::time::Instant::now());
+        let taken = self.taking_in(&peer, changes, events, |ledger, state| {
+            ledger.receive_push_upto(state, push, now_ms(), most)
+        });
+        self.paced(most, changes.len() - before, began.elapsed());
+        Box::new(move |failed| {
+            let _ = reply.send(match failed {
+                Some(e) => Err(e.to_string()),
+                None => taken,
+            });
+        })
     }
 
     /// A part of at most `most` pushed or held-back changes took `took` for `taken` of them:
@@ -3131,6 +3179,39 @@ mod tests {
         assert_eq!(r.wants("a", gap, t0), Wants::Gap);
         r.gone("a");
         assert!(r.asks_by_hash([None]), "A went; B not asked yet");
+    }
+
+    /// A peer asked for a gap whose push is being checked ahead (off the writer) when the
+    /// 10 s run out is not given up on: its news is on its way. A dishonest peer that keeps
+    /// a push in the checks for good still has to send enough news a window
+    /// ([`CATCH_UP_NEWS_LEAST`]), and a peer whose connection ended leaves nothing checked.
+    #[test]
+    fn the_peer_asked_for_a_gap_is_not_given_up_while_its_push_is_checked_ahead() {
+        let (mut r, t0) = (CatchUpRelay::default(), Instant::now());
+        let gap = Some(RELAY_ASK_PAST + 1);
+        assert_eq!(r.wants("a", gap, t0), Wants::Gap);
+        r.checking.lock().unwrap().insert("a".into());
+        let stale = t0 + RELAY_ASK_STALE + Duration::from_millis(1);
+        assert_eq!(
+            r.wants("a", gap, stale),
+            Wants::Gap,
+            "A's push is being checked"
+        );
+        assert_eq!(r.wants("b", gap, stale), Wants::Nothing);
+        // The writer takes it, and A sent nothing new since: now A rests.
+        r.checked("a");
+        assert_eq!(r.wants("a", gap, stale), Wants::Relays, "A rests");
+        assert_eq!(r.wants("b", gap, stale), Wants::Gap);
+        // B's push is in the checks, and B never sends news: the window ends it.
+        r.checking.lock().unwrap().insert("b".into());
+        let window = stale + CATCH_UP_MOST + Duration::from_millis(1);
+        assert_eq!(
+            r.wants("b", gap, window),
+            Wants::Relays,
+            "B trickled nothing"
+        );
+        r.gone("b");
+        assert!(r.checking.lock().unwrap().is_empty());
     }
 
     /// The peer asked for a gap holds the others back while it sends what this gate lacks;

@@ -187,6 +187,9 @@ struct Shared {
     /// Peers whose large sync message is being parsed off the writer: the writer asks no
     /// other peer for a gap meanwhile ([`gate::CatchUp`]).
     arriving: gate::Arriving,
+    /// Peers whose large push is being checked ahead, off the writer: the writer does not
+    /// give up the peer it asked for a gap meanwhile ([`gate::CatchUpRelay`]).
+    checking: gate::Arriving,
     /// Signatures found good: by the mesh's prechecks, and those the writer made or
     /// verified (`Ledger::share_vouched`).
     vouched: Arc<gatemesh_ledger::Vouched>,
@@ -388,6 +391,7 @@ impl Node {
             writer.apply_manifest(manifest)?;
         }
         let arriving = writer.catch_up.arriving.clone();
+        let checking = writer.relay_from.checking.clone();
         let handle = std::thread::Builder::new()
             .name("gate-writer".into())
             .spawn(move || writer.run(rx))?;
@@ -418,6 +422,7 @@ impl Node {
                 guests,
                 stats,
                 arriving,
+                checking,
                 vouched,
                 pace,
                 presentations: Default::default(),
@@ -719,6 +724,7 @@ impl Node {
         // round) sends the same records.
         let vouched = self.shared.vouched.clone();
         let arriving = self.shared.arriving.clone();
+        let checking = self.shared.checking.clone();
         let node = self.info().node_id.clone();
         tokio::spawn(async move {
             while let Some(request) = rx.recv().await {
@@ -794,28 +800,42 @@ impl Node {
                         });
                         continue;
                     }
-                    // A large push (a peer's relay after a heal: hundreds of changes) has
-                    // its signatures checked here first, off the writer, which then finds
-                    // them good. Its session waits for the answer, so nothing else of that
-                    // peer's overtakes it.
+                    // A large push (a peer's relay after a heal: hundreds of changes) is
+                    // read and has its signatures checked here first, off the writer,
+                    // which then takes what was read and finds the signatures good. Its
+                    // session waits for the answer, so nothing else of that peer's
+                    // overtakes it.
                     SyncRequest::Push { peer, bytes, reply }
                         if bytes.len() >= PRECHECK_PUSH_FROM =>
                     {
-                        let (commands, trust, vouched) =
-                            (commands.clone(), trust.clone(), vouched.clone());
+                        let (commands, trust, vouched, checking) = (
+                            commands.clone(),
+                            trust.clone(),
+                            vouched.clone(),
+                            checking.clone(),
+                        );
+                        if let Ok(mut checking) = checking.lock() {
+                            checking.insert(peer.clone());
+                        }
                         tokio::spawn(async move {
-                            let bytes = tokio::task::spawn_blocking(move || {
-                                if let Some((event, trust)) = trust.as_ref() {
-                                    gatemesh_ledger::precheck_pushed(
-                                        &bytes, event, trust, &vouched,
-                                    );
+                            let from = peer.clone();
+                            let push = tokio::task::spawn_blocking(move || match trust.as_ref() {
+                                Some((event, trust)) => {
+                                    gatemesh_ledger::PushAhead::check(bytes, event, trust, &vouched)
                                 }
-                                bytes
+                                None => gatemesh_ledger::PushAhead::unread(bytes),
                             })
                             .await;
-                            if let Ok(bytes) = bytes {
-                                let push = SyncRequest::Push { peer, bytes, reply };
-                                let _ = commands.send(gate::Command::Sync(push)).await;
+                            let sent = match push {
+                                Ok(push) => {
+                                    let push = gate::Command::PushAhead { peer, push, reply };
+                                    commands.send(push).await.is_ok()
+                                }
+                                Err(_) => false,
+                            };
+                            // The writer clears it as it takes the push.
+                            if !sent && let Ok(mut checking) = checking.lock() {
+                                checking.remove(&from);
                             }
                         });
                         continue;

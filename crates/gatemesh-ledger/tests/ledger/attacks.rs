@@ -142,6 +142,25 @@ fn refused(mut s: Scene, attack: impl FnOnce(&mut AutoCommit), expect: &str) {
         other => panic!("the attack went through by push: {other:?} (wanted {expect:?})"),
     }
     assert_eq!(held(&s.victim.ledger, &s.tickets), before);
+    // Read and checked ahead, off the writer, as a large push is: refused the same way.
+    let vouched = gatemesh_ledger::Vouched::default();
+    let ahead = gatemesh_ledger::PushAhead::check(
+        pushed,
+        &super::event(),
+        &super::trust_of(&super::event()),
+        &vouched,
+    );
+    let by_push_ahead =
+        s.victim
+            .ledger
+            .receive_push_upto(&mut PeerSync::default(), ahead, now(), usize::MAX);
+    match &by_push_ahead {
+        Err(LedgerError::Refused(why)) => assert!(why.contains(expect), "{why}"),
+        other => {
+            panic!("the attack went through by a push read ahead: {other:?} (wanted {expect:?})")
+        }
+    }
+    assert_eq!(held(&s.victim.ledger, &s.tickets), before);
     let by_sync = sync_with(&mut s.victim.ledger, &mut s.attacker);
     match &by_sync {
         Err(LedgerError::Refused(why)) => assert!(why.contains(expect), "{why}"),
@@ -375,14 +394,34 @@ fn message_of(chunks: Vec<Vec<u8>>) -> Vec<u8> {
     .encode()
 }
 
-/// Refused as too large, by sync message and in a file, and nothing changed.
-fn bomb_refused(victim: &mut Gate, by_sync: Option<Vec<u8>>, file: Option<Vec<u8>>) {
+/// Refused as too large, by sync message, pushed (read ahead, off the writer) and in a
+/// file, and nothing changed.
+fn bomb_refused(
+    victim: &mut Gate,
+    by_sync: Option<Vec<u8>>,
+    by_push: Option<Vec<u8>>,
+    file: Option<Vec<u8>>,
+) {
     let before = victim.ledger.redemptions();
     let heads = victim.ledger.heads();
     if let Some(message) = by_sync {
         let refusal = victim
             .ledger
             .receive_sync(&mut PeerSync::default(), &message, now());
+        assert!(
+            matches!(&refusal, Err(LedgerError::TooLarge { .. })),
+            "{refusal:?}"
+        );
+    }
+    if let Some(push) = by_push {
+        let (event, vouched) = (super::event(), gatemesh_ledger::Vouched::default());
+        let ahead =
+            gatemesh_ledger::PushAhead::check(push, &event, &super::trust_of(&event), &vouched);
+        assert_eq!(ahead.prechecked(), 0);
+        let refusal =
+            victim
+                .ledger
+                .receive_push_upto(&mut PeerSync::default(), ahead, now(), usize::MAX);
         assert!(
             matches!(&refusal, Err(LedgerError::TooLarge { .. })),
             "{refusal:?}"
@@ -408,7 +447,12 @@ fn a_compressed_bomb_is_refused_before_it_is_inflated() {
     // In a file, after the ledger's own document.
     let mut file = victim.ledger.save();
     file.extend(&chunk);
-    bomb_refused(&mut victim, Some(message_of(vec![chunk])), Some(file));
+    bomb_refused(
+        &mut victim,
+        Some(message_of(vec![chunk.clone()])),
+        Some(chunk),
+        Some(file),
+    );
 }
 
 #[test]
@@ -425,6 +469,7 @@ fn a_document_whose_columns_inflate_past_the_bound_is_refused() {
     bomb_refused(
         &mut victim,
         Some(message_of(vec![bomb.clone()])),
+        None,
         Some(bomb),
     );
     // Honest documents still come in whole.
@@ -443,7 +488,12 @@ fn many_compressed_changes_share_one_bound() {
     victim.scan(&TicketId::generate(), "n1", T0);
     let mut file = victim.ledger.save();
     file.extend(chunks.concat());
-    bomb_refused(&mut victim, Some(message_of(chunks)), Some(file));
+    bomb_refused(
+        &mut victim,
+        Some(message_of(chunks.clone())),
+        Some(chunks.concat()),
+        Some(file),
+    );
 }
 
 #[test]

@@ -1767,6 +1767,96 @@ fn a_push_checked_ahead_is_taken_without_verifying_its_signatures_again() {
 }
 
 #[test]
+fn a_push_read_ahead_is_taken_as_the_writer_would_take_it_read_there() {
+    // North relays 10 changes East and West hold and 30 they lack, as one push. East's
+    // writer reads the push itself; West's takes it as read and checked ahead, off the
+    // writer. Both take the same changes, part by part, with the same books, and West's
+    // writer verifies nothing.
+    let mut north = Gate::new("North");
+    let (mut east, mut west, vouched) = {
+        let (_, east, vouched) = north_and_east_sharing_vouched();
+        let mut west = Gate::new("West");
+        west.ledger.share_vouched(vouched.clone());
+        (east, west, vouched)
+    };
+    let t0 = 1_795_000_000_000;
+    let changes: Vec<Vec<u8>> = (0..40)
+        .map(|i| {
+            let r = redemption(&mut north.ledger, &TicketId::generate(), t0 + i);
+            north.ledger.record_redemption(&r).unwrap().unwrap().bytes
+        })
+        .collect();
+    for gate in [&mut east, &mut west] {
+        gate.ledger
+            .receive_changes(
+                &mut gatemesh_ledger::PeerSync::default(),
+                &changes[..10].concat(),
+                now(),
+            )
+            .unwrap();
+    }
+    let push = changes.concat();
+    let ahead =
+        gatemesh_ledger::PushAhead::check(push.clone(), &event(), &trust_of(&event()), &vouched);
+    assert_eq!(
+        ahead.prechecked(),
+        40,
+        "every signature found good (the 10 held, found before, cost a digest)"
+    );
+    let before = vouched.len();
+    let (mut from_east, mut from_west) = (
+        gatemesh_ledger::PeerSync::default(),
+        gatemesh_ledger::PeerSync::default(),
+    );
+    let by_east = east
+        .ledger
+        .receive_changes_upto(&mut from_east, &push, now(), 12)
+        .unwrap();
+    let by_west = west
+        .ledger
+        .receive_push_upto(&mut from_west, ahead, now(), 12)
+        .unwrap();
+    assert_eq!((by_east.len(), by_west.len()), (12, 12));
+    loop {
+        let (e, w) = (
+            east.ledger
+                .take_waiting(&mut from_east, 12, now())
+                .unwrap()
+                .len(),
+            west.ledger
+                .take_waiting(&mut from_west, 12, now())
+                .unwrap()
+                .len(),
+        );
+        assert_eq!(e, w);
+        if e == 0 {
+            break;
+        }
+    }
+    assert_eq!(from_east.books(), from_west.books());
+    assert_eq!((from_west.books().came, from_west.books().held), (40, 10));
+    assert_eq!(east.ledger.heads(), west.ledger.heads());
+    assert_eq!(west.ledger.redemption_count(), 40);
+    assert_eq!(vouched.len(), before, "nothing verified on West's writer");
+    // Bytes that are no push are kept as they came, and refused on the writer as before.
+    let junk = gatemesh_ledger::PushAhead::check(
+        b"not a push".to_vec(),
+        &event(),
+        &trust_of(&event()),
+        &vouched,
+    );
+    assert_eq!(junk.prechecked(), 0);
+    let refusal =
+        west.ledger
+            .receive_push_upto(&mut gatemesh_ledger::PeerSync::default(), junk, now(), 12);
+    assert!(
+        matches!(refusal, Err(gatemesh_ledger::LedgerError::BadMessage(_))),
+        "{refusal:?}"
+    );
+    assert_eq!(east.ledger.heads(), west.ledger.heads());
+}
+
+#[test]
 fn a_writers_later_pushes_are_checked_ahead_with_the_certificate_its_first_push_carried() {
     // North and East never met. After the heal North's changes reach East in several
     // pushes, and only the first carries North's certificate. Each push is checked ahead
