@@ -3406,16 +3406,8 @@ impl Ledger {
         bounded(bytes, "pushed changes")?;
         crate::admit::Inflation::default().all(bytes)?;
         let doc = &mut self.doc;
-        let (incoming, held) = guarded(|| crate::admit::new_changes(doc, bytes))?;
-        peer.5.came += held as u64;
-        peer.5.held += held as u64;
-        self.take_changes(
-            peer,
-            incoming,
-            now_ms,
-            &crate::sign::Checked::default(),
-            most,
-        )
+        let read = guarded(|| crate::admit::new_changes(doc, bytes))?;
+        self.take_pushed(peer, read, now_ms, most)
     }
 
     /// [`Ledger::receive_changes_upto`] of a push read and checked ahead ([`PushAhead`]):
@@ -3437,9 +3429,20 @@ impl Ledger {
             .into_iter()
             .filter(|c| !holds(doc, &c.hash()))
             .collect();
-        let held = (carried - incoming.len()) as u64;
-        peer.5.came += held;
-        peer.5.held += held;
+        let held = carried - incoming.len();
+        self.take_pushed(peer, (incoming, held), now_ms, most)
+    }
+
+    /// Takes a push's changes this ledger lacks, `held` more having come that it holds.
+    fn take_pushed(
+        &mut self,
+        peer: &mut PeerSync,
+        (incoming, held): (Vec<Change>, usize),
+        now_ms: i64,
+        most: usize,
+    ) -> Result<Vec<StoredChange>, LedgerError> {
+        peer.5.came += held as u64;
+        peer.5.held += held as u64;
         self.take_changes(
             peer,
             incoming,
