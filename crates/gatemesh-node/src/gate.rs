@@ -1032,8 +1032,9 @@ const CATCH_UP_NEWS_LEAST: usize = PART;
 pub(crate) const RELAY_ASK_PAST: usize = PART;
 
 /// Changes a gate lacks of the peer it asks to relay it a gap at most which it no longer
-/// asks ([`CatchUpRelay`]).
-pub(crate) const RELAY_ASK_UNTIL: usize = RELAY_MOST / 2;
+/// asks ([`CatchUpRelay`]): the rest comes by the usual relays, each writer's from itself
+/// or, for writers this gate does not reach, from whichever peer answers first.
+pub const RELAY_ASK_UNTIL: usize = RELAY_MOST / 2;
 
 /// How long the peer asked to relay a gap stays the one while this gate takes nothing new
 /// from it ([`CatchUpRelay`]).

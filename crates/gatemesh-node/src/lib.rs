@@ -37,7 +37,10 @@ use std::{
 };
 
 pub use check_in::{CheckIn, CheckInStatus, ListsSource};
-pub use gate::{Counts, Ended, GateStats, NodeEvent, PeerLag, Revocations, ScanResult, Snapshot};
+pub use gate::{
+    Counts, Ended, GateStats, NodeEvent, PeerLag, RELAY_ASK_UNTIL, Revocations, ScanResult,
+    Snapshot,
+};
 use gatemesh_ledger::{
     Action, AuditEntry, Direction, Durability, Ledger, LedgerError, NodeId, Policy, Redemption,
     Resolution, Store, StoreError, TicketState,
