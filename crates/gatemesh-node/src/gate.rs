@@ -1066,8 +1066,9 @@ impl CatchUpRelay {
             let (since, news) = asked.window;
             // A push of its being checked ahead is news on its way: after a heal every gate
             // checks thousands of signatures at once, and on a machine that many gates
-            // share its first answers waited there past the 10 s (31 of 32 gates gave the
-            // peer they asked up in one 32-gate bench heal, each sending the gap again).
+            // share, the first answers can wait there past the 10 s (in one 32-gate bench
+            // heal 31 gates gave up the peer they asked, 10 s after asking, and the gap
+            // went again from every other peer).
             let checking = self
                 .checking
                 .lock()
