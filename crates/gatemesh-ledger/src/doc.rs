@@ -2633,6 +2633,12 @@ impl Ledger {
         self.tips.encode_with(reaches, wants, &coming, &beyond)
     }
 
+    /// Whether the peer's last summary asked this node for its gap: it catches up from
+    /// here.
+    pub fn catches_up_from_here(&self, peer: &PeerSync) -> bool {
+        peer.4.asks_gap
+    }
+
     /// How many changes this ledger lacks that the peer holds, by the peer's last summary;
     /// `None` before it told one.
     pub fn lacked_of(&self, peer: &PeerSync) -> Option<usize> {

@@ -501,6 +501,8 @@ pub(crate) struct Relayed {
     pub behind: Option<(usize, i64)>,
     /// Changes relayed to the peer on this connection, by why.
     pub by_why: RelayedBy,
+    /// The peer's last summary asked this node for its gap ([`Wants::Gap`]).
+    pub asks_gap: bool,
 }
 
 /// Changes relayed to a peer, by why each went ([`plan_relay`]): what a heal's relays
@@ -788,6 +790,7 @@ pub(crate) fn plan_relay(
         beyond,
     } = told;
     let catch_me_up = wants == Wants::Gap;
+    relayed.asks_gap = catch_me_up;
     let most = if catch_me_up {
         plan.catch_up_most
     } else {

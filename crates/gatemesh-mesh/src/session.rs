@@ -337,6 +337,10 @@ pub const SUMMARY_QUIET_MOST: Duration = Duration::from_secs(5);
 /// at this pace at most).
 pub const ROUND_EVERY: Duration = Duration::from_secs(2);
 
+/// Frames from this size on are logged (at debug) as they are written and read: a heal's
+/// relays, not a gate's own pushes of a few scans.
+const LARGE_FRAME: usize = 64 * 1024;
+
 /// Most bytes of changes one push frame carries: a backlog goes in several.
 const PUSH_FRAME_MOST: usize = 1024 * 1024;
 
@@ -1287,9 +1291,16 @@ async fn session(
 ) -> Result<()> {
     // Frames are read by their own task: reading is not cancel-safe inside a select.
     let (frames_tx, frames) = mpsc::channel::<Result<Vec<u8>>>(8);
+    let (me, from) = (ctx.me.name.clone(), peer.to_owned());
     let reader = tokio::spawn(async move {
         loop {
             let frame = read_frame(&mut recv).await.transpose();
+            // Where a large answer waits, read with the sender's log and the ledger's.
+            if let Some(Ok(f)) = &frame
+                && f.len() >= LARGE_FRAME
+            {
+                tracing::debug!("{me}: read a frame of {} bytes from {from}", f.len());
+            }
             let end = !matches!(frame, Some(Ok(_)));
             if let Some(frame) = frame
                 && frames_tx.send(frame).await.is_err()
@@ -1648,7 +1659,16 @@ async fn sending(
             frame = out.recv() => {
                 let Some(frame) = frame else { return Ok(()) };
                 write_frame(send, &frame).await?;
-                waiting.fetch_sub(frame.len(), Ordering::AcqRel);
+                let left = waiting
+                    .fetch_sub(frame.len(), Ordering::AcqRel)
+                    .saturating_sub(frame.len());
+                if frame.len() >= LARGE_FRAME {
+                    tracing::debug!(
+                        "{}: wrote a frame of {} bytes to {peer}, {left} bytes wait behind it",
+                        ctx.me.name,
+                        frame.len()
+                    );
+                }
                 update(ctx, peer, |s| s.bytes_sent += frame.len() as u64 + 4);
             }
             () = tokio::time::sleep(MARK_AGAIN), if !marks.0.is_empty() => {

@@ -729,6 +729,7 @@ impl Node {
         let arriving = self.shared.arriving.clone();
         let checking = self.shared.checking.clone();
         let node = self.info().node_id.clone();
+        let me = self.info().name.clone();
         tokio::spawn(async move {
             while let Some(request) = rx.recv().await {
                 use gatemesh_mesh::session::SyncRequest;
@@ -820,13 +821,30 @@ impl Node {
                         if let Ok(mut checking) = checking.lock() {
                             checking.insert(peer.clone());
                         }
+                        let (push_peer, me) = (peer.clone(), me.clone());
                         tokio::spawn(async move {
                             let from = peer.clone();
-                            let push = tokio::task::spawn_blocking(move || match trust.as_ref() {
-                                Some((event, trust)) => {
-                                    gatemesh_ledger::PushAhead::check(bytes, event, trust, &vouched)
-                                }
-                                None => gatemesh_ledger::PushAhead::unread(bytes),
+                            let came = std::time::Instant::now();
+                            let push = tokio::task::spawn_blocking(move || {
+                                let began = std::time::Instant::now();
+                                let size = bytes.len();
+                                let push = match trust.as_ref() {
+                                    Some((event, trust)) => gatemesh_ledger::PushAhead::check(
+                                        bytes, event, trust, &vouched,
+                                    ),
+                                    None => gatemesh_ledger::PushAhead::unread(bytes),
+                                };
+                                // Where a gap's answer waits on a loaded gate: for a thread,
+                                // in the check, then (the writer's log) for the writer.
+                                tracing::debug!(
+                                    "{me}: a push of {size} bytes from {push_peer}: {} \
+                                     signatures found good ahead in {} ms, after {} ms waiting \
+                                     for a thread",
+                                    push.prechecked(),
+                                    began.elapsed().as_millis(),
+                                    began.duration_since(came).as_millis()
+                                );
+                                push
                             })
                             .await;
                             let sent = match push {
