@@ -621,6 +621,28 @@ fn a_peer_that_says_it_lacks_everything_gets_each_change_once_per_connection() {
     );
 }
 
+/// Whether a peer catches up from this node is what its last summary asked: the gate does
+/// not ask that peer for a gap of its own meanwhile (`CatchUpRelay`), and must not keep
+/// thinking so once the peer asks for the usual relays, or for nothing, again.
+#[test]
+fn a_peer_catches_up_from_here_while_its_last_summary_asks_for_the_gap() {
+    let (mut b, c) = (device("gate-b"), device("gate-c"));
+    admit(&mut b, 3);
+    let mut state = PeerSync::default();
+    assert!(!b.catches_up_from_here(&state), "no summary yet");
+    let says = |wants| c.summary_message(&[], wants);
+    for (wants, asks) in [
+        (Wants::Gap, true),
+        (Wants::Relays, false),
+        (Wants::Gap, true),
+        (Wants::Nothing, false),
+    ] {
+        b.relay(&mut state, &says(wants), &plan(&b, "gate-b", now()))
+            .unwrap();
+        assert_eq!(b.catches_up_from_here(&state), asks, "{wants:?}");
+    }
+}
+
 #[test]
 fn a_peer_that_lacks_a_catch_ups_worth_asks_for_it_by_a_round_of_its_own() {
     // A gate joining late, or back after a long partition: its holder relays none of it and
